@@ -1,0 +1,2 @@
+//! context-compactor: a pure Rust core (message model, exact token counting, compaction)
+//! with one thin wasm-bindgen module on top.
