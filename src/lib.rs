@@ -1,2 +1,7 @@
 //! context-compactor: a pure Rust core (message model, exact token counting, compaction)
-//! with one thin wasm-bindgen module on top.
+//! with one thin wasm-bindgen module on top (`bindings`), so `cargo test` covers the core natively.
+
+pub mod error;
+pub mod message;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,94 @@
+//! One error type for the whole core. The bindings turn it into a typed JS `Error` subclass,
+//! so its message must say what was wrong and where, on its own.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A message (or message list) that does not follow the provider's format.
+    InvalidMessage,
+    /// An argument that is not a message: an option, a name, a ratio, a budget.
+    InvalidArgument,
+    /// A lookup by id or name that found nothing.
+    NotFound,
+    /// A broken invariant inside the library: a bug, reported instead of panicking.
+    Internal,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidMessage => "InvalidMessage",
+            ErrorKind::InvalidArgument => "InvalidArgument",
+            ErrorKind::NotFound => "NotFound",
+            ErrorKind::Internal => "Internal",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// Index of the offending message in the list the caller passed.
+    pub index: Option<usize>,
+    /// JSON path of the offending value, e.g. `messages[3].tool_calls[0].id`.
+    pub path: Option<String>,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), index: None, path: None }
+    }
+
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// An invalid message at `index`, with the path of the bad field relative to that message.
+    pub fn invalid_message(index: usize, field: &str, message: impl Into<String>) -> Self {
+        let path = if field.is_empty() {
+            format!("messages[{index}]")
+        } else {
+            format!("messages[{index}].{field}")
+        };
+        Error { kind: ErrorKind::InvalidMessage, message: message.into(), index: Some(index), path: Some(path) }
+    }
+
+    /// Re-anchors a message error at another index (e.g. a batch offset), keeping its field path.
+    pub fn at_index(mut self, index: usize) -> Self {
+        if let (Some(old), Some(path)) = (self.index, self.path.as_mut()) {
+            let prefix = format!("messages[{old}]");
+            if let Some(rest) = path.strip_prefix(&prefix) {
+                *path = format!("messages[{index}]{rest}");
+            }
+        }
+        self.index = Some(index);
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(index) = self.index {
+            write!(f, "message {index}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(path) = &self.path {
+            write!(f, " (at {path})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,105 @@
+//! Reading JSON objects field by field with errors that name the message index and the path,
+//! keeping every field nobody asked for as `extra`.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+pub(crate) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An object being taken apart: known fields are taken out, what remains is the extra.
+pub(crate) struct Fields {
+    map: Map<String, Value>,
+    index: usize,
+    /// Path of this object relative to its message, e.g. `content[2]`; empty for the message.
+    base: String,
+}
+
+impl Fields {
+    pub fn new(value: Value, index: usize, base: &str, what: &str) -> Result<Fields> {
+        match value {
+            Value::Object(map) => Ok(Fields { map, index, base: base.to_string() }),
+            other => Err(Error::invalid_message(
+                index,
+                base,
+                format!("{what} must be an object, got {}", type_name(&other)),
+            )),
+        }
+    }
+
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn path(&self, key: &str) -> String {
+        if self.base.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.base)
+        }
+    }
+
+    pub fn error(&self, key: &str, message: impl Into<String>) -> Error {
+        Error::invalid_message(self.index, &self.path(key), message)
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.map.contains_key(key)
+    }
+
+    pub fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key)
+    }
+
+    /// Puts a value back, to travel verbatim with the extra fields.
+    pub fn keep(&mut self, key: &str, value: Value) {
+        self.map.insert(key.to_string(), value);
+    }
+
+    pub fn required_str(&mut self, key: &str) -> Result<String> {
+        match self.map.remove(key) {
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => Err(self.error(key, format!("`{key}` must be a string, got {}", type_name(&other)))),
+            None => Err(self.error(key, format!("missing `{key}`"))),
+        }
+    }
+
+    pub fn optional_str(&mut self, key: &str) -> Result<Option<String>> {
+        match self.map.remove(key) {
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.error(key, format!("`{key}` must be a string, got {}", type_name(&other)))),
+            None => Ok(None),
+        }
+    }
+
+    pub fn optional_bool(&mut self, key: &str) -> Result<Option<bool>> {
+        match self.map.remove(key) {
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(other) => Err(self.error(key, format!("`{key}` must be a boolean, got {}", type_name(&other)))),
+            None => Ok(None),
+        }
+    }
+
+    pub fn rest(self) -> Map<String, Value> {
+        self.map
+    }
+}
+
+/// Puts `extra` back after the known fields, without overwriting any of them.
+pub(crate) fn with_extra(mut object: Map<String, Value>, extra: &Map<String, Value>) -> Value {
+    for (key, value) in extra {
+        if !object.contains_key(key) {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(object)
+}

@@ -1,0 +1,270 @@
+//! The neutral message model: one representation for OpenAI Chat Completions and Anthropic
+//! Messages. Every field the model does not understand is kept verbatim in `extra`, and the
+//! shape the content arrived in is remembered, so parse-then-emit in the source format gives
+//! back the same JSON.
+
+mod anthropic;
+pub(crate) mod json;
+mod openai;
+
+pub use anthropic::{emit_anthropic, parse_anthropic, parse_anthropic_message};
+pub use openai::{emit_openai, emit_openai_message, parse_openai, parse_openai_message};
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// The wire formats the package reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+}
+
+impl Format {
+    pub fn parse(name: &str) -> Result<Format> {
+        match name {
+            "openai" => Ok(Format::OpenAi),
+            "anthropic" => Ok(Format::Anthropic),
+            other => Err(Error::invalid_argument(format!(
+                "unknown format {other:?}: expected \"openai\" or \"anthropic\""
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Parses a message list in `format` (OpenAI: an array; Anthropic: an array or `{ system, messages }`).
+pub fn parse(value: Value, format: Format) -> Result<Vec<Message>> {
+    match format {
+        Format::OpenAi => parse_openai(value),
+        Format::Anthropic => parse_anthropic(value),
+    }
+}
+
+/// Emits messages in `format` (OpenAI: an array; Anthropic: `{ system?, messages }`).
+pub fn emit(messages: &[Message], format: Format) -> Result<Value> {
+    match format {
+        Format::OpenAi => Ok(Value::Array(emit_openai(messages))),
+        Format::Anthropic => emit_anthropic(messages),
+    }
+}
+
+/// Converts a message list between formats, for what both can express.
+pub fn convert(value: Value, from: Format, to: Format) -> Result<Value> {
+    emit(&parse(value, from)?, to)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    /// System and developer messages both carry instructions rather than conversation.
+    pub fn is_instruction(self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+/// How a `content` field arrived, so that it leaves the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContentForm {
+    /// No `content` key at all.
+    Absent,
+    /// `"content": null` (OpenAI assistant messages that only call tools).
+    Null,
+    /// A plain string.
+    Text,
+    /// An array of parts or blocks.
+    Parts,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Content {
+    pub form: ContentForm,
+    pub parts: Vec<Part>,
+}
+
+impl Content {
+    pub fn text(text: impl Into<String>) -> Self {
+        Content { form: ContentForm::Text, parts: vec![Part::text(text)] }
+    }
+
+    pub fn parts(parts: Vec<Part>) -> Self {
+        Content { form: ContentForm::Parts, parts }
+    }
+
+    /// The concatenated text parts, in order.
+    pub fn joined_text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            if let Part::Text { text, .. } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ImageSource {
+    /// A URL (OpenAI `image_url.url`, which may be a `data:` URL; Anthropic `source.type = "url"`).
+    Url(String),
+    /// Inline base64 data (Anthropic `source.type = "base64"`).
+    Base64 { media_type: String, data: String },
+}
+
+/// The arguments of a tool call as the provider gave them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolInput {
+    /// OpenAI: a JSON document serialised as a string, kept byte for byte.
+    Text(String),
+    /// Anthropic: a JSON object.
+    Json(Value),
+}
+
+impl ToolInput {
+    /// The arguments as JSON text (what a model reads, and what OpenAI expects).
+    pub fn to_text(&self) -> String {
+        match self {
+            ToolInput::Text(text) => text.clone(),
+            ToolInput::Json(value) => value.to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: ToolInput,
+    /// Unknown fields of the call object (OpenAI: the call; Anthropic: the `tool_use` block).
+    pub extra: Map<String, Value>,
+    /// Unknown fields of OpenAI's nested `function` object.
+    pub function_extra: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: Content,
+    pub is_error: Option<bool>,
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Part {
+    Text { text: String, extra: Map<String, Value> },
+    Image { source: ImageSource, detail: Option<String>, extra: Map<String, Value>, source_extra: Map<String, Value> },
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    Thinking { thinking: String, signature: Option<String>, extra: Map<String, Value> },
+    RedactedThinking { data: String, extra: Map<String, Value> },
+    /// A part type this model does not know, kept verbatim (audio, files, documents, server tools…).
+    Other(Value),
+}
+
+impl Part {
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text { text: text.into(), extra: Map::new() }
+    }
+
+    pub fn kind(&self) -> PartKind {
+        match self {
+            Part::Text { .. } => PartKind::Text,
+            Part::Image { .. } => PartKind::Image,
+            Part::ToolCall(_) => PartKind::ToolCall,
+            Part::ToolResult(_) => PartKind::ToolResult,
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => PartKind::Thinking,
+            Part::Other(_) => PartKind::Other,
+        }
+    }
+}
+
+/// The part categories a token report is broken down by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PartKind {
+    Text,
+    Image,
+    ToolCall,
+    ToolResult,
+    Thinking,
+    Other,
+}
+
+impl PartKind {
+    pub const ALL: [PartKind; 6] =
+        [PartKind::Text, PartKind::Image, PartKind::ToolCall, PartKind::ToolResult, PartKind::Thinking, PartKind::Other];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartKind::Text => "text",
+            PartKind::Image => "image",
+            PartKind::ToolCall => "toolCall",
+            PartKind::ToolResult => "toolResult",
+            PartKind::Thinking => "thinking",
+            PartKind::Other => "other",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: Content,
+    /// OpenAI's optional participant name (also the deprecated `name` on tool messages).
+    pub name: Option<String>,
+    /// Unknown message-level fields, verbatim.
+    pub extra: Map<String, Value>,
+    /// The format this message was parsed from: its `extra` fields belong to that format only.
+    pub source: Format,
+}
+
+impl Message {
+    pub fn new(role: Role, content: Content, source: Format) -> Self {
+        Message { role, content, name: None, extra: Map::new(), source }
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.parts.iter().filter_map(|part| match part {
+            Part::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
+        self.content.parts.iter().filter_map(|part| match part {
+            Part::ToolResult(result) => Some(result),
+            _ => None,
+        })
+    }
+
+    pub fn has_tool_calls(&self) -> bool {
+        self.tool_calls().next().is_some()
+    }
+
+    pub fn has_tool_results(&self) -> bool {
+        self.tool_results().next().is_some()
+    }
+}

@@ -1,0 +1,126 @@
+mod common;
+
+use context_compactor::message::{self, Format, Part, Role};
+use serde_json::{json, Value};
+
+fn round_trip(messages: &Value, format: Format) -> Value {
+    let parsed = message::parse(messages.clone(), format).expect("fixture parses");
+    message::emit(&parsed, format).expect("fixture emits")
+}
+
+#[test]
+fn every_tau_bench_run_round_trips_losslessly() {
+    let runs = common::tau_bench();
+    assert_eq!(runs.len(), 200);
+    let mut total = 0;
+    for run in &runs {
+        assert_eq!(&round_trip(run, Format::OpenAi), run);
+        total += run.as_array().map_or(0, Vec::len);
+    }
+    assert_eq!(total, 5308);
+}
+
+#[test]
+fn swe_agent_trajectory_round_trips_with_its_extra_fields() {
+    let history = common::swe_agent();
+    assert_eq!(history.as_array().map(Vec::len), Some(24));
+    assert_eq!(round_trip(&history, Format::OpenAi), history);
+    let parsed = message::parse(history, Format::OpenAi).unwrap();
+    assert!(parsed[0].extra.contains_key("message_type"), "unknown fields are kept");
+}
+
+#[test]
+fn claude_code_records_round_trip_one_by_one() {
+    for log in common::CLAUDE_CODE_LOGS {
+        let records = common::claude_code(log);
+        assert!(!records.is_empty());
+        for (i, record) in records.iter().enumerate() {
+            let parsed = message::parse_anthropic_message(record.clone(), i).expect("record parses");
+            let emitted = message::emit(&[parsed], Format::Anthropic).unwrap();
+            assert_eq!(emitted["messages"][0], *record, "{log} record {i}");
+        }
+    }
+}
+
+#[test]
+fn claude_code_logs_round_trip_as_one_list() {
+    for log in common::CLAUDE_CODE_LOGS {
+        let records = Value::Array(common::claude_code(log));
+        assert_eq!(round_trip(&records, Format::Anthropic)["messages"], records, "{log}");
+    }
+}
+
+#[test]
+fn anthropic_request_keeps_its_system_blocks() {
+    let request = json!({
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "hi"}]
+    });
+    assert_eq!(round_trip(&request, Format::Anthropic), request);
+}
+
+#[test]
+fn tau_bench_converts_to_anthropic_and_back_keeping_roles_texts_and_tool_ids() {
+    for run in common::tau_bench().iter().take(50) {
+        let anthropic = message::convert(run.clone(), Format::OpenAi, Format::Anthropic).unwrap();
+        let messages = anthropic["messages"].as_array().unwrap();
+        // Alternation holds after conversion: tool results merge into user turns.
+        for pair in messages.windows(2) {
+            assert_ne!(pair[0]["role"], pair[1]["role"], "roles alternate");
+        }
+        assert_eq!(anthropic["system"], run[0]["content"]);
+        let back = message::convert(anthropic, Format::Anthropic, Format::OpenAi).unwrap();
+        let ids = |list: &Value| -> Vec<String> {
+            let mut ids = Vec::new();
+            for m in list.as_array().unwrap() {
+                for call in m["tool_calls"].as_array().into_iter().flatten() {
+                    ids.push(format!("call:{}", call["id"].as_str().unwrap()));
+                }
+                if let Some(id) = m["tool_call_id"].as_str() {
+                    ids.push(format!("result:{id}"));
+                }
+            }
+            ids
+        };
+        assert_eq!(ids(&back), ids(run));
+        let texts = |list: &Value| -> Vec<String> {
+            list.as_array().unwrap().iter().filter_map(|m| m["content"].as_str().map(str::to_string)).filter(|t| !t.is_empty()).collect()
+        };
+        assert_eq!(texts(&back), texts(run));
+    }
+}
+
+#[test]
+fn claude_code_converts_to_openai_with_tool_messages() {
+    let records = Value::Array(common::claude_code("claude-code-tool-heavy.jsonl"));
+    let openai = message::convert(records.clone(), Format::Anthropic, Format::OpenAi).unwrap();
+    let parsed = message::parse(openai.clone(), Format::OpenAi).expect("conversion is valid OpenAI input");
+    let calls: Vec<&str> = parsed.iter().flat_map(|m| m.tool_calls()).map(|c| c.id.as_str()).collect();
+    let results: Vec<&str> = parsed
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .flat_map(|m| m.tool_results())
+        .map(|r| r.call_id.as_str())
+        .collect();
+    assert_eq!(calls.len(), 6);
+    assert_eq!(results.len(), 6);
+    for id in &results {
+        assert!(calls.contains(id));
+    }
+    assert!(parsed.iter().all(|m| !m.content.parts.iter().any(|p| matches!(p, Part::Thinking { .. }))));
+}
+
+#[test]
+fn images_convert_between_data_urls_and_base64_sources() {
+    let openai = json!([{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}}
+    ]}]);
+    let anthropic = message::convert(openai, Format::OpenAi, Format::Anthropic).unwrap();
+    assert_eq!(
+        anthropic["messages"][0]["content"][1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+    );
+    let back = message::convert(anthropic, Format::Anthropic, Format::OpenAi).unwrap();
+    assert_eq!(back[0]["content"][1]["image_url"]["url"], "data:image/png;base64,iVBORw0KGgo=");
+}
