@@ -2,6 +2,9 @@
 //! with one thin wasm-bindgen module on top (`bindings`), so `cargo test` covers the core natively.
 
 pub mod error;
+pub mod history;
 pub mod message;
+pub mod tokens;
 
 pub use error::{Error, ErrorKind, Result};
+pub use history::ConversationHistory;

@@ -211,10 +211,10 @@ fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Par
 /// arrived; converted ones lose the fields only their own format knows, OpenAI tool messages
 /// become `tool_result` blocks, and a converted message merges into a neighbour of the same role
 /// so that user and assistant alternate.
-pub fn emit_anthropic(messages: &[Message]) -> Result<Value> {
+pub fn emit_anthropic<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Result<Value> {
     let mut system: Vec<&Message> = Vec::new();
-    let mut out: Vec<(Value, bool)> = Vec::with_capacity(messages.len());
-    for (index, message) in messages.iter().enumerate() {
+    let mut out: Vec<(Value, bool)> = Vec::new();
+    for (index, message) in messages.into_iter().enumerate() {
         if message.role.is_instruction() {
             system.push(message);
             continue;

@@ -49,7 +49,7 @@ pub fn parse(value: Value, format: Format) -> Result<Vec<Message>> {
 }
 
 /// Emits messages in `format` (OpenAI: an array; Anthropic: `{ system?, messages }`).
-pub fn emit(messages: &[Message], format: Format) -> Result<Value> {
+pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Result<Value> {
     match format {
         Format::OpenAi => Ok(Value::Array(emit_openai(messages))),
         Format::Anthropic => emit_anthropic(messages),

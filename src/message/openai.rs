@@ -179,8 +179,8 @@ fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall>
 /// Emits messages as OpenAI messages. Messages parsed from OpenAI come back exactly as they
 /// arrived; others are converted (an Anthropic user message with tool results becomes one tool
 /// message per result, then a user message for whatever else it held).
-pub fn emit_openai(messages: &[Message]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len());
+pub fn emit_openai<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<Value> {
+    let mut out = Vec::new();
     for message in messages {
         emit_openai_message(message, &mut out);
     }

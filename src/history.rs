@@ -1,0 +1,330 @@
+//! The conversation log: append-only, every message with a stable id, token counts cached per
+//! message so that counting again after an append costs only the new message.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{self, Format, Message, PartKind};
+use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
+
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub id: String,
+    pub message: Message,
+    tokens: Option<MessageTokens>,
+}
+
+/// Where each tool call id stands: made by which message, answered by which.
+#[derive(Clone, Debug, Default)]
+struct ToolCallIndex {
+    made_by: HashMap<String, usize>,
+    answered_by: HashMap<String, usize>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ConversationHistory {
+    encoding: Encoding,
+    records: Vec<Record>,
+    positions: HashMap<String, usize>,
+    calls: ToolCallIndex,
+    next_sequence: u64,
+    counted_messages: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenReport {
+    pub total: usize,
+    pub messages: usize,
+    pub reply_priming: usize,
+    pub by_role: BTreeMap<&'static str, usize>,
+    /// Part kinds plus `overhead` (framing, role and name).
+    pub by_part: BTreeMap<&'static str, usize>,
+}
+
+impl ConversationHistory {
+    pub fn new(encoding: Encoding) -> Self {
+        ConversationHistory {
+            encoding,
+            records: Vec::new(),
+            positions: HashMap::new(),
+            calls: ToolCallIndex::default(),
+            next_sequence: 1,
+            counted_messages: 0,
+        }
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// How many messages have been tokenized so far (each at most once).
+    pub fn counted_messages(&self) -> u64 {
+        self.counted_messages
+    }
+
+    /// Parses and appends one message; returns its id.
+    pub fn append_value(&mut self, value: Value, format: Format) -> Result<String> {
+        let message = match format {
+            Format::OpenAi => message::parse_openai_message(value, 0),
+            Format::Anthropic => message::parse_anthropic_message(value, 0),
+        }
+        .map_err(single_message_error)?;
+        let mut ids = self.append_all(vec![message]).map_err(single_message_error)?;
+        ids.pop().ok_or_else(|| Error::internal("append returned no id"))
+    }
+
+    /// Parses and appends a list (OpenAI array; Anthropic array or `{ system, messages }`).
+    /// All or nothing: if any message is invalid, nothing is appended.
+    pub fn append_values(&mut self, value: Value, format: Format) -> Result<Vec<String>> {
+        let messages = message::parse(value, format)?;
+        self.append_all(messages)
+    }
+
+    /// Appends messages after checking them against the log: a tool result must answer a call
+    /// an earlier assistant message made, and answer it once; a call id is used once.
+    pub fn append_all(&mut self, messages: Vec<Message>) -> Result<Vec<String>> {
+        let mut calls = self.calls.clone();
+        let base = self.records.len();
+        for (i, message) in messages.iter().enumerate() {
+            let position = base + i;
+            for call in message.tool_calls() {
+                if let Some(&earlier) = calls.made_by.get(&call.id) {
+                    return Err(Error::invalid_message(
+                        i,
+                        "",
+                        format!("tool call id {:?} is already used by message {}", call.id, self.describe(earlier, base)),
+                    ));
+                }
+                calls.made_by.insert(call.id.clone(), position);
+            }
+            for result in message.tool_results() {
+                match (calls.made_by.get(&result.call_id), calls.answered_by.get(&result.call_id)) {
+                    (None, _) => {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool result answers tool call {:?}, which no earlier assistant message made",
+                                result.call_id
+                            ),
+                        ))
+                    }
+                    (Some(_), Some(&answer)) => {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool call {:?} is already answered by message {}",
+                                result.call_id,
+                                self.describe(answer, base)
+                            ),
+                        ))
+                    }
+                    (Some(_), None) => {
+                        calls.answered_by.insert(result.call_id.clone(), position);
+                    }
+                }
+            }
+        }
+        self.calls = calls;
+        let mut ids = Vec::with_capacity(messages.len());
+        for message in messages {
+            let id = format!("m{}", self.next_sequence);
+            self.next_sequence += 1;
+            self.positions.insert(id.clone(), self.records.len());
+            self.records.push(Record { id: id.clone(), message, tokens: None });
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    fn describe(&self, position: usize, base: usize) -> String {
+        match self.records.get(position) {
+            Some(record) => record.id.clone(),
+            None => format!("{} of this batch", position - base),
+        }
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.records.iter().map(|r| r.id.clone()).collect()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Record> {
+        self.positions.get(id).and_then(|&i| self.records.get(i))
+    }
+
+    /// The message with `id` exactly as it was appended, in its own format.
+    pub fn get_value(&self, id: &str) -> Result<Option<Value>> {
+        let Some(record) = self.get(id) else { return Ok(None) };
+        let emitted = message::emit(std::slice::from_ref(&record.message), record.message.source)?;
+        Ok(match (record.message.source, emitted) {
+            (Format::OpenAi, Value::Array(mut list)) => list.pop(),
+            (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
+                Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
+                // A system message lives in Anthropic's top-level `system`.
+                _ => request.remove("system").map(|content| serde_json::json!({"role": "system", "content": content})),
+            },
+            _ => None,
+        })
+    }
+
+    pub fn messages(&self) -> Vec<Message> {
+        self.records.iter().map(|r| r.message.clone()).collect()
+    }
+
+    pub fn emit(&self, format: Format) -> Result<Value> {
+        message::emit(self.records.iter().map(|r| &r.message), format)
+    }
+
+    fn ensure_counted(&mut self) {
+        let encoding = self.encoding;
+        for record in &mut self.records {
+            if record.tokens.is_none() {
+                record.tokens = Some(tokens::count_message(encoding, &record.message));
+                self.counted_messages += 1;
+            }
+        }
+    }
+
+    /// Tokens of the whole history as one prompt; only messages not counted before are tokenized.
+    pub fn token_count(&mut self) -> ChatCount {
+        self.ensure_counted();
+        let messages: Vec<u32> = self.records.iter().map(|r| r.tokens.map_or(0, |t| t.total)).collect();
+        let total = messages.iter().map(|n| *n as usize).sum::<usize>() + REPLY_PRIMING;
+        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING }
+    }
+
+    /// Tokens broken down by role and by part kind.
+    pub fn token_report(&mut self) -> TokenReport {
+        self.ensure_counted();
+        let mut by_role: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut by_part: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut total = REPLY_PRIMING;
+        for record in &self.records {
+            let Some(tokens) = record.tokens else { continue };
+            *by_role.entry(record.message.role.as_str()).or_default() += tokens.total as usize;
+            *by_part.entry("overhead").or_default() += tokens.overhead as usize;
+            for kind in PartKind::ALL {
+                let n = tokens.part(kind) as usize;
+                if n > 0 {
+                    *by_part.entry(kind.as_str()).or_default() += n;
+                }
+            }
+            total += tokens.total as usize;
+        }
+        TokenReport { total, messages: self.records.len(), reply_priming: REPLY_PRIMING, by_role, by_part }
+    }
+}
+
+/// A lone message's errors say "message" rather than "message 0 of a list of one".
+fn single_message_error(mut error: Error) -> Error {
+    if error.kind == ErrorKind::InvalidMessage && error.index == Some(0) {
+        error.index = None;
+        if let Some(path) = error.path.take() {
+            error.path = Some(path.replacen("messages[0]", "message", 1));
+        }
+    }
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn history() -> ConversationHistory {
+        ConversationHistory::new(Encoding::O200kBase)
+    }
+
+    #[test]
+    fn ids_are_stable_and_sequential() {
+        let mut h = history();
+        let ids = h
+            .append_values(json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]), Format::OpenAi)
+            .unwrap();
+        assert_eq!(ids, ["m1", "m2"]);
+        assert_eq!(h.append_value(json!({"role": "user", "content": "again"}), Format::OpenAi).unwrap(), "m3");
+        assert_eq!(h.get_value("m2").unwrap(), Some(json!({"role": "assistant", "content": "hello"})));
+        assert_eq!(h.get_value("m9").unwrap(), None);
+    }
+
+    #[test]
+    fn a_bad_batch_appends_nothing() {
+        let mut h = history();
+        h.append_value(json!({"role": "user", "content": "hi"}), Format::OpenAi).unwrap();
+        let error = h
+            .append_values(json!([{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}]), Format::OpenAi)
+            .unwrap_err();
+        assert_eq!(error.index, Some(1));
+        assert!(error.to_string().contains("unknown role \"robot\""), "{error}");
+        assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn dangling_and_double_answers_are_refused() {
+        let mut h = history();
+        let error = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap_err();
+        assert!(error.message.contains("no earlier assistant message made"), "{error}");
+        assert_eq!(error.index, None);
+        h.append_value(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            Format::OpenAi,
+        )
+        .unwrap();
+        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
+        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
+        assert!(again.message.contains("already answered by message m2"), "{again}");
+        let reuse = h
+            .append_value(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+                Format::OpenAi,
+            )
+            .unwrap_err();
+        assert!(reuse.message.contains("already used by message m1"), "{reuse}");
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn counting_after_an_append_tokenizes_only_the_new_message() {
+        let mut h = history();
+        h.append_values(json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]), Format::OpenAi)
+            .unwrap();
+        let before = h.token_count();
+        assert_eq!(h.counted_messages(), 2);
+        h.append_value(json!({"role": "user", "content": "three four five"}), Format::OpenAi).unwrap();
+        let after = h.token_count();
+        assert_eq!(h.counted_messages(), 3);
+        let added = 3 + Encoding::O200kBase.count("user") + Encoding::O200kBase.count("three four five");
+        assert_eq!(after.total, before.total + added);
+        h.token_report();
+        assert_eq!(h.counted_messages(), 3);
+    }
+
+    #[test]
+    fn the_report_adds_up() {
+        let mut h = history();
+        h.append_values(
+            json!([{"role": "system", "content": "be brief"}, {"role": "user", "name": "ann", "content": "hello there"}]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        let report = h.token_report();
+        assert_eq!(report.total, h.token_count().total);
+        assert_eq!(report.by_role.values().sum::<usize>() + report.reply_priming, report.total);
+        assert_eq!(report.by_part.values().sum::<usize>() + report.reply_priming, report.total);
+    }
+}
