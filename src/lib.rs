@@ -1,6 +1,7 @@
 //! context-compactor: a pure Rust core (message model, exact token counting, compaction)
 //! with one thin wasm-bindgen module on top (`bindings`), so `cargo test` covers the core natively.
 
+pub mod bindings;
 pub mod error;
 pub mod history;
 pub mod message;

@@ -1,0 +1,469 @@
+//! The JavaScript surface, and the only module that knows wasm-bindgen. Values cross the
+//! boundary once per call, as JSON text: the engine's `JSON.stringify` rejects what JSON cannot
+//! hold (cycles, BigInt) before Rust sees it, and serde_json's depth limit keeps a hostile
+//! nesting from exhausting the wasm stack. Every failure becomes a typed JS error.
+
+use std::cell::RefCell;
+
+use js_sys::{Function, Object, Reflect, JSON};
+use serde_json::{json, Map, Value};
+use wasm_bindgen::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::history::ConversationHistory as CoreHistory;
+use crate::message::{self, Format};
+use crate::tokens::{self, ChatCount, Encoding};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &'static str = r#"
+export type Format = "openai" | "anthropic";
+export type EncodingName = "o200k_base" | "cl100k_base" | "estimate";
+
+export interface OpenAITextPart { type: "text"; text: string; [key: string]: unknown }
+export interface OpenAIImagePart { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high"; [key: string]: unknown }; [key: string]: unknown }
+export type OpenAIContentPart = OpenAITextPart | OpenAIImagePart | { type: string; [key: string]: unknown };
+export interface OpenAIToolCall { id: string; type: "function"; function: { name: string; arguments: string; [key: string]: unknown }; [key: string]: unknown }
+export type OpenAIMessage =
+  | { role: "system" | "developer"; content: string | OpenAITextPart[]; name?: string; [key: string]: unknown }
+  | { role: "user"; content: string | OpenAIContentPart[]; name?: string; [key: string]: unknown }
+  | { role: "assistant"; content?: string | OpenAIContentPart[] | null; tool_calls?: OpenAIToolCall[]; name?: string; [key: string]: unknown }
+  | { role: "tool"; tool_call_id: string; content: string | OpenAITextPart[]; [key: string]: unknown };
+
+export interface AnthropicTextBlock { type: "text"; text: string; [key: string]: unknown }
+export interface AnthropicImageBlock { type: "image"; source: { type: "base64"; media_type: string; data: string } | { type: "url"; url: string }; [key: string]: unknown }
+export interface AnthropicToolUseBlock { type: "tool_use"; id: string; name: string; input: Record<string, unknown>; [key: string]: unknown }
+export interface AnthropicToolResultBlock { type: "tool_result"; tool_use_id: string; content?: string | Array<AnthropicTextBlock | AnthropicImageBlock>; is_error?: boolean; [key: string]: unknown }
+export interface AnthropicThinkingBlock { type: "thinking"; thinking: string; signature?: string; [key: string]: unknown }
+export interface AnthropicRedactedThinkingBlock { type: "redacted_thinking"; data: string; [key: string]: unknown }
+export type AnthropicBlock = AnthropicTextBlock | AnthropicImageBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
+export interface AnthropicMessage { role: "user" | "assistant"; content: string | AnthropicBlock[]; [key: string]: unknown }
+export interface AnthropicRequest { system?: string | AnthropicTextBlock[]; messages: AnthropicMessage[] }
+
+export type Message = OpenAIMessage | AnthropicMessage;
+export type ToolDefinition =
+  | { type: "function"; function: { name: string; description?: string; parameters?: Record<string, unknown> } }
+  | { name: string; description?: string; input_schema: Record<string, unknown> };
+
+export interface CountOptions { format?: Format; tools?: ToolDefinition[] }
+export interface HistoryOptions { encoding?: EncodingName; format?: Format }
+export interface ChatTokenCount { total: number; messages: number[]; tools: number; replyPriming: number }
+export interface TokenReport {
+  total: number;
+  messages: number;
+  replyPriming: number;
+  byRole: Partial<Record<"system" | "developer" | "user" | "assistant" | "tool", number>>;
+  byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>;
+}
+export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Internal";
+"#;
+
+type JsResult<T> = std::result::Result<T, JsValue>;
+
+thread_local! {
+    static ERROR_FACTORY: RefCell<Option<Function>> = const { RefCell::new(None) };
+}
+
+/// Installs the function that turns an error kind, message and details into the JS error to
+/// throw (the package's entry points install their `ContextCompactorError` subclasses).
+#[wasm_bindgen(js_name = setErrorFactory)]
+pub fn set_error_factory(
+    #[wasm_bindgen(unchecked_param_type = "(kind: ErrorKind, message: string, details: { index?: number; path?: string }) => Error")]
+    factory: Function,
+) {
+    ERROR_FACTORY.with(|slot| *slot.borrow_mut() = Some(factory));
+}
+
+fn js_error(error: Error) -> JsValue {
+    let message = error.to_string();
+    let details = Object::new();
+    // Setting a property on a fresh plain object cannot fail.
+    if let Some(index) = error.index {
+        let _ = Reflect::set(&details, &"index".into(), &JsValue::from(index as f64));
+    }
+    if let Some(path) = &error.path {
+        let _ = Reflect::set(&details, &"path".into(), &JsValue::from_str(path));
+    }
+    let factory = ERROR_FACTORY.with(|slot| slot.borrow().clone());
+    if let Some(factory) = factory {
+        let made = factory.call3(&JsValue::NULL, &JsValue::from_str(error.kind.as_str()), &JsValue::from_str(&message), &details);
+        if let Ok(value) = made {
+            return value;
+        }
+    }
+    let plain = js_sys::Error::new(&message);
+    plain.set_name(&format!("{}Error", error.kind.as_str()));
+    plain.into()
+}
+
+fn throw<T>(result: Result<T>) -> JsResult<T> {
+    result.map_err(js_error)
+}
+
+fn js_type(value: &JsValue) -> String {
+    if value.is_null() {
+        "null".into()
+    } else if js_sys::Array::is_array(value) {
+        "an array".into()
+    } else {
+        value.js_typeof().as_string().unwrap_or_else(|| "an unknown value".into())
+    }
+}
+
+/// Reads a JS value as JSON, once, with errors that say what was wrong with it.
+fn from_js(value: &JsValue, what: &str) -> Result<Value> {
+    if value.is_undefined() {
+        return Err(Error::invalid_argument(format!("{what} is missing (got undefined)")));
+    }
+    let text = JSON::stringify(value).map_err(|thrown| {
+        let reason = thrown
+            .dyn_ref::<js_sys::Error>()
+            .and_then(|e| e.message().as_string())
+            .unwrap_or_else(|| "it cannot be serialised".into());
+        Error::invalid_argument(format!("{what} cannot be read as JSON: {reason}"))
+    })?;
+    let Some(text) = JsValue::from(text).as_string() else {
+        return Err(Error::invalid_argument(format!("{what} cannot be read as JSON: it is {}", js_type(value))));
+    };
+    parse_json_text(&text, what)
+}
+
+fn parse_json_text(text: &str, what: &str) -> Result<Value> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(error) if error.to_string().contains("recursion limit") => {
+            Err(Error::invalid_argument(format!("{what} is nested more than 128 levels deep")))
+        }
+        Err(error) => match replace_lone_surrogates(text) {
+            // JS strings may hold unpaired surrogates, which JSON.stringify escapes and
+            // serde_json (rightly) refuses; they become U+FFFD, as any UTF-8 conversion would.
+            Some(repaired) => parse_json_text(&repaired, what),
+            None => Err(Error::invalid_argument(format!("{what} is not valid JSON: {error}"))),
+        },
+    }
+}
+
+/// Rewrites `\uD800`-style escapes that are not half of a pair as `\uFFFD`; `None` if there are none.
+fn replace_lone_surrogates(json: &str) -> Option<String> {
+    fn escape_at(bytes: &[u8], i: usize) -> Option<u16> {
+        if bytes.get(i) == Some(&b'\\') && bytes.get(i + 1) == Some(&b'u') {
+            let hex = std::str::from_utf8(bytes.get(i + 2..i + 6)?).ok()?;
+            u16::from_str_radix(hex, 16).ok()
+        } else {
+            None
+        }
+    }
+    let bytes = json.as_bytes();
+    let mut out = String::with_capacity(json.len());
+    let mut changed = false;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(bytes, i) {
+            Some(0xD800..=0xDBFF) if matches!(escape_at(bytes, i + 6), Some(0xDC00..=0xDFFF)) => i += 12,
+            Some(0xD800..=0xDFFF) => {
+                out.push_str(&json[copied..i]);
+                out.push_str("\\uFFFD");
+                i += 6;
+                copied = i;
+                changed = true;
+            }
+            // Any other escape is two characters or a \uXXXX that is not a surrogate.
+            Some(_) => i += 6,
+            None => i += 2,
+        }
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&json[copied..]);
+    Some(out)
+}
+
+fn to_js(value: &Value) -> Result<JsValue> {
+    let text = serde_json::to_string(value).map_err(|e| Error::internal(format!("serialising a result: {e}")))?;
+    JSON::parse(&text).map_err(|_| Error::internal("the engine could not parse a result the library serialised"))
+}
+
+fn string_arg(value: &JsValue, what: &str) -> Result<String> {
+    value
+        .as_string()
+        .ok_or_else(|| Error::invalid_argument(format!("{what} must be a string, got {}", js_type(value))))
+}
+
+fn encoding_arg(value: &JsValue) -> Result<Encoding> {
+    Encoding::parse(&string_arg(value, "the encoding")?)
+}
+
+fn format_arg(value: &JsValue, default: Format) -> Result<Format> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(default);
+    }
+    Format::parse(&string_arg(value, "the format")?)
+}
+
+/// An options object, read as JSON, whose keys are taken one by one; leftovers are typos.
+struct Options {
+    map: Map<String, Value>,
+    what: &'static str,
+}
+
+impl Options {
+    fn read(value: &JsValue, what: &'static str) -> Result<Options> {
+        if value.is_undefined() || value.is_null() {
+            return Ok(Options { map: Map::new(), what });
+        }
+        match from_js(value, what)? {
+            Value::Object(map) => Ok(Options { map, what }),
+            other => Err(Error::invalid_argument(format!(
+                "{what} must be an object, got {}",
+                message::json::type_name(&other)
+            ))),
+        }
+    }
+
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key).filter(|v| !v.is_null())
+    }
+
+    fn take_str(&mut self, key: &str) -> Result<Option<String>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(Error::invalid_argument(format!(
+                "{}.{key} must be a string, got {}",
+                self.what,
+                message::json::type_name(&other)
+            ))),
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        match self.map.keys().next() {
+            Some(key) => Err(Error::invalid_argument(format!("{} has an unknown option `{key}`", self.what))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn chat_count_value(count: &ChatCount) -> Value {
+    json!({
+        "total": count.total,
+        "messages": count.messages,
+        "tools": count.tools,
+        "replyPriming": count.reply_priming,
+    })
+}
+
+/// Counts tokens with one encoding: plain text, or whole prompts by OpenAI's chat rules.
+#[wasm_bindgen]
+pub struct Tokenizer {
+    encoding: Encoding,
+}
+
+#[wasm_bindgen]
+impl Tokenizer {
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "EncodingName")] encoding: JsValue) -> JsResult<Tokenizer> {
+        throw(encoding_arg(&encoding).map(|encoding| Tokenizer { encoding }))
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "EncodingName")]
+    pub fn encoding(&self) -> String {
+        self.encoding.as_str().to_string()
+    }
+
+    /// Tokens in `text` (special-token text counts as ordinary text, as in a chat message).
+    pub fn count(&self, #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue) -> JsResult<u32> {
+        let text = throw(string_arg(&text, "text"))?;
+        Ok(u32::try_from(self.encoding.count(&text)).unwrap_or(u32::MAX))
+    }
+
+    /// The token ids of `text`.
+    pub fn encode(&self, #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue) -> JsResult<Vec<u32>> {
+        let text = throw(string_arg(&text, "text"))?;
+        throw(self.encoding.encode(&text))
+    }
+
+    /// A whole prompt, counted in one call: every message, the tools, the reply priming.
+    #[wasm_bindgen(js_name = countMessages, unchecked_return_type = "ChatTokenCount")]
+    pub fn count_messages(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "CountOptions")] options: JsValue,
+    ) -> JsResult<JsValue> {
+        throw(self.count_messages_inner(&messages, &options))
+    }
+}
+
+impl Tokenizer {
+    fn count_messages_inner(&self, messages: &JsValue, options: &JsValue) -> Result<JsValue> {
+        let mut options = Options::read(options, "options")?;
+        let format = match options.take_str("format")? {
+            Some(name) => Format::parse(&name)?,
+            None => Format::OpenAi,
+        };
+        let tools = options.take("tools");
+        options.finish()?;
+        let messages = message::parse(from_js(messages, "messages")?, format)?;
+        let count = tokens::count_messages(self.encoding, &messages, tools.as_ref())?;
+        to_js(&chat_count_value(&count))
+    }
+}
+
+/// The whole conversation, append-only: stable ids, lossless read-back in either format, and
+/// token counts cached per message.
+#[wasm_bindgen]
+pub struct ConversationHistory {
+    core: CoreHistory,
+    format: Format,
+}
+
+#[wasm_bindgen]
+impl ConversationHistory {
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "HistoryOptions")] options: JsValue) -> JsResult<ConversationHistory> {
+        throw(Self::from_options(&options))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> u32 {
+        u32::try_from(self.core.len()).unwrap_or(u32::MAX)
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "EncodingName")]
+    pub fn encoding(&self) -> String {
+        self.core.encoding().as_str().to_string()
+    }
+
+    /// The format `append`, `appendMany` and `messages` use when none is given.
+    #[wasm_bindgen(getter, unchecked_return_type = "Format")]
+    pub fn format(&self) -> String {
+        self.format.as_str().to_string()
+    }
+
+    /// How many messages have been tokenized so far: each at most once.
+    #[wasm_bindgen(getter, js_name = countedMessages)]
+    pub fn counted_messages(&self) -> f64 {
+        self.core.counted_messages() as f64
+    }
+
+    /// Validates and appends one message; returns its id.
+    pub fn append(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Message")] message: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+    ) -> JsResult<String> {
+        let format = throw(format_arg(&format, self.format))?;
+        let value = throw(from_js(&message, "message"))?;
+        throw(self.core.append_value(value, format))
+    }
+
+    /// Validates and appends a list in one call; all or nothing.
+    #[wasm_bindgen(js_name = appendMany)]
+    pub fn append_many(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+    ) -> JsResult<Vec<String>> {
+        let format = throw(format_arg(&format, self.format))?;
+        let value = throw(from_js(&messages, "messages"))?;
+        throw(self.core.append_values(value, format))
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.core.ids()
+    }
+
+    /// The message with `id` exactly as it was appended, or `undefined`.
+    #[wasm_bindgen(unchecked_return_type = "Message | undefined")]
+    pub fn get(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<JsValue> {
+        let id = throw(string_arg(&id, "id"))?;
+        match throw(self.core.get_value(&id))? {
+            Some(value) => throw(to_js(&value)),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// Every message: an OpenAI array, or Anthropic's `{ system?, messages }`.
+    #[wasm_bindgen(unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
+    pub fn messages(&self, #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue) -> JsResult<JsValue> {
+        let format = throw(format_arg(&format, self.format))?;
+        throw(self.core.emit(format).and_then(|value| to_js(&value)))
+    }
+
+    /// The history as one prompt; only messages appended since the last count are tokenized.
+    #[wasm_bindgen(js_name = tokenCount, unchecked_return_type = "ChatTokenCount")]
+    pub fn token_count(&mut self) -> JsResult<JsValue> {
+        throw(to_js(&chat_count_value(&self.core.token_count())))
+    }
+
+    /// Tokens by role and by part kind.
+    #[wasm_bindgen(js_name = tokenReport, unchecked_return_type = "TokenReport")]
+    pub fn token_report(&mut self) -> JsResult<JsValue> {
+        let report = self.core.token_report();
+        throw(to_js(&json!({
+            "total": report.total,
+            "messages": report.messages,
+            "replyPriming": report.reply_priming,
+            "byRole": report.by_role,
+            "byPart": report.by_part,
+        })))
+    }
+}
+
+impl ConversationHistory {
+    fn from_options(options: &JsValue) -> Result<ConversationHistory> {
+        let mut options = Options::read(options, "options")?;
+        let encoding = match options.take_str("encoding")? {
+            Some(name) => Encoding::parse(&name)?,
+            None => Encoding::O200kBase,
+        };
+        let format = match options.take_str("format")? {
+            Some(name) => Format::parse(&name)?,
+            None => Format::OpenAi,
+        };
+        options.finish()?;
+        Ok(ConversationHistory { core: CoreHistory::new(encoding), format })
+    }
+}
+
+/// Converts a message list between formats, for what both can express.
+#[wasm_bindgen(js_name = convertMessages, unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
+pub fn convert_messages(
+    #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] from: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] to: JsValue,
+) -> JsResult<JsValue> {
+    throw((|| {
+        let from = Format::parse(&string_arg(&from, "from")?)?;
+        let to = Format::parse(&string_arg(&to, "to")?)?;
+        to_js(&message::convert(from_js(&messages, "messages")?, from, to)?)
+    })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        assert_eq!(replace_lone_surrogates(r#""ok""#), None);
+        assert_eq!(replace_lone_surrogates(r#""\ud83d\ude00""#), None, "a pair stays");
+        assert_eq!(replace_lone_surrogates(r#""a\ud800b""#).as_deref(), Some(r#""a\uFFFDb""#));
+        assert_eq!(replace_lone_surrogates(r#""\udc00\\u""#).as_deref(), Some(r#""\uFFFD\\u""#));
+        assert_eq!(replace_lone_surrogates(r#""\\ud800""#), None, "an escaped backslash is not an escape");
+        let value = parse_json_text(r#"{"t":"x\ud800"}"#, "message").unwrap();
+        assert_eq!(value["t"], "x\u{FFFD}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_recursed() {
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        let error = parse_json_text(&deep, "messages").unwrap_err();
+        assert!(error.message.contains("nested more than 128 levels"), "{error}");
+    }
+}
