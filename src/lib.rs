@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod error;
 pub mod history;
+pub mod memory;
 pub mod message;
 pub mod tokens;
 

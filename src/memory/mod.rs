@@ -1,0 +1,316 @@
+//! The optional MemoryModule of seed 003: a store of per-turn snapshots of the workspace the
+//! agent rendered (`fullContext`) with their summaries and insights, the cumulative summary
+//! (`[Turn 1] …`) for the prompt, keyword search, and `recall_context`.
+
+pub mod recall;
+pub mod search;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::tokens::Encoding;
+use search::{Document, DocumentKind, SearchIndex};
+
+pub const EXPORT_FORMAT: &str = "context-compactor/memory";
+pub const EXPORT_VERSION: u32 = 1;
+/// Snapshots above this size are refused unless the limit is raised: a workspace rendering
+/// that large belongs in an artifact store, not in every export.
+pub const DEFAULT_MAX_SNAPSHOT_CHARS: usize = 1 << 20;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextSnapshot {
+    pub id: String,
+    pub turn_number: u32,
+    pub full_context: String,
+    pub summary: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemorySummary {
+    pub id: String,
+    pub context_id: String,
+    pub turn_number: u32,
+    pub summary: String,
+    #[serde(default)]
+    pub insights: Vec<String>,
+}
+
+/// The versioned JSON form of a memory store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryExport {
+    pub format: String,
+    pub version: u32,
+    pub contexts: Vec<ContextSnapshot>,
+    pub summaries: Vec<MemorySummary>,
+}
+
+#[derive(Clone, Debug)]
+pub struct MemoryStore {
+    contexts: BTreeMap<u32, ContextSnapshot>,
+    summaries: BTreeMap<u32, MemorySummary>,
+    index: SearchIndex,
+    max_snapshot_chars: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_SNAPSHOT_CHARS)
+    }
+}
+
+impl MemoryStore {
+    pub fn new(max_snapshot_chars: usize) -> Self {
+        MemoryStore {
+            contexts: BTreeMap::new(),
+            summaries: BTreeMap::new(),
+            index: SearchIndex::default(),
+            max_snapshot_chars,
+        }
+    }
+
+    pub fn turns(&self) -> impl Iterator<Item = u32> + '_ {
+        self.contexts.keys().copied()
+    }
+
+    pub fn context(&self, turn_number: u32) -> Option<&ContextSnapshot> {
+        self.contexts.get(&turn_number)
+    }
+
+    pub fn summary(&self, turn_number: u32) -> Option<&MemorySummary> {
+        self.summaries.get(&turn_number)
+    }
+
+    /// Stores one turn: the workspace the agent rendered, its summary and insights.
+    /// Turns are recorded once each, in increasing order.
+    pub fn record_turn(
+        &mut self,
+        turn_number: u32,
+        full_context: String,
+        summary: String,
+        insights: Vec<String>,
+    ) -> Result<&ContextSnapshot> {
+        if turn_number == 0 {
+            return Err(Error::invalid_argument("turn numbers start at 1"));
+        }
+        if let Some(last) = self.contexts.keys().next_back() {
+            if turn_number <= *last {
+                return Err(Error::invalid_argument(format!(
+                    "turn {turn_number} is not after the last recorded turn ({last}): turns are recorded once, in order"
+                )));
+            }
+        }
+        let size = full_context.chars().count();
+        if size > self.max_snapshot_chars {
+            return Err(Error::invalid_argument(format!(
+                "the snapshot of turn {turn_number} has {size} characters, over the limit of {}",
+                self.max_snapshot_chars
+            )));
+        }
+        if summary.trim().is_empty() {
+            return Err(Error::invalid_argument(format!("the summary of turn {turn_number} is empty")));
+        }
+        let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&full_context));
+        let snapshot = ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone() };
+        let memory_summary =
+            MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
+        self.insert(snapshot, memory_summary);
+        self.contexts.get(&turn_number).ok_or_else(|| Error::internal("a recorded turn vanished"))
+    }
+
+    fn insert(&mut self, snapshot: ContextSnapshot, summary: MemorySummary) {
+        let turn = Some(snapshot.turn_number);
+        self.index.add(
+            Document { kind: DocumentKind::Snapshot, id: snapshot.id.clone(), turn_number: turn },
+            &snapshot.full_context,
+        );
+        let summary_text = std::iter::once(summary.summary.as_str())
+            .chain(summary.insights.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.index.add(Document { kind: DocumentKind::Summary, id: summary.id.clone(), turn_number: turn }, &summary_text);
+        self.summaries.insert(snapshot.turn_number, summary);
+        self.contexts.insert(snapshot.turn_number, snapshot);
+    }
+
+    /// Makes a message of the conversation log findable (dropped ones included).
+    pub fn index_message(&mut self, id: &str, turn_number: Option<u32>, text: &str) {
+        self.index.add(Document { kind: DocumentKind::Message, id: id.to_string(), turn_number }, text);
+    }
+
+    pub fn index(&self) -> &SearchIndex {
+        &self.index
+    }
+
+    /// `[Turn 1] …` lines, newest kept first when they do not all fit in `max_tokens`.
+    pub fn cumulative_summary(&self, encoding: Encoding, max_tokens: usize) -> String {
+        let lines: Vec<String> =
+            self.summaries.values().map(|s| format!("[Turn {}] {}", s.turn_number, s.summary)).collect();
+        let mut kept: Vec<&String> = Vec::new();
+        let mut used = 0;
+        for line in lines.iter().rev() {
+            let cost = encoding.count(line) + 1;
+            if used + cost > max_tokens {
+                break;
+            }
+            used += cost;
+            kept.push(line);
+        }
+        kept.reverse();
+        let omitted = lines.len() - kept.len();
+        let mut out = String::new();
+        if omitted > 0 {
+            out.push_str(&format!(
+                "[Turns 1–{omitted} omitted for space: recall_context brings them back]\n"
+            ));
+        }
+        out.push_str(&kept.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
+        out
+    }
+
+    pub fn export(&self) -> MemoryExport {
+        MemoryExport {
+            format: EXPORT_FORMAT.to_string(),
+            version: EXPORT_VERSION,
+            contexts: self.contexts.values().cloned().collect(),
+            summaries: self.summaries.values().cloned().collect(),
+        }
+    }
+
+    /// Replaces the store with an export; on any error the store is left as it was.
+    /// Message documents are not part of a memory export: the session re-indexes its log.
+    pub fn import(&mut self, value: Value) -> Result<()> {
+        let format = value.get("format").and_then(Value::as_str);
+        if format != Some(EXPORT_FORMAT) {
+            return Err(Error::invalid_argument(format!(
+                "not a memory export: `format` is {}, expected {EXPORT_FORMAT:?}",
+                format.map_or("missing".to_string(), |f| format!("{f:?}"))
+            )));
+        }
+        match value.get("version").and_then(Value::as_u64) {
+            Some(v) if v == u64::from(EXPORT_VERSION) => {}
+            Some(v) if v > u64::from(EXPORT_VERSION) => {
+                return Err(Error::invalid_argument(format!(
+                    "this memory export is version {v}, newer than this library reads ({EXPORT_VERSION}): upgrade context-compactor"
+                )))
+            }
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "unsupported memory export version {}",
+                    other.map_or("(missing)".to_string(), |v| v.to_string())
+                )))
+            }
+        }
+        let export: MemoryExport = serde_json::from_value(value)
+            .map_err(|e| Error::invalid_argument(format!("corrupt memory export: {e}")))?;
+        let mut fresh = MemoryStore::new(self.max_snapshot_chars);
+        let mut summaries: BTreeMap<u32, MemorySummary> =
+            export.summaries.into_iter().map(|s| (s.turn_number, s)).collect();
+        let mut previous = 0;
+        for snapshot in export.contexts {
+            if snapshot.turn_number <= previous {
+                return Err(Error::invalid_argument(format!(
+                    "corrupt memory export: turn {} is out of order or repeated",
+                    snapshot.turn_number
+                )));
+            }
+            previous = snapshot.turn_number;
+            let summary = summaries.remove(&snapshot.turn_number).ok_or_else(|| {
+                Error::invalid_argument(format!("corrupt memory export: turn {} has no summary", snapshot.turn_number))
+            })?;
+            if summary.context_id != snapshot.id {
+                return Err(Error::invalid_argument(format!(
+                    "corrupt memory export: summary {} points at {}, not at {}",
+                    summary.id, summary.context_id, snapshot.id
+                )));
+            }
+            fresh.insert(snapshot, summary);
+        }
+        if let Some(orphan) = summaries.values().next() {
+            return Err(Error::invalid_argument(format!(
+                "corrupt memory export: summary {} belongs to no snapshot",
+                orphan.id
+            )));
+        }
+        *self = fresh;
+        Ok(())
+    }
+}
+
+/// FNV-1a: a short, stable content tag for snapshot ids (no clock or randomness in wasm).
+fn fnv1a(text: &str) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in text.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed_003_store() -> MemoryStore {
+        let mut store = MemoryStore::default();
+        store
+            .record_turn(1, "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(), "分析了代码库结构".into(), vec!["3个模块".into(), "main.ts是入口".into()])
+            .unwrap();
+        store
+            .record_turn(2, "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(), "发现性能瓶颈".into(), vec![])
+            .unwrap();
+        store
+            .record_turn(3, "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(), "实施了优化".into(), vec![])
+            .unwrap();
+        store
+    }
+
+    #[test]
+    fn the_cumulative_summary_reads_like_seed_003() {
+        let store = seed_003_store();
+        assert_eq!(
+            store.cumulative_summary(Encoding::O200kBase, 1000),
+            "[Turn 1] 分析了代码库结构\n[Turn 2] 发现性能瓶颈\n[Turn 3] 实施了优化"
+        );
+        let tight = store.cumulative_summary(Encoding::O200kBase, 12);
+        assert!(tight.starts_with("[Turns 1–"), "{tight}");
+        assert!(tight.ends_with("[Turn 3] 实施了优化"), "{tight}");
+    }
+
+    #[test]
+    fn turns_are_recorded_once_in_order_and_within_limits() {
+        let mut store = seed_003_store();
+        assert!(store.record_turn(3, "x".into(), "again".into(), vec![]).is_err());
+        assert!(store.record_turn(0, "x".into(), "zero".into(), vec![]).is_err());
+        assert!(store.record_turn(4, "x".into(), "  ".into(), vec![]).is_err());
+        let mut small = MemoryStore::new(10);
+        let error = small.record_turn(1, "x".repeat(11), "big".into(), vec![]).unwrap_err();
+        assert!(error.message.contains("over the limit of 10"), "{error}");
+        assert_eq!(store.turns().collect::<Vec<_>>(), [1, 2, 3]);
+    }
+
+    #[test]
+    fn export_then_import_is_lossless_and_bad_imports_change_nothing() {
+        let store = seed_003_store();
+        let exported = serde_json::to_value(store.export()).unwrap();
+        let mut other = MemoryStore::default();
+        other.import(exported.clone()).unwrap();
+        assert_eq!(serde_json::to_value(other.export()).unwrap(), exported);
+        assert_eq!(other.index().len(), store.index().len());
+
+        let mut newer = exported.clone();
+        newer["version"] = 2.into();
+        assert!(other.import(newer).unwrap_err().message.contains("newer than this library"));
+        let mut truncated = exported.clone();
+        truncated["summaries"].as_array_mut().unwrap().pop();
+        assert!(other.import(truncated).unwrap_err().message.contains("has no summary"));
+        assert!(other.import(serde_json::json!({"format": "something-else"})).is_err());
+        assert!(other.import(serde_json::json!("{not json")).is_err());
+        assert_eq!(serde_json::to_value(other.export()).unwrap(), exported, "failed imports changed nothing");
+    }
+}
