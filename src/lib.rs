@@ -4,7 +4,9 @@
 pub mod bindings;
 pub mod error;
 pub mod history;
+pub mod ids;
 pub mod memory;
+pub mod session;
 pub mod message;
 pub mod tokens;
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::ids::fnv1a;
 use crate::tokens::Encoding;
 use search::{Document, DocumentKind, SearchIndex};
 
@@ -115,7 +116,7 @@ impl MemoryStore {
         if summary.trim().is_empty() {
             return Err(Error::invalid_argument(format!("the summary of turn {turn_number} is empty")));
         }
-        let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&full_context));
+        let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&[&full_context]));
         let snapshot = ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone() };
         let memory_summary =
             MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
@@ -240,16 +241,6 @@ impl MemoryStore {
         *self = fresh;
         Ok(())
     }
-}
-
-/// FNV-1a: a short, stable content tag for snapshot ids (no clock or randomness in wasm).
-fn fnv1a(text: &str) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in text.bytes() {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    hash
 }
 
 #[cfg(test)]
