@@ -1,0 +1,71 @@
+use super::*;
+
+#[test]
+fn ascii_fast_path_matches_generated_tables() {
+    for b in 0u8..128 {
+        let blk = generated::BMP_INDEX[b as usize >> 6] as usize;
+        assert_eq!(
+            pretok::class_at_for_test(&[b], 0).0,
+            generated::BMP_BLOCKS[blk * 64 + (b as usize & 63)],
+            "byte {b:#x}"
+        );
+    }
+}
+
+#[test]
+fn small_examples() {
+    let o = BpeEncoder::get(BpeEncoding::O200kBase).unwrap();
+    let c = BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap();
+    assert_eq!(o.encode(""), Vec::<u32>::new());
+    assert_eq!(o.count(""), 0);
+    assert_eq!(o.encode("hello world"), vec![24912, 2375]);
+    assert_eq!(c.encode("hello world"), vec![15339, 1917]);
+    assert_eq!(o.decode_bytes(&o.encode("héllo 👋🏽 wörld")).unwrap(), "héllo 👋🏽 wörld".as_bytes());
+    assert_eq!(c.decode_bytes(&[100257]).unwrap(), b"<|endoftext|>");
+    assert_eq!(o.decode_bytes(&[199999]).unwrap(), b"<|endoftext|>");
+    assert_eq!(o.decode_bytes(&[199998]).unwrap_err().kind(), BpeErrorKind::UnknownToken);
+    assert_eq!(o.n_tokens(), 199_998);
+    assert_eq!(c.n_tokens(), 100_256);
+}
+
+#[test]
+fn load_ranks_rejects_foreign_tables() {
+    // Already loaded (embedded): accepted without looking at the bytes? No: an invalid table is
+    // only ignored when the encoding is already available, which is the documented contract.
+    let e = load_ranks(BpeEncoding::Cl100kBase, b"nonsense");
+    if cell(BpeEncoding::Cl100kBase).get().is_none() {
+        assert_eq!(e.unwrap_err().kind(), BpeErrorKind::InvalidTable);
+    }
+    // The decoder never panics on garbage.
+    for len in [0usize, 3, 16, 271, 272, 300, 5000] {
+        let mut t = vec![0xa5u8; len];
+        if len >= 4 {
+            t[..4].copy_from_slice(table::MAGIC);
+        }
+        if len >= 8 {
+            t[4] = 1;
+        }
+        assert!(table::decode(&t, None).is_err());
+    }
+}
+
+#[cfg(feature = "embedded-ranks")]
+#[test]
+fn table_decoding_is_checked() {
+    // Flip bytes all over a real table: decode must return Ok or Err, never panic.
+    let mut t = embedded::O200K.to_vec();
+    let mut x = 12345u64;
+    for _ in 0..200 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let i = (x >> 33) as usize % t.len();
+        t[i] ^= (x >> 13) as u8 | 1;
+        let _ = table::decode(&t, None);
+    }
+    // Standalone and delta cl100k tables decode to the same tokens.
+    let base = table::decode(embedded::O200K, None).unwrap();
+    let delta = table::decode(embedded::CL100K_DELTA, Some(&base)).unwrap();
+    assert_eq!(delta.len(), 100_256);
+    assert!(table::decode(embedded::CL100K_DELTA, None).is_err());
+    assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(embedded::CL100K_DELTA)));
+    assert!(generated::O200K_CHECKSUMS.contains(&table::table_checksum(embedded::O200K)));
+}
