@@ -521,6 +521,20 @@ impl BpeEncoder {
     }
 }
 
+/// Times (ms) of the cold-start phases: decode the o200k table, build its map. For tuning.
+#[doc(hidden)]
+#[cfg(feature = "embedded-ranks")]
+pub fn cold_start_phases() -> (f64, f64) {
+    let t = std::time::Instant::now();
+    let store = table::decode(embedded::O200K, None).ok();
+    let a = t.elapsed().as_secs_f64() * 1e3;
+    let t = std::time::Instant::now();
+    let e = store.map(|s| BpeEncoder::from_store(BpeEncoding::O200kBase, s));
+    let b = t.elapsed().as_secs_f64() * 1e3;
+    drop(e);
+    (a, b)
+}
+
 /// Pieces of the pre-tokeniser, for tests that check it against the regex directly.
 #[doc(hidden)]
 pub fn split_pieces(enc: BpeEncoding, text: &str) -> Vec<&str> {

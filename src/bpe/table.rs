@@ -92,13 +92,6 @@ pub(crate) fn parse_header(t: &[u8]) -> Result<Header, BpeError> {
     Ok(Header { encoding, kind, n, n_pairs })
 }
 
-/// Reads value `i` of a three-plane array of `len` values starting at `at`.
-#[inline(always)]
-fn plane_val(t: &[u8], at: usize, len: usize, i: usize) -> u32 {
-    let b = |k: usize| *t.get(at + k * len + i).unwrap_or(&0) as u32;
-    (b(0) << 16) | (b(1) << 8) | b(2)
-}
-
 /// Rebuilds the token bytes. `base` is the o200k_base store, needed for kind 1 tables.
 /// Never panics, whatever the bytes: every rank is checked.
 pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, BpeError> {
@@ -106,7 +99,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     let (n, m) = (h.n, h.n - 256);
     let mut seen = [false; 256];
     let mut store = TokenStore {
-        bytes: Vec::with_capacity(n * 8),
+        bytes: Vec::with_capacity(n * 8) /* o200k: 7.0 bytes a token */,
         offs: Vec::with_capacity(n + 1),
     };
     store.offs.push(0);
@@ -137,27 +130,38 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         }
         _ => None,
     };
-    let (left_at, right_at) = (at, at + 3 * h.n_pairs);
+    let planes = |at: usize, len: usize| -> [&[u8]; 3] {
+        // In range: parse_header checked the table's exact length.
+        let p = |k: usize| t.get(at + k * len..at + (k + 1) * len).unwrap_or(&[]);
+        [p(0), p(1), p(2)]
+    };
+    let sh = planes(shared_at, n_shared);
+    let (la, ra) = (planes(at, h.n_pairs), planes(at + 3 * h.n_pairs, h.n_pairs));
+    let val = |p: &[&[u8]; 3], i: usize| -> u32 {
+        let b = |k: usize| *p[k].get(i).unwrap_or(&0) as u32;
+        (b(0) << 16) | (b(1) << 8) | b(2)
+    };
+    let flags = if h.kind == 1 { t.get(flags_at..flags_at + m.div_ceil(8)).unwrap_or(&[]) } else { &[] };
     let (mut next_shared, mut next_pair) = (0usize, 0usize);
     for r in 256..n {
         let i = r - 256;
-        let shared = h.kind == 1 && t.get(flags_at + i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
+        let shared = flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
         if shared {
-            let o = plane_val(t, shared_at, n_shared, next_shared);
+            let o = val(&sh, next_shared);
             next_shared += 1;
             let tok = base
                 .and_then(|b| b.token(o))
                 .ok_or_else(|| invalid(format!("token {r}: no base token {o}")))?;
             store.bytes.extend_from_slice(tok);
         } else {
-            let a = plane_val(t, left_at, h.n_pairs, next_pair);
-            let b = plane_val(t, right_at, h.n_pairs, next_pair);
+            let (a, b) = (val(&la, next_pair), val(&ra, next_pair));
             next_pair += 1;
-            for x in [a, b] {
-                if x as usize >= r {
-                    return Err(invalid(format!("token {r} refers to rank {x}")));
-                }
-                let (s, e) = (store.offs[x as usize] as usize, store.offs[x as usize + 1] as usize);
+            if a as usize >= r || b as usize >= r {
+                return Err(invalid(format!("token {r} refers to a rank >= {r}")));
+            }
+            for x in [a as usize, b as usize] {
+                // `offs` holds r + 1 offsets here and x < r.
+                let (s, e) = (store.offs[x] as usize, store.offs[x + 1] as usize);
                 store.bytes.extend_from_within(s..e);
             }
         }
