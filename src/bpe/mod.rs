@@ -155,8 +155,8 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
 pub struct BpeEncoder {
     enc: BpeEncoding,
     store: table::TokenStore,
-    /// Open addressing, linear probing: `(hash tag << 32) | (rank + 1)`, 0 = empty.
-    slots: Vec<u64>,
+    /// Open addressing, linear probing: see `slot_value`; 0 = empty.
+    slots: Vec<u32>,
     shift: u32,
     /// Rank of each single byte.
     byte_rank: [u32; 256],
@@ -173,6 +173,17 @@ impl fmt::Debug for BpeEncoder {
 }
 
 const BIG: u32 = u32::MAX;
+
+/// Ranks take the low 18 bits of a slot (`rank + 1`; both vocabularies have < 2^18 - 1
+/// tokens, checked when a table loads), 14 bits of the hash the rest, so most probes that
+/// are not the piece are rejected without comparing bytes.
+const RANK_BITS: u32 = 18;
+pub(crate) const MAX_TOKENS: usize = (1 << RANK_BITS) - 2;
+
+#[inline(always)]
+fn slot_value(h: u64, r: u32) -> u32 {
+    ((h as u32) << RANK_BITS) | (r + 1)
+}
 
 /// Hash of a byte string: whole-word loads (overlapping for the tail), one multiply per
 /// 8 bytes, then a mix so the top bits (the slot index) and low bits (the tag) are good.
@@ -256,7 +267,7 @@ impl BpeEncoder {
             None
         };
         let store = table::decode(t, base)?;
-        if store.len() != enc.n_tokens() as usize {
+        if store.len() != enc.n_tokens() as usize || store.len() > MAX_TOKENS {
             return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table size mismatch"));
         }
         Ok(BpeEncoder::from_store(enc, store))
@@ -267,27 +278,47 @@ impl BpeEncoder {
         // Load factor <= 0.5.
         let bits = (usize::BITS - (2 * n.max(1) - 1).leading_zeros()).max(4);
         let shift = 64 - bits;
-        let mask = (1usize << bits) - 1;
-        let mut slots = vec![0u64; 1 << bits];
         let mut byte_rank = [0u32; 256];
         let mut max_token_len = 0;
-        for r in 0..n as u32 {
-            let Some(tok) = store.token(r) else { continue };
-            max_token_len = max_token_len.max(tok.len());
-            if let [b] = tok {
-                byte_rank[*b as usize] = r;
-            }
-            let h = hash(tok);
-            let mut i = (h >> shift) as usize;
-            // Terminates: the table is at most half full.
-            loop {
-                let s = &mut slots[i & mask];
-                if *s == 0 {
-                    *s = (h << 32) | (r as u64 + 1);
-                    break;
+        let mut slots = vec![0u32; 1 << bits];
+        // In chunks through a non-inlined function, as `table::decode` does, so wasm engines
+        // swap in optimised code part way. (Inserting in home-slot order after a radix sort
+        // was tried: fewer cache misses natively, but touching 3 MB more fresh memory made
+        // the wasm cold start ~15 ms slower.)
+        #[inline(never)]
+        fn insert(
+            store: &table::TokenStore,
+            slots: &mut [u32],
+            shift: u32,
+            rs: std::ops::Range<u32>,
+            byte_rank: &mut [u32; 256],
+            max_len: &mut usize,
+        ) {
+            let mask = slots.len() - 1;
+            for r in rs {
+                let tok = store.token(r).unwrap_or(&[]);
+                *max_len = (*max_len).max(tok.len());
+                if let [b] = tok {
+                    byte_rank[*b as usize] = r;
                 }
-                i += 1;
+                let h = hash(tok);
+                let mut i = (h >> shift) as usize;
+                // Terminates: the table is at most half full.
+                loop {
+                    let s = &mut slots[i & mask];
+                    if *s == 0 {
+                        *s = slot_value(h, r);
+                        break;
+                    }
+                    i += 1;
+                }
             }
+        }
+        let mut r = 0;
+        while r < n as u32 {
+            let e = (r + table::CHUNK as u32).min(n as u32);
+            insert(&store, &mut slots, shift, r..e, &mut byte_rank, &mut max_token_len);
+            r = e;
         }
         BpeEncoder { enc, store, slots, shift, byte_rank, max_token_len }
     }
@@ -308,7 +339,7 @@ impl BpeEncoder {
             return None;
         }
         let h = hash(piece);
-        let tag = h << 32;
+        let tag = (h as u32) << RANK_BITS;
         let mask = self.slots.len() - 1;
         let mut i = (h >> self.shift) as usize;
         loop {
@@ -316,8 +347,8 @@ impl BpeEncoder {
             if s == 0 {
                 return None;
             }
-            if s & 0xffff_ffff_0000_0000 == tag {
-                let r = (s as u32).wrapping_sub(1);
+            if s & !((1 << RANK_BITS) - 1) == tag {
+                let r = (s & ((1 << RANK_BITS) - 1)).wrapping_sub(1);
                 if self.store.token(r) == Some(piece) {
                     return Some(r);
                 }
@@ -533,6 +564,18 @@ pub fn cold_start_phases() -> (f64, f64) {
     let b = t.elapsed().as_secs_f64() * 1e3;
     drop(e);
     (a, b)
+}
+
+/// Cold-start phases without a clock (wasm): 0 = decode the o200k table only, 1 = decode and
+/// build the map. Returns the number of tokens. For tuning only.
+#[doc(hidden)]
+#[cfg(feature = "embedded-ranks")]
+pub fn cold_start_phase(k: u32) -> usize {
+    match table::decode(embedded::O200K, None) {
+        Ok(s) if k == 0 => s.len(),
+        Ok(s) => BpeEncoder::from_store(BpeEncoding::O200kBase, s).n_tokens(),
+        Err(_) => 0,
+    }
 }
 
 /// Pieces of the pre-tokeniser, for tests that check it against the regex directly.

@@ -98,17 +98,16 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     let h = parse_header(t)?;
     let (n, m) = (h.n, h.n - 256);
     let mut seen = [false; 256];
-    let mut store = TokenStore {
-        bytes: Vec::with_capacity(n * 8) /* o200k: 7.0 bytes a token */,
-        offs: Vec::with_capacity(n + 1),
-    };
-    store.offs.push(0);
+    // o200k_base: 7.0 bytes a token, cl100k_base 6.4.
+    let mut buf = Buf { v: vec![0; n * 7 + 64], len: 0 };
+    let mut offs: Vec<u32> = Vec::with_capacity(n + 1);
+    offs.push(0);
     for &b in &t[16..HEADER_LEN] {
         if std::mem::replace(&mut seen[b as usize], true) {
             return Err(invalid("byte ranks are not a permutation"));
         }
-        store.bytes.push(b);
-        store.offs.push(store.bytes.len() as u32);
+        buf.push_slice(&[b]);
+        offs.push(buf.len as u32);
     }
     let mut at = HEADER_LEN;
     let (flags_at, shared_at, n_shared) = if h.kind == 1 {
@@ -135,45 +134,135 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         let p = |k: usize| t.get(at + k * len..at + (k + 1) * len).unwrap_or(&[]);
         [p(0), p(1), p(2)]
     };
-    let sh = planes(shared_at, n_shared);
-    let (la, ra) = (planes(at, h.n_pairs), planes(at + 3 * h.n_pairs, h.n_pairs));
-    let val = |p: &[&[u8]; 3], i: usize| -> u32 {
-        let b = |k: usize| *p[k].get(i).unwrap_or(&0) as u32;
-        (b(0) << 16) | (b(1) << 8) | b(2)
+    let mut d = Decoder {
+        sh: planes(shared_at, n_shared),
+        la: planes(at, h.n_pairs),
+        ra: planes(at + 3 * h.n_pairs, h.n_pairs),
+        flags: if h.kind == 1 { t.get(flags_at..flags_at + m.div_ceil(8)).unwrap_or(&[]) } else { &[] },
+        base,
+        buf,
+        offs,
+        next_shared: 0,
+        next_pair: 0,
     };
-    let flags = if h.kind == 1 { t.get(flags_at..flags_at + m.div_ceil(8)).unwrap_or(&[]) } else { &[] };
-    let (mut next_shared, mut next_pair) = (0usize, 0usize);
-    for r in 256..n {
-        let i = r - 256;
-        let shared = flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
-        if shared {
-            let o = val(&sh, next_shared);
-            next_shared += 1;
-            let tok = base
-                .and_then(|b| b.token(o))
-                .ok_or_else(|| invalid(format!("token {r}: no base token {o}")))?;
-            store.bytes.extend_from_slice(tok);
-        } else {
-            let (a, b) = (val(&la, next_pair), val(&ra, next_pair));
-            next_pair += 1;
-            if a as usize >= r || b as usize >= r {
-                return Err(invalid(format!("token {r} refers to a rank >= {r}")));
-            }
-            for x in [a as usize, b as usize] {
-                // `offs` holds r + 1 offsets here and x < r.
-                let (s, e) = (store.offs[x] as usize, store.offs[x + 1] as usize);
-                store.bytes.extend_from_within(s..e);
-            }
-        }
-        if store.bytes.len() > u32::MAX as usize {
-            return Err(invalid("rank table expands beyond 4 GiB"));
-        }
-        store.offs.push(store.bytes.len() as u32);
+    // In chunks, through a function that is not inlined: wasm engines first run code from a
+    // quick baseline compiler and swap in optimised code only at the next call, so one long
+    // loop would run unoptimised from start to end (twice as slow in V8's Liftoff).
+    let mut r = 256;
+    while r < n {
+        let e = (r + CHUNK).min(n);
+        d.run(r, e)?;
+        r = e;
     }
+    let Decoder { buf, offs, next_shared, next_pair, .. } = d;
     if next_shared != n_shared || next_pair != h.n_pairs {
         return Err(invalid("rank table bitmap disagrees with its counts"));
     }
+    let mut buf = buf;
+    buf.v.truncate(buf.len);
+    let store = TokenStore { bytes: buf.v, offs };
     Ok(store)
+}
+
+/// Tokens decoded per call of `Decoder::run` (see there).
+pub(crate) const CHUNK: usize = 4096;
+
+struct Decoder<'a> {
+    sh: [&'a [u8]; 3],
+    la: [&'a [u8]; 3],
+    ra: [&'a [u8]; 3],
+    flags: &'a [u8],
+    base: Option<&'a TokenStore>,
+    buf: Buf,
+    offs: Vec<u32>,
+    next_shared: usize,
+    next_pair: usize,
+}
+
+#[inline(always)]
+fn val(p: &[&[u8]; 3], i: usize) -> u32 {
+    let b = |k: usize| *p[k].get(i).unwrap_or(&0) as u32;
+    (b(0) << 16) | (b(1) << 8) | b(2)
+}
+
+impl Decoder<'_> {
+    #[inline(never)]
+    fn run(&mut self, r0: usize, r1: usize) -> Result<(), BpeError> {
+        for r in r0..r1 {
+            let i = r - 256;
+            let shared = self.flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
+            if shared {
+                let o = val(&self.sh, self.next_shared);
+                self.next_shared += 1;
+                let tok = self
+                    .base
+                    .and_then(|b| b.token(o))
+                    .ok_or_else(|| invalid(format!("token {r}: no base token {o}")))?;
+                self.buf.push_slice(tok);
+            } else {
+                let (a, b) = (val(&self.la, self.next_pair), val(&self.ra, self.next_pair));
+                self.next_pair += 1;
+                if a as usize >= r || b as usize >= r || self.offs.len() != r + 1 {
+                    return Err(invalid(format!("token {r} refers to a rank >= {r}")));
+                }
+                for x in [a as usize, b as usize] {
+                    // `offs` holds r + 1 offsets (checked above) and x < r.
+                    self.buf.copy_back(self.offs[x] as usize, self.offs[x + 1] as usize);
+                }
+            }
+            if self.buf.len > u32::MAX as usize {
+                return Err(invalid("rank table expands beyond 4 GiB"));
+            }
+            self.offs.push(self.buf.len as u32);
+        }
+        Ok(())
+    }
+}
+
+/// The token bytes being rebuilt: a zeroed buffer with slack, written with whole 8-byte
+/// words. Not `Vec::extend_from_within`/`push`: in wasm a `memcpy` is a `memory.copy`, a
+/// runtime call that costs more than copying a token's few bytes.
+struct Buf {
+    v: Vec<u8>,
+    len: usize,
+}
+
+impl Buf {
+    #[inline(always)]
+    fn room(&mut self, extra: usize) {
+        if self.len + extra + 8 > self.v.len() {
+            let want = (self.v.len() * 2).max(self.len + extra + 8);
+            self.v.resize(want, 0);
+        }
+    }
+
+    /// Appends `v[s..e]` (bytes already written, `e <= len`).
+    #[inline(always)]
+    fn copy_back(&mut self, s: usize, e: usize) {
+        let (d, n) = (self.len, e.saturating_sub(s));
+        self.room(n);
+        let mut k = 0;
+        while k < n {
+            // The word may run past `e` (into bytes not yet final, or the slack): the extra
+            // bytes land past the new end and are overwritten or truncated later.
+            let w: [u8; 8] =
+                self.v.get(s + k..s + k + 8).and_then(|x| x.try_into().ok()).unwrap_or([0; 8]);
+            if let Some(out) = self.v.get_mut(d + k..d + k + 8) {
+                out.copy_from_slice(&w);
+            }
+            k += 8;
+        }
+        self.len += n;
+    }
+
+    #[inline(always)]
+    fn push_slice(&mut self, b: &[u8]) {
+        self.room(b.len());
+        if let Some(out) = self.v.get_mut(self.len..self.len + b.len()) {
+            out.copy_from_slice(b);
+        }
+        self.len += b.len();
+    }
 }
 
 /// Must match `table_checksum` in build.rs.
