@@ -217,6 +217,32 @@ fn hash(b: &[u8]) -> u64 {
     h ^ (h >> 32)
 }
 
+/// Byte-string equality with whole-word loads (overlapping at the tail) instead of a call
+/// to `memcmp`, which in wasm is a plain byte loop behind a call.
+#[inline(always)]
+fn eq_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let w8 = |s: &[u8], i: usize| s.get(i..i + 8).map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])));
+    let w4 = |s: &[u8], i: usize| s.get(i..i + 4).map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])));
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 < n {
+            if w8(a, i) != w8(b, i) {
+                return false;
+            }
+            i += 8;
+        }
+        w8(a, n - 8) == w8(b, n - 8)
+    } else if n >= 4 {
+        w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4)
+    } else {
+        a == b
+    }
+}
+
 impl BpeEncoder {
     /// The embedded encoder (feature `embedded-ranks`, on by default), built once, lazily;
     /// without the feature, the one installed by [`load_ranks`].
@@ -349,7 +375,7 @@ impl BpeEncoder {
             }
             if s & !((1 << RANK_BITS) - 1) == tag {
                 let r = (s & ((1 << RANK_BITS) - 1)).wrapping_sub(1);
-                if self.store.token(r) == Some(piece) {
+                if self.store.token(r).is_some_and(|t| eq_bytes(t, piece)) {
                     return Some(r);
                 }
             }

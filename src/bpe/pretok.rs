@@ -192,6 +192,46 @@ fn o200k_b(t: &[u8], s: usize) -> Option<usize> {
     Some(run(t, j, LO))
 }
 
+/// Fast path of A and B when everything involved is ASCII (most text): an optional
+/// prefix char, then `[A-Z]*[a-z]+` (A) or else `[A-Z]+` (B), as `o200k_a`/`o200k_b` decide
+/// for these classes (no ASCII char is in both U and W): Some(Some(end)). Some(None) when
+/// neither A nor B can match (an ASCII non-letter after an ASCII prefix char, or nothing).
+/// None, for the general path, when a non-ASCII char is involved (it could be a letter or a
+/// mark that continues the letters).
+#[inline(always)]
+fn o200k_ascii_word(t: &[u8], i: usize) -> Option<Option<usize>> {
+    let b0 = *t.get(i)?;
+    if b0 >= 0x80 {
+        return None;
+    }
+    let f0 = ASCII[b0 as usize];
+    let s = if f0 & L != 0 {
+        i
+    } else if f0 & (N | CRLF) == 0 {
+        i + 1
+    } else {
+        return None;
+    };
+    let mut j = s;
+    while t.get(j).is_some_and(|b| b.is_ascii_uppercase()) {
+        j += 1;
+    }
+    let u_end = j;
+    while t.get(j).is_some_and(|b| b.is_ascii_lowercase()) {
+        j += 1;
+    }
+    if t.get(j).is_some_and(|&b| b >= 0x80) {
+        return None;
+    }
+    Some(if j > u_end {
+        Some(j)
+    } else if u_end > s {
+        Some(u_end)
+    } else {
+        None
+    })
+}
+
 /// ` ?[^\s\p{L}\p{N}]+` then the trailing set: the end, or None.
 /// The optional space can be given back, but then the space itself would have to be
 /// punctuation, which it is not: so the space is taken iff punctuation follows it.
@@ -249,13 +289,17 @@ fn ws_run(t: &[u8], i: usize) -> (usize, Option<usize>, usize) {
 /// End of the o200k_base piece starting at byte `i` (`i < t.len()`, on a char boundary).
 /// Always `> i` when `i < t.len()`.
 pub(crate) fn next_o200k(t: &[u8], i: usize) -> usize {
+    let fast = o200k_ascii_word(t, i);
+    if let Some(Some(e)) = fast {
+        return contraction(t, e).unwrap_or(e);
+    }
     let (f0, l0) = class_at(t, i);
     if l0 == 0 {
         return t.len();
     }
     // A and B: the optional prefix is tried taken first, then not taken; all of A before B.
     let other0 = f0 & (L | N | CRLF) == 0;
-    if other0 || f0 & (UP | LO) != 0 {
+    if fast.is_none() && (other0 || f0 & (UP | LO) != 0) {
         let with_prefix = i + l0;
         let end = (if other0 { o200k_a(t, with_prefix) } else { None })
             .or_else(|| o200k_a(t, i))
