@@ -50,8 +50,15 @@ fn main() {
             vec![table_checksum(&cl100k_table), table_checksum(&cl100k_delta)],
         ),
     ] {
-        let _ = writeln!(gen, "pub(crate) const {name}_N_TOKENS: u32 = {};", v.tokens.len());
-        let _ = writeln!(gen, "pub(crate) const {name}_CHECKSUMS: &[u64] = &{checks:?};");
+        let _ = writeln!(
+            gen,
+            "pub(crate) const {name}_N_TOKENS: u32 = {};",
+            v.tokens.len()
+        );
+        let _ = writeln!(
+            gen,
+            "pub(crate) const {name}_CHECKSUMS: &[u64] = &{checks:?};"
+        );
         let _ = writeln!(
             gen,
             "pub(crate) const {name}_SPECIALS: &[(u32, &str)] = &{:?};",
@@ -93,15 +100,26 @@ impl Vocab {
                 Err(_) => break,
             }
         }
-        assert!(tokens.len() > 50_000, "{name}: only {} tokens", tokens.len());
+        assert!(
+            tokens.len() > 50_000,
+            "{name}: only {} tokens",
+            tokens.len()
+        );
         for (i, t) in tokens.iter().enumerate().take(256) {
             assert_eq!(t.len(), 1, "{name}: rank {i} is not a single byte");
         }
-        let rank: HashMap<Vec<u8>, u32> =
-            tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+        let rank: HashMap<Vec<u8>, u32> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32))
+            .collect();
         assert_eq!(rank.len(), tokens.len(), "{name}: duplicate tokens");
         assert_eq!(rank.keys().filter(|k| k.len() == 1).count(), 256);
-        Vocab { tokens, rank, specials }
+        Vocab {
+            tokens,
+            rank,
+            specials,
+        }
     }
 
     /// A split of token `r` into two tokens of lower rank, choosing the one whose ranks are
@@ -220,11 +238,15 @@ fn table_checksum(t: &[u8]) -> u64 {
 // Unicode classes
 
 fn class_ranges(pattern: &str) -> Vec<(u32, u32)> {
-    let hir = regex_syntax::Parser::new().parse(pattern).expect("class pattern parses");
+    let hir = regex_syntax::Parser::new()
+        .parse(pattern)
+        .expect("class pattern parses");
     match hir.kind() {
-        regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(c)) => {
-            c.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect()
-        }
+        regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(c)) => c
+            .ranges()
+            .iter()
+            .map(|r| (r.start() as u32, r.end() as u32))
+            .collect(),
         other => panic!("{pattern} is not a Unicode class: {other:?}"),
     }
 }
@@ -277,14 +299,22 @@ fn unicode_tables() -> String {
     );
     // Astral planes: runs of equal flags, binary searched.
     let (mut starts, mut fl) = (Vec::new(), Vec::new());
-    for cp in 0x1_0000..0x11_0000usize {
-        if fl.last() != Some(&flags[cp]) {
+    for (cp, &f) in flags.iter().enumerate().skip(0x1_0000) {
+        if fl.last() != Some(&f) {
             starts.push(cp as u32);
-            fl.push(flags[cp]);
+            fl.push(f);
         }
     }
-    let _ = writeln!(s, "pub(crate) static ASTRAL_STARTS: [u32; {}] = {starts:?};", starts.len());
-    let _ = writeln!(s, "pub(crate) static ASTRAL_FLAGS: [u8; {}] = {fl:?};", fl.len());
+    let _ = writeln!(
+        s,
+        "pub(crate) static ASTRAL_STARTS: [u32; {}] = {starts:?};",
+        starts.len()
+    );
+    let _ = writeln!(
+        s,
+        "pub(crate) static ASTRAL_FLAGS: [u8; {}] = {fl:?};",
+        fl.len()
+    );
 
     // Case-insensitive letters of the contraction suffixes: every char that (?i)x matches.
     s.push_str("/// The ASCII lowercase letter `c` matches case-insensitively (regex-syntax's simple\n/// case folding), among those used by the contraction suffixes; 0 for any other char.\n");

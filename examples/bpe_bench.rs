@@ -13,7 +13,8 @@ fn fixtures() -> std::path::PathBuf {
 }
 
 fn tau_bench() -> Vec<String> {
-    let s = std::fs::read_to_string(fixtures().join("openai/tau-bench-gpt-4o-airline.json")).unwrap();
+    let s =
+        std::fs::read_to_string(fixtures().join("openai/tau-bench-gpt-4o-airline.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&s).unwrap();
     let mut out = Vec::new();
     for run in v.as_array().unwrap() {
@@ -43,9 +44,13 @@ fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
 /// Every string of the other fixtures (SWE-agent: code and tool output; Claude Code logs).
 fn others() -> Vec<String> {
     let mut out = Vec::new();
-    let s = std::fs::read_to_string(fixtures().join("openai/swe-agent-marshmallow-1867.traj")).unwrap();
+    let s =
+        std::fs::read_to_string(fixtures().join("openai/swe-agent-marshmallow-1867.traj")).unwrap();
     strings(&serde_json::from_str(&s).unwrap(), &mut out);
-    for f in ["anthropic/claude-code-short.jsonl", "anthropic/claude-code-tool-heavy.jsonl"] {
+    for f in [
+        "anthropic/claude-code-short.jsonl",
+        "anthropic/claude-code-tool-heavy.jsonl",
+    ] {
         for line in std::fs::read_to_string(fixtures().join(f)).unwrap().lines() {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
                 strings(&v, &mut out);
@@ -72,7 +77,10 @@ fn mbps(bytes: usize, budget: Duration, mut f: impl FnMut() -> usize) -> (f64, u
 
 fn main() {
     let budget = Duration::from_secs_f64(
-        std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3.0),
+        std::env::args()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3.0),
     );
 
     // Cold start first, before anything else touches the encoders.
@@ -94,8 +102,16 @@ fn main() {
     rc.encode_ordinary("hello world");
     let cold_rc = t.elapsed();
     println!("time to first count (ms)      bpe      tiktoken-rs");
-    println!("  o200k_base                {:>7.2}  {:>9.2}", ms(cold_o), ms(cold_ro));
-    println!("  cl100k_base (o200k built) {:>7.2}  {:>9.2}", ms(cold_c), ms(cold_rc));
+    println!(
+        "  o200k_base                {:>7.2}  {:>9.2}",
+        ms(cold_o),
+        ms(cold_ro)
+    );
+    println!(
+        "  cl100k_base (o200k built) {:>7.2}  {:>9.2}",
+        ms(cold_c),
+        ms(cold_rc)
+    );
 
     let tau = tau_bench();
     let mut mix = tau.clone();
@@ -108,14 +124,24 @@ fn main() {
             msgs.len(),
             bulk.len() as f64 / 1e6
         );
-        println!("  {:<12} {:>10} {:>10} {:>12} {:>12} {:>7}", "encoding", "bulk cnt", "bulk enc", "tiktoken-rs", "per-msg cnt", "ratio");
+        println!(
+            "  {:<12} {:>10} {:>10} {:>12} {:>12} {:>7}",
+            "encoding", "bulk cnt", "bulk enc", "tiktoken-rs", "per-msg cnt", "ratio"
+        );
         for (enc, ours, reference) in [("o200k", o, &ro), ("cl100k", c, &rc)] {
             let (count_bulk, n1) = mbps(bulk.len(), budget, || ours.count(&bulk));
             let (enc_bulk, n2) = mbps(bulk.len(), budget, || ours.encode(&bulk).len());
-            let (ref_bulk, n3) = mbps(bulk.len(), budget, || reference.encode_ordinary(&bulk).len());
-            let (count_msg, _) = mbps(per_bytes, budget, || msgs.iter().map(|s| ours.count(s)).sum());
-            let (ref_msg, _) =
-                mbps(per_bytes, budget, || msgs.iter().map(|s| reference.encode_ordinary(s).len()).sum());
+            let (ref_bulk, n3) = mbps(bulk.len(), budget, || {
+                reference.encode_ordinary(&bulk).len()
+            });
+            let (count_msg, _) = mbps(per_bytes, budget, || {
+                msgs.iter().map(|s| ours.count(s)).sum()
+            });
+            let (ref_msg, _) = mbps(per_bytes, budget, || {
+                msgs.iter()
+                    .map(|s| reference.encode_ordinary(s).len())
+                    .sum()
+            });
             assert_eq!((n1, n2), (n3, n3), "token counts differ from tiktoken-rs");
             println!(
                 "  {enc:<12} {count_bulk:>10.2} {enc_bulk:>10.2} {ref_bulk:>12.2} {count_msg:>12.2} {:>6.1}x   (tiktoken-rs per msg {ref_msg:.2}; {n1} tokens)",

@@ -2,7 +2,7 @@
 //! tiktoken-rs; plus hand-picked edge cases of the two patterns.
 mod bpe_common;
 use bpe_common::*;
-use context_compactor::bpe::{BpeEncoder, BpeEncoding};
+use context_compactor::bpe::BpeEncoding;
 
 /// (encoding, sample, ids) of gpt-tokenizer's TestPlans.txt. A sample runs from after
 /// "Sample: " up to the line starting with "Encoded:" (it may span lines).
@@ -11,9 +11,15 @@ fn test_plans() -> Vec<(String, String, Vec<u32>)> {
     let mut out = Vec::new();
     let mut lines = s.split('\n').peekable();
     while let Some(line) = lines.next() {
-        let Some(enc) = line.strip_prefix("EncodingName: ") else { continue };
+        let Some(enc) = line.strip_prefix("EncodingName: ") else {
+            continue;
+        };
         let first = lines.next().unwrap();
-        let mut sample = first.strip_prefix("Sample: ").or(first.strip_prefix("Sample:")).unwrap().to_string();
+        let mut sample = first
+            .strip_prefix("Sample: ")
+            .or(first.strip_prefix("Sample:"))
+            .unwrap()
+            .to_string();
         loop {
             let l = lines.next().unwrap();
             if let Some(ids) = l.strip_prefix("Encoded: ") {
@@ -47,13 +53,15 @@ fn gpt_tokenizer_test_plans() {
             _ => continue,
         };
         assert_same(enc, sample);
-        assert_eq!(&BpeEncoder::get(enc).unwrap().encode(sample), ids, "{name} {sample:?}");
+        assert_eq!(&ours(enc).encode(sample), ids, "{name} {sample:?}");
     }
 }
 
 #[test]
 fn cookbook_vectors() {
-    let s = std::fs::read_to_string(fixtures().join("tokens/openai-cookbook-chat-token-counts.json")).unwrap();
+    let s =
+        std::fs::read_to_string(fixtures().join("tokens/openai-cookbook-chat-token-counts.json"))
+            .unwrap();
     let v: serde_json::Value = serde_json::from_str(&s).unwrap();
     let mut n = 0;
     for vec in v["encoding_vectors"].as_array().unwrap() {
@@ -63,9 +71,14 @@ fn cookbook_vectors() {
             _ => continue,
         };
         let text = vec["text"].as_str().unwrap();
-        let ids: Vec<u32> = vec["ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
+        let ids: Vec<u32> = vec["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
         assert_same(enc, text);
-        assert_eq!(BpeEncoder::get(enc).unwrap().encode(text), ids, "{text:?}");
+        assert_eq!(ours(enc).encode(text), ids, "{text:?}");
         n += 1;
     }
     assert_eq!(n, 8);
@@ -85,16 +98,96 @@ fn pattern_edge_cases() {
     let long_mixed = "aB".repeat(150) + "xyzzy";
     let long_spaces = " ".repeat(500) + "x";
     let cases: Vec<&str> = vec![
-        "", " ", "  ", "\n", "\r\n", " \n", "\n ", "a\n\n b", "a  \n  b", "x   ", "x \t ", "x\u{a0}\u{a0}y",
-        "'s", "'S", "'ſ", "'ll", "'LL", "'lL", "'re", "'Re", "'ve", "'VE", "'m", "'d", "'t", "'x", "''s", " 's",
-        "don't", "DON'T", "I'm", "we'RE", "it'ſ", "you'll", "they've", "he'd", "Mc'Donald", "'",
-        "ǅemal", "ʰa", "ªb", "e\u{301}", "\u{301}A", "\u{301}a", "A\u{301}b", "ABCdef", "abcDEF", "ǅǅǅ",
-        "123", "1234567", "١٢٣٤", "½²³", "Ⅻ", " 12", "a1b2",
-        "!!!", " !!!", "!!!\n\n", "!/\n/", "a//b", " /\r\n", "...\r\n\r\n", "—", " —\n",
-        "👋🏽", "👨‍👩‍👧‍👦", "🇪🇸🇫🇷", "❤️", " 👋", "日本語のテキスト", "한국어 텍스트", "नमस्ते दुनिया",
-        "\u{feff}x", "\u{200b}", "\\ud800", "\u{fffd}", "\0\u{1}\u{7f}", "\u{85}x", "\u{2028}\u{2029}",
-        "\u{3000}x", "\t\tx", " \u{3000}\n", "\r", "\r\r\n\n", "a\r", "x \r\n ", "\u{b}\u{c}",
-        &long_word, &long_mixed, &long_spaces,
+        "",
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        " \n",
+        "\n ",
+        "a\n\n b",
+        "a  \n  b",
+        "x   ",
+        "x \t ",
+        "x\u{a0}\u{a0}y",
+        "'s",
+        "'S",
+        "'ſ",
+        "'ll",
+        "'LL",
+        "'lL",
+        "'re",
+        "'Re",
+        "'ve",
+        "'VE",
+        "'m",
+        "'d",
+        "'t",
+        "'x",
+        "''s",
+        " 's",
+        "don't",
+        "DON'T",
+        "I'm",
+        "we'RE",
+        "it'ſ",
+        "you'll",
+        "they've",
+        "he'd",
+        "Mc'Donald",
+        "'",
+        "ǅemal",
+        "ʰa",
+        "ªb",
+        "e\u{301}",
+        "\u{301}A",
+        "\u{301}a",
+        "A\u{301}b",
+        "ABCdef",
+        "abcDEF",
+        "ǅǅǅ",
+        "123",
+        "1234567",
+        "١٢٣٤",
+        "½²³",
+        "Ⅻ",
+        " 12",
+        "a1b2",
+        "!!!",
+        " !!!",
+        "!!!\n\n",
+        "!/\n/",
+        "a//b",
+        " /\r\n",
+        "...\r\n\r\n",
+        "—",
+        " —\n",
+        "👋🏽",
+        "👨‍👩‍👧‍👦",
+        "🇪🇸🇫🇷",
+        "❤️",
+        " 👋",
+        "日本語のテキスト",
+        "한국어 텍스트",
+        "नमस्ते दुनिया",
+        "\u{feff}x",
+        "\u{200b}",
+        "\\ud800",
+        "\u{fffd}",
+        "\0\u{1}\u{7f}",
+        "\u{85}x",
+        "\u{2028}\u{2029}",
+        "\u{3000}x",
+        "\t\tx",
+        " \u{3000}\n",
+        "\r",
+        "\r\r\n\n",
+        "a\r",
+        "x \r\n ",
+        "\u{b}\u{c}",
+        &long_word,
+        &long_mixed,
+        &long_spaces,
     ];
     for c in &cases {
         for enc in ENCODINGS {
@@ -103,8 +196,8 @@ fn pattern_edge_cases() {
     }
     // Every pair and triple of a small alphabet of tricky chars.
     let alphabet = [
-        "a", "B", "ǅ", "ʰ", "ª", "\u{301}", "1", "٣", " ", "\t", "\n", "\r", "\u{a0}", "'", "s", "L", "/", "!",
-        "👋", "日", "\u{3000}", "ſ",
+        "a", "B", "ǅ", "ʰ", "ª", "\u{301}", "1", "٣", " ", "\t", "\n", "\r", "\u{a0}", "'", "s",
+        "L", "/", "!", "👋", "日", "\u{3000}", "ſ",
     ];
     for x in alphabet {
         for y in alphabet {

@@ -85,7 +85,10 @@ pub struct BpeError {
 
 impl BpeError {
     fn new(kind: BpeErrorKind, message: impl Into<String>) -> BpeError {
-        BpeError { kind, message: message.into() }
+        BpeError {
+            kind,
+            message: message.into(),
+        }
     }
 
     pub fn kind(&self) -> BpeErrorKind {
@@ -142,7 +145,10 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
         };
         return Err(BpeError::new(
             BpeErrorKind::InvalidTable,
-            format!("load_ranks({}): not this build's rank table: {what}", enc.name()),
+            format!(
+                "load_ranks({}): not this build's rank table: {what}",
+                enc.name()
+            ),
         ));
     }
     let enc_built = BpeEncoder::from_table(enc, table, None)?;
@@ -191,8 +197,14 @@ fn slot_value(h: u64, r: u32) -> u32 {
 fn hash(b: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let n = b.len();
-    let rd8 = |i: usize| b.get(i..i + 8).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])));
-    let rd4 = |i: usize| b.get(i..i + 4).map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]))) as u64;
+    let rd8 = |i: usize| {
+        b.get(i..i + 8)
+            .map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+    };
+    let rd4 = |i: usize| {
+        b.get(i..i + 4)
+            .map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]))) as u64
+    };
     let at = |i: usize| *b.get(i).unwrap_or(&0) as u64;
     let mut h = (n as u64).wrapping_mul(K) ^ 0x2d35_8dcc_aa6c_78a5;
     if n <= 8 {
@@ -225,8 +237,14 @@ fn eq_bytes(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    let w8 = |s: &[u8], i: usize| s.get(i..i + 8).map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])));
-    let w4 = |s: &[u8], i: usize| s.get(i..i + 4).map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])));
+    let w8 = |s: &[u8], i: usize| {
+        s.get(i..i + 8)
+            .map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
+    };
+    let w4 = |s: &[u8], i: usize| {
+        s.get(i..i + 4)
+            .map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])))
+    };
     if n >= 8 {
         let mut i = 0;
         while i + 8 < n {
@@ -254,7 +272,9 @@ impl BpeEncoder {
                 // The embedded cl100k table is coded against o200k_base's tokens: reuse the
                 // o200k encoder's if it is built, else decode them just for this (~2 ms).
                 match O200K.get() {
-                    Some(Ok(o)) => BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store)),
+                    Some(Ok(o)) => {
+                        BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store))
+                    }
                     _ => {
                         let base = table::decode(embedded::O200K, None)?;
                         BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&base))
@@ -266,7 +286,10 @@ impl BpeEncoder {
         let r = cell(enc).get().ok_or_else(|| {
             BpeError::new(
                 BpeErrorKind::RanksNotLoaded,
-                format!("no {} ranks in this build: pass them to load_ranks first", enc.name()),
+                format!(
+                    "no {} ranks in this build: pass them to load_ranks first",
+                    enc.name()
+                ),
             )
         })?;
         r.as_ref().map_err(Clone::clone)
@@ -279,7 +302,10 @@ impl BpeEncoder {
     ) -> Result<BpeEncoder, BpeError> {
         let h = table::parse_header(t)?;
         if h.encoding != enc.id() {
-            return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table of another encoding"));
+            return Err(BpeError::new(
+                BpeErrorKind::InvalidTable,
+                "rank table of another encoding",
+            ));
         }
         let base = if h.kind == 1 {
             match base {
@@ -294,7 +320,10 @@ impl BpeEncoder {
         };
         let store = table::decode(t, base)?;
         if store.len() != enc.n_tokens() as usize || store.len() > MAX_TOKENS {
-            return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table size mismatch"));
+            return Err(BpeError::new(
+                BpeErrorKind::InvalidTable,
+                "rank table size mismatch",
+            ));
         }
         Ok(BpeEncoder::from_store(enc, store))
     }
@@ -343,10 +372,24 @@ impl BpeEncoder {
         let mut r = 0;
         while r < n as u32 {
             let e = (r + table::CHUNK as u32).min(n as u32);
-            insert(&store, &mut slots, shift, r..e, &mut byte_rank, &mut max_token_len);
+            insert(
+                &store,
+                &mut slots,
+                shift,
+                r..e,
+                &mut byte_rank,
+                &mut max_token_len,
+            );
             r = e;
         }
-        BpeEncoder { enc, store, slots, shift, byte_rank, max_token_len }
+        BpeEncoder {
+            enc,
+            store,
+            slots,
+            shift,
+            byte_rank,
+            max_token_len,
+        }
     }
 
     pub fn encoding(&self) -> BpeEncoding {
@@ -469,9 +512,9 @@ impl BpeEncoder {
         let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
         let mut next_rank: Vec<u32> = vec![BIG; n];
         let mut heap = BinaryHeap::with_capacity(n);
-        for i in 0..n - 1 {
+        for (i, nr) in next_rank.iter_mut().enumerate().take(n - 1) {
             let r = self.rank_or_big(piece.get(i..i + 2));
-            next_rank[i] = r;
+            *nr = r;
             if r != BIG {
                 heap.push(Reverse((r, i)));
             }
@@ -480,8 +523,12 @@ impl BpeEncoder {
             if next_rank.get(start) != Some(&r) {
                 continue; // stale
             }
-            let Some(&right) = end.get(start) else { continue };
-            let Some(&right_end) = end.get(right) else { continue };
+            let Some(&right) = end.get(start) else {
+                continue;
+            };
+            let Some(&right_end) = end.get(right) else {
+                continue;
+            };
             // Merge.
             end[start] = right_end;
             next_rank[right] = BIG;

@@ -74,7 +74,9 @@ fn u32_at(t: &[u8], at: usize) -> Option<u32> {
 
 pub(crate) fn parse_header(t: &[u8]) -> Result<Header, BpeError> {
     if t.len() < HEADER_LEN || t.get(0..4) != Some(MAGIC.as_slice()) {
-        return Err(invalid("not a context-compactor rank table (bad magic or too short)"));
+        return Err(invalid(
+            "not a context-compactor rank table (bad magic or too short)",
+        ));
     }
     if t[4] != 2 {
         return Err(invalid(format!("unsupported rank table version {}", t[4])));
@@ -83,11 +85,20 @@ pub(crate) fn parse_header(t: &[u8]) -> Result<Header, BpeError> {
     let n = u32_at(t, 8).unwrap_or(0) as usize;
     let n_pairs = u32_at(t, 12).unwrap_or(0) as usize;
     // The bound on n also bounds the memory decode allocates for a forged header.
-    if encoding > 1 || kind > 1 || n < 256 || n > super::MAX_TOKENS || n_pairs > n - 256 || (kind == 0 && n_pairs != n - 256)
+    if encoding > 1
+        || kind > 1
+        || !(256..=super::MAX_TOKENS).contains(&n)
+        || n_pairs > n - 256
+        || (kind == 0 && n_pairs != n - 256)
     {
         return Err(invalid("corrupt rank table header"));
     }
-    Ok(Header { encoding, kind, n, n_pairs })
+    Ok(Header {
+        encoding,
+        kind,
+        n,
+        n_pairs,
+    })
 }
 
 /// Rebuilds the token bytes. `base` is the o200k_base store, needed for kind 1 tables.
@@ -97,7 +108,10 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     let (n, m) = (h.n, h.n - 256);
     let mut seen = [false; 256];
     // o200k_base: 7.0 bytes a token, cl100k_base 6.4.
-    let mut buf = Buf { v: vec![0; n * 7 + 64], len: 0 };
+    let mut buf = Buf {
+        v: vec![0; n * 7 + 64],
+        len: 0,
+    };
     let mut offs: Vec<u32> = Vec::with_capacity(n + 1);
     offs.push(0);
     for &b in &t[16..HEADER_LEN] {
@@ -109,14 +123,20 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     }
     let mut at = HEADER_LEN;
     let flags: &[u8] = if h.kind == 1 {
-        let f = t.get(at..at + m.div_ceil(8)).ok_or_else(|| invalid("rank table truncated"))?;
+        let f = t
+            .get(at..at + m.div_ceil(8))
+            .ok_or_else(|| invalid("rank table truncated"))?;
         at += m.div_ceil(8);
         f
     } else {
         &[]
     };
     let n_shared = m - h.n_pairs;
-    let sh = if h.kind == 1 { IdStream::new(t, &mut at, n_shared)? } else { IdStream::empty() };
+    let sh = if h.kind == 1 {
+        IdStream::new(t, &mut at, n_shared)?
+    } else {
+        IdStream::empty()
+    };
     let la = IdStream::new(t, &mut at, h.n_pairs)?;
     let ra = IdStream::new(t, &mut at, h.n_pairs)?;
     if at != t.len() {
@@ -132,7 +152,15 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         }
         _ => None,
     };
-    let mut d = Decoder { sh, la, ra, flags, base, buf, offs };
+    let mut d = Decoder {
+        sh,
+        la,
+        ra,
+        flags,
+        base,
+        buf,
+        offs,
+    };
     // In chunks, through a function that is not inlined: wasm engines first run code from a
     // quick baseline compiler and swap in optimised code only at the next call, so one long
     // loop would run unoptimised from start to end (twice as slow in V8's Liftoff).
@@ -142,7 +170,14 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         d.run(r, e)?;
         r = e;
     }
-    let Decoder { buf, offs, sh, la, ra, .. } = d;
+    let Decoder {
+        buf,
+        offs,
+        sh,
+        la,
+        ra,
+        ..
+    } = d;
     if !(sh.done() && la.done() && ra.done()) {
         return Err(invalid("rank table bitmap disagrees with its counts"));
     }
@@ -170,19 +205,37 @@ impl<'a> IdStream<'a> {
         let truncated = || invalid("rank table truncated");
         let b = u32_at(t, *at).ok_or_else(truncated)? as usize;
         let syms = t.get(*at + 4..*at + 4 + count).ok_or_else(truncated)?;
-        let raw = t.get(*at + 4 + count..*at + 4 + count + b).ok_or_else(truncated)?;
+        let raw = t
+            .get(*at + 4 + count..*at + 4 + count + b)
+            .ok_or_else(truncated)?;
         *at += 4 + count + b;
-        Ok(IdStream { syms, pos: 0, raw, rpos: 0, acc: 0, nacc: 0 })
+        Ok(IdStream {
+            syms,
+            pos: 0,
+            raw,
+            rpos: 0,
+            acc: 0,
+            nacc: 0,
+        })
     }
 
     fn empty() -> IdStream<'static> {
-        IdStream { syms: &[], pos: 0, raw: &[], rpos: 0, acc: 0, nacc: 0 }
+        IdStream {
+            syms: &[],
+            pos: 0,
+            raw: &[],
+            rpos: 0,
+            acc: 0,
+            nacc: 0,
+        }
     }
 
     /// The next id; u32::MAX for a malformed symbol (callers reject ids >= their rank).
     #[inline(always)]
     fn next(&mut self) -> u32 {
-        let Some(&s) = self.syms.get(self.pos) else { return u32::MAX };
+        let Some(&s) = self.syms.get(self.pos) else {
+            return u32::MAX;
+        };
         self.pos += 1;
         if s < 32 {
             return (s as u32).wrapping_sub(1);
@@ -192,7 +245,9 @@ impl<'a> IdStream<'a> {
         let top = 16 + k % 16;
         if self.nacc < low {
             while self.nacc <= 56 {
-                let Some(&b) = self.raw.get(self.rpos) else { break };
+                let Some(&b) = self.raw.get(self.rpos) else {
+                    break;
+                };
                 self.acc |= (b as u64) << self.nacc;
                 self.rpos += 1;
                 self.nacc += 8;
@@ -240,7 +295,8 @@ impl Decoder<'_> {
                 }
                 for x in [a as usize, b as usize] {
                     // `offs` holds r + 1 offsets (checked above) and x < r.
-                    self.buf.copy_back(self.offs[x] as usize, self.offs[x + 1] as usize);
+                    self.buf
+                        .copy_back(self.offs[x] as usize, self.offs[x + 1] as usize);
                 }
             }
             if self.buf.len > u32::MAX as usize {
@@ -278,8 +334,11 @@ impl Buf {
         while k < n {
             // The word may run past `e` (into bytes not yet final, or the slack): the extra
             // bytes land past the new end and are overwritten or truncated later.
-            let w: [u8; 8] =
-                self.v.get(s + k..s + k + 8).and_then(|x| x.try_into().ok()).unwrap_or([0; 8]);
+            let w: [u8; 8] = self
+                .v
+                .get(s + k..s + k + 8)
+                .and_then(|x| x.try_into().ok())
+                .unwrap_or([0; 8]);
             if let Some(out) = self.v.get_mut(d + k..d + k + 8) {
                 out.copy_from_slice(&w);
             }

@@ -1,5 +1,45 @@
 use super::*;
 
+static CL100K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.cctab"));
+static O200K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
+
+/// The lite build's path: nothing until `load_ranks`, then the same encoder. (With embedded
+/// ranks, `load_ranks` of a genuine table is a no-op.)
+#[test]
+fn load_ranks_installs_standalone_tables() {
+    #[cfg(not(feature = "embedded-ranks"))]
+    assert_eq!(
+        BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap_err().kind(),
+        BpeErrorKind::RanksNotLoaded
+    );
+    // cl100k first: the standalone table needs no o200k.
+    load_ranks(BpeEncoding::Cl100kBase, CL100K_STANDALONE).unwrap();
+    load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
+    // Already loaded: idempotent.
+    load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
+    let c = BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap();
+    let o = BpeEncoder::get(BpeEncoding::O200kBase).unwrap();
+    assert_eq!(c.encode("hello world"), vec![15339, 1917]);
+    assert_eq!(o.encode("hello world"), vec![24912, 2375]);
+}
+
+#[test]
+fn load_ranks_checks_tables() {
+    // A table of the other encoding, a truncated one and a flipped byte are all refused by
+    // checksum before decoding (tested through the checksum list, as `load_ranks` is a no-op
+    // for an encoding already installed).
+    let sum = table::table_checksum;
+    assert!(!BpeEncoding::Cl100kBase
+        .checksums()
+        .contains(&sum(O200K_STANDALONE)));
+    assert!(!BpeEncoding::O200kBase
+        .checksums()
+        .contains(&sum(&O200K_STANDALONE[..1000])));
+    let mut t = O200K_STANDALONE.to_vec();
+    t[5000] ^= 1;
+    assert!(!BpeEncoding::O200kBase.checksums().contains(&sum(&t)));
+}
+
 #[test]
 fn ascii_fast_path_matches_generated_tables() {
     for b in 0u8..128 {
@@ -12,6 +52,7 @@ fn ascii_fast_path_matches_generated_tables() {
     }
 }
 
+#[cfg(feature = "embedded-ranks")]
 #[test]
 fn small_examples() {
     let o = BpeEncoder::get(BpeEncoding::O200kBase).unwrap();
@@ -20,10 +61,16 @@ fn small_examples() {
     assert_eq!(o.count(""), 0);
     assert_eq!(o.encode("hello world"), vec![24912, 2375]);
     assert_eq!(c.encode("hello world"), vec![15339, 1917]);
-    assert_eq!(o.decode_bytes(&o.encode("héllo 👋🏽 wörld")).unwrap(), "héllo 👋🏽 wörld".as_bytes());
+    assert_eq!(
+        o.decode_bytes(&o.encode("héllo 👋🏽 wörld")).unwrap(),
+        "héllo 👋🏽 wörld".as_bytes()
+    );
     assert_eq!(c.decode_bytes(&[100257]).unwrap(), b"<|endoftext|>");
     assert_eq!(o.decode_bytes(&[199999]).unwrap(), b"<|endoftext|>");
-    assert_eq!(o.decode_bytes(&[199998]).unwrap_err().kind(), BpeErrorKind::UnknownToken);
+    assert_eq!(
+        o.decode_bytes(&[199998]).unwrap_err().kind(),
+        BpeErrorKind::UnknownToken
+    );
     assert_eq!(o.n_tokens(), 199_998);
     assert_eq!(c.n_tokens(), 100_256);
 }
@@ -56,7 +103,9 @@ fn table_decoding_is_checked() {
     let mut t = embedded::O200K.to_vec();
     let mut x = 12345u64;
     for _ in 0..200 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let i = (x >> 33) as usize % t.len();
         t[i] ^= (x >> 13) as u8 | 1;
         let _ = table::decode(&t, None);
@@ -65,6 +114,12 @@ fn table_decoding_is_checked() {
     let base = table::decode(embedded::O200K, None).unwrap();
     let delta = table::decode(embedded::CL100K_DELTA, Some(&base)).unwrap();
     assert_eq!(delta.len(), 100_256);
+    let standalone = table::decode(CL100K_STANDALONE, None).unwrap();
+    assert_eq!(
+        (&standalone.bytes, &standalone.offs),
+        (&delta.bytes, &delta.offs)
+    );
+    assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(CL100K_STANDALONE)));
     assert!(table::decode(embedded::CL100K_DELTA, None).is_err());
     assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(embedded::CL100K_DELTA)));
     assert!(generated::O200K_CHECKSUMS.contains(&table::table_checksum(embedded::O200K)));

@@ -16,6 +16,20 @@ pub fn reference(enc: BpeEncoding) -> &'static tiktoken_rs::CoreBPE {
     }
 }
 
+/// Our encoder. Without the `embedded-ranks` feature (the lite build), first loads the
+/// standalone tables build.rs wrote, as the npm lite build does, which tests that path too.
+pub fn ours(enc: BpeEncoding) -> &'static context_compactor::bpe::BpeEncoder {
+    #[cfg(not(feature = "embedded-ranks"))]
+    {
+        use context_compactor::bpe::load_ranks;
+        static O: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
+        static C: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.cctab"));
+        load_ranks(BpeEncoding::O200kBase, O).unwrap();
+        load_ranks(BpeEncoding::Cl100kBase, C).unwrap();
+    }
+    context_compactor::bpe::BpeEncoder::get(enc).unwrap()
+}
+
 pub const ENCODINGS: [BpeEncoding; 2] = [BpeEncoding::O200kBase, BpeEncoding::Cl100kBase];
 
 /// Every string leaf of a JSON value, plus the serialization of every object and array.
@@ -40,7 +54,10 @@ pub fn json_texts(v: &serde_json::Value, out: &mut Vec<String>) {
 pub fn fixture_texts() -> Vec<(String, Vec<String>)> {
     let dir = fixtures();
     let mut files = Vec::new();
-    for name in ["openai/tau-bench-gpt-4o-airline.json", "openai/swe-agent-marshmallow-1867.traj"] {
+    for name in [
+        "openai/tau-bench-gpt-4o-airline.json",
+        "openai/swe-agent-marshmallow-1867.traj",
+    ] {
         let s = std::fs::read_to_string(dir.join(name)).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         let mut out = Vec::new();
@@ -65,7 +82,8 @@ pub fn fixture_texts() -> Vec<(String, Vec<String>)> {
 /// The concatenated texts of the tau-bench fixture (message contents and tool-call
 /// arguments), the bulk benchmark text.
 pub fn tau_bench_messages() -> Vec<String> {
-    let s = std::fs::read_to_string(fixtures().join("openai/tau-bench-gpt-4o-airline.json")).unwrap();
+    let s =
+        std::fs::read_to_string(fixtures().join("openai/tau-bench-gpt-4o-airline.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&s).unwrap();
     let mut out = Vec::new();
     for run in v.as_array().unwrap() {
@@ -87,7 +105,7 @@ pub fn tau_bench_messages() -> Vec<String> {
 
 #[track_caller]
 pub fn assert_same(enc: BpeEncoding, text: &str) {
-    let ours = context_compactor::bpe::BpeEncoder::get(enc).unwrap();
+    let ours = ours(enc);
     let want = reference(enc).encode_ordinary(text);
     let got = ours.encode(text);
     if got != want {
