@@ -180,6 +180,36 @@ impl fmt::Debug for BpeEncoder {
 
 const BIG: u32 = u32::MAX;
 
+/// A bounded cache of recent BPE results (pieces that are not a single token, which take
+/// the merge loop): direct-mapped, 2^12 entries per encoding and thread (~250 KB each,
+/// allocated on first use). An entry holds the piece's bytes, compared in full on lookup,
+/// so a hit is exact. On the tau-bench messages it cuts the instructions of a first count
+/// by 23% (o200k) and 27% (cl100k).
+const CACHE_BITS: u32 = 12;
+const CACHE_KEY: usize = 24;
+const CACHE_IDS: usize = 8;
+
+#[derive(Clone, Copy)]
+struct CacheEntry {
+    key: [u8; CACHE_KEY],
+    len: u8,
+    n: u8,
+    ids: [u32; CACHE_IDS],
+}
+
+impl CacheEntry {
+    const EMPTY: CacheEntry = CacheEntry {
+        key: [0; CACHE_KEY],
+        len: 0,
+        n: 0,
+        ids: [0; CACHE_IDS],
+    };
+}
+
+thread_local! {
+    static CACHE: std::cell::RefCell<Vec<CacheEntry>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Ranks take the low 18 bits of a slot (`rank + 1`; both vocabularies have < 2^18 - 1
 /// tokens, checked when a table loads), 14 bits of the hash the rest, so most probes that
 /// are not the piece are rejected without comparing bytes.
@@ -570,7 +600,59 @@ impl BpeEncoder {
         }
         match self.rank(piece) {
             Some(r) => emit(r),
-            None => self.bpe(piece, parts, emit),
+            None => self.bpe_cached(piece, parts, emit),
+        }
+    }
+
+    /// `bpe` through the cache of recent results (see `CacheEntry`).
+    #[inline(always)]
+    fn bpe_cached(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut impl FnMut(u32)) {
+        if piece.len() > CACHE_KEY {
+            return self.bpe(piece, parts, emit);
+        }
+        let slot = (hash(piece) >> (64 - CACHE_BITS)) as usize
+            + if self.enc == BpeEncoding::O200kBase {
+                0
+            } else {
+                1 << CACHE_BITS
+            };
+        let hit = CACHE.with(|c| {
+            let Ok(c) = c.try_borrow() else { return false };
+            match c.get(slot) {
+                Some(e) if e.n > 0 && e.key.get(..e.len as usize) == Some(piece) => {
+                    e.ids.iter().take(e.n as usize).for_each(|&id| emit(id));
+                    true
+                }
+                _ => false,
+            }
+        });
+        if hit {
+            return;
+        }
+        let mut e = CacheEntry::EMPTY;
+        let mut n = 0usize;
+        self.bpe(piece, parts, &mut |id| {
+            if let Some(x) = e.ids.get_mut(n) {
+                *x = id;
+            }
+            n += 1;
+            emit(id)
+        });
+        if n <= CACHE_IDS {
+            e.key[..piece.len()].copy_from_slice(piece);
+            e.len = piece.len() as u8;
+            e.n = n as u8;
+            CACHE.with(|c| {
+                let Ok(mut c) = c.try_borrow_mut() else {
+                    return;
+                };
+                if c.is_empty() {
+                    c.resize(2 << CACHE_BITS, CacheEntry::EMPTY);
+                }
+                if let Some(x) = c.get_mut(slot) {
+                    *x = e;
+                }
+            });
         }
     }
 
