@@ -733,6 +733,17 @@ pub fn cold_start_phase(k: u32) -> usize {
     }
 }
 
+/// Empties this thread's cache of recent BPE results, so a benchmark can measure counting
+/// new text.
+#[doc(hidden)]
+pub fn clear_piece_cache() {
+    CACHE.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.iter_mut().for_each(|e| *e = CacheEntry::EMPTY);
+        }
+    });
+}
+
 /// Pieces of the pre-tokeniser, for tests that check it against the regex directly.
 #[doc(hidden)]
 pub fn split_pieces(enc: BpeEncoding, text: &str) -> Vec<&str> {
