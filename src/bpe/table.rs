@@ -187,6 +187,8 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     Ok(store)
 }
 
+const MAX_TOKEN_BYTES: u32 = 256;
+
 /// Tokens decoded per call of `Decoder::run` (see there).
 pub(crate) const CHUNK: usize = 4096;
 
@@ -292,6 +294,14 @@ impl Decoder<'_> {
                 let (a, b) = (self.la.next(), self.ra.next());
                 if a as usize >= r || b as usize >= r || self.offs.len() != r + 1 {
                     return Err(invalid(format!("token {r} refers to a rank >= {r}")));
+                }
+                // Bounds what a forged table could make us allocate (lengths can double at
+                // every rank). The longest token of both vocabularies has 128 bytes.
+                let len = |x: u32| self.offs[x as usize + 1] - self.offs[x as usize];
+                if len(a) + len(b) > MAX_TOKEN_BYTES {
+                    return Err(invalid(format!(
+                        "token {r} is longer than {MAX_TOKEN_BYTES} bytes"
+                    )));
                 }
                 for x in [a as usize, b as usize] {
                     // `offs` holds r + 1 offsets (checked above) and x < r.

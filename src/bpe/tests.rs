@@ -124,3 +124,68 @@ fn table_decoding_is_checked() {
     assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(embedded::CL100K_DELTA)));
     assert!(generated::O200K_CHECKSUMS.contains(&table::table_checksum(embedded::O200K)));
 }
+
+/// build.rs's id-stream encoder, for forging tables.
+fn push_ids(t: &mut Vec<u8>, ids: &[u32]) {
+    let mut syms = Vec::new();
+    let (mut bits, mut acc, mut nacc) = (Vec::new(), 0u64, 0u32);
+    for &id in ids {
+        let v = id + 1;
+        if v < 32 {
+            syms.push(v as u8);
+            continue;
+        }
+        let len = 32 - v.leading_zeros();
+        let low = len - 5;
+        syms.push((32 + (len - 6) * 16 + ((v >> low) - 16)) as u8);
+        acc |= ((v & ((1 << low) - 1)) as u64) << nacc;
+        nacc += low;
+        while nacc >= 8 {
+            bits.push(acc as u8);
+            acc >>= 8;
+            nacc -= 8;
+        }
+    }
+    if nacc > 0 {
+        bits.push(acc as u8);
+    }
+    t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
+    t.extend_from_slice(&syms);
+    t.extend_from_slice(&bits);
+}
+
+#[test]
+fn forged_tables_are_errors_not_aborts() {
+    let forge = |pairs: &[(u32, u32)]| {
+        let mut t = b"CCBT\x02\x00\x00\x00".to_vec();
+        t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
+        t.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+        t.extend((0..=255u8).rev());
+        push_ids(&mut t, &pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+        push_ids(&mut t, &pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+        t
+    };
+    // A well-formed small table decodes.
+    let ok = table::decode(&forge(&[(0, 1), (256, 2)]), None).unwrap();
+    assert_eq!(ok.len(), 258);
+    assert_eq!(ok.token(257).unwrap().len(), 3);
+    // Token lengths doubling at every rank: refused long before memory runs out.
+    let doubling: Vec<(u32, u32)> = (256..256 + 64).map(|r| (r - 1, r - 1)).collect();
+    assert_eq!(
+        table::decode(&forge(&doubling), None)
+            .err()
+            .map(|e| e.kind()),
+        Some(BpeErrorKind::InvalidTable)
+    );
+    // Forward references, truncation, trailing bytes.
+    assert!(table::decode(&forge(&[(300, 1)]), None).is_err());
+    let t = forge(&[(0, 1), (256, 2)]);
+    assert!(table::decode(&t[..t.len() - 1], None).is_err());
+    let mut t2 = t.clone();
+    t2.push(0);
+    assert!(table::decode(&t2, None).is_err());
+    // And load_ranks refuses all of them by checksum.
+    for enc in [BpeEncoding::O200kBase, BpeEncoding::Cl100kBase] {
+        assert!(!enc.checksums().contains(&table::table_checksum(&t)));
+    }
+}
