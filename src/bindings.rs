@@ -420,7 +420,7 @@ impl ConversationHistory {
         let mut options = Options::read(options, "options")?;
         let encoding = match options.take_str("encoding")? {
             Some(name) => Encoding::parse(&name)?,
-            None => Encoding::O200kBase,
+            None => Encoding::parse("o200k_base")?,
         };
         let format = match options.take_str("format")? {
             Some(name) => Format::parse(&name)?,
@@ -429,6 +429,26 @@ impl ConversationHistory {
         options.finish()?;
         Ok(ConversationHistory { core: CoreHistory::new(encoding), format })
     }
+}
+
+/// Installs an encoding's rank table (the `.cctab` files shipped with the package) in the lite
+/// build, which embeds none; the full build already has both and ignores the call.
+#[wasm_bindgen(js_name = loadRanks)]
+pub fn load_ranks(
+    #[wasm_bindgen(unchecked_param_type = "EncodingName")] encoding: JsValue,
+    table: &[u8],
+) -> JsResult<()> {
+    let name = throw(string_arg(&encoding, "the encoding"))?;
+    let bpe = match name.as_str() {
+        "o200k_base" => crate::bpe::BpeEncoding::O200kBase,
+        "cl100k_base" => crate::bpe::BpeEncoding::Cl100kBase,
+        other => {
+            return Err(js_error(Error::invalid_argument(format!(
+                "no rank table for {other:?}: expected \"o200k_base\" or \"cl100k_base\""
+            ))))
+        }
+    };
+    crate::bpe::load_ranks(bpe, table).map_err(|e| js_error(Error::invalid_argument(e.to_string())))
 }
 
 /// Converts a message list between formats, for what both can express.

@@ -2,12 +2,13 @@
 //! with one thin wasm-bindgen module on top (`bindings`), so `cargo test` covers the core natively.
 
 pub mod bindings;
+pub mod bpe;
 pub mod error;
 pub mod history;
 pub mod ids;
 pub mod memory;
-pub mod session;
 pub mod message;
+pub mod session;
 pub mod tokens;
 
 pub use error::{Error, ErrorKind, Result};

@@ -5,6 +5,7 @@ mod chat;
 
 pub use chat::{count_message, count_messages, count_tools, ChatCount, MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE};
 
+use crate::bpe::{BpeEncoder, BpeEncoding};
 use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -18,14 +19,36 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// The encoding called `name`, ready to count with (in the lite build, its ranks loaded).
     pub fn parse(name: &str) -> Result<Encoding> {
-        match name {
-            "o200k_base" => Ok(Encoding::O200kBase),
-            "cl100k_base" => Ok(Encoding::Cl100kBase),
-            "estimate" => Ok(Encoding::Estimate),
-            other => Err(Error::invalid_argument(format!(
-                "unknown encoding {other:?}: expected \"o200k_base\", \"cl100k_base\" or \"estimate\""
-            ))),
+        let encoding = match name {
+            "o200k_base" => Encoding::O200kBase,
+            "cl100k_base" => Encoding::Cl100kBase,
+            "estimate" => Encoding::Estimate,
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "unknown encoding {other:?}: expected \"o200k_base\", \"cl100k_base\" or \"estimate\""
+                )))
+            }
+        };
+        encoding.ready()?;
+        Ok(encoding)
+    }
+
+    fn bpe(self) -> Option<BpeEncoding> {
+        match self {
+            Encoding::O200kBase => Some(BpeEncoding::O200kBase),
+            Encoding::Cl100kBase => Some(BpeEncoding::Cl100kBase),
+            Encoding::Estimate => None,
+        }
+    }
+
+    /// Builds the encoder now (a few milliseconds, once) or says why it cannot: in the lite
+    /// build, an encoding whose ranks were not loaded with `bpe::load_ranks`.
+    pub fn ready(self) -> Result<()> {
+        match self.bpe() {
+            Some(bpe) => BpeEncoder::get(bpe).map(|_| ()).map_err(|e| Error::invalid_argument(e.to_string())),
+            None => Ok(()),
         }
     }
 
@@ -39,20 +62,24 @@ impl Encoding {
 
     /// Tokens in `text`, as tiktoken's `encode_ordinary` counts them: special-token text such as
     /// `<|endoftext|>` is ordinary text here, as it is in a chat message.
+    ///
+    /// Every `Encoding` that reaches here from outside came through `parse`, which made its
+    /// encoder ready, and loaded ranks stay loaded; an encoder that is not ready counts nothing
+    /// rather than guess (the embedded build cannot get there at all).
     pub fn count(self, text: &str) -> usize {
-        match self {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton().count_ordinary(text),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton().count_ordinary(text),
-            Encoding::Estimate => estimate(text),
+        match self.bpe() {
+            Some(bpe) => BpeEncoder::get(bpe).map_or(0, |encoder| encoder.count(text)),
+            None => estimate(text),
         }
     }
 
     /// The token ids of `text`; the estimate has none.
     pub fn encode(self, text: &str) -> Result<Vec<u32>> {
-        match self {
-            Encoding::O200kBase => Ok(tiktoken_rs::o200k_base_singleton().encode_ordinary(text)),
-            Encoding::Cl100kBase => Ok(tiktoken_rs::cl100k_base_singleton().encode_ordinary(text)),
-            Encoding::Estimate => Err(Error::invalid_argument(
+        match self.bpe() {
+            Some(bpe) => BpeEncoder::get(bpe)
+                .map(|encoder| encoder.encode(text))
+                .map_err(|e| Error::invalid_argument(e.to_string())),
+            None => Err(Error::invalid_argument(
                 "the \"estimate\" encoding counts without tokenizing, so it has no token ids: use o200k_base or cl100k_base",
             )),
         }

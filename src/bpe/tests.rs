@@ -1,0 +1,191 @@
+use super::*;
+
+static CL100K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.cctab"));
+static O200K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
+
+/// The lite build's path: nothing until `load_ranks`, then the same encoder. (With embedded
+/// ranks, `load_ranks` of a genuine table is a no-op.)
+#[test]
+fn load_ranks_installs_standalone_tables() {
+    #[cfg(not(feature = "embedded-ranks"))]
+    assert_eq!(
+        BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap_err().kind(),
+        BpeErrorKind::RanksNotLoaded
+    );
+    // cl100k first: the standalone table needs no o200k.
+    load_ranks(BpeEncoding::Cl100kBase, CL100K_STANDALONE).unwrap();
+    load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
+    // Already loaded: idempotent.
+    load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
+    let c = BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap();
+    let o = BpeEncoder::get(BpeEncoding::O200kBase).unwrap();
+    assert_eq!(c.encode("hello world"), vec![15339, 1917]);
+    assert_eq!(o.encode("hello world"), vec![24912, 2375]);
+}
+
+#[test]
+fn load_ranks_checks_tables() {
+    // A table of the other encoding, a truncated one and a flipped byte are all refused by
+    // checksum before decoding (tested through the checksum list, as `load_ranks` is a no-op
+    // for an encoding already installed).
+    let sum = table::table_checksum;
+    assert!(!BpeEncoding::Cl100kBase
+        .checksums()
+        .contains(&sum(O200K_STANDALONE)));
+    assert!(!BpeEncoding::O200kBase
+        .checksums()
+        .contains(&sum(&O200K_STANDALONE[..1000])));
+    let mut t = O200K_STANDALONE.to_vec();
+    t[5000] ^= 1;
+    assert!(!BpeEncoding::O200kBase.checksums().contains(&sum(&t)));
+}
+
+#[test]
+fn ascii_fast_path_matches_generated_tables() {
+    for b in 0u8..128 {
+        let blk = generated::BMP_INDEX[b as usize >> 6] as usize;
+        assert_eq!(
+            pretok::class_at_for_test(&[b], 0).0,
+            generated::BMP_BLOCKS[blk * 64 + (b as usize & 63)],
+            "byte {b:#x}"
+        );
+    }
+}
+
+#[cfg(feature = "embedded-ranks")]
+#[test]
+fn small_examples() {
+    let o = BpeEncoder::get(BpeEncoding::O200kBase).unwrap();
+    let c = BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap();
+    assert_eq!(o.encode(""), Vec::<u32>::new());
+    assert_eq!(o.count(""), 0);
+    assert_eq!(o.encode("hello world"), vec![24912, 2375]);
+    assert_eq!(c.encode("hello world"), vec![15339, 1917]);
+    assert_eq!(
+        o.decode_bytes(&o.encode("héllo 👋🏽 wörld")).unwrap(),
+        "héllo 👋🏽 wörld".as_bytes()
+    );
+    assert_eq!(c.decode_bytes(&[100257]).unwrap(), b"<|endoftext|>");
+    assert_eq!(o.decode_bytes(&[199999]).unwrap(), b"<|endoftext|>");
+    assert_eq!(
+        o.decode_bytes(&[199998]).unwrap_err().kind(),
+        BpeErrorKind::UnknownToken
+    );
+    assert_eq!(o.n_tokens(), 199_998);
+    assert_eq!(c.n_tokens(), 100_256);
+}
+
+#[test]
+fn load_ranks_rejects_foreign_tables() {
+    // Already loaded (embedded): accepted without looking at the bytes? No: an invalid table is
+    // only ignored when the encoding is already available, which is the documented contract.
+    let e = load_ranks(BpeEncoding::Cl100kBase, b"nonsense");
+    if cell(BpeEncoding::Cl100kBase).get().is_none() {
+        assert_eq!(e.unwrap_err().kind(), BpeErrorKind::InvalidTable);
+    }
+    // The decoder never panics on garbage.
+    for len in [0usize, 3, 16, 271, 272, 300, 5000] {
+        let mut t = vec![0xa5u8; len];
+        if len >= 4 {
+            t[..4].copy_from_slice(table::MAGIC);
+        }
+        if len >= 8 {
+            t[4] = 1;
+        }
+        assert!(table::decode(&t, None).is_err());
+    }
+}
+
+#[cfg(feature = "embedded-ranks")]
+#[test]
+fn table_decoding_is_checked() {
+    // Flip bytes all over a real table: decode must return Ok or Err, never panic.
+    let mut t = embedded::O200K.to_vec();
+    let mut x = 12345u64;
+    for _ in 0..200 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let i = (x >> 33) as usize % t.len();
+        t[i] ^= (x >> 13) as u8 | 1;
+        let _ = table::decode(&t, None);
+    }
+    // Standalone and delta cl100k tables decode to the same tokens.
+    let base = table::decode(embedded::O200K, None).unwrap();
+    let delta = table::decode(embedded::CL100K_DELTA, Some(&base)).unwrap();
+    assert_eq!(delta.len(), 100_256);
+    let standalone = table::decode(CL100K_STANDALONE, None).unwrap();
+    assert_eq!(
+        (&standalone.bytes, &standalone.offs),
+        (&delta.bytes, &delta.offs)
+    );
+    assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(CL100K_STANDALONE)));
+    assert!(table::decode(embedded::CL100K_DELTA, None).is_err());
+    assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(embedded::CL100K_DELTA)));
+    assert!(generated::O200K_CHECKSUMS.contains(&table::table_checksum(embedded::O200K)));
+}
+
+/// build.rs's id-stream encoder, for forging tables.
+fn push_ids(t: &mut Vec<u8>, ids: &[u32]) {
+    let mut syms = Vec::new();
+    let (mut bits, mut acc, mut nacc) = (Vec::new(), 0u64, 0u32);
+    for &id in ids {
+        let v = id + 1;
+        if v < 32 {
+            syms.push(v as u8);
+            continue;
+        }
+        let len = 32 - v.leading_zeros();
+        let low = len - 5;
+        syms.push((32 + (len - 6) * 16 + ((v >> low) - 16)) as u8);
+        acc |= ((v & ((1 << low) - 1)) as u64) << nacc;
+        nacc += low;
+        while nacc >= 8 {
+            bits.push(acc as u8);
+            acc >>= 8;
+            nacc -= 8;
+        }
+    }
+    if nacc > 0 {
+        bits.push(acc as u8);
+    }
+    t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
+    t.extend_from_slice(&syms);
+    t.extend_from_slice(&bits);
+}
+
+#[test]
+fn forged_tables_are_errors_not_aborts() {
+    let forge = |pairs: &[(u32, u32)]| {
+        let mut t = b"CCBT\x02\x00\x00\x00".to_vec();
+        t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
+        t.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+        t.extend((0..=255u8).rev());
+        push_ids(&mut t, &pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+        push_ids(&mut t, &pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+        t
+    };
+    // A well-formed small table decodes.
+    let ok = table::decode(&forge(&[(0, 1), (256, 2)]), None).unwrap();
+    assert_eq!(ok.len(), 258);
+    assert_eq!(ok.token(257).unwrap().len(), 3);
+    // Token lengths doubling at every rank: refused long before memory runs out.
+    let doubling: Vec<(u32, u32)> = (256..256 + 64).map(|r| (r - 1, r - 1)).collect();
+    assert_eq!(
+        table::decode(&forge(&doubling), None)
+            .err()
+            .map(|e| e.kind()),
+        Some(BpeErrorKind::InvalidTable)
+    );
+    // Forward references, truncation, trailing bytes.
+    assert!(table::decode(&forge(&[(300, 1)]), None).is_err());
+    let t = forge(&[(0, 1), (256, 2)]);
+    assert!(table::decode(&t[..t.len() - 1], None).is_err());
+    let mut t2 = t.clone();
+    t2.push(0);
+    assert!(table::decode(&t2, None).is_err());
+    // And load_ranks refuses all of them by checksum.
+    for enc in [BpeEncoding::O200kBase, BpeEncoding::Cl100kBase] {
+        assert!(!enc.checksums().contains(&table::table_checksum(&t)));
+    }
+}

@@ -1,0 +1,26 @@
+//! Every text of the conversation fixtures, id for id against tiktoken-rs.
+mod bpe_common;
+use bpe_common::*;
+
+#[test]
+fn every_fixture_text() {
+    let mut n = 0;
+    for (_file, texts) in fixture_texts() {
+        for t in &texts {
+            for enc in ENCODINGS {
+                assert_same(enc, t);
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 10_000, "only {n} texts");
+}
+
+#[test]
+fn bulk_concatenation() {
+    let all = tau_bench_messages().join("\n");
+    assert!(all.len() > 1_000_000);
+    for enc in ENCODINGS {
+        assert_same(enc, &all);
+    }
+}

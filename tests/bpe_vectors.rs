@@ -1,0 +1,212 @@
+//! Every cl100k_base / o200k_base vector of the token fixtures, against the expected ids and
+//! tiktoken-rs; plus hand-picked edge cases of the two patterns.
+mod bpe_common;
+use bpe_common::*;
+use context_compactor::bpe::BpeEncoding;
+
+/// (encoding, sample, ids) of gpt-tokenizer's TestPlans.txt. A sample runs from after
+/// "Sample: " up to the line starting with "Encoded:" (it may span lines).
+fn test_plans() -> Vec<(String, String, Vec<u32>)> {
+    let s = std::fs::read_to_string(fixtures().join("tokens/gpt-tokenizer-TestPlans.txt")).unwrap();
+    let mut out = Vec::new();
+    let mut lines = s.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        let Some(enc) = line.strip_prefix("EncodingName: ") else {
+            continue;
+        };
+        let first = lines.next().unwrap();
+        let mut sample = first
+            .strip_prefix("Sample: ")
+            .or(first.strip_prefix("Sample:"))
+            .unwrap()
+            .to_string();
+        loop {
+            let l = lines.next().unwrap();
+            if let Some(ids) = l.strip_prefix("Encoded: ") {
+                let ids = ids.trim().trim_start_matches('[').trim_end_matches(']');
+                let ids: Vec<u32> = ids
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(|x| x.parse().unwrap())
+                    .collect();
+                out.push((enc.trim().to_string(), sample, ids));
+                break;
+            }
+            sample.push('\n');
+            sample.push_str(l);
+        }
+    }
+    out
+}
+
+#[test]
+fn gpt_tokenizer_test_plans() {
+    let plans = test_plans();
+    let count = |e: &str| plans.iter().filter(|p| p.0 == e).count();
+    assert_eq!(count("cl100k_base"), 64);
+    assert_eq!(count("o200k_base"), 57);
+    for (name, sample, ids) in &plans {
+        let enc = match name.as_str() {
+            "cl100k_base" => BpeEncoding::Cl100kBase,
+            "o200k_base" => BpeEncoding::O200kBase,
+            _ => continue,
+        };
+        assert_same(enc, sample);
+        assert_eq!(&ours(enc).encode(sample), ids, "{name} {sample:?}");
+    }
+}
+
+#[test]
+fn cookbook_vectors() {
+    let s =
+        std::fs::read_to_string(fixtures().join("tokens/openai-cookbook-chat-token-counts.json"))
+            .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+    let mut n = 0;
+    for vec in v["encoding_vectors"].as_array().unwrap() {
+        let enc = match vec["encoding"].as_str().unwrap() {
+            "cl100k_base" => BpeEncoding::Cl100kBase,
+            "o200k_base" => BpeEncoding::O200kBase,
+            _ => continue,
+        };
+        let text = vec["text"].as_str().unwrap();
+        let ids: Vec<u32> = vec["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        assert_same(enc, text);
+        assert_eq!(ours(enc).encode(text), ids, "{text:?}");
+        n += 1;
+    }
+    assert_eq!(n, 8);
+    // Every other text of that file too.
+    let mut texts = Vec::new();
+    json_texts(&v, &mut texts);
+    for t in &texts {
+        for enc in ENCODINGS {
+            assert_same(enc, t);
+        }
+    }
+}
+
+#[test]
+fn pattern_edge_cases() {
+    let long_word = "a".repeat(300);
+    let long_mixed = "aB".repeat(150) + "xyzzy";
+    let long_spaces = " ".repeat(500) + "x";
+    let cases: Vec<&str> = vec![
+        "",
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        " \n",
+        "\n ",
+        "a\n\n b",
+        "a  \n  b",
+        "x   ",
+        "x \t ",
+        "x\u{a0}\u{a0}y",
+        "'s",
+        "'S",
+        "'ſ",
+        "'ll",
+        "'LL",
+        "'lL",
+        "'re",
+        "'Re",
+        "'ve",
+        "'VE",
+        "'m",
+        "'d",
+        "'t",
+        "'x",
+        "''s",
+        " 's",
+        "don't",
+        "DON'T",
+        "I'm",
+        "we'RE",
+        "it'ſ",
+        "you'll",
+        "they've",
+        "he'd",
+        "Mc'Donald",
+        "'",
+        "ǅemal",
+        "ʰa",
+        "ªb",
+        "e\u{301}",
+        "\u{301}A",
+        "\u{301}a",
+        "A\u{301}b",
+        "ABCdef",
+        "abcDEF",
+        "ǅǅǅ",
+        "123",
+        "1234567",
+        "١٢٣٤",
+        "½²³",
+        "Ⅻ",
+        " 12",
+        "a1b2",
+        "!!!",
+        " !!!",
+        "!!!\n\n",
+        "!/\n/",
+        "a//b",
+        " /\r\n",
+        "...\r\n\r\n",
+        "—",
+        " —\n",
+        "👋🏽",
+        "👨‍👩‍👧‍👦",
+        "🇪🇸🇫🇷",
+        "❤️",
+        " 👋",
+        "日本語のテキスト",
+        "한국어 텍스트",
+        "नमस्ते दुनिया",
+        "\u{feff}x",
+        "\u{200b}",
+        "\\ud800",
+        "\u{fffd}",
+        "\0\u{1}\u{7f}",
+        "\u{85}x",
+        "\u{2028}\u{2029}",
+        "\u{3000}x",
+        "\t\tx",
+        " \u{3000}\n",
+        "\r",
+        "\r\r\n\n",
+        "a\r",
+        "x \r\n ",
+        "\u{b}\u{c}",
+        &long_word,
+        &long_mixed,
+        &long_spaces,
+    ];
+    for c in &cases {
+        for enc in ENCODINGS {
+            assert_same(enc, c);
+        }
+    }
+    // Every pair and triple of a small alphabet of tricky chars.
+    let alphabet = [
+        "a", "B", "ǅ", "ʰ", "ª", "\u{301}", "1", "٣", " ", "\t", "\n", "\r", "\u{a0}", "'", "s",
+        "L", "/", "!", "👋", "日", "\u{3000}", "ſ",
+    ];
+    for x in alphabet {
+        for y in alphabet {
+            for z in alphabet {
+                let s = format!("{x}{y}{z}");
+                for enc in ENCODINGS {
+                    assert_same(enc, &s);
+                }
+            }
+        }
+    }
+}
