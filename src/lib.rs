@@ -2,6 +2,7 @@
 //! with one thin wasm-bindgen module on top (`bindings`), so `cargo test` covers the core natively.
 
 pub mod bindings;
+pub mod compact;
 pub mod error;
 pub mod history;
 pub mod message;
