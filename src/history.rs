@@ -117,12 +117,22 @@ impl ConversationHistory {
         for (i, message) in messages.iter().enumerate() {
             let position = base + i;
             for call in message.tool_calls() {
+                // Real logs reuse an id once its call is answered (tau-bench's GPT-4o runs do,
+                // and the API accepted them): a result answers the latest call with its id.
+                // Reusing an id whose call is still open would make the pairing ambiguous.
                 if let Some(&earlier) = calls.made_by.get(&call.id) {
-                    return Err(Error::invalid_message(
-                        i,
-                        "",
-                        format!("tool call id {:?} is already used by message {}", call.id, self.describe(earlier, base)),
-                    ));
+                    if !calls.answered_by.contains_key(&call.id) {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool call id {:?} is already used by message {}, whose call is not answered yet",
+                                call.id,
+                                self.describe(earlier, base)
+                            ),
+                        ));
+                    }
+                    calls.answered_by.remove(&call.id);
                 }
                 calls.made_by.insert(call.id.clone(), position);
             }
@@ -398,17 +408,25 @@ mod tests {
             Format::OpenAi,
         )
         .unwrap();
-        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
-        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
-        assert!(again.message.contains("already answered by message m2"), "{again}");
-        let reuse = h
+        let open_reuse = h
             .append_value(
                 json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
                 Format::OpenAi,
             )
             .unwrap_err();
-        assert!(reuse.message.contains("already used by message m1"), "{reuse}");
+        assert!(open_reuse.message.contains("already used by message m1, whose call is not answered yet"), "{open_reuse}");
+        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
+        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
+        assert!(again.message.contains("already answered by message m2"), "{again}");
         assert_eq!(h.len(), 2);
+        // Once answered, an id may be used again (as real GPT-4o logs do); its result answers the new call.
+        h.append_value(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            Format::OpenAi,
+        )
+        .unwrap();
+        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "z"}), Format::OpenAi).unwrap();
+        assert_eq!(h.len(), 4);
     }
 
     #[test]

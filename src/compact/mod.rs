@@ -749,7 +749,9 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
             }
         }
         if optimise && unit.kind == UnitKind::Step && plan.dropped.is_none() && !thinning.contains_key(&u) {
-            let older = o < tail_start || unit.turn < structure.last_turn;
+            // Seed 002: a file read becomes a digest in a later turn; seed 004: never within
+            // the last N steps.
+            let older = o < tail_start && unit.turn < structure.last_turn;
             let fresh = o == last_ordinal;
             ctx.reduce_members(cache, &structure, &mut plan.members, older, !fresh)?;
         }
@@ -773,7 +775,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
             }
         };
         if (over_trigger || overflow) && gate {
-            // The tail that stays: at most N steps, aiming below the target, at least one unit.
+            // The tail that stays: the last N steps whole (seed 004, N constant), and further
+            // back while the tail plus the summary stay below the target (seed 001).
             let max_summary = match &budget_report {
                 Some(b) => (summary_options.max_tokens as usize).min(b.summary_budget.saturating_sub(summary_overhead(ctx, summary_options))),
                 None => summary_options.max_tokens as usize,
@@ -785,7 +788,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
             for (o, plan) in plans.iter().enumerate().rev() {
                 let step_like = structure.units.get(plan.unit).is_some_and(|unit| unit.is_step_like());
                 let tokens = if plan.dropped.is_some() { 0 } else { plan.tokens };
-                if cut < plans.len() && (acc + tokens > target || step_like && steps >= options.keep_recent_steps.max(1)) {
+                let forced = steps < options.keep_recent_steps.max(1);
+                if !forced && acc + tokens > target {
                     break;
                 }
                 acc += tokens;
@@ -793,6 +797,13 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                     steps += 1;
                 }
                 cut = o;
+            }
+            // Start the tail at the user's request when it immediately precedes (seed 004 keeps
+            // user/assistant pairs), so the summary is not merged into an assistant message.
+            let starts_with_step = plans.get(cut).and_then(|p| structure.units.get(p.unit)).is_some_and(|u| u.is_step_like());
+            let user_before = cut.checked_sub(1).and_then(|c| plans.get(c)).and_then(|p| structure.units.get(p.unit)).is_some_and(|u| u.kind == UnitKind::User);
+            if starts_with_step && user_before {
+                cut -= 1;
             }
             if cut > 0 && max_summary >= 16 {
                 let request = summary_request_for(ctx, cache, &structure, &active, &plans, cut, &system_plans, summary, summary_options, state, max_summary as u32)?;

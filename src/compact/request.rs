@@ -36,8 +36,55 @@ fn keep_keys(object: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     out
 }
 
+/// Content as a list of parts, for merging.
+fn openai_parts(content: Option<&Value>) -> Vec<Value> {
+    match content {
+        Some(Value::String(text)) if !text.is_empty() => vec![serde_json::json!({"type": "text", "text": text})],
+        Some(Value::Array(parts)) => parts.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// One response logged as several assistant messages (Claude Code does) must reach OpenAI as one
+/// message, or its tool calls would not be followed by their results.
+fn merge_openai_assistant(previous: &mut Map<String, Value>, next: Map<String, Value>) {
+    let mut parts = openai_parts(previous.get("content"));
+    parts.extend(openai_parts(next.get("content")));
+    let content = if parts.is_empty() {
+        Value::Null
+    } else if parts.iter().all(|p| p.get("type").and_then(Value::as_str) == Some("text")) {
+        let texts: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+        Value::from(texts.join("\n"))
+    } else {
+        Value::Array(parts)
+    };
+    previous.insert("content".into(), content);
+    let mut calls = match previous.remove("tool_calls") {
+        Some(Value::Array(calls)) => calls,
+        _ => Vec::new(),
+    };
+    if let Some(Value::Array(more)) = next.get("tool_calls") {
+        calls.extend(more.iter().cloned());
+    }
+    if !calls.is_empty() {
+        previous.insert("tool_calls".into(), Value::Array(calls));
+    }
+}
+
 fn sanitize_openai(value: Value) -> Value {
     let Value::Array(list) = value else { return value };
+    let mut merged: Vec<Value> = Vec::with_capacity(list.len());
+    for message in list {
+        let is_assistant = message.get("role").and_then(Value::as_str) == Some("assistant");
+        let previous_calls = merged.last().is_some_and(|p| {
+            p.get("role").and_then(Value::as_str) == Some("assistant") && matches!(p.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty())
+        });
+        match (is_assistant && previous_calls, merged.last_mut(), message) {
+            (true, Some(Value::Object(previous)), Value::Object(next)) => merge_openai_assistant(previous, next),
+            (_, _, message) => merged.push(message),
+        }
+    }
+    let list = merged;
     let mut out = Vec::with_capacity(list.len());
     for message in list {
         let Value::Object(object) = message else { continue };
@@ -135,6 +182,50 @@ fn rank(block: &Value, role: &str) -> u8 {
     }
 }
 
+/// Anthropic wants tool_use ids unique in a request; OpenAI logs reuse an id once answered.
+/// Every call is answered in the very next message, so a renamed id is renamed there too.
+fn rename_reused_tool_ids(messages: &mut [(String, Vec<Value>)]) {
+    let mut seen: HashSet<String> = HashSet::new();
+    for i in 0..messages.len() {
+        let mut renamed: Vec<(String, String)> = Vec::new();
+        if let Some((_, blocks)) = messages.get_mut(i) {
+            for block in blocks.iter_mut() {
+                if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+                    continue;
+                }
+                let id = block.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+                if seen.insert(id.clone()) {
+                    continue;
+                }
+                let mut n = 2;
+                let fresh = loop {
+                    let candidate = format!("{id}_{n}");
+                    if !seen.contains(&candidate) {
+                        break candidate;
+                    }
+                    n += 1;
+                };
+                seen.insert(fresh.clone());
+                block["id"] = Value::from(fresh.clone());
+                renamed.push((id, fresh));
+            }
+        }
+        if renamed.is_empty() {
+            continue;
+        }
+        if let Some((_, blocks)) = messages.get_mut(i + 1) {
+            for (old, fresh) in renamed {
+                let target = blocks.iter_mut().find(|b| {
+                    b.get("type").and_then(Value::as_str) == Some("tool_result") && b.get("tool_use_id").and_then(Value::as_str) == Some(old.as_str())
+                });
+                if let Some(block) = target {
+                    block["tool_use_id"] = Value::from(fresh);
+                }
+            }
+        }
+    }
+}
+
 fn sanitize_anthropic(value: Value) -> Value {
     let Value::Object(mut request) = value else { return value };
     let list = match request.remove("messages") {
@@ -157,6 +248,7 @@ fn sanitize_anthropic(value: Value) -> Value {
             _ => merged.push((role, blocks)),
         }
     }
+    rename_reused_tool_ids(&mut merged);
     let messages: Vec<Value> = merged
         .into_iter()
         .map(|(role, mut blocks)| {
@@ -225,7 +317,6 @@ fn validate_openai(value: &Value) -> Vec<Violation> {
     }
     let mut pending: Vec<String> = Vec::new();
     let mut pending_from: usize = 0;
-    let mut seen_calls: HashSet<String> = HashSet::new();
     for (i, message) in list.iter().enumerate() {
         let Some(object) = message.as_object() else {
             v.push(violation(Some(i), "shape", "a message is an object"));
@@ -286,8 +377,10 @@ fn validate_openai(value: &Value) -> Vec<Violation> {
                         if !ok {
                             v.push(violation(Some(i), "toolCalls", "a tool call needs an id, type \"function\", and a function name and arguments"));
                         }
-                        if !seen_calls.insert(id.to_string()) {
-                            v.push(violation(Some(i), "uniqueCallIds", format!("tool call id {id:?} is used twice")));
+                        // Ids may repeat across the conversation (OpenAI pairs them locally, and
+                        // real logs reuse them), but not within one message.
+                        if pending.contains(&id.to_string()) {
+                            v.push(violation(Some(i), "uniqueCallIds", format!("tool call id {id:?} is used twice in one message")));
                         }
                         pending.push(id.to_string());
                     }
