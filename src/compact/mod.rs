@@ -628,11 +628,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     // Budget arithmetic.
     let summary_msgs: Vec<Message> = summary.map(|s| summary_messages(options, s)).unwrap_or_default();
     let mut summary_tokens: usize = summary_msgs.iter().map(|m| tokens::count_message(encoding, m).total as usize).sum();
-    let placeholder_tokens = if options.format == Format::Anthropic {
-        tokens::count_message(encoding, &placeholder(options.format)).total as usize
-    } else {
-        0
-    };
+    // Reserved always: Anthropic needs a user message first, and no provider takes an empty list.
+    let placeholder_tokens = tokens::count_message(encoding, &placeholder(options.format)).total as usize;
     let mut budget_report = None;
     let mut recent_cap = usize::MAX;
     if let Some(budget) = &options.budget {
@@ -1005,13 +1002,14 @@ fn assemble(
         tokens.summary = summary_tokens;
     }
 
-    // Anthropic: the first message must come from the user, and there must be one.
+    // Anthropic: the first message must come from the user, and there must be one; no provider
+    // takes an empty list.
     let mut placeholder_used = false;
-    if format == Format::Anthropic {
+    if format == Format::Anthropic || messages.is_empty() {
         let first = messages.iter().position(|m| !m.message.role.is_instruction());
         let needs = match first.and_then(|i| messages.get(i)) {
-            None => true,
-            Some(m) => m.message.role == Role::Assistant,
+            None => format == Format::Anthropic || messages.is_empty(),
+            Some(m) => m.message.role == Role::Assistant && format == Format::Anthropic,
         };
         if needs {
             let at = first.unwrap_or(messages.len());
@@ -1019,7 +1017,7 @@ fn assemble(
             tokens.recent += tokens::count_message(ctx.encoding, &message).total as usize;
             messages.insert(at, ContextMessage { message, sources: Vec::new(), section: Section::Recent, action: Action::Kept });
             placeholder_used = true;
-            notes.push("a placeholder user message was put first: Anthropic needs one".to_string());
+            notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }
     }
     tokens.total = tokens.system + tokens.summary + tokens.recent + REPLY_PRIMING;
