@@ -107,7 +107,11 @@ fn seed_001_budget_split_and_tool_output_compression() {
     let context = h.build(&options).unwrap().context;
     let report = context.receipt.budget.unwrap();
     assert_eq!(report.max_tokens, 76_800);
-    let avail = 76_800 - report.system_tokens - 3;
+    // What the system prompt leaves, less the reply priming (3) and the reserve for a
+    // placeholder user message (which no provider takes an empty list without).
+    let placeholder = context_compactor::message::parse(json!([{"role": "user", "content": context_compactor::compact::PLACEHOLDER_TEXT}]), Format::OpenAi).unwrap();
+    let reserve = context_compactor::tokens::count_message(Encoding::O200kBase, &placeholder[0]).total as usize;
+    let avail = 76_800 - report.system_tokens - 3 - reserve;
     assert_eq!(report.summary_budget, (avail as f64 * 0.26) as usize);
     assert_eq!(report.recent_budget, (avail as f64 * 0.65) as usize);
     // Everything fits; the tool outputs over 200 tokens are compressed, except the newest

@@ -232,6 +232,14 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
     prop_assert_eq!(&warm, &outcome);
     let cold = compact::build(&items, ENCODING, options, state, &mut ReduceCache::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&cold, &outcome);
+    // A cache warmed on a prefix (the history before its last appends) gives the same result:
+    // the incremental structure equals a fresh analysis.
+    for cut in [items.len().saturating_sub(1), items.len().saturating_sub(3), items.len() / 2] {
+        let mut grown = ReduceCache::new();
+        let _ = compact::build(&items[..cut], ENCODING, options, state, &mut grown);
+        let after = compact::build(&items, ENCODING, options, state, &mut grown).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&after, &outcome, "cache warmed on {} of {} messages", cut, items.len());
+    }
     if let Some(request) = &outcome.summary_request {
         prop_assert_eq!(validate(&request.messages, options.format), Ok(()));
     }

@@ -10,6 +10,7 @@
 //!
 //! The stored messages never change: the context is a view. Reductions are cached by record id.
 
+pub(crate) mod fasthash;
 pub mod profile;
 pub mod reduce;
 pub mod request;
@@ -17,6 +18,7 @@ pub mod structure;
 pub mod summary;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -340,6 +342,15 @@ struct Plan {
     member_tokens: Vec<u32>,
     tokens: usize,
     dropped: Option<DropReason>,
+    /// Reductions still to apply: (digest allowed, compression allowed).
+    pending: Option<(bool, bool)>,
+}
+
+fn apply_reductions(ctx: &Ctx, cache: &mut ReduceCache, structure: &structure::Structure, plan: &mut Plan) -> Result<()> {
+    if let Some((digest, compress)) = plan.pending.take() {
+        ctx.reduce_members(cache, structure, &mut plan.members, digest, compress)?;
+    }
+    Ok(())
 }
 
 struct Ctx<'a, 'b> {
@@ -386,20 +397,20 @@ impl Ctx<'_, '_> {
         Ok(n)
     }
 
-    /// The reduced form of result part `j` of message `msg`, computed once.
-    fn reduced(&self, cache: &mut ReduceCache, msg: usize, j: usize, action: Action, call: Option<&crate::message::ToolCall>) -> Result<Option<Part>> {
+    /// Computes (once) the reduced form of result part `j` of message `msg`; says if there is one.
+    fn ensure_reduced(&self, cache: &mut ReduceCache, msg: usize, j: usize, action: Action, call: Option<&crate::message::ToolCall>) -> Result<bool> {
         let item = *self.item(msg)?;
         let len = item.message.content.parts.len();
         let slot = cache.part(item.id, j, len);
         let cached = match action {
-            Action::Compressed => slot.compressed.clone(),
-            _ => slot.digested.clone(),
+            Action::Compressed => slot.compressed.as_ref().map(Option::is_some),
+            _ => slot.digested.as_ref().map(Option::is_some),
         };
         if let Some(done) = cached {
             return Ok(done);
         }
         let Some(Part::ToolResult(result)) = item.message.content.parts.get(j) else {
-            return Ok(None);
+            return Ok(false);
         };
         let text_only = result.content.parts.iter().all(|p| matches!(p, Part::Text { .. }));
         let text = result.content.joined_text();
@@ -418,13 +429,24 @@ impl Ctx<'_, '_> {
         let part = reduced_text.map(|t| {
             Part::ToolResult(ToolResult { call_id: result.call_id.clone(), content: Content::text(t), is_error: result.is_error, extra: result.extra.clone() })
         });
+        let found = part.is_some();
         cache.computed += 1;
         let slot = cache.part(item.id, j, len);
         match action {
-            Action::Compressed => slot.compressed = Some(part.clone()),
-            _ => slot.digested = Some(part.clone()),
+            Action::Compressed => slot.compressed = Some(part),
+            _ => slot.digested = Some(part),
         }
-        Ok(part)
+        Ok(found)
+    }
+
+    /// The reduced part computed by `ensure_reduced`.
+    fn reduced(&self, cache: &mut ReduceCache, msg: usize, j: usize, action: Action) -> Result<Option<Part>> {
+        let item = *self.item(msg)?;
+        let slot = cache.part(item.id, j, item.message.content.parts.len());
+        Ok(match action {
+            Action::Compressed => slot.compressed.clone().flatten(),
+            _ => slot.digested.clone().flatten(),
+        })
     }
 
     fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Message> {
@@ -437,7 +459,7 @@ impl Ctx<'_, '_> {
                 continue;
             }
             let replaced = match member.replace.iter().find(|(k, _)| *k == j) {
-                Some((_, action)) => self.reduced(cache, member.msg, j, *action, None)?,
+                Some((_, action)) => self.reduced(cache, member.msg, j, *action)?,
                 None => None,
             };
             parts.push(replaced.unwrap_or_else(|| original.clone()));
@@ -459,7 +481,7 @@ impl Ctx<'_, '_> {
         if member.whole() {
             return Ok(item.tokens);
         }
-        let key = format!("{}|{:?}|{:?}|{}", item.id, member.parts, member.replace, member.text_only);
+        let key = member_key(item.id, member);
         if let Some(n) = cache.members.get(&key) {
             return Ok(*n);
         }
@@ -497,7 +519,7 @@ impl Ctx<'_, '_> {
                 if let (true, Some(options), Some(call)) = (digest, self.options.digest.as_ref(), call) {
                     if result.is_error != Some(true) && reduce::digest::is_file_read(call, &options.tools) {
                         // Compute with the call so the digest can name the file; cached after.
-                        if self.reduced(cache, member.msg, j, Action::Digested, Some(call))?.is_some() {
+                        if self.ensure_reduced(cache, member.msg, j, Action::Digested, Some(call))? {
                             member.replace.push((j, Action::Digested));
                             continue;
                         }
@@ -505,7 +527,7 @@ impl Ctx<'_, '_> {
                 }
                 if let (true, Some(options)) = (compress, self.options.compress.as_ref()) {
                     if self.part_tokens(cache, member.msg, j)? > options.max_tokens
-                        && self.reduced(cache, member.msg, j, Action::Compressed, None)?.is_some()
+                        && self.ensure_reduced(cache, member.msg, j, Action::Compressed, None)?
                     {
                         member.replace.push((j, Action::Compressed));
                     }
@@ -526,6 +548,29 @@ impl Ctx<'_, '_> {
         plan.tokens = total;
         Ok(())
     }
+}
+
+/// A cache key for a member's variant: the id, the parts, the replacements, text-only or not.
+fn member_key(id: &str, member: &MemberPlan) -> String {
+    use std::fmt::Write;
+    let mut key = String::with_capacity(id.len() + 16);
+    key.push_str(id);
+    key.push('|');
+    if let Some(parts) = &member.parts {
+        for j in parts {
+            let _ = write!(key, "{j},");
+        }
+    } else {
+        key.push('*');
+    }
+    key.push('|');
+    for (j, action) in &member.replace {
+        let _ = write!(key, "{j}{}", if *action == Action::Compressed { 'c' } else { 'd' });
+    }
+    if member.text_only {
+        key.push_str("|t");
+    }
+    key
 }
 
 fn base_members(unit: &structure::Unit) -> Vec<MemberPlan> {
@@ -595,11 +640,38 @@ fn placeholder(format: Format) -> Message {
     Message::new(Role::User, Content::text(PLACEHOLDER_TEXT), format)
 }
 
+/// The structure of `items`, from the cache when it is the history built last time (append-only:
+/// same length and same ends), else analysed afresh.
+fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCache) -> Arc<structure::Structure> {
+    let first = items.first().map_or("", |i| i.id);
+    let last = items.last().map_or("", |i| i.id);
+    if let Some((len, cached_first, cached_last, cached_dedupe, structure)) = cache.structure.as_mut() {
+        if *len == items.len() && cached_first == first && cached_last == last && *cached_dedupe == dedupe {
+            return Arc::clone(structure);
+        }
+        // Appended to since: extend in place when the new messages carry no tool traffic.
+        let prefix = *len > 0 && *len < items.len() && items.get(*len - 1).is_some_and(|i| i.id == cached_last.as_str());
+        if prefix && cached_first == first && *cached_dedupe == dedupe {
+            let from = *len;
+            // Unshared between builds, so this extends in place without copying.
+            // `extend` changes nothing when it declines.
+            if structure::extend(Arc::make_mut(structure), items, from, dedupe) {
+                *len = items.len();
+                *cached_last = last.to_string();
+                return Arc::clone(structure);
+            }
+        }
+    }
+    let structure = Arc::new(structure::analyze(items, dedupe));
+    cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
+    structure
+}
+
 fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_summarise: bool) -> Result<Step> {
     let items = ctx.items;
     let options = ctx.options;
     let encoding = ctx.encoding;
-    let structure = structure::analyze(items, options.dedupe_system);
+    let structure = structure_for(items, options.dedupe_system, cache);
     let mut notes = Vec::new();
 
     // The summary in force, if it still matches the history.
@@ -614,7 +686,7 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     let mut active: Vec<usize> = Vec::new();
     for (u, unit) in structure.units.iter().enumerate() {
         if unit.kind == UnitKind::System {
-            let mut plan = Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None };
+            let mut plan = Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None, pending: None };
             ctx.plan_tokens(cache, &mut plan)?;
             system_plans.push(plan);
         } else if unit.first < boundary {
@@ -680,8 +752,14 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
         let mut total = 0usize;
         for &u in &active {
             if let Some(unit) = structure.units.get(u) {
-                for member in base_members(unit) {
-                    total += ctx.member_tokens(cache, &member)? as usize;
+                for member in &unit.members {
+                    total += match member.parts {
+                        None => ctx.item(member.msg)?.tokens as usize,
+                        Some(_) => {
+                            let plan = MemberPlan { msg: member.msg, parts: member.parts.clone(), replace: Vec::new(), text_only: false };
+                            ctx.member_tokens(cache, &plan)? as usize
+                        }
+                    };
                 }
             }
         }
@@ -733,12 +811,21 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
         }
     }
 
-    // Plans for the active units, with reductions.
+    // Plans for the active units, with reductions. With a budget and no compaction in sight,
+    // reductions wait for the selection (newest first), which stops once the budget is full:
+    // a warm build then costs what it keeps, not the whole history.
+    let could_summarise = allow_summarise
+        && state.in_progress.is_none()
+        && options.summary.as_ref().is_some_and(|s| {
+            system_tokens + summary_tokens + unreduced + REPLY_PRIMING > s.trigger_tokens as usize
+                || (options.budget.is_some() && unreduced > recent_cap)
+        });
+    let lazy = options.budget.is_some() && optimise && !could_summarise;
     let last_ordinal = active.len().saturating_sub(1);
     let mut plans: Vec<Plan> = Vec::with_capacity(active.len());
     for (o, &u) in active.iter().enumerate() {
         let Some(unit) = structure.units.get(u) else { continue };
-        let mut plan = Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None };
+        let mut plan = Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None, pending: None };
         if let Some(decision) = thinning.get(&u) {
             match decision {
                 Some(member) => plan.members = vec![member.clone()],
@@ -750,7 +837,10 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
             // the last N steps.
             let older = o < tail_start && unit.turn < structure.last_turn;
             let fresh = o == last_ordinal;
-            ctx.reduce_members(cache, &structure, &mut plan.members, older, !fresh)?;
+            plan.pending = Some((older, !fresh));
+            if !lazy {
+                apply_reductions(ctx, cache, &structure, &mut plan)?;
+            }
         }
         ctx.plan_tokens(cache, &mut plan)?;
         plans.push(plan);
@@ -840,6 +930,15 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     if options.budget.is_some() && optimise {
         let mut remaining = recent_cap;
         for plan in plans.iter_mut().rev().filter(|p| p.dropped.is_none()) {
+            // Full to 95%: what is left would be scattered fragments of long ago.
+            if remaining.saturating_mul(20) < recent_cap {
+                plan.dropped = Some(DropReason::Budget);
+                continue;
+            }
+            if plan.pending.is_some() {
+                apply_reductions(ctx, cache, &structure, plan)?;
+                ctx.plan_tokens(cache, plan)?;
+            }
             if plan.tokens <= remaining {
                 remaining -= plan.tokens;
             } else {

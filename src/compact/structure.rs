@@ -13,9 +13,11 @@
 //! Repair is done on the fly, never on the stored messages: a call without a result and a result
 //! without a call are left out of every unit and reported.
 
-use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
+
+use super::fasthash::{FastMap, FastSet, FxHasher};
 
 use crate::message::{Message, Part, Role};
 
@@ -48,7 +50,7 @@ pub struct Member {
     pub parts: Option<Vec<usize>>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Unit {
     pub kind: UnitKind,
     /// Members in order: the assistant messages first, then the results in history order.
@@ -96,14 +98,18 @@ pub struct Repair {
     pub call_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Structure {
     pub units: Vec<Unit>,
     pub repairs: Vec<Repair>,
     /// Index of the last turn (the current one).
     pub last_turn: usize,
     /// For each tool call id kept: the message and part that made it.
-    pub calls: HashMap<String, (usize, usize)>,
+    pub calls: FastMap<String, (usize, usize)>,
+    /// The unit of the run of assistant messages still open at the end (for `extend`).
+    pub(crate) open_step: Option<usize>,
+    /// Calls left unanswered at the end (a later result may still answer them).
+    pub(crate) open_calls: usize,
 }
 
 /// Does this part say anything once emitted? Whitespace-only text does not.
@@ -117,13 +123,15 @@ pub(crate) fn is_substantive(part: &Part) -> bool {
 pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
     let mut repairs = Vec::new();
     // Pass 1: pair each result with the open call it answers, in history order.
-    let mut open: HashMap<&str, (usize, usize)> = HashMap::new();
-    let mut closed: HashSet<&str> = HashSet::new();
+    let mut open: FastMap<&str, (usize, usize)> = FastMap::default();
+    let mut closed: FastSet<&str> = FastSet::default();
     // (assistant msg, part) -> answered
-    let mut answered: HashSet<(usize, usize)> = HashSet::new();
+    let mut answered: FastSet<(usize, usize)> = FastSet::default();
     // (result msg, part) -> assistant msg
-    let mut result_owner: HashMap<(usize, usize), usize> = HashMap::new();
-    let mut dropped_parts: HashSet<(usize, usize)> = HashSet::new();
+    let mut result_owner: FastMap<(usize, usize), usize> = FastMap::default();
+    let mut dropped_parts: FastSet<(usize, usize)> = FastSet::default();
+    // Messages with a dropped part, so the common case skips the per-part lookups.
+    let mut touched: Vec<bool> = vec![false; items.len()];
     for (i, item) in items.iter().enumerate() {
         let role = item.message.role;
         for (j, part) in item.message.content.parts.iter().enumerate() {
@@ -131,6 +139,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 Part::ToolCall(call) => {
                     if role != Role::Assistant {
                         dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
                         repairs.push(Repair {
                             id: item.id.to_string(),
                             kind: RepairKind::MisplacedPart,
@@ -145,6 +154,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 Part::ToolResult(result) => {
                     if !matches!(role, Role::User | Role::Tool) {
                         dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
                         repairs.push(Repair {
                             id: item.id.to_string(),
                             kind: RepairKind::MisplacedPart,
@@ -165,6 +175,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                                 RepairKind::OrphanResult
                             };
                             dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
                             repairs.push(Repair { id: item.id.to_string(), kind, call_id: Some(result.call_id.clone()) });
                         }
                     }
@@ -182,6 +193,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             if let Part::ToolCall(call) = part {
                 if !answered.contains(&(i, j)) {
                     dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
                     repairs.push(Repair {
                         id: item.id.to_string(),
                         kind: RepairKind::UnansweredCall,
@@ -194,25 +206,28 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
 
     // Pass 2: units.
     let mut units: Vec<Unit> = Vec::new();
-    let mut unit_of_assistant: HashMap<usize, usize> = HashMap::new();
+    let mut unit_of_assistant: FastMap<usize, usize> = FastMap::default();
     let mut open_step: Option<usize> = None; // unit index of the current run of assistant messages
-    let mut seen_system: HashSet<(Role, String)> = HashSet::new();
+    let mut seen_system: FastMap<u64, Vec<usize>> = FastMap::default();
     let mut turn = 0usize;
-    let mut calls_at = HashMap::new();
+    let mut calls_at = FastMap::default();
     for (i, item) in items.iter().enumerate() {
         let message = item.message;
         let parts = &message.content.parts;
-        let had_drops = (0..parts.len()).any(|j| dropped_parts.contains(&(i, j)));
+        let had_drops = touched.get(i).copied().unwrap_or(false);
         match message.role {
             Role::System | Role::Developer => {
                 if dedupe_system {
-                    let key = (message.role, system_key(message));
-                    if !seen_system.insert(key) {
+                    let key = system_key(message);
+                    let earlier = seen_system.entry(key).or_default();
+                    let duplicate = earlier.iter().any(|&k| items.get(k).is_some_and(|e| same_instruction(e.message, message)));
+                    if duplicate {
                         repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
                         continue;
                     }
+                    earlier.push(i);
                 }
-                let kept: Vec<usize> = (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect();
+                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
                 if had_drops && kept.is_empty() {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
@@ -222,15 +237,18 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 // A system message does not break a run of assistant messages.
             }
             Role::Assistant => {
-                let kept: Vec<usize> = (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect();
+                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
                 if had_drops && !kept.iter().any(|&j| parts.get(j).is_some_and(is_substantive)) {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
                 }
-                let calls = kept.iter().any(|&j| matches!(parts.get(j), Some(Part::ToolCall(_))));
-                for &j in &kept {
-                    if let Some(Part::ToolCall(call)) = parts.get(j) {
-                        calls_at.insert(call.id.clone(), (i, j));
+                let mut calls = false;
+                for (j, part) in parts.iter().enumerate() {
+                    if let Part::ToolCall(call) = part {
+                        if !had_drops || !dropped_parts.contains(&(i, j)) {
+                            calls = true;
+                            calls_at.insert(call.id.clone(), (i, j));
+                        }
                     }
                 }
                 let member = Member { msg: i, parts: if had_drops { Some(kept) } else { None } };
@@ -256,7 +274,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 let mut by_unit: Vec<(usize, Vec<usize>)> = Vec::new();
                 let mut rest: Vec<usize> = Vec::new();
                 for (j, part) in parts.iter().enumerate() {
-                    if dropped_parts.contains(&(i, j)) {
+                    if had_drops && dropped_parts.contains(&(i, j)) {
                         continue;
                     }
                     match part {
@@ -304,23 +322,90 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             }
         }
     }
-    Structure { units, repairs, last_turn: turn, calls: calls_at }
+    let open_calls = open.len();
+    Structure { units, repairs, last_turn: turn, calls: calls_at, open_step, open_calls }
 }
 
-fn system_key(message: &Message) -> String {
-    // Text parts decide identity; other parts (rare in system messages) by their debug form.
-    let mut key = String::new();
+/// Extends the structure of `items[..from]` to all of `items`, when the new messages carry no
+/// tool call or result and no call was left open: each is then a unit of its own or joins the
+/// open run of assistant messages, exactly as `analyze` would place it. Returns false (and
+/// changes nothing) when that does not hold.
+pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, dedupe: bool) -> bool {
+    if structure.open_calls > 0 || from > items.len() {
+        return false;
+    }
+    let new = items.get(from..).unwrap_or(&[]);
+    if new.iter().any(|item| item.message.content.parts.iter().any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)))) {
+        return false;
+    }
+    if new.iter().any(|item| item.message.role == Role::Tool) {
+        return false;
+    }
+    for (offset, item) in new.iter().enumerate() {
+        let i = from + offset;
+        let message = item.message;
+        match message.role {
+            Role::System | Role::Developer => {
+                if dedupe {
+                    let duplicate = structure.units.iter().filter(|u| u.kind == UnitKind::System).any(|u| {
+                        u.members.first().and_then(|m| items.get(m.msg)).is_some_and(|e| same_instruction(e.message, message))
+                    });
+                    if duplicate {
+                        structure.repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        continue;
+                    }
+                }
+                let turn = structure.last_turn;
+                structure.units.push(Unit { kind: UnitKind::System, members: vec![Member { msg: i, parts: None }], turn, first: i });
+            }
+            Role::Assistant => {
+                let member = Member { msg: i, parts: None };
+                let joined = match structure.open_step.and_then(|u| structure.units.get_mut(u)) {
+                    Some(unit) => {
+                        unit.members.push(member);
+                        true
+                    }
+                    None => false,
+                };
+                if !joined {
+                    let turn = structure.last_turn;
+                    structure.units.push(Unit { kind: UnitKind::Assistant, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    structure.open_step = Some(structure.units.len() - 1);
+                }
+            }
+            Role::User | Role::Tool => {
+                structure.last_turn += 1;
+                let turn = structure.last_turn;
+                structure.units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                structure.open_step = None;
+            }
+        }
+    }
+    true
+}
+
+fn mark(touched: &mut [bool], i: usize) {
+    if let Some(slot) = touched.get_mut(i) {
+        *slot = true;
+    }
+}
+
+/// A hash of what a system message says (its role, name and parts), without copying it.
+fn system_key(message: &Message) -> u64 {
+    let mut hasher = FxHasher::default();
+    message.role.hash(&mut hasher);
+    message.name.hash(&mut hasher);
     for part in &message.content.parts {
         match part {
-            Part::Text { text, .. } => key.push_str(text),
-            other => key.push_str(&format!("{other:?}")),
+            Part::Text { text, .. } => text.hash(&mut hasher),
+            other => format!("{other:?}").hash(&mut hasher),
         }
-        key.push('\u{1f}');
     }
-    if let Some(name) = &message.name {
-        key.push_str(name);
-    }
-    key
+    hasher.finish()
+}
+
+fn same_instruction(a: &Message, b: &Message) -> bool {
+    a.role == b.role && a.name == b.name && a.content.parts == b.content.parts
 }
 
 #[cfg(test)]

@@ -25,11 +25,11 @@ pub fn is_file_read(call: &ToolCall, tools: &[String]) -> bool {
     if call.id.starts_with("call_read_file_") {
         return true;
     }
-    let name = call.name.to_ascii_lowercase();
-    if !tools.iter().any(|t| t.eq_ignore_ascii_case(&name)) {
+    let name = call.name.as_str();
+    if !tools.iter().any(|t| t.eq_ignore_ascii_case(name)) {
         return false;
     }
-    if name == "str_replace_based_edit_tool" || name == "str_replace_editor" {
+    if name.eq_ignore_ascii_case("str_replace_based_edit_tool") || name.eq_ignore_ascii_case("str_replace_editor") {
         return input_object(&call.input).and_then(|o| o.get("command").and_then(Value::as_str).map(|c| c == "view")) == Some(true);
     }
     true

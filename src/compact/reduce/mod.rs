@@ -4,7 +4,7 @@
 pub mod compress;
 pub mod digest;
 
-use std::collections::HashMap;
+use crate::compact::fasthash::FastMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -45,9 +45,13 @@ pub(crate) struct PartCache {
 #[derive(Clone, Debug, Default)]
 pub struct ReduceCache {
     pub(crate) fingerprint: String,
-    pub(crate) parts: HashMap<String, Vec<PartCache>>,
-    pub(crate) members: HashMap<String, u32>,
-    pub(crate) overheads: HashMap<String, u32>,
+    pub(crate) parts: FastMap<String, Vec<PartCache>>,
+    pub(crate) members: FastMap<String, u32>,
+    pub(crate) overheads: FastMap<String, u32>,
+    /// The structure of the last history built, with what identifies that history: its length,
+    /// first and last ids, and the dedupe flag (an append-only history with the same length and
+    /// ends is the same history).
+    pub(crate) structure: Option<(usize, String, String, bool, std::sync::Arc<crate::compact::structure::Structure>)>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
