@@ -31,6 +31,7 @@ impl Hasher for FxHasher {
         let rest = chunks.remainder();
         if !rest.is_empty() {
             let mut word = [0u8; 8];
+            // `chunks_exact(8)` leaves fewer than 8 bytes.
             word[..rest.len()].copy_from_slice(rest);
             self.add(u64::from_le_bytes(word));
         }

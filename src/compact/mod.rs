@@ -897,7 +897,7 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                 match summary_options.summariser {
                     Summariser::External => summary_request = Some(request),
                     Summariser::Extractive => {
-                        let covered_messages = covered_originals(ctx, &structure, &active[..cut])?;
+                        let covered_messages = covered_originals(ctx, &structure, active.get(..cut).unwrap_or(&[]))?;
                         let text = summary::extractive(&covered_messages, summary.map(|s| s.text.as_str()), encoding, request.max_tokens);
                         let tokens = summary::validate_summary(&text, encoding, request.max_tokens, &[])?;
                         let created_at = options.now.clone().unwrap_or_else(|| format!("seq:{}", state.generation + 1));

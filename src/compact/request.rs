@@ -206,6 +206,7 @@ fn rename_reused_tool_ids(messages: &mut [(String, Vec<Value>)]) {
                     n += 1;
                 };
                 seen.insert(fresh.clone());
+                // `block` is an object (its "type" was read above), so indexing inserts.
                 block["id"] = Value::from(fresh.clone());
                 renamed.push((id, fresh));
             }
@@ -219,6 +220,7 @@ fn rename_reused_tool_ids(messages: &mut [(String, Vec<Value>)]) {
                     b.get("type").and_then(Value::as_str) == Some("tool_result") && b.get("tool_use_id").and_then(Value::as_str) == Some(old.as_str())
                 });
                 if let Some(block) = target {
+                    // An object, as its "type" and "tool_use_id" were read from it.
                     block["tool_use_id"] = Value::from(fresh);
                 }
             }

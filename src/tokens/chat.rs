@@ -44,8 +44,7 @@ pub struct ChatCount {
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
-    let mut tokens = MessageTokens::default();
-    tokens.overhead = saturate(message_overhead(encoding, message));
+    let mut tokens = MessageTokens { overhead: saturate(message_overhead(encoding, message)), ..MessageTokens::default() };
     for part in &message.content.parts {
         let count = saturate(count_part(encoding, part, message.source));
         let slot = &mut tokens.by_part[part.kind() as usize];

@@ -162,8 +162,9 @@ fn compress_plain(text: &str, options: &CompressOptions) -> Option<String> {
     Some(match options.text_mode {
         TextMode::HeadTail => {
             let head: String = text.chars().take(options.text_head).collect();
-            let tail: String = text.chars().skip(count - options.text_tail).collect();
-            let omitted = count - options.text_head - options.text_tail;
+            // `validate` keeps head + tail below max; saturating keeps unvalidated options safe.
+            let tail: String = text.chars().skip(count.saturating_sub(options.text_tail)).collect();
+            let omitted = count.saturating_sub(options.text_head + options.text_tail);
             format!("{head}\n\n[... {omitted} chars omitted ...]\n\n{tail}")
         }
         TextMode::Truncate => {

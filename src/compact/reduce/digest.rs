@@ -116,7 +116,8 @@ fn list(names: &[String], max: usize) -> String {
     if names.len() <= max {
         names.join(", ")
     } else {
-        format!("{} (+{} more)", names[..max].join(", "), names.len() - max)
+        let shown: Vec<&str> = names.iter().take(max).map(String::as_str).collect();
+        format!("{} (+{} more)", shown.join(", "), names.len() - max)
     }
 }
 
@@ -132,7 +133,8 @@ fn strip_line_numbers(contents: &str) -> String {
         if digits == 0 {
             return None;
         }
-        let rest = &trimmed[digits..];
+        // ASCII digits: `digits` bytes in, a char boundary.
+        let rest = trimmed.get(digits..)?;
         if rest.starts_with('→') || rest.starts_with('\t') {
             Some(line.len() - rest.len() + rest.chars().next().map_or(0, char::len_utf8))
         } else {
@@ -204,8 +206,9 @@ fn after_keyword<'a>(line: &'a str, keyword: &str) -> Option<&'a str> {
     let mut rest = line;
     loop {
         let position = rest.find(keyword)?;
-        let before_ok = position == 0 || rest[..position].ends_with(|c: char| c.is_whitespace() || c == '(');
-        let after = &rest[position + keyword.len()..];
+        // `find` gives a char boundary, and the keyword's end is one too.
+        let before_ok = position == 0 || rest.get(..position).is_some_and(|b| b.ends_with(|c: char| c.is_whitespace() || c == '('));
+        let after = rest.get(position + keyword.len()..)?;
         if before_ok && after.starts_with(|c: char| c.is_whitespace()) {
             return Some(after.trim_start());
         }
