@@ -13,6 +13,8 @@ pub enum ErrorKind {
     NotFound,
     /// A broken invariant inside the library: a bug, reported instead of panicking.
     Internal,
+    /// An operation that clashes with one already under way (a second concurrent compaction).
+    Conflict,
 }
 
 impl ErrorKind {
@@ -22,6 +24,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => "InvalidArgument",
             ErrorKind::NotFound => "NotFound",
             ErrorKind::Internal => "Internal",
+            ErrorKind::Conflict => "Conflict",
         }
     }
 }
@@ -53,6 +56,10 @@ impl Error {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
     }
 
     /// An invalid message at `index`, with the path of the bad field relative to that message.

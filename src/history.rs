@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
+use crate::compact::{self, BuildOptions, BuildOutcome, Item, ReduceCache, SummaryRecord, SummarySource, SummaryState};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, Format, Message, PartKind};
 use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
@@ -14,6 +15,13 @@ pub struct Record {
     pub id: String,
     pub message: Message,
     tokens: Option<MessageTokens>,
+}
+
+impl Record {
+    /// The cached token count, if the message has been counted.
+    pub fn tokens(&self) -> Option<MessageTokens> {
+        self.tokens
+    }
 }
 
 /// Where each tool call id stands: made by which message, answered by which.
@@ -31,6 +39,10 @@ pub struct ConversationHistory {
     calls: ToolCallIndex,
     next_sequence: u64,
     counted_messages: u64,
+    summary: SummaryState,
+    reduce_cache: ReduceCache,
+    /// The last summary request a build proposed (what `begin_summary` can start).
+    proposed: Option<compact::PendingSummary>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +64,9 @@ impl ConversationHistory {
             calls: ToolCallIndex::default(),
             next_sequence: 1,
             counted_messages: 0,
+            summary: SummaryState::default(),
+            reduce_cache: ReduceCache::default(),
+            proposed: None,
         }
     }
 
@@ -102,12 +117,22 @@ impl ConversationHistory {
         for (i, message) in messages.iter().enumerate() {
             let position = base + i;
             for call in message.tool_calls() {
+                // Real logs reuse an id once its call is answered (tau-bench's GPT-4o runs do,
+                // and the API accepted them): a result answers the latest call with its id.
+                // Reusing an id whose call is still open would make the pairing ambiguous.
                 if let Some(&earlier) = calls.made_by.get(&call.id) {
-                    return Err(Error::invalid_message(
-                        i,
-                        "",
-                        format!("tool call id {:?} is already used by message {}", call.id, self.describe(earlier, base)),
-                    ));
+                    if !calls.answered_by.contains_key(&call.id) {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool call id {:?} is already used by message {}, whose call is not answered yet",
+                                call.id,
+                                self.describe(earlier, base)
+                            ),
+                        ));
+                    }
+                    calls.answered_by.remove(&call.id);
                 }
                 calls.made_by.insert(call.id.clone(), position);
             }
@@ -230,6 +255,104 @@ impl ConversationHistory {
     }
 }
 
+impl ConversationHistory {
+    /// Builds the context for the next call (see `compact::build`). The stored messages never
+    /// change; a summary made by the extractive summariser during the build is stored.
+    pub fn build(&mut self, options: &BuildOptions) -> Result<BuildOutcome> {
+        self.ensure_counted();
+        let items: Vec<Item> = self
+            .records
+            .iter()
+            .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens.map_or(0, |t| t.total) })
+            .collect();
+        let outcome = compact::build(&items, self.encoding, options, &self.summary, &mut self.reduce_cache)?;
+        if let Some(record) = &outcome.new_summary {
+            self.summary.current = Some(record.clone());
+            self.summary.generation += 1;
+        }
+        self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
+        Ok(outcome)
+    }
+
+    pub fn summary_state(&self) -> &SummaryState {
+        &self.summary
+    }
+
+    /// Restores a summary state (from storage). Refused if it names messages this history lacks.
+    pub fn set_summary_state(&mut self, state: SummaryState) -> Result<()> {
+        for (what, until, index) in state
+            .current
+            .iter()
+            .map(|c| ("summary", &c.summarised_until, c.until_index))
+            .chain(state.in_progress.iter().map(|p| ("compaction in progress", &p.until, p.until_index)))
+        {
+            if self.records.get(index).map(|r| &r.id) != Some(until) {
+                return Err(Error::invalid_argument(format!(
+                    "the {what} covers up to message {until:?} at position {index}, which this history does not have"
+                )));
+            }
+        }
+        self.summary = state;
+        self.proposed = None;
+        Ok(())
+    }
+
+    /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
+    /// one while the first is under way is a `Conflict` error.
+    pub fn begin_summary(&mut self, request_id: &str) -> Result<()> {
+        if let Some(pending) = &self.summary.in_progress {
+            return Err(Error::conflict(format!(
+                "compaction {} is already in progress; complete or cancel it first",
+                pending.request_id
+            )));
+        }
+        match &self.proposed {
+            Some(pending) if pending.request_id == request_id => {
+                self.summary.in_progress = Some(pending.clone());
+                Ok(())
+            }
+            _ => Err(Error::not_found(format!("no summary request {request_id:?}: build again for a current one"))),
+        }
+    }
+
+    /// Accepts the summary for `request_id` once it passes the request's checks (not empty,
+    /// within its budget, the required keys). On any error nothing stored changes.
+    pub fn complete_summary(&mut self, request_id: &str, text: &str, created_at: Option<String>) -> Result<SummaryRecord> {
+        let pending = match (&self.summary.in_progress, &self.proposed) {
+            (Some(pending), _) if pending.request_id == request_id => pending.clone(),
+            (Some(pending), _) => {
+                return Err(Error::conflict(format!("compaction {} is in progress, not {request_id}", pending.request_id)))
+            }
+            (None, Some(pending)) if pending.request_id == request_id => pending.clone(),
+            _ => return Err(Error::not_found(format!("no summary request {request_id:?}"))),
+        };
+        let tokens = compact::summary::validate_summary(text, self.encoding, pending.max_tokens, &pending.required_keys)?;
+        let created_at = created_at.unwrap_or_else(|| format!("seq:{}", self.summary.generation + 1));
+        let record = compact::summary::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
+        self.summary.current = Some(record.clone());
+        self.summary.generation += 1;
+        self.summary.in_progress = None;
+        self.proposed = None;
+        Ok(record)
+    }
+
+    /// Abandons the compaction under way (e.g. the summariser failed).
+    pub fn cancel_summary(&mut self, request_id: &str) -> Result<()> {
+        match &self.summary.in_progress {
+            Some(pending) if pending.request_id == request_id => {
+                self.summary.in_progress = None;
+                Ok(())
+            }
+            _ => Err(Error::not_found(format!("no compaction {request_id:?} in progress"))),
+        }
+    }
+
+    /// Reductions computed (not served from the cache) so far.
+    pub fn reductions_computed(&self) -> u64 {
+        self.reduce_cache.computed
+    }
+}
+
 /// A lone message's errors say "message" rather than "message 0 of a list of one".
 fn single_message_error(mut error: Error) -> Error {
     if error.kind == ErrorKind::InvalidMessage && error.index == Some(0) {
@@ -285,17 +408,25 @@ mod tests {
             Format::OpenAi,
         )
         .unwrap();
-        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
-        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
-        assert!(again.message.contains("already answered by message m2"), "{again}");
-        let reuse = h
+        let open_reuse = h
             .append_value(
                 json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
                 Format::OpenAi,
             )
             .unwrap_err();
-        assert!(reuse.message.contains("already used by message m1"), "{reuse}");
+        assert!(open_reuse.message.contains("already used by message m1, whose call is not answered yet"), "{open_reuse}");
+        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
+        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
+        assert!(again.message.contains("already answered by message m2"), "{again}");
         assert_eq!(h.len(), 2);
+        // Once answered, an id may be used again (as real GPT-4o logs do); its result answers the new call.
+        h.append_value(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            Format::OpenAi,
+        )
+        .unwrap();
+        h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "z"}), Format::OpenAi).unwrap();
+        assert_eq!(h.len(), 4);
     }
 
     #[test]

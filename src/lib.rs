@@ -3,6 +3,7 @@
 
 pub mod bindings;
 pub mod bpe;
+pub mod compact;
 pub mod error;
 pub mod history;
 pub mod ids;

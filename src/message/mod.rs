@@ -15,9 +15,11 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 
 /// The wire formats the package reads and writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Format {
+    #[serde(rename = "openai")]
     OpenAi,
+    #[serde(rename = "anthropic")]
     Anthropic,
 }
 

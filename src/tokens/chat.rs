@@ -44,12 +44,7 @@ pub struct ChatCount {
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
-    let mut tokens = MessageTokens::default();
-    let mut overhead = TOKENS_PER_MESSAGE + encoding.count(message.role.as_str());
-    if let Some(name) = &message.name {
-        overhead += encoding.count(name) + TOKENS_PER_NAME;
-    }
-    tokens.overhead = saturate(overhead);
+    let mut tokens = MessageTokens { overhead: saturate(message_overhead(encoding, message)), ..MessageTokens::default() };
     for part in &message.content.parts {
         let count = saturate(count_part(encoding, part, message.source));
         let slot = &mut tokens.by_part[part.kind() as usize];
@@ -59,7 +54,17 @@ pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
     tokens
 }
 
-fn count_part(encoding: Encoding, part: &Part, source: Format) -> usize {
+/// The framing of a message: 3 tokens, its role, and its name (1 more) if it has one.
+pub fn message_overhead(encoding: Encoding, message: &Message) -> usize {
+    let mut overhead = TOKENS_PER_MESSAGE + encoding.count(message.role.as_str());
+    if let Some(name) = &message.name {
+        overhead += encoding.count(name) + TOKENS_PER_NAME;
+    }
+    overhead
+}
+
+/// The tokens of one part, as `count_message` counts it.
+pub fn count_part(encoding: Encoding, part: &Part, source: Format) -> usize {
     match part {
         Part::Text { text, .. } => encoding.count(text),
         Part::Image { detail, .. } => match (source, detail.as_deref()) {

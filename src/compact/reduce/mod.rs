@@ -1,0 +1,92 @@
+//! Reducers: tool-output compression, file-read digests, and the cache that computes each
+//! reduction once per message (by record id) rather than on every build.
+
+pub mod compress;
+pub mod digest;
+
+use crate::compact::fasthash::FastMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DigestOptions {
+    /// Names of the tools that read files (compared without case).
+    pub tools: Vec<String>,
+}
+
+impl Default for DigestOptions {
+    fn default() -> Self {
+        DigestOptions { tools: digest::DEFAULT_FILE_READ_TOOLS.iter().map(|s| s.to_string()).collect() }
+    }
+}
+
+impl DigestOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.tools.iter().any(|t| t.trim().is_empty()) {
+            return Err(Error::invalid_argument("digest.tools must not contain empty names"));
+        }
+        Ok(())
+    }
+}
+
+/// Per-part results, computed at most once.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PartCache {
+    pub tokens: Option<u32>,
+    pub compressed: Option<Option<crate::message::Part>>,
+    pub digested: Option<Option<crate::message::Part>>,
+}
+
+/// Reductions and token counts computed for earlier builds, by record id. Valid for one set of
+/// options: a build with other reducer options or another encoding starts it afresh.
+#[derive(Clone, Debug, Default)]
+pub struct ReduceCache {
+    pub(crate) fingerprint: String,
+    pub(crate) parts: FastMap<String, Vec<PartCache>>,
+    pub(crate) members: FastMap<String, u32>,
+    pub(crate) overheads: FastMap<String, u32>,
+    /// The structure of the last history built, with what identifies that history: its length,
+    /// first and last ids, and the dedupe flag (an append-only history with the same length and
+    /// ends is the same history).
+    pub(crate) structure: Option<(usize, String, String, bool, std::sync::Arc<crate::compact::structure::Structure>)>,
+    scratch: PartCache,
+    /// How many reductions were computed (not served from the cache): for tests and benchmarks.
+    pub computed: u64,
+}
+
+impl ReduceCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn prepare(&mut self, fingerprint: String) {
+        if self.fingerprint != fingerprint {
+            *self = ReduceCache { fingerprint, computed: self.computed, ..Default::default() };
+        }
+    }
+
+    pub(crate) fn part(&mut self, id: &str, index: usize, len: usize) -> &mut PartCache {
+        if !self.parts.contains_key(id) {
+            self.parts.insert(id.to_string(), Vec::new());
+        }
+        let Some(slots) = self.parts.get_mut(id) else {
+            // Inserted just above; a scratch slot keeps this total without a panic path.
+            self.scratch = PartCache::default();
+            return &mut self.scratch;
+        };
+        let needed = len.max(index + 1);
+        if slots.len() < needed {
+            slots.resize(needed, PartCache::default());
+        }
+        match slots.get_mut(index) {
+            Some(slot) => slot,
+            None => {
+                self.scratch = PartCache::default();
+                &mut self.scratch
+            }
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! Repair and structure: which parts of which messages survive (seed 000's
+//! `clean_message_history`, and what it misses), and how the survivors group into the units
+//! the rest of the pipeline keeps or drops whole.
+//!
+//! * A **step** is a run of consecutive assistant messages (one API response may be logged as
+//!   several, as Claude Code does) together with every tool result that answers one of their
+//!   calls, wherever those results sit: in several OpenAI tool messages, in one Anthropic user
+//!   message, or split over several.
+//! * A **user unit** is the non-result content of a user message.
+//! * A **system unit** is one system or developer message.
+//! * A **turn** runs from one user unit to the next.
+//!
+//! Repair is done on the fly, never on the stored messages: a call without a result and a result
+//! without a call are left out of every unit and reported.
+
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use super::fasthash::{FastMap, FastSet, FxHasher};
+
+use crate::message::{Message, Part, Role};
+
+/// One message of the history as the pipeline sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Item<'a> {
+    pub id: &'a str,
+    pub message: &'a Message,
+    /// The message's tokens (from the history's cache).
+    pub tokens: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum UnitKind {
+    System,
+    User,
+    /// Assistant messages that call no tool.
+    Assistant,
+    /// Assistant messages that call tools, with all their results.
+    Step,
+}
+
+/// One message, or some of its parts, inside a unit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    /// Index of the message in the items.
+    pub msg: usize,
+    /// The part indices that belong to this member; `None` for every part.
+    pub parts: Option<Vec<usize>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unit {
+    pub kind: UnitKind,
+    /// Members in order: the assistant messages first, then the results in history order.
+    pub members: Vec<Member>,
+    /// Turn number: 0 before the first user request.
+    pub turn: usize,
+    /// Index of the unit's first message (units are ordered by it).
+    pub first: usize,
+}
+
+impl Unit {
+    pub fn is_step_like(&self) -> bool {
+        matches!(self.kind, UnitKind::Assistant | UnitKind::Step)
+    }
+
+    /// The last message index of the unit.
+    pub fn last(&self) -> usize {
+        self.members.iter().map(|m| m.msg).max().unwrap_or(self.first)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RepairKind {
+    /// An assistant tool call that no later message answers: the call is left out.
+    UnansweredCall,
+    /// A tool result that answers no earlier call: left out.
+    OrphanResult,
+    /// A second result for a call that already has one: left out.
+    DuplicateResult,
+    /// A tool call or result in a message whose role cannot carry it.
+    MisplacedPart,
+    /// A system message identical to an earlier one: kept once, where it first appears.
+    DuplicateSystem,
+    /// A message left with nothing to say once its unanswered calls were removed.
+    EmptyAfterRepair,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repair {
+    pub id: String,
+    pub kind: RepairKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Structure {
+    pub units: Vec<Unit>,
+    pub repairs: Vec<Repair>,
+    /// Index of the last turn (the current one).
+    pub last_turn: usize,
+    /// For each tool call id kept: the message and part that made it.
+    pub calls: FastMap<String, (usize, usize)>,
+    /// The unit of the run of assistant messages still open at the end (for `extend`).
+    pub(crate) open_step: Option<usize>,
+    /// Calls left unanswered at the end (a later result may still answer them).
+    pub(crate) open_calls: usize,
+}
+
+/// Does this part say anything once emitted? Whitespace-only text does not.
+pub(crate) fn is_substantive(part: &Part) -> bool {
+    match part {
+        Part::Text { text, .. } => !text.trim().is_empty(),
+        _ => true,
+    }
+}
+
+pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
+    let mut repairs = Vec::new();
+    // Pass 1: pair each result with the open call it answers, in history order.
+    let mut open: FastMap<&str, (usize, usize)> = FastMap::default();
+    let mut closed: FastSet<&str> = FastSet::default();
+    // (assistant msg, part) -> answered
+    let mut answered: FastSet<(usize, usize)> = FastSet::default();
+    // (result msg, part) -> assistant msg
+    let mut result_owner: FastMap<(usize, usize), usize> = FastMap::default();
+    let mut dropped_parts: FastSet<(usize, usize)> = FastSet::default();
+    // Messages with a dropped part, so the common case skips the per-part lookups.
+    let mut touched: Vec<bool> = vec![false; items.len()];
+    for (i, item) in items.iter().enumerate() {
+        let role = item.message.role;
+        for (j, part) in item.message.content.parts.iter().enumerate() {
+            match part {
+                Part::ToolCall(call) => {
+                    if role != Role::Assistant {
+                        dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
+                        repairs.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::MisplacedPart,
+                            call_id: Some(call.id.clone()),
+                        });
+                        continue;
+                    }
+                    // A reused id: the earlier call, if still open, stays unanswered.
+                    open.insert(call.id.as_str(), (i, j));
+                    closed.remove(call.id.as_str());
+                }
+                Part::ToolResult(result) => {
+                    if !matches!(role, Role::User | Role::Tool) {
+                        dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
+                        repairs.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::MisplacedPart,
+                            call_id: Some(result.call_id.clone()),
+                        });
+                        continue;
+                    }
+                    match open.remove(result.call_id.as_str()) {
+                        Some((a, k)) => {
+                            answered.insert((a, k));
+                            result_owner.insert((i, j), a);
+                            closed.insert(result.call_id.as_str());
+                        }
+                        None => {
+                            let kind = if closed.contains(result.call_id.as_str()) {
+                                RepairKind::DuplicateResult
+                            } else {
+                                RepairKind::OrphanResult
+                            };
+                            dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
+                            repairs.push(Repair { id: item.id.to_string(), kind, call_id: Some(result.call_id.clone()) });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // Unanswered calls, reported in history order.
+    for (i, item) in items.iter().enumerate() {
+        if item.message.role != Role::Assistant {
+            continue;
+        }
+        for (j, part) in item.message.content.parts.iter().enumerate() {
+            if let Part::ToolCall(call) = part {
+                if !answered.contains(&(i, j)) {
+                    dropped_parts.insert((i, j));
+                        mark(&mut touched, i);
+                    repairs.push(Repair {
+                        id: item.id.to_string(),
+                        kind: RepairKind::UnansweredCall,
+                        call_id: Some(call.id.clone()),
+                    });
+                }
+            }
+        }
+    }
+
+    // Pass 2: units.
+    let mut units: Vec<Unit> = Vec::new();
+    let mut unit_of_assistant: FastMap<usize, usize> = FastMap::default();
+    let mut open_step: Option<usize> = None; // unit index of the current run of assistant messages
+    let mut seen_system: FastMap<u64, Vec<usize>> = FastMap::default();
+    let mut turn = 0usize;
+    let mut calls_at = FastMap::default();
+    for (i, item) in items.iter().enumerate() {
+        let message = item.message;
+        let parts = &message.content.parts;
+        let had_drops = touched.get(i).copied().unwrap_or(false);
+        match message.role {
+            Role::System | Role::Developer => {
+                if dedupe_system {
+                    let key = system_key(message);
+                    let earlier = seen_system.entry(key).or_default();
+                    let duplicate = earlier.iter().any(|&k| items.get(k).is_some_and(|e| same_instruction(e.message, message)));
+                    if duplicate {
+                        repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        continue;
+                    }
+                    earlier.push(i);
+                }
+                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
+                if had_drops && kept.is_empty() {
+                    repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
+                    continue;
+                }
+                let member = Member { msg: i, parts: if had_drops { Some(kept) } else { None } };
+                units.push(Unit { kind: UnitKind::System, members: vec![member], turn, first: i });
+                // A system message does not break a run of assistant messages.
+            }
+            Role::Assistant => {
+                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
+                if had_drops && !kept.iter().any(|&j| parts.get(j).is_some_and(is_substantive)) {
+                    repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
+                    continue;
+                }
+                let mut calls = false;
+                for (j, part) in parts.iter().enumerate() {
+                    if let Part::ToolCall(call) = part {
+                        if !had_drops || !dropped_parts.contains(&(i, j)) {
+                            calls = true;
+                            calls_at.insert(call.id.clone(), (i, j));
+                        }
+                    }
+                }
+                let member = Member { msg: i, parts: if had_drops { Some(kept) } else { None } };
+                let index = match open_step.and_then(|u| units.get_mut(u).map(|unit| (u, unit))) {
+                    Some((u, unit)) => {
+                        unit.members.push(member);
+                        if calls {
+                            unit.kind = UnitKind::Step;
+                        }
+                        u
+                    }
+                    None => {
+                        let kind = if calls { UnitKind::Step } else { UnitKind::Assistant };
+                        units.push(Unit { kind, members: vec![member], turn, first: i });
+                        units.len() - 1
+                    }
+                };
+                open_step = Some(index);
+                unit_of_assistant.insert(i, index);
+            }
+            Role::User | Role::Tool => {
+                // Results join their step, one member per step.
+                let mut by_unit: Vec<(usize, Vec<usize>)> = Vec::new();
+                let mut rest: Vec<usize> = Vec::new();
+                for (j, part) in parts.iter().enumerate() {
+                    if had_drops && dropped_parts.contains(&(i, j)) {
+                        continue;
+                    }
+                    match part {
+                        Part::ToolResult(_) => {
+                            let owner = result_owner.get(&(i, j)).and_then(|a| unit_of_assistant.get(a)).copied();
+                            match owner {
+                                Some(u) => match by_unit.iter_mut().find(|(unit, _)| *unit == u) {
+                                    Some((_, list)) => list.push(j),
+                                    None => by_unit.push((u, vec![j])),
+                                },
+                                // The assistant message was itself dropped by repair (cannot
+                                // happen for an answered call, which keeps it non-empty).
+                                None => {
+                                    repairs.push(Repair {
+                                        id: item.id.to_string(),
+                                        kind: RepairKind::OrphanResult,
+                                        call_id: None,
+                                    });
+                                }
+                            }
+                        }
+                        _ => rest.push(j),
+                    }
+                }
+                let whole = by_unit.len() == 1 && rest.is_empty() && !had_drops;
+                for (u, list) in by_unit {
+                    if let Some(unit) = units.get_mut(u) {
+                        unit.members.push(Member { msg: i, parts: if whole { None } else { Some(list) } });
+                    }
+                }
+                let has_results = parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
+                if message.role == Role::User && !rest.is_empty() {
+                    turn += 1;
+                    let member = Member { msg: i, parts: if has_results { Some(rest) } else { None } };
+                    units.push(Unit { kind: UnitKind::User, members: vec![member], turn, first: i });
+                    open_step = None;
+                } else if message.role == Role::User && !has_results {
+                    // A user message with no parts at all still starts a turn.
+                    turn += 1;
+                    units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    open_step = None;
+                } else if has_results {
+                    open_step = None;
+                }
+            }
+        }
+    }
+    let open_calls = open.len();
+    Structure { units, repairs, last_turn: turn, calls: calls_at, open_step, open_calls }
+}
+
+/// Extends the structure of `items[..from]` to all of `items`, when the new messages carry no
+/// tool call or result and no call was left open: each is then a unit of its own or joins the
+/// open run of assistant messages, exactly as `analyze` would place it. Returns false (and
+/// changes nothing) when that does not hold.
+pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, dedupe: bool) -> bool {
+    if structure.open_calls > 0 || from > items.len() {
+        return false;
+    }
+    let new = items.get(from..).unwrap_or(&[]);
+    if new.iter().any(|item| item.message.content.parts.iter().any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)))) {
+        return false;
+    }
+    if new.iter().any(|item| item.message.role == Role::Tool) {
+        return false;
+    }
+    for (offset, item) in new.iter().enumerate() {
+        let i = from + offset;
+        let message = item.message;
+        match message.role {
+            Role::System | Role::Developer => {
+                if dedupe {
+                    let duplicate = structure.units.iter().filter(|u| u.kind == UnitKind::System).any(|u| {
+                        u.members.first().and_then(|m| items.get(m.msg)).is_some_and(|e| same_instruction(e.message, message))
+                    });
+                    if duplicate {
+                        structure.repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        continue;
+                    }
+                }
+                let turn = structure.last_turn;
+                structure.units.push(Unit { kind: UnitKind::System, members: vec![Member { msg: i, parts: None }], turn, first: i });
+            }
+            Role::Assistant => {
+                let member = Member { msg: i, parts: None };
+                let joined = match structure.open_step.and_then(|u| structure.units.get_mut(u)) {
+                    Some(unit) => {
+                        unit.members.push(member);
+                        true
+                    }
+                    None => false,
+                };
+                if !joined {
+                    let turn = structure.last_turn;
+                    structure.units.push(Unit { kind: UnitKind::Assistant, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    structure.open_step = Some(structure.units.len() - 1);
+                }
+            }
+            Role::User | Role::Tool => {
+                structure.last_turn += 1;
+                let turn = structure.last_turn;
+                structure.units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                structure.open_step = None;
+            }
+        }
+    }
+    true
+}
+
+fn mark(touched: &mut [bool], i: usize) {
+    if let Some(slot) = touched.get_mut(i) {
+        *slot = true;
+    }
+}
+
+/// A hash of what a system message says (its role, name and parts), without copying it.
+fn system_key(message: &Message) -> u64 {
+    let mut hasher = FxHasher::default();
+    message.role.hash(&mut hasher);
+    message.name.hash(&mut hasher);
+    for part in &message.content.parts {
+        match part {
+            Part::Text { text, .. } => text.hash(&mut hasher),
+            other => format!("{other:?}").hash(&mut hasher),
+        }
+    }
+    hasher.finish()
+}
+
+fn same_instruction(a: &Message, b: &Message) -> bool {
+    a.role == b.role && a.name == b.name && a.content.parts == b.content.parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{parse, Format};
+    use serde_json::json;
+
+    fn items(messages: &[Message]) -> Vec<Item<'_>> {
+        messages.iter().enumerate().map(|(i, m)| Item { id: ID[i], message: m, tokens: 1 }).collect()
+    }
+    const ID: [&str; 12] = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11", "m12"];
+
+    #[test]
+    fn seed_000_unanswered_call_is_dropped_and_reported() {
+        let messages = parse(
+            json!([
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "call_123", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+                {"role": "user", "content": "Actually, nevermind"}
+            ]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        let s = analyze(&items(&messages), true);
+        assert_eq!(s.units.len(), 1);
+        assert_eq!(s.units[0].kind, UnitKind::User);
+        assert_eq!(s.repairs[0].kind, RepairKind::UnansweredCall);
+        assert_eq!(s.repairs[0].call_id.as_deref(), Some("call_123"));
+        assert_eq!(s.repairs[1].kind, RepairKind::EmptyAfterRepair);
+    }
+
+    #[test]
+    fn split_assistant_messages_and_interleaved_results_form_one_step() {
+        // Claude Code logs one response as several assistant messages.
+        let messages = parse(
+            json!([
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Glob", "input": {}}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "b", "name": "Read", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "B"}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "A"}, {"type": "text", "text": "and?"}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "zz", "content": "?"}]}
+            ]),
+            Format::Anthropic,
+        )
+        .unwrap();
+        let s = analyze(&items(&messages), true);
+        let kinds: Vec<UnitKind> = s.units.iter().map(|u| u.kind).collect();
+        assert_eq!(kinds, [UnitKind::User, UnitKind::Step, UnitKind::User]);
+        let step = &s.units[1];
+        let msgs: Vec<usize> = step.members.iter().map(|m| m.msg).collect();
+        assert_eq!(msgs, [1, 2, 3, 4, 5]);
+        assert_eq!(step.members[4].parts, Some(vec![0]));
+        assert_eq!(s.units[2].members[0].parts, Some(vec![1]));
+        assert_eq!(s.repairs, [Repair { id: "m7".into(), kind: RepairKind::OrphanResult, call_id: Some("zz".into()) }]);
+        assert_eq!(s.last_turn, 2);
+    }
+}

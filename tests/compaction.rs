@@ -1,0 +1,475 @@
+mod common;
+
+use context_compactor::compact::profile::{self, Profile};
+use context_compactor::compact::{
+    validate, Action, BudgetOptions, BuildOptions, DropReason, RepairKind, Section, Summariser, SummaryOptions,
+};
+use context_compactor::message::{Format, Role};
+use context_compactor::tokens::Encoding;
+use context_compactor::{ConversationHistory, ErrorKind};
+use serde_json::{json, Value};
+
+fn call(id: &str, name: &str, args: Value) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+}
+
+fn history(messages: Value) -> ConversationHistory {
+    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    h.append_values(messages, Format::OpenAi).unwrap();
+    h
+}
+
+fn ids(context: &context_compactor::compact::CompactedContext) -> Vec<String> {
+    context.messages.iter().flat_map(|m| m.sources.clone()).collect()
+}
+
+fn no_summary() -> BuildOptions {
+    BuildOptions { summary: None, ..BuildOptions::default() }
+}
+
+/// Seed 000's example: 50 messages, keep_recent 10; the system message and a tool chain whose
+/// result lies inside the window are kept, the rest of the older messages dropped. Unlike the
+/// seed, the chain is kept whole: the seed keeps the AIMessage at idx 2 but drops its ToolMessage
+/// at idx 3, which is the very list its `clean_message_history` exists to prevent.
+#[test]
+fn seed_000_count_window_keeps_system_and_whole_chains() {
+    let mut list = vec![json!({"role": "system", "content": "You are helpful."}), json!({"role": "user", "content": "start"})];
+    list.push(json!({"role": "assistant", "content": null, "tool_calls": [call("call_1", "search", json!({"q": "a"})), call("call_2", "search", json!({"q": "b"}))]}));
+    list.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "result 1"}));
+    while list.len() < 45 {
+        let i = list.len();
+        list.push(if i % 2 == 0 { json!({"role": "user", "content": format!("question {i}")}) } else { json!({"role": "assistant", "content": format!("answer {i}")}) });
+    }
+    list.push(json!({"role": "tool", "tool_call_id": "call_2", "content": "result 2 (late)"}));
+    while list.len() < 50 {
+        let i = list.len();
+        list.push(if i % 2 == 0 { json!({"role": "user", "content": format!("question {i}")}) } else { json!({"role": "assistant", "content": format!("answer {i}")}) });
+    }
+    let mut h = history(Value::Array(list));
+    assert_eq!(h.len(), 50);
+    let options = BuildOptions { max_messages: Some(10), compress: None, ..no_summary() };
+    let outcome = h.build(&options).unwrap();
+    let context = outcome.context;
+    let mut expected: Vec<String> = vec!["m1".into(), "m3".into(), "m4".into(), "m46".into()];
+    expected.extend((41..=50).filter(|i| *i != 46).map(|i| format!("m{i}")));
+    assert_eq!(ids(&context), expected);
+    let request = context.to_request().unwrap();
+    assert_eq!(validate(&request, Format::OpenAi), Ok(()));
+    let entry = |id: &str| context.receipt.entries.iter().find(|e| e.id == id).unwrap().clone();
+    assert_eq!(entry("m2").action, Action::Dropped);
+    assert_eq!(entry("m2").reason, Some(DropReason::Window));
+    assert_eq!(entry("m4").action, Action::Kept);
+    // The dropped message can be fetched back by id.
+    assert_eq!(h.get_value("m2").unwrap(), Some(json!({"role": "user", "content": "start"})));
+    // Out of range is a typed error.
+    for bad in [9, 101] {
+        let e = h.build(&BuildOptions { max_messages: Some(bad), ..no_summary() }).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    }
+}
+
+#[test]
+fn seed_000_unanswered_calls_are_dropped_and_reported() {
+    let mut h = history(json!([
+        {"role": "user", "content": "search for x"},
+        {"role": "assistant", "content": "", "tool_calls": [call("call_123", "search", json!({}))]},
+        {"role": "user", "content": "Actually, nevermind"}
+    ]));
+    let context = h.build(&no_summary()).unwrap().context;
+    assert_eq!(ids(&context), ["m1", "m3"]);
+    assert_eq!(context.receipt.repairs[0].kind, RepairKind::UnansweredCall);
+    assert_eq!(context.receipt.repairs[0].id, "m2");
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let context = h.build(&BuildOptions { format, ..no_summary() }).unwrap().context;
+        context.to_request().unwrap();
+    }
+}
+
+fn seed_001_history(items: usize) -> ConversationHistory {
+    let mut list = vec![json!({"role": "system", "content": "You are an assistant. The time is 2026-01-20 10:00:00."})];
+    for i in 0..items {
+        list.push(json!({"role": "user", "content": format!("What is on my calendar for day {i}?")}));
+        list.push(json!({"role": "assistant", "content": null, "tool_calls": [call(&format!("c{i}"), "list_events", json!({"day": i}))]}));
+        let events: Vec<Value> = (1..=20)
+            .map(|k| json!({"id": k, "title": format!("Meeting {k}"), "start_time": "2026-01-20T10:00:00", "location": "Room 4", "notes": "Bring the quarterly figures and the slides"}))
+            .collect();
+        list.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": json!({"success": true, "items": events, "total": 20}).to_string()}));
+        list.push(json!({"role": "assistant", "content": format!("You have 20 meetings on day {i}.")}));
+    }
+    history(Value::Array(list))
+}
+
+#[test]
+fn seed_001_budget_split_and_tool_output_compression() {
+    let mut h = seed_001_history(12);
+    let budget = BudgetOptions { context_window: 128_000, ..BudgetOptions::default() };
+    let options = BuildOptions { budget: Some(budget), ..no_summary() };
+    let context = h.build(&options).unwrap().context;
+    let report = context.receipt.budget.unwrap();
+    assert_eq!(report.max_tokens, 76_800);
+    // What the system prompt leaves, less the reply priming (3) and the reserve for a
+    // placeholder user message (which no provider takes an empty list without).
+    let placeholder = context_compactor::message::parse(json!([{"role": "user", "content": context_compactor::compact::PLACEHOLDER_TEXT}]), Format::OpenAi).unwrap();
+    let reserve = context_compactor::tokens::count_message(Encoding::O200kBase, &placeholder[0]).total as usize;
+    let avail = 76_800 - report.system_tokens - 3 - reserve;
+    assert_eq!(report.summary_budget, (avail as f64 * 0.26) as usize);
+    assert_eq!(report.recent_budget, (avail as f64 * 0.65) as usize);
+    // Everything fits; the tool outputs over 200 tokens are compressed, except the newest
+    // step's, which the model has not answered yet… here it has, so all twelve are.
+    let compressed = context.receipt.entries.iter().filter(|e| e.action == Action::Compressed).count();
+    assert_eq!(compressed, 12);
+    let tool = context.messages.iter().find(|m| m.message.role == Role::Tool).unwrap();
+    let text = tool.message.content.parts.iter().find_map(|p| match p {
+        context_compactor::message::Part::ToolResult(r) => Some(r.content.joined_text()),
+        _ => None,
+    });
+    let value: Value = serde_json::from_str(&text.unwrap()).unwrap();
+    assert_eq!(value["total"], 20);
+    assert_eq!(value["items"][2], "... (16 items omitted)");
+    assert!(context.receipt.tokens_after < context.receipt.tokens_before / 2);
+    assert_eq!(context.tokens.total, context.tokens.system + context.tokens.summary + context.tokens.recent + 3);
+}
+
+#[test]
+fn seed_001_recent_selection_takes_chains_whole_newest_first() {
+    let mut h = seed_001_history(30);
+    let options = BuildOptions { budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }), ..no_summary() };
+    let context = h.build(&options).unwrap().context;
+    let report = context.receipt.budget.unwrap();
+    assert!(context.tokens.recent <= report.recent_budget);
+    assert!(context.tokens.total <= report.max_tokens);
+    assert!(context.receipt.within_budget);
+    // The newest message is kept, the oldest dropped for the budget.
+    assert_eq!(context.receipt.entries.last().unwrap().action, Action::Kept);
+    assert_eq!(context.receipt.entries[1].reason, Some(DropReason::Budget));
+    context.to_request().unwrap();
+    // Never half a chain: a kept tool message has its assistant message right before it.
+    let request = context.to_request().unwrap();
+    assert_eq!(validate(&request, Format::OpenAi), Ok(()));
+}
+
+#[test]
+fn seed_001_no_optimisation_up_to_ten_messages() {
+    let mut h = seed_001_history(2); // 8 messages after the system one
+    let options = BuildOptions { budget: Some(BudgetOptions::default()), ..no_summary() };
+    let context = h.build(&options).unwrap().context;
+    assert!(context.receipt.entries.iter().all(|e| e.action == Action::Kept));
+    let mut h = seed_001_history(3); // 12
+    let context = h.build(&options).unwrap().context;
+    assert!(context.receipt.entries.iter().any(|e| e.action == Action::Compressed));
+}
+
+/// Seed 002: a file read in one turn is a one-line digest in the next.
+#[test]
+fn seed_002_file_reads_become_digests_in_later_turns() {
+    let code = "import pandas as pd\n\ndef load_data(path):\n    return pd.read_csv(path)\n\ndef clean_data(df):\n    return df.dropna()\n\ndef visualize(df):\n    df.plot()\n".repeat(3);
+    let mut h = history(json!([
+        {"role": "user", "content": "Read code_sales_analysis"},
+        {"role": "assistant", "content": null, "tool_calls": [call("call_read_file_1", "file_reader", json!({"path": "sales_analysis.py"}))]},
+        {"role": "tool", "tool_call_id": "call_read_file_1", "content": code},
+        {"role": "assistant", "content": "It loads, cleans and plots the data."}
+    ]));
+    let options = BuildOptions { keep_recent_steps: 1, ..no_summary() };
+    let context = h.build(&options).unwrap().context;
+    assert_eq!(context.receipt.entries[2].action, Action::Kept, "same turn: still whole");
+    h.append_value(json!({"role": "user", "content": "Now make a chart"}), Format::OpenAi).unwrap();
+    let context = h.build(&options).unwrap().context;
+    assert_eq!(context.receipt.entries[2].action, Action::Digested);
+    let digest = context.messages[2].message.content.parts.iter().find_map(|p| match p {
+        context_compactor::message::Part::ToolResult(r) => Some(r.content.joined_text()),
+        _ => None,
+    });
+    assert_eq!(digest.unwrap(), "[file read] sales_analysis.py (python, 30 lines, functions: load_data, clean_data, visualize)");
+    context.to_request().unwrap();
+}
+
+fn seed_004_history(rounds: usize) -> ConversationHistory {
+    seed_004_history_with(rounds, "Read", 300)
+}
+
+/// Seed 004's Init agent: rounds of "read a trace", the tool result, "found a problem".
+fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> ConversationHistory {
+    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    let mut list = vec![json!({"role": "user", "content": "<execute_to_init_context>iteration 12 feedback</execute_to_init_context>"}),
+                        json!({"role": "assistant", "content": "Feedback received, starting the analysis."})];
+    for i in 0..rounds {
+        list.push(json!({"role": "user", "content": format!("Read the trace of sample {i}")}));
+        list.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": {"file_path": format!("scenarios/x/execution_outputs/iteration_12/trace_{i}.log")}}]}));
+        list.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("step {i}: ").repeat(repeat)}]}));
+        list.push(json!({"role": "assistant", "content": format!("Found problem {i}: the checker threshold is too strict.")}));
+    }
+    h.append_values(Value::Array(list), Format::Anthropic).unwrap();
+    h
+}
+
+fn seed_004_profile() -> Profile {
+    Profile::from_value(json!({"name": "init-small", "contextWindow": 8000, "triggerFraction": 0.75, "keepRecentSteps": 3, "encoding": "o200k_base", "format": "anthropic"})).unwrap()
+}
+
+/// Seed 004: past the trigger, a summary request; the summary comes back from "the model"; the
+/// context becomes [compact prompt (user), summary (assistant), last N steps], alternating.
+#[test]
+fn seed_004_compaction_before_and_after() {
+    // Traces read with a shell tool (a file-read tool's output would become a digest).
+    let mut h = seed_004_history_with(20, "Bash", 100);
+    let mut options = seed_004_profile().to_options().unwrap();
+    options.thin = false;
+    if let Some(summary) = options.summary.as_mut() {
+        summary.summariser = Summariser::External;
+        summary.min_messages = 10;
+        summary.required_keys = vec!["pending".into()];
+    }
+    let before = h.build(&options).unwrap();
+    let request = before.summary_request.clone().expect("compaction is due");
+    assert_eq!(request.from, "m1");
+    assert!(request.prompt.starts_with("Summarise the work so far"));
+    // The request is ready to send: valid, the prompt last.
+    assert_eq!(validate(&request.messages, Format::Anthropic), Ok(()));
+    let last = request.messages["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    // Meanwhile the context is valid and within budget (thinned, and over-budget units dropped).
+    before.context.to_request().unwrap();
+    assert!(before.context.receipt.within_budget);
+    assert!(before.context.receipt.entries.iter().any(|e| e.reason == Some(DropReason::Budget)));
+
+    // Two compactions never run at once.
+    h.begin_summary(&request.id).unwrap();
+    assert_eq!(h.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
+    let again = h.build(&options).unwrap();
+    assert!(again.summary_request.is_none());
+    // Bad summaries are refused and nothing changes.
+    let state = h.summary_state().clone();
+    assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert!(h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err().message.contains("pending"));
+    assert_eq!(h.summary_state(), &state);
+    let record = h
+        .complete_summary(&request.id, "{\"analysis_conclusions\": [\"thresholds too strict\"], \"pending_actions\": [\"fix checker\"]}", Some("2026-02-01T00:00:00Z".into()))
+        .unwrap();
+    assert_eq!(record.summarised_until, request.until);
+    assert!(record.compression_rate > 0.9);
+    assert_eq!(record.created_at, "2026-02-01T00:00:00Z");
+
+    let after = h.build(&options).unwrap();
+    let context = &after.context;
+    let request_json = context.to_request().unwrap();
+    let messages = request_json["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "user");
+    assert!(messages[0]["content"].as_str().unwrap().starts_with("Summarise the work so far"));
+    assert_eq!(messages[1]["role"], "assistant");
+    assert!(messages[1]["content"].to_string().contains("thresholds too strict"));
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(context.messages[1].section, Section::Summary);
+    // The last 3 steps (assistant messages with their results) stay whole.
+    let assistants: Vec<&String> = context.messages.iter().filter(|m| m.message.role == Role::Assistant && m.section == Section::Recent).flat_map(|m| &m.sources).collect();
+    let n = h.len();
+    for id in [format!("m{}", n), format!("m{}", n - 2), format!("m{}", n - 4)] {
+        assert!(assistants.contains(&&id), "{id} in {assistants:?}");
+    }
+    assert!(context.messages.iter().any(|m| m.message.has_tool_results()));
+    assert!(context.receipt.entries.iter().any(|e| e.action == Action::Summarised));
+    assert!(context.receipt.summary.is_some());
+    assert!(context.tokens.total < before.context.tokens.total);
+}
+
+#[test]
+fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
+    let mut h = seed_004_history(6);
+    let options = BuildOptions { thin: true, keep_recent_steps: 2, format: Format::Anthropic, ..no_summary() };
+    let context = h.build(&options).unwrap().context;
+    // Turn 2 (m3..m6): the request and the analysis stay, the Read call and its result go.
+    let entry = |id: &str| context.receipt.entries.iter().find(|e| e.id == id).unwrap().clone();
+    assert_eq!(entry("m3").action, Action::Kept);
+    assert_eq!(entry("m4").reason, Some(DropReason::Thinning));
+    assert_eq!(entry("m5").reason, Some(DropReason::Thinning));
+    assert_eq!(entry("m6").action, Action::Kept);
+    // The last two steps (the final turn's Read and its analysis) are whole.
+    let last = h.len();
+    for i in [last - 2, last - 1, last] {
+        assert_eq!(entry(&format!("m{i}")).action, Action::Kept, "m{i}");
+    }
+    context.to_request().unwrap();
+}
+
+#[test]
+fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
+    let mut h = seed_004_history_with(12, "Bash", 300);
+    let mut options = BuildOptions { format: Format::Anthropic, ..BuildOptions::default() };
+    options.summary = Some(SummaryOptions { trigger_tokens: 3000, target_tokens: 1500, min_messages: 10, ..SummaryOptions::default() });
+    let first = h.build(&options).unwrap();
+    let record = first.new_summary.clone().expect("extractive summary");
+    assert_eq!(h.summary_state().current.as_ref(), Some(&record));
+    let value: Value = serde_json::from_str(&record.text).unwrap();
+    assert!(value["toolsUsed"]["Bash"].as_u64().unwrap() >= 8);
+    assert!(value["filesAndPaths"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("trace_0.log")));
+    first.context.to_request().unwrap();
+    assert!(first.context.tokens.total < 3000);
+    // More work, a second compaction folds the first in.
+    let mut more = Vec::new();
+    for i in 100..112 {
+        more.push(json!({"role": "user", "content": format!("Read the trace of sample {i}")}));
+        more.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {"command": format!("cat /srv/traces/trace_{i}.log")}}]}));
+        more.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "line ".repeat(400)}]}));
+        more.push(json!({"role": "assistant", "content": format!("Problem {i} found.")}));
+    }
+    h.append_values(Value::Array(more), Format::Anthropic).unwrap();
+    let second = h.build(&options).unwrap();
+    let record2 = second.new_summary.clone().expect("second summary");
+    assert!(record2.until_index > record.until_index);
+    assert!(record2.message_count > record.message_count);
+    let value: Value = serde_json::from_str(&record2.text).unwrap();
+    let requests: Vec<&str> = value["userRequests"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(requests.iter().any(|r| r.contains("sample 100")));
+    second.context.to_request().unwrap();
+}
+
+#[test]
+fn bad_input_is_a_typed_error_and_changes_nothing() {
+    let mut h = seed_001_history(3);
+    let before_len = h.len();
+    for (target, summary, recent) in [(0.0, 0.26, 0.65), (1.5, 0.26, 0.65), (0.6, -0.1, 0.65), (0.6, 0.5, 0.6), (0.6, 0.26, f64::NAN)] {
+        let budget = BudgetOptions { target_ratio: target, summary_ratio: summary, recent_ratio: recent, ..BudgetOptions::default() };
+        let error = h.build(&BuildOptions { budget: Some(budget), ..no_summary() }).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidArgument, "{target} {summary} {recent}");
+    }
+    let tiny = BudgetOptions { context_window: 20, ..BudgetOptions::default() };
+    let error = h.build(&BuildOptions { budget: Some(tiny), ..no_summary() }).unwrap_err();
+    assert!(error.message.contains("too small for the system prompt alone"), "{error}");
+    let error = Profile::from_value(json!({"name": "x", "contextWindow": 10000, "triggerFraction": 0.7, "keepRecentSteps": 3, "encoding": "gpt2"})).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::InvalidArgument);
+    let error = BuildOptions::from_value(json!({"budget": {"targetRatio": 2}})).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::InvalidArgument);
+    let error = BuildOptions::from_value(json!({"maxMessage": 20})).unwrap_err();
+    assert!(error.message.contains("maxMessage"), "{error}");
+    assert_eq!(h.len(), before_len);
+    assert_eq!(h.summary_state(), &Default::default());
+    assert_eq!(h.complete_summary("s1", "text", None).unwrap_err().kind, ErrorKind::NotFound);
+}
+
+#[test]
+fn options_parse_from_camel_case_json() {
+    let options = BuildOptions::from_value(json!({
+        "format": "anthropic", "maxMessages": 40,
+        "budget": {"contextWindow": 200000, "targetRatio": 0.6},
+        "compress": {"maxTokens": 300, "textMode": "truncate", "textMaxChars": 1000},
+        "digest": null, "thin": true,
+        "summary": {"summariser": "external", "triggerTokens": 150000, "targetTokens": 90000, "requiredKeys": ["pending"]}
+    }))
+    .unwrap();
+    assert_eq!(options.format, Format::Anthropic);
+    assert_eq!(options.max_messages, Some(40));
+    assert!(options.digest.is_none());
+    assert_eq!(options.summary.unwrap().summariser, Summariser::External);
+    assert_eq!(profile::resolve("gpt-4o").unwrap().to_options().unwrap().budget.unwrap().context_window, 128_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared fixtures.
+
+fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let options = BuildOptions { format, ..options.clone() };
+        let before = h.clone();
+        let outcome = h.build(&options).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let context = outcome.context;
+        let request = context.to_request().unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        assert_eq!(validate(&request, format), Ok(()));
+        if let Some(budget) = &context.receipt.budget {
+            assert!(context.tokens.total <= budget.max_tokens, "{format:?}: {} > {}", context.tokens.total, budget.max_tokens);
+        }
+        assert_eq!(context.receipt.entries.len(), h.len());
+        let mut twin = before.clone();
+        let again = twin.build(&options).unwrap().context;
+        assert_eq!(again, context, "deterministic");
+    }
+}
+
+#[test]
+fn every_tau_bench_run_builds_a_valid_context() {
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 8000, ..BudgetOptions::default() }),
+        summary: Some(SummaryOptions { trigger_tokens: 4000, target_tokens: 2000, ..SummaryOptions::default() }),
+        thin: true,
+        ..BuildOptions::default()
+    };
+    for (i, run) in common::tau_bench().into_iter().enumerate() {
+        let mut h = ConversationHistory::new(Encoding::O200kBase);
+        h.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
+        check_all_formats(&mut h, &options);
+    }
+}
+
+#[test]
+fn swe_agent_and_claude_code_build_valid_contexts() {
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }),
+        summary: Some(SummaryOptions { trigger_tokens: 3000, target_tokens: 1500, min_messages: 10, ..SummaryOptions::default() }),
+        thin: true,
+        ..BuildOptions::default()
+    };
+    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    h.append_values(common::swe_agent(), Format::OpenAi).unwrap();
+    check_all_formats(&mut h, &options);
+    for log in common::CLAUDE_CODE_LOGS {
+        let mut h = ConversationHistory::new(Encoding::O200kBase);
+        h.append_values(Value::Array(common::claude_code(log)), Format::Anthropic).unwrap();
+        check_all_formats(&mut h, &BuildOptions { summary: None, ..options.clone() });
+        check_all_formats(&mut h, &options);
+        // Unbudgeted, every message survives (merged and cleaned for the request).
+        let context = h.build(&BuildOptions { format: Format::Anthropic, compress: None, digest: None, ..no_summary() }).unwrap().context;
+        context.to_request().unwrap();
+    }
+}
+
+#[test]
+fn claude_code_file_reads_are_digested_and_paths_summarised() {
+    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    h.append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic).unwrap();
+    let context = h.build(&BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..no_summary() }).unwrap().context;
+    let digests: Vec<String> = context
+        .messages
+        .iter()
+        .flat_map(|m| m.message.tool_results().map(|r| r.content.joined_text()).collect::<Vec<_>>())
+        .filter(|t| t.starts_with("[file read]"))
+        .collect();
+    assert!(digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")), "{digests:?}");
+    let mut options = BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..BuildOptions::default() };
+    options.summary = Some(SummaryOptions { trigger_tokens: 200, target_tokens: 100, min_messages: 5, ..SummaryOptions::default() });
+    let outcome = h.build(&options).unwrap();
+    let summary: Value = serde_json::from_str(&outcome.new_summary.unwrap().text).unwrap();
+    let files = summary["filesAndPaths"].to_string();
+    assert!(files.contains("/home/marco/projects/spotter/assets/js/app.js"), "{files}");
+    assert!(summary["toolsUsed"]["Bash"].as_u64().unwrap() >= 1);
+}
+
+/// The 200 tau-bench runs as one 5,308-message conversation, built to 100k tokens.
+#[test]
+fn tau_bench_concatenated_to_a_100k_budget() {
+    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    for run in common::tau_bench() {
+        h.append_values(run, Format::OpenAi).unwrap();
+    }
+    assert_eq!(h.len(), 5308);
+    let options = BuildOptions { budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }), ..BuildOptions::default() };
+    let outcome = h.build(&options).unwrap();
+    let context = &outcome.context;
+    assert!(context.tokens.total <= 100_000);
+    assert_eq!(context.receipt.entries.len(), 5308);
+    // 199 copies of the same system prompt are kept once.
+    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 199);
+    let summary = outcome.new_summary.as_ref().expect("past 50k: the extractive summary");
+    let value: Value = serde_json::from_str(&summary.text).unwrap();
+    assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 100);
+    assert!(context.to_request().is_ok());
+    // Warm, and after one append: only the new message is counted and no old reduction redone.
+    let computed = h.reductions_computed();
+    let counted = h.counted_messages();
+    let warm = h.build(&options).unwrap();
+    assert_eq!(h.reductions_computed(), computed);
+    assert_eq!(warm.context.tokens, context.tokens);
+    h.append_value(json!({"role": "user", "content": "One more question"}), Format::OpenAi).unwrap();
+    let appended = h.build(&options).unwrap();
+    assert_eq!(h.counted_messages(), counted + 1);
+    assert!(h.reductions_computed() - computed <= 2, "{}", h.reductions_computed() - computed);
+    assert_eq!(appended.context.receipt.entries.last().unwrap().action, Action::Kept);
+}

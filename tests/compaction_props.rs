@@ -1,0 +1,278 @@
+//! Property tests over random histories: parallel tool calls (answered in any order, in one
+//! message or several), interleaved system messages, orphan results, unanswered calls, reused
+//! ids, very long outputs. Whatever the options, the context is valid for the provider, within
+//! budget when one fits (and a typed error says so when none does), deterministic, counted
+//! exactly, and the input is never mutated.
+
+use context_compactor::compact::{
+    self, summary, validate, BudgetOptions, BuildOptions, Item, ReduceCache, Summariser, SummaryOptions, SummarySource, SummaryState,
+};
+use context_compactor::message::{self, Format, Message};
+use context_compactor::tokens::{self, Encoding, REPLY_PRIMING};
+use context_compactor::ErrorKind;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug)]
+enum Event {
+    System(u8),
+    User(u16),
+    AssistantText(u16),
+    /// Calls `n` tools in parallel (some will be answered).
+    Calls(u8, bool),
+    /// Answers the open calls selected by the mask, in reverse order if the flag is set.
+    Answer(u8, bool, Output),
+    Orphan,
+    /// A call id used again once answered.
+    Reuse,
+}
+
+#[derive(Clone, Debug)]
+enum Output {
+    Short,
+    LongText(u16),
+    LongJson(u8),
+    FileRead,
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    let output = prop_oneof![
+        4 => Just(Output::Short),
+        1 => (100u16..4000).prop_map(Output::LongText),
+        1 => (5u8..60).prop_map(Output::LongJson),
+        1 => Just(Output::FileRead),
+    ];
+    prop_oneof![
+        1 => (0u8..3).prop_map(Event::System),
+        4 => (1u16..300).prop_map(Event::User),
+        3 => (0u16..300).prop_map(Event::AssistantText),
+        4 => (1u8..4, any::<bool>()).prop_map(|(n, file)| Event::Calls(n, file)),
+        5 => (any::<u8>(), any::<bool>(), output).prop_map(|(mask, rev, out)| Event::Answer(mask, rev, out)),
+        1 => Just(Event::Orphan),
+        1 => Just(Event::Reuse),
+    ]
+}
+
+fn words(n: u16, seed: usize) -> String {
+    let vocab = ["alpha", "beta", "gamma", "flight", "booking", "error", "ok", "/src/app.py", "done", "TODO: check"];
+    (0..n as usize).map(|i| vocab[(i * 7 + seed) % vocab.len()]).collect::<Vec<_>>().join(" ")
+}
+
+fn output_text(output: &Output, seed: usize) -> String {
+    match output {
+        Output::Short => format!("result {seed}"),
+        Output::LongText(n) => "x".repeat(*n as usize * 3) + &words(20, seed),
+        Output::LongJson(n) => {
+            let items: Vec<Value> = (0..*n).map(|i| json!({"id": i, "name": format!("item {i}"), "detail": words(12, seed + i as usize)})).collect();
+            json!({"success": true, "total": n, "items": items}).to_string()
+        }
+        Output::FileRead => "def main():\n    pass\n\nclass App:\n    pass\n".repeat(40),
+    }
+}
+
+/// Turns events into messages in `format` (parsed, not appended: orphans must get through).
+fn history(events: &[Event], format: Format) -> Vec<Message> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut open: Vec<(String, bool)> = Vec::new();
+    let mut answered: Vec<String> = Vec::new();
+    let mut next = 0usize;
+    for (k, event) in events.iter().enumerate() {
+        match event {
+            Event::System(v) => out.push(json!({"role": "system", "content": format!("System rule {v}.")})),
+            Event::User(n) => out.push(json!({"role": "user", "content": words(*n, k)})),
+            Event::AssistantText(n) => out.push(json!({"role": "assistant", "content": words(*n, k)})),
+            Event::Calls(n, file) if *n > 0 => {
+                let mut calls = Vec::new();
+                for _ in 0..*n {
+                    next += 1;
+                    let id = format!("call_{next}");
+                    let name = if *file { "read_file" } else { "search" };
+                    calls.push((id.clone(), name));
+                    open.push((id, *file));
+                }
+                out.push(match format {
+                    Format::OpenAi => json!({"role": "assistant", "content": null, "tool_calls": calls.iter().map(|(id, name)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": json!({"path": "src/main.py"}).to_string()}})).collect::<Vec<_>>()}),
+                    Format::Anthropic => json!({"role": "assistant", "content": calls.iter().map(|(id, name)| json!({"type": "tool_use", "id": id, "name": name, "input": {"path": "src/main.py"}})).collect::<Vec<_>>()}),
+                });
+            }
+            Event::Calls(..) => {}
+            Event::Answer(mask, reverse, output) => {
+                let mut chosen: Vec<(String, bool)> = Vec::new();
+                let mut keep = Vec::new();
+                for (i, call) in open.drain(..).enumerate() {
+                    if mask & (1 << (i % 8)) != 0 {
+                        chosen.push(call);
+                    } else {
+                        keep.push(call);
+                    }
+                }
+                open = keep;
+                if *reverse {
+                    chosen.reverse();
+                }
+                if chosen.is_empty() {
+                    continue;
+                }
+                let text = |i: usize, file: bool| if file { output_text(&Output::FileRead, k + i) } else { output_text(output, k + i) };
+                match format {
+                    Format::OpenAi => {
+                        for (i, (id, file)) in chosen.iter().enumerate() {
+                            out.push(json!({"role": "tool", "tool_call_id": id, "content": text(i, *file)}));
+                        }
+                    }
+                    Format::Anthropic => {
+                        let mut blocks: Vec<Value> = chosen.iter().enumerate().map(|(i, (id, file))| json!({"type": "tool_result", "tool_use_id": id, "content": text(i, *file)})).collect();
+                        if reverse & (chosen.len() > 1) {
+                            blocks.push(json!({"type": "text", "text": "and also this"}));
+                        }
+                        out.push(json!({"role": "user", "content": blocks}));
+                    }
+                }
+                answered.extend(chosen.into_iter().map(|(id, _)| id));
+            }
+            Event::Orphan => {
+                let id = format!("orphan_{k}");
+                out.push(match format {
+                    Format::OpenAi => json!({"role": "tool", "tool_call_id": id, "content": "lost"}),
+                    Format::Anthropic => json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "lost"}]}),
+                });
+            }
+            Event::Reuse => {
+                if let Some(id) = answered.pop() {
+                    open.push((id.clone(), false));
+                    out.push(match format {
+                        Format::OpenAi => json!({"role": "assistant", "content": "again", "tool_calls": [{"id": id, "type": "function", "function": {"name": "search", "arguments": "{}"}}]}),
+                        Format::Anthropic => json!({"role": "assistant", "content": [{"type": "text", "text": "again"}, {"type": "tool_use", "id": id, "name": "search", "input": {}}]}),
+                    });
+                }
+            }
+        }
+    }
+    message::parse(Value::Array(out), format).expect("generated messages parse")
+}
+
+#[derive(Clone, Debug)]
+struct Knobs {
+    window: Option<u32>,
+    max_messages: Option<usize>,
+    thin: bool,
+    steps: usize,
+    summary: u8,
+    trigger: u32,
+}
+
+fn knobs() -> impl Strategy<Value = Knobs> {
+    (
+        prop_oneof![1 => Just(None), 3 => (200u32..20_000).prop_map(Some)],
+        prop_oneof![3 => Just(None), 1 => (10usize..=100).prop_map(Some)],
+        any::<bool>(),
+        1usize..6,
+        0u8..3,
+        100u32..5000,
+    )
+        .prop_map(|(window, max_messages, thin, steps, summary, trigger)| Knobs { window, max_messages, thin, steps, summary, trigger })
+}
+
+fn options(knobs: &Knobs, format: Format) -> BuildOptions {
+    BuildOptions {
+        format,
+        max_messages: knobs.max_messages,
+        budget: knobs.window.map(|w| BudgetOptions { context_window: w, ..BudgetOptions::default() }),
+        keep_recent_steps: knobs.steps,
+        thin: knobs.thin,
+        summary: match knobs.summary {
+            0 => None,
+            n => Some(SummaryOptions {
+                summariser: if n == 1 { Summariser::Extractive } else { Summariser::External },
+                trigger_tokens: knobs.trigger,
+                target_tokens: knobs.trigger / 2,
+                min_messages: 8,
+                min_new_messages: 4,
+                ..SummaryOptions::default()
+            }),
+        },
+        ..BuildOptions::default()
+    }
+}
+
+const ENCODING: Encoding = Encoding::Estimate;
+
+fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
+    let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
+    let items: Vec<Item> = messages
+        .iter()
+        .zip(&ids)
+        .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
+        .collect();
+    let snapshot = messages.to_vec();
+    let mut cache = ReduceCache::new();
+    let result = compact::build(&items, ENCODING, options, state, &mut cache);
+    prop_assert_eq!(&snapshot, &messages.to_vec(), "the input is never mutated");
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            // Only when nothing fits: the system prompt alone is over the budget.
+            prop_assert_eq!(error.kind, ErrorKind::InvalidArgument, "{}", error);
+            prop_assert!(error.message.contains("too small for the system prompt alone"), "{}", error);
+            return Ok(None);
+        }
+    };
+    let context = &outcome.context;
+    let request = context.to_request().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(validate(&request, options.format), Ok(()));
+    if let Some(budget) = &context.receipt.budget {
+        prop_assert!(context.tokens.total <= budget.max_tokens, "{} > {}", context.tokens.total, budget.max_tokens);
+    }
+    // Counted exactly: the parts add up to a recount of the messages built.
+    let recount: usize = context.messages().map(|m| tokens::count_message(ENCODING, m).total as usize).sum::<usize>() + REPLY_PRIMING;
+    prop_assert_eq!(recount, context.tokens.total);
+    prop_assert_eq!(context.receipt.entries.len(), messages.len());
+    // Deterministic, with a warm cache and with a cold one.
+    let warm = compact::build(&items, ENCODING, options, state, &mut cache).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&warm, &outcome);
+    let cold = compact::build(&items, ENCODING, options, state, &mut ReduceCache::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&cold, &outcome);
+    // A cache warmed on a prefix (the history before its last appends) gives the same result:
+    // the incremental structure equals a fresh analysis.
+    for cut in [items.len().saturating_sub(1), items.len().saturating_sub(3), items.len() / 2] {
+        let mut grown = ReduceCache::new();
+        let _ = compact::build(&items[..cut], ENCODING, options, state, &mut grown);
+        let after = compact::build(&items, ENCODING, options, state, &mut grown).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&after, &outcome, "cache warmed on {} of {} messages", cut, items.len());
+    }
+    if let Some(request) = &outcome.summary_request {
+        prop_assert_eq!(validate(&request.messages, options.format), Ok(()));
+    }
+    Ok(Some(outcome))
+}
+
+proptest! {
+    // 10,000 cases by default; PROPTEST_CASES overrides (e.g. for a quick local run).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000),
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_build_is_valid_within_budget_and_deterministic(
+        events in prop::collection::vec(event(), 0..50),
+        knobs in knobs(),
+        source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
+    ) {
+        let messages = history(&events, source);
+        for format in [Format::OpenAi, Format::Anthropic] {
+            let options = options(&knobs, format);
+            let state = SummaryState::default();
+            let Some(outcome) = check(&messages, &options, &state)? else { continue };
+            // An external summary comes back: the next build uses it and stays valid.
+            if let Some(request) = outcome.summary_request {
+                let text = "{\"done\": [\"earlier work\"]}";
+                let tokens = summary::validate_summary(text, ENCODING, request.max_tokens, &[]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let record = summary::record(&request.pending(), text.to_string(), tokens, "t".into(), SummarySource::External);
+                let state = SummaryState { current: Some(record), in_progress: None, generation: 1 };
+                check(&messages, &options, &state)?;
+            }
+        }
+    }
+}
