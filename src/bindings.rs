@@ -9,6 +9,8 @@ use js_sys::{Function, Object, Reflect, JSON};
 use serde_json::{json, Map, Value};
 use wasm_bindgen::prelude::*;
 
+use crate::compact::profile::{self, Profile};
+use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::error::{Error, Result};
 use crate::history::ConversationHistory as CoreHistory;
 use crate::message::{self, Format};
@@ -54,7 +56,69 @@ export interface TokenReport {
   byRole: Partial<Record<"system" | "developer" | "user" | "assistant" | "tool", number>>;
   byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>;
 }
-export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Internal";
+export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal";
+
+export interface BudgetOptions { contextWindow: number; targetRatio?: number; summaryRatio?: number; recentRatio?: number; minMessages?: number }
+export interface CompressOptions { maxTokens?: number; arrayKeep?: number; stringMaxChars?: number; maxDepth?: number; textMode?: "headTail" | "truncate"; textMaxChars?: number; textHead?: number; textTail?: number }
+export interface SummaryOptions {
+  summariser?: "extractive" | "external";
+  triggerTokens?: number; targetTokens?: number; minMessages?: number; minNewMessages?: number; newTokenRatio?: number;
+  maxTokens?: number; prompt?: string; requiredKeys?: string[]; placement?: "auto" | "system" | "exchange";
+}
+export interface Profile {
+  name: string; contextWindow: number; triggerFraction: number; targetFraction?: number;
+  keepRecentSteps: number; encoding: EncodingName; format?: Format;
+}
+/** Options of `history.build`: a built-in profile's name (or a profile) and/or explicit settings, which win. */
+export interface BuildOptions {
+  profile?: string | Profile;
+  format?: Format;
+  maxMessages?: number;
+  budget?: BudgetOptions | null;
+  keepRecentSteps?: number;
+  dedupeSystem?: boolean;
+  compress?: CompressOptions | null;
+  digest?: { tools?: string[] } | null;
+  thin?: boolean;
+  summary?: SummaryOptions | null;
+  now?: string;
+}
+export type Action = "kept" | "compressed" | "digested" | "thinned" | "summarised" | "dropped";
+export interface TokensByPart { system: number; summary: number; recent: number; total: number }
+export interface Receipt {
+  tokensBefore: number; tokensAfter: number; messagesBefore: number; messagesAfter: number;
+  byPart: TokensByPart;
+  budget: { maxTokens: number; systemTokens: number; summaryBudget: number; recentBudget: number } | null;
+  withinBudget: boolean;
+  entries: Array<{ id: string; action: Action; reason?: "repair" | "thinning" | "window" | "budget"; tokensBefore: number; tokensAfter: number }>;
+  repairs: Array<{ id: string; kind: string; callId?: string }>;
+  summary: { requestId: string; summarisedUntil: string; tokens: number; fresh: boolean } | null;
+  placeholder: boolean;
+  notes: string[];
+}
+export interface SummaryRequest {
+  id: string; from: string; until: string; messageIds: string[];
+  /** Ready to send, in the build's format, the compact prompt last. */
+  messages: OpenAIMessage[] | AnthropicRequest;
+  prompt: string; previousSummary: string | null; maxTokens: number; requiredKeys: string[];
+  originalTokens: number; messageCount: number;
+}
+export interface SummaryRecord {
+  requestId: string; summarisedUntil: string; untilIndex: number; text: string; tokens: number;
+  originalTokens: number; compressionRate: number; messageCount: number; createdAt: string; source: "extractive" | "external";
+}
+export interface SummaryState { current: SummaryRecord | null; inProgress: object | null; generation: number }
+export interface BuildResult {
+  /** What to send: validated against the provider's rules. */
+  messages: OpenAIMessage[] | AnthropicRequest;
+  layout: Array<{ sources: string[]; section: "system" | "summary" | "recent"; action: Action }>;
+  tokens: TokensByPart;
+  receipt: Receipt;
+  /** Compaction is due: summarise these messages and hand the text to `completeSummary`. */
+  summaryRequest: SummaryRequest | null;
+  newSummary: SummaryRecord | null;
+}
+export interface Violation { index: number | null; rule: string; message: string }
 "#;
 
 type JsResult<T> = std::result::Result<T, JsValue>;
@@ -415,7 +479,120 @@ impl ConversationHistory {
     }
 }
 
+#[wasm_bindgen]
 impl ConversationHistory {
+    /// The context for the next call: `[system] + [summary] + [recent]`, reduced and checked
+    /// against the provider's rules, with a receipt of what happened to every stored message.
+    /// The stored history never changes.
+    #[wasm_bindgen(unchecked_return_type = "BuildResult")]
+    pub fn build(&mut self, #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions")] options: JsValue) -> JsResult<JsValue> {
+        throw(self.build_inner(&options))
+    }
+
+    /// Marks the compaction the last build asked for as under way; a second one is a `ConflictError`.
+    #[wasm_bindgen(js_name = beginSummary)]
+    pub fn begin_summary(&mut self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
+        let id = throw(string_arg(&request_id, "the request id"))?;
+        throw(self.core.begin_summary(&id))
+    }
+
+    /// Hands back the summary text; checked (not empty, within budget, required keys) before it is stored.
+    #[wasm_bindgen(js_name = completeSummary, unchecked_return_type = "SummaryRecord")]
+    pub fn complete_summary(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] created_at: JsValue,
+    ) -> JsResult<JsValue> {
+        throw((|| {
+            let id = string_arg(&request_id, "the request id")?;
+            let text = string_arg(&text, "the summary")?;
+            let created_at = if created_at.is_undefined() || created_at.is_null() {
+                None
+            } else {
+                Some(string_arg(&created_at, "createdAt")?)
+            };
+            let record = self.core.complete_summary(&id, &text, created_at)?;
+            to_js(&to_value(&record)?)
+        })())
+    }
+
+    /// Abandons the compaction under way (the summariser failed); the next build asks again.
+    #[wasm_bindgen(js_name = cancelSummary)]
+    pub fn cancel_summary(&mut self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
+        let id = throw(string_arg(&request_id, "the request id"))?;
+        throw(self.core.cancel_summary(&id))
+    }
+
+    /// The summary in force and any compaction under way, for storage.
+    #[wasm_bindgen(js_name = summaryState, unchecked_return_type = "SummaryState")]
+    pub fn summary_state(&self) -> JsResult<JsValue> {
+        throw(to_value(self.core.summary_state()).and_then(|v| to_js(&v)))
+    }
+
+    #[wasm_bindgen(js_name = setSummaryState)]
+    pub fn set_summary_state(&mut self, #[wasm_bindgen(unchecked_param_type = "SummaryState")] state: JsValue) -> JsResult<()> {
+        throw((|| {
+            let state = serde_json::from_value(from_js(&state, "the summary state")?)
+                .map_err(|e| Error::invalid_argument(format!("invalid summary state: {e}")))?;
+            self.core.set_summary_state(state)
+        })())
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value> {
+    serde_json::to_value(value).map_err(|e| Error::internal(format!("serialising a result: {e}")))
+}
+
+impl ConversationHistory {
+    fn build_options(&self, options: &JsValue) -> Result<BuildOptions> {
+        let Options { mut map, .. } = Options::read(options, "build options")?;
+        let mut value = match map.remove("profile") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(profile) => {
+                let profile = match profile {
+                    Value::String(name) => profile::resolve(&name)?,
+                    other => Profile::from_value(other)?,
+                };
+                let encoding = profile.encoding()?;
+                if encoding != self.core.encoding() {
+                    return Err(Error::invalid_argument(format!(
+                        "profile {:?} counts with {} but this history counts with {}",
+                        profile.name,
+                        encoding.as_str(),
+                        self.core.encoding().as_str()
+                    )));
+                }
+                to_value(&profile.to_options()?)?
+            }
+        };
+        if let Value::Object(base) = &mut value {
+            if !base.contains_key("format") && !map.contains_key("format") {
+                base.insert("format".into(), Value::from(self.format.as_str()));
+            }
+            base.extend(map);
+        }
+        BuildOptions::from_value(value)
+    }
+
+    fn build_inner(&mut self, options: &JsValue) -> Result<JsValue> {
+        let options = self.build_options(options)?;
+        let BuildOutcome { context, summary_request, new_summary } = self.core.build(&options)?;
+        let layout: Vec<Value> = context
+            .messages
+            .iter()
+            .map(|m| json!({"sources": m.sources, "section": m.section, "action": m.action}))
+            .collect();
+        to_js(&json!({
+            "messages": context.to_request()?,
+            "layout": layout,
+            "tokens": to_value(&context.tokens)?,
+            "receipt": to_value(&context.receipt)?,
+            "summaryRequest": to_value(&summary_request)?,
+            "newSummary": to_value(&new_summary)?,
+        }))
+    }
+
     fn from_options(options: &JsValue) -> Result<ConversationHistory> {
         let mut options = Options::read(options, "options")?;
         let encoding = match options.take_str("encoding")? {
@@ -429,6 +606,32 @@ impl ConversationHistory {
         options.finish()?;
         Ok(ConversationHistory { core: CoreHistory::new(encoding), format })
     }
+}
+
+/// Every rule of the provider's API that a message list breaks (empty when it is valid).
+#[wasm_bindgen(js_name = validateMessages, unchecked_return_type = "Violation[]")]
+pub fn validate_messages(
+    #[wasm_bindgen(unchecked_param_type = "OpenAIMessage[] | AnthropicRequest")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] format: JsValue,
+) -> JsResult<JsValue> {
+    throw((|| {
+        let format = Format::parse(&string_arg(&format, "the format")?)?;
+        let value = from_js(&messages, "messages")?;
+        let violations = provider_request::validate(&value, format).err().unwrap_or_default();
+        to_js(&to_value(&violations)?)
+    })())
+}
+
+/// The built-in profiles' names (models, and seed 004's `init` and `execute` agents).
+#[wasm_bindgen(js_name = profileNames)]
+pub fn profile_names() -> Vec<String> {
+    profile::builtin_names().into_iter().map(str::to_string).collect()
+}
+
+/// The profile for a model: its exact name or the longest built-in prefix.
+#[wasm_bindgen(js_name = resolveProfile, unchecked_return_type = "Profile")]
+pub fn resolve_profile(#[wasm_bindgen(unchecked_param_type = "string")] model: JsValue) -> JsResult<JsValue> {
+    throw((|| to_js(&to_value(&profile::resolve(&string_arg(&model, "the model")?)?)?))())
 }
 
 /// Installs an encoding's rank table (the `.cctab` files shipped with the package) in the lite
