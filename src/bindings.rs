@@ -248,6 +248,11 @@ fn replace_lone_surrogates(json: &str) -> Option<String> {
 }
 
 fn to_js(value: &Value) -> Result<JsValue> {
+    serialized_to_js(value)
+}
+
+/// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
+fn serialized_to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
     let text = serde_json::to_string(value).map_err(|e| Error::internal(format!("serialising a result: {e}")))?;
     JSON::parse(&text).map_err(|_| Error::internal("the engine could not parse a result the library serialised"))
 }
@@ -578,19 +583,35 @@ impl ConversationHistory {
     fn build_inner(&mut self, options: &JsValue) -> Result<JsValue> {
         let options = self.build_options(options)?;
         let BuildOutcome { context, summary_request, new_summary } = self.core.build(&options)?;
-        let layout: Vec<Value> = context
-            .messages
-            .iter()
-            .map(|m| json!({"sources": m.sources, "section": m.section, "action": m.action}))
-            .collect();
-        to_js(&json!({
-            "messages": context.to_request()?,
-            "layout": layout,
-            "tokens": to_value(&context.tokens)?,
-            "receipt": to_value(&context.receipt)?,
-            "summaryRequest": to_value(&summary_request)?,
-            "newSummary": to_value(&new_summary)?,
-        }))
+        #[derive(serde::Serialize)]
+        struct Layout<'a> {
+            sources: &'a [String],
+            section: crate::compact::Section,
+            action: crate::compact::Action,
+        }
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct BuildResult<'a> {
+            messages: Value,
+            layout: Vec<Layout<'a>>,
+            tokens: &'a crate::compact::TokensByPart,
+            receipt: &'a crate::compact::Receipt,
+            summary_request: &'a Option<crate::compact::summary::SummaryRequest>,
+            new_summary: &'a Option<crate::compact::summary::SummaryRecord>,
+        }
+        let result = BuildResult {
+            messages: context.to_request()?,
+            layout: context
+                .messages
+                .iter()
+                .map(|m| Layout { sources: &m.sources, section: m.section, action: m.action })
+                .collect(),
+            tokens: &context.tokens,
+            receipt: &context.receipt,
+            summary_request: &summary_request,
+            new_summary: &new_summary,
+        };
+        serialized_to_js(&result)
     }
 
     fn from_options(options: &JsValue) -> Result<ConversationHistory> {
