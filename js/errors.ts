@@ -1,0 +1,77 @@
+/**
+ * Errors thrown by context-compactor. The Rust side reports failures through the
+ * factory installed by `installErrorFactory`, so every error the package throws is an
+ * instance of `ContextCompactorError` (and of one of its subclasses below).
+ */
+
+/** The `kind` strings the wasm module passes to the error factory (`ErrorKind` in its types). */
+export type ErrorCode = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Internal";
+
+/** Where in the input the problem is, when the Rust side knows it. */
+export interface ErrorDetails {
+  /** Index of the offending message in the list passed in. */
+  index?: number;
+  /** JSON path of the offending value, e.g. `messages[3].tool_call_id`. */
+  path?: string;
+}
+
+/** Base class of every error thrown by context-compactor. */
+export class ContextCompactorError extends Error {
+  readonly code: ErrorCode;
+  readonly index?: number;
+  readonly path?: string;
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    if (typeof details.index === "number") this.index = details.index;
+    if (typeof details.path === "string") this.path = details.path;
+  }
+}
+
+/** A message (or message list) is malformed: not an array, unknown role, missing tool id, wrong types... */
+export class InvalidMessageError extends ContextCompactorError {
+  constructor(message: string, details?: ErrorDetails) {
+    super("InvalidMessage", message, details);
+  }
+}
+
+/** An argument other than a message is invalid: unknown encoding or format, bad options... */
+export class InvalidArgumentError extends ContextCompactorError {
+  constructor(message: string, details?: ErrorDetails) {
+    super("InvalidArgument", message, details);
+  }
+}
+
+/** A lookup (e.g. a message id) found nothing. */
+export class NotFoundError extends ContextCompactorError {
+  constructor(message: string, details?: ErrorDetails) {
+    super("NotFound", message, details);
+  }
+}
+
+/** A bug inside context-compactor: please report it. */
+export class InternalError extends ContextCompactorError {
+  constructor(message: string, details?: ErrorDetails) {
+    super("Internal", message, details);
+  }
+}
+
+const classes: Record<ErrorCode, new (message: string, details?: ErrorDetails) => ContextCompactorError> = {
+  InvalidMessage: InvalidMessageError,
+  InvalidArgument: InvalidArgumentError,
+  NotFound: NotFoundError,
+  Internal: InternalError,
+};
+
+/**
+ * The factory handed to the wasm module's `setErrorFactory`: turns `(kind, message, details)`
+ * into the matching subclass. An unknown kind is itself a bug, hence an `InternalError`.
+ */
+export function makeError(kind: string, message: string, details?: ErrorDetails | null): Error {
+  const d: ErrorDetails = details && typeof details === "object" ? details : {};
+  const cls = Object.prototype.hasOwnProperty.call(classes, kind) ? classes[kind as ErrorCode] : undefined;
+  if (cls) return new cls(String(message), d);
+  return new InternalError(`unknown error kind ${JSON.stringify(kind)}: ${String(message)}`, d);
+}

@@ -1,0 +1,150 @@
+// The browser page's script: imports the package by its bare name (resolved by the page's import
+// map), checks counts, histories and errors against the shared fixtures, and renders everything.
+// Results are also left in window.__results for the test driver.
+import {
+  Tokenizer,
+  ConversationHistory,
+  convertMessages,
+  ContextCompactorError,
+  InvalidMessageError,
+} from "context-compactor";
+
+const params = new URLSearchParams(location.search);
+const FIXTURES = params.get("fixtures") ?? "/fixtures/";
+const checks = [];
+const out = document.getElementById("out");
+
+const el = (tag, attrs = {}, ...children) => {
+  const node = Object.assign(document.createElement(tag), attrs);
+  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
+  return node;
+};
+const section = (title) => out.appendChild(el("section", {}, el("h2", {}, title)));
+const table = (parent, head, rows) => {
+  const t = el("table");
+  if (head) t.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
+  for (const row of rows) t.append(el("tr", {}, ...row.map((c) => (c instanceof Node ? el("td", {}, c) : el("td", { className: typeof c === "number" ? "num" : "" }, c)))));
+  parent.append(t);
+};
+const mark = (ok) => el("span", { className: ok ? "ok" : "bad" }, ok ? "✓" : "✗");
+function check(name, ok, detail = "") {
+  checks.push({ name, ok: Boolean(ok), detail: String(detail) });
+  return mark(ok);
+}
+/** JSON with sorted keys: equality of JSON values regardless of key order. */
+const canon = (v) => JSON.stringify(v, (k, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.keys(x).sort().map((key) => [key, x[key]])) : x));
+const fetchText = async (path) => {
+  const res = await fetch(FIXTURES + path);
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return res.text();
+};
+
+async function main() {
+  const t0 = performance.now();
+  const o200k = new Tokenizer("o200k_base");
+  const cl100k = new Tokenizer("cl100k_base");
+  const toks = { o200k_base: o200k, cl100k_base: cl100k };
+  o200k.count("warm up");
+  const firstCountMs = performance.now() - t0;
+
+  // 1. Token vectors
+  const cookbook = JSON.parse(await fetchText("tokens/openai-cookbook-chat-token-counts.json"));
+  const plans = await fetchText("tokens/gpt-tokenizer-TestPlans.txt");
+  const vectors = [...plans.matchAll(/^EncodingName: (\S+)\nSample: ([\s\S]*?)\nEncoded: \[([^\]]*)\]$/gm)]
+    .filter((m) => toks[m[1]])
+    .map((m) => ({ encoding: m[1], text: m[2], ids: m[3].trim() ? m[3].split(",").map(Number) : [] }));
+  const s1 = section("Token counts: cookbook vectors, then every TestPlans.txt vector");
+  const rows = [];
+  for (const v of cookbook.encoding_vectors.filter((v) => toks[v.encoding])) {
+    const got = [...toks[v.encoding].encode(v.text)];
+    rows.push([v.encoding, v.text, v.ids.length, got.length, el("code", {}, got.join(" ")), check(`cookbook ${v.encoding} ${v.text}`, canon(got) === canon(v.ids), got)]);
+  }
+  let same = 0;
+  for (const v of vectors) if (canon([...toks[v.encoding].encode(v.text)]) === canon(v.ids) && toks[v.encoding].count(v.text) === v.ids.length) same++;
+  rows.push(["both", `TestPlans.txt: ${vectors.length} vectors`, vectors.length, same, "ids identical", check("TestPlans vectors", same === vectors.length && vectors.length === 121, `${same}/${vectors.length}`)]);
+  table(s1, ["encoding", "text", "expected", "got", "ids", ""], rows);
+
+  // 2. Chat counts (OpenAI's rules)
+  const s2 = section("Chat prompt tokens (cookbook example)");
+  const chatRows = [];
+  for (const [enc, model, tools, expected] of [
+    ["o200k_base", "gpt-4o", false, 124], ["cl100k_base", "gpt-4", false, 129],
+    ["o200k_base", "gpt-4o", true, 101], ["cl100k_base", "gpt-4", true, 105],
+  ]) {
+    const count = tools
+      ? toks[enc].countMessages(cookbook.tools_example.messages, { tools: cookbook.tools_example.tools })
+      : toks[enc].countMessages(cookbook.chat_example_messages);
+    chatRows.push([model, enc, tools ? "1 tool" : "none", expected, count.total, check(`chat ${model} tools=${tools}`, count.total === expected, count.total)]);
+  }
+  table(s2, ["model", "encoding", "tools", "expected", "counted", ""], chatRows);
+
+  // 3. A real conversation in a ConversationHistory
+  const runs = JSON.parse(await fetchText("openai/tau-bench-gpt-4o-airline.json"));
+  const runIndex = Number(params.get("run") ?? 0);
+  const traj = runs[runIndex].traj;
+  const s3 = section(`tau-bench run ${runIndex} (${traj.length} OpenAI messages) in a ConversationHistory`);
+  const history = new ConversationHistory({ encoding: "o200k_base" });
+  const t1 = performance.now();
+  const ids = history.appendMany(traj);
+  const count = history.tokenCount();
+  const report = history.tokenReport();
+  const ms = performance.now() - t1;
+  const lossless = canon(history.messages()) === canon(traj);
+  const anthropic = history.messages("anthropic");
+  const back = convertMessages(anthropic, "anthropic", "openai");
+  table(s3, null, [
+    ["messages / ids", `${history.length} / ${ids[0]}…${ids.at(-1)}`],
+    ["prompt tokens (o200k_base)", count.total],
+    ["same as Tokenizer.countMessages", check("history count = countMessages", count.total === o200k.countMessages(traj).total, count.total)],
+    ["read back as OpenAI: identical JSON", check("lossless openai", lossless)],
+    ["as Anthropic: messages", `${anthropic.messages.length} (system: ${typeof anthropic.system})`],
+    ["openai → anthropic → openai keeps tool ids", check("tool ids after conversion", canon(back.map((m) => m.tool_call_id ?? m.tool_calls?.map((c) => c.id) ?? null)) === canon(traj.map((m) => m.tool_call_id ?? m.tool_calls?.map((c) => c.id) ?? null)))],
+    ["append + count + report", `${ms.toFixed(1)} ms`],
+  ]);
+  table(s3, ["role", "tokens"], Object.entries(report.byRole).map(([k, v]) => [k, v]));
+  table(s3, ["part", "tokens"], Object.entries(report.byPart).map(([k, v]) => [k, v]));
+  check("report adds up", Object.values(report.byPart).reduce((a, b) => a + b, 0) + report.replyPriming === report.total);
+
+  const log = (await fetchText("anthropic/claude-code-tool-heavy.jsonl")).split("\n").filter(Boolean).map((l) => JSON.parse(l))
+    .filter((r) => r.type === "user" || r.type === "assistant").map((r) => r.message);
+  const claude = new ConversationHistory({ format: "anthropic" });
+  claude.appendMany(log);
+  const claudeReport = claude.tokenReport();
+  const s4 = section(`Claude Code log (${log.length} Anthropic messages)`);
+  table(s4, null, [
+    ["read back as Anthropic: identical JSON", check("lossless anthropic", canon(claude.messages().messages) === canon(log))],
+    ["prompt tokens (o200k_base)", claudeReport.total],
+    ["by part", Object.entries(claudeReport.byPart).map(([k, v]) => `${k} ${v}`).join(", ")],
+  ]);
+
+  // 4. Errors are typed
+  const s5 = section("Errors");
+  let error;
+  try {
+    o200k.countMessages([{ role: "user", content: "hi" }, { role: "tool", content: "no id" }]);
+  } catch (e) {
+    error = e;
+  }
+  table(s5, ["thrown", "instanceof", "index", "message", ""], [[
+    error?.name, `${error instanceof InvalidMessageError} / ${error instanceof ContextCompactorError}`, error?.index, error?.message,
+    check("typed error", error instanceof InvalidMessageError && error.index === 1 && /message 1/.test(error.message), error?.message),
+  ]]);
+
+  return { firstCountMs, count: count.total, historyLength: history.length };
+}
+
+const status = document.getElementById("status");
+main()
+  .then((summary) => {
+    const failed = checks.filter((c) => !c.ok);
+    status.dataset.status = failed.length ? "fail" : "pass";
+    status.textContent = failed.length
+      ? `FAIL: ${failed.map((c) => c.name).join(", ")}`
+      : `PASS: ${checks.length} checks (wasm ready to first o200k count: ${summary.firstCountMs.toFixed(0)} ms)`;
+    window.__results = { checks, summary };
+  })
+  .catch((error) => {
+    status.dataset.status = "fail";
+    status.textContent = `FAIL: ${error?.name}: ${error?.message}`;
+    window.__results = { checks, error: { name: error?.name, message: error?.message, isPackageError: error instanceof ContextCompactorError } };
+  });

@@ -1,0 +1,56 @@
+// Loads the shared, read-only fixtures (../shared/fixtures relative to the repo root).
+import { readFileSync } from "node:fs";
+
+export const FIXTURES = new URL("../../../shared/fixtures/", import.meta.url);
+const read = (path) => readFileSync(new URL(path, FIXTURES), "utf8");
+
+/** gpt-tokenizer's TestPlans.txt: `EncodingName:` / `Sample:` (may span lines) / `Encoded: [...]`. */
+export function tokenVectors(encodings = ["cl100k_base", "o200k_base"]) {
+  const text = read("tokens/gpt-tokenizer-TestPlans.txt");
+  const vectors = [];
+  const re = /^EncodingName: (\S+)\nSample: ([\s\S]*?)\nEncoded: \[([^\]]*)\]$/gm;
+  for (const m of text.matchAll(re)) {
+    const ids = m[3].trim() === "" ? [] : m[3].split(",").map((s) => Number(s.trim()));
+    if (encodings.includes(m[1])) vectors.push({ encoding: m[1], sample: m[2], ids });
+  }
+  return vectors;
+}
+
+export const cookbook = () => JSON.parse(read("tokens/openai-cookbook-chat-token-counts.json"));
+
+/** The 200 tau-bench runs: `[{ task_id, traj: [OpenAI messages] }]`. */
+export const tauBench = () => JSON.parse(read("openai/tau-bench-gpt-4o-airline.json"));
+
+/** The SWE-agent history, its tool messages' `tool_call_ids: [x]` mapped to `tool_call_id: x`. */
+export function sweAgent() {
+  const traj = JSON.parse(read("openai/swe-agent-marshmallow-1867.traj"));
+  return traj.history.map((message) => {
+    if (!Array.isArray(message.tool_call_ids)) return message;
+    const { tool_call_ids, ...rest } = message;
+    if (tool_call_ids.length !== 1) throw new Error(`expected one tool_call_id, got ${tool_call_ids.length}`);
+    return { ...rest, tool_call_id: tool_call_ids[0] };
+  });
+}
+
+export const CLAUDE_CODE_LOGS = ["claude-code-short.jsonl", "claude-code-tool-heavy.jsonl"];
+
+/** The `.message` of the `user`/`assistant` records of a Claude Code log: Anthropic messages. */
+export function claudeCode(name) {
+  return read(`anthropic/${name}`)
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line))
+    .filter((record) => record.type === "user" || record.type === "assistant")
+    .map((record) => record.message);
+}
+
+/** The texts a tokenizer sees in an OpenAI message list: content strings/parts and tool-call arguments. */
+export function messageTexts(messages) {
+  const texts = [];
+  for (const m of messages) {
+    if (typeof m.content === "string") texts.push(m.content);
+    else if (Array.isArray(m.content)) for (const p of m.content) if (typeof p.text === "string") texts.push(p.text);
+    for (const call of m.tool_calls ?? []) texts.push(call.function.arguments);
+  }
+  return texts;
+}

@@ -1,0 +1,155 @@
+// Packaging: `npm pack` the repo, install the tarball into a temporary project with no other
+// dependencies, then import "context-compactor" from a Node ESM script, type-check a TypeScript
+// consumer against the shipped declarations, and import it from a page on localhost in headless
+// Chromium whose import map is resolved from the installed package's own `exports`.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync, existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { serve, withPage, browserEntry } from "../browser/harness.mjs";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SHOTS = fileURLToPath(new URL("../browser/screenshots/", import.meta.url));
+const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
+const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+let work, project, packed;
+
+before(() => {
+  work = mkdtempSync(join(tmpdir(), "cc-pack-"));
+  project = join(work, "consumer");
+  mkdirSync(project);
+  [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", work], ROOT));
+  console.log(`# packed ${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1e6).toFixed(2)} MB (unpacked ${(packed.unpackedSize / 1e6).toFixed(2)} MB)`);
+  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "cc-consumer", private: true, type: "module" }, null, 2));
+  run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(work, packed.filename)], project);
+});
+
+after(() => rmSync(work, { recursive: true, force: true }));
+
+test("the tarball holds the package and nothing else", () => {
+  const files = packed.files.map((f) => f.path).sort();
+  console.log(`# files: ${files.join(" ")}`);
+  for (const f of ["package.json", "dist/node.js", "dist/browser.js", "dist/index.d.ts", "dist/errors.js",
+    "pkg/context_compactor.js", "pkg/context_compactor.d.ts", "pkg/context_compactor_bg.wasm"]) {
+    assert.ok(files.includes(f), `${f} is packed`);
+  }
+  for (const f of files) assert.match(f, /^(package\.json|README\.md|LICENSE.*|dist\/[\w.]+\.(js|d\.ts)|pkg\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts))$/, `${f} is expected`);
+  const installed = join(project, "node_modules/context-compactor");
+  assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
+  assert.ok(!existsSync(join(installed, "node_modules")), "no dependencies");
+});
+
+test("Node ESM: import { Tokenizer } from \"context-compactor\" in the consumer project", () => {
+  writeFileSync(join(project, "check.mjs"), `
+import { Tokenizer, ConversationHistory, InvalidMessageError, ContextCompactorError } from "context-compactor";
+const tok = new Tokenizer("o200k_base");
+const history = new ConversationHistory();
+history.append({ role: "user", content: "tiktoken is great!" });
+let error;
+try { tok.countMessages([{ role: "tool", content: "x" }]); } catch (e) { error = e; }
+console.log(JSON.stringify({
+  ids: [...tok.encode("tiktoken is great!")],
+  chat: history.tokenCount().total,
+  error: error instanceof InvalidMessageError && error instanceof ContextCompactorError && error.index === 0,
+  resolved: import.meta.resolve("context-compactor"),
+}));
+`);
+  const result = JSON.parse(run("node", ["check.mjs"], project));
+  console.log(`# node: ${JSON.stringify(result)}`);
+  assert.deepEqual(result.ids, [83, 8251, 2488, 382, 2212, 0]);
+  assert.equal(result.chat, 3 + 1 + 6 + 3, "3 per message + role + content + 3 reply priming");
+  assert.equal(result.error, true);
+  assert.match(result.resolved, /node_modules\/context-compactor\/dist\/node\.js$/, "the node condition is used");
+});
+
+test("TypeScript: the shipped declarations type-check a consumer (nodenext and bundler resolution)", () => {
+  writeFileSync(join(project, "check.ts"), `
+import { Tokenizer, ConversationHistory, convertMessages, InvalidMessageError, type ChatTokenCount, type TokenReport, type OpenAIMessage } from "context-compactor";
+const tok = new Tokenizer("cl100k_base");
+const n: number = tok.count("hello");
+const ids: Uint32Array = tok.encode("hello");
+const messages: OpenAIMessage[] = [{ role: "user", content: "hi" }];
+const count: ChatTokenCount = tok.countMessages(messages, { tools: [] });
+const history = new ConversationHistory({ encoding: "o200k_base", format: "openai" });
+const id: string = history.append(messages[0]);
+const report: TokenReport = history.tokenReport();
+const converted = convertMessages(messages, "openai", "anthropic");
+const e = new InvalidMessageError("x", { index: 1 });
+const index: number | undefined = e.index;
+// @ts-expect-error: not an encoding
+new Tokenizer("gpt2");
+export { n, ids, count, id, report, converted, index };
+`);
+  // A Node project as `tsc --init` makes it (skipLibCheck), without DOM types; and a strict browser
+  // project that checks every .d.ts (wasm-bindgen's output needs DOM and esnext.disposable there).
+  for (const [module, resolution, lib, skipLibCheck] of [
+    ["nodenext", "nodenext", ["es2022"], true],
+    ["esnext", "bundler", ["es2022", "dom", "esnext.disposable"], false],
+  ]) {
+    const compilerOptions = { noEmit: true, strict: true, target: "es2022", module, moduleResolution: resolution, lib, types: [], skipLibCheck };
+    writeFileSync(join(project, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["check.ts"] }));
+    try {
+      run("node", [TSC, "-p", "tsconfig.json"], project);
+    } catch (error) {
+      assert.fail(`tsc (${resolution}, lib ${lib}, skipLibCheck ${skipLibCheck}) failed:\n${error.stdout}${error.stderr}`);
+    }
+    console.log(`# tsc --moduleResolution ${resolution} --lib ${lib} --skipLibCheck ${skipLibCheck}: ok`);
+  }
+});
+
+test("Chromium: a page on localhost imports the installed package through its exports", async () => {
+  const entry = browserEntry(join(project, "node_modules/context-compactor"));
+  const importMap = { imports: { "context-compactor": `/node_modules/context-compactor/${entry.replace(/^\.\//, "")}` } };
+  console.log(`# import map from package.json exports (browser condition): ${JSON.stringify(importMap)}`);
+  writeFileSync(join(project, "index.html"), `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>context-compactor from npm pack</title><link rel="icon" href="data:,">
+<script type="importmap">${JSON.stringify(importMap)}</script></head>
+<body style="font: 16px system-ui, sans-serif; margin: 24px">
+<h1 style="font-size: 20px">context-compactor, installed from the packed tarball</h1>
+<pre id="out">running…</pre>
+<script type="module">
+import { Tokenizer, ConversationHistory, InvalidMessageError } from "context-compactor";
+const out = document.getElementById("out");
+try {
+  const tok = new Tokenizer("o200k_base");
+  const ids = [...tok.encode("tiktoken is great!")];
+  const history = new ConversationHistory();
+  history.appendMany([{ role: "system", content: "You are terse." }, { role: "user", content: "tiktoken is great!" }]);
+  let typed = false;
+  try { history.append({ role: "robot", content: "x" }); } catch (e) { typed = e instanceof InvalidMessageError; }
+  window.__result = { ids, chat: history.tokenCount().total, typed };
+  out.textContent = "encode(\\"tiktoken is great!\\") = [" + ids.join(", ") + "]\\n" +
+    "history of 2 messages: " + window.__result.chat + " prompt tokens\\n" +
+    "invalid role throws InvalidMessageError: " + typed;
+} catch (e) {
+  window.__result = { error: e.name + ": " + e.message };
+  out.textContent = "FAILED " + window.__result.error;
+}
+</script></body></html>
+`);
+  const server = await serve({ "/": project });
+  try {
+    await withPage(async (page, log) => {
+      await page.goto(`${server.url}/index.html`);
+      await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 60_000 });
+      const result = await page.evaluate(() => window.__result);
+      mkdirSync(SHOTS, { recursive: true });
+      await page.setViewportSize({ width: 800, height: 200 });
+      await page.screenshot({ path: `${SHOTS}pack.png` });
+      console.log(`# screenshot: ${SHOTS}pack.png`);
+      console.log(`# chromium: ${JSON.stringify(result)}; requests: ${server.requests.join(", ")}`);
+      assert.equal(result.error, undefined);
+      assert.deepEqual(result.ids, [83, 8251, 2488, 382, 2212, 0]);
+      assert.ok(result.chat > 10);
+      assert.equal(result.typed, true);
+      assert.ok(server.requests.includes("200 /node_modules/context-compactor/pkg/context_compactor_bg.wasm"));
+      assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), []);
+    });
+  } finally {
+    await server.close();
+  }
+});
