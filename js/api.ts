@@ -22,6 +22,7 @@ export {
   InvalidMessageError,
   InvalidArgumentError,
   NotFoundError,
+  ConflictError,
   InternalError,
 } from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";

@@ -4,8 +4,10 @@
  * instance of `ContextCompactorError` (and of one of its subclasses below).
  */
 
-/** The `kind` strings the wasm module passes to the error factory (`ErrorKind` in its types). */
-export type ErrorCode = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Internal";
+import type { ErrorKind } from "../pkg/context_compactor.js";
+
+/** The `kind` strings the wasm module passes to the error factory. */
+export type ErrorCode = ErrorKind;
 
 /** Where in the input the problem is, when the Rust side knows it. */
 export interface ErrorDetails {
@@ -51,6 +53,13 @@ export class NotFoundError extends ContextCompactorError {
   }
 }
 
+/** An operation that clashes with one under way, e.g. a second compaction of the same history. */
+export class ConflictError extends ContextCompactorError {
+  constructor(message: string, details?: ErrorDetails) {
+    super("Conflict", message, details);
+  }
+}
+
 /** A bug inside context-compactor: please report it. */
 export class InternalError extends ContextCompactorError {
   constructor(message: string, details?: ErrorDetails) {
@@ -62,6 +71,7 @@ const classes: Record<ErrorCode, new (message: string, details?: ErrorDetails) =
   InvalidMessage: InvalidMessageError,
   InvalidArgument: InvalidArgumentError,
   NotFound: NotFoundError,
+  Conflict: ConflictError,
   Internal: InternalError,
 };
 

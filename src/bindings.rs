@@ -451,7 +451,7 @@ impl ConversationHistory {
     #[wasm_bindgen(unchecked_return_type = "Message | undefined")]
     pub fn get(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<JsValue> {
         let id = throw(string_arg(&id, "id"))?;
-        match throw(self.core.get_value(&id))? {
+        match self.core.get_value(&id) {
             Some(value) => throw(to_js(&value)),
             None => Ok(JsValue::UNDEFINED),
         }
@@ -461,7 +461,7 @@ impl ConversationHistory {
     #[wasm_bindgen(unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
     pub fn messages(&self, #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue) -> JsResult<JsValue> {
         let format = throw(format_arg(&format, self.format))?;
-        throw(self.core.emit(format).and_then(|value| to_js(&value)))
+        throw(to_js(&self.core.emit(format)))
     }
 
     /// The history as one prompt; only messages appended since the last count are tokenized.

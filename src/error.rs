@@ -5,9 +5,9 @@ use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
-    /// A message (or message list) that does not follow the provider's format.
+    /// A message that does not follow the provider's format, or breaks the log's tool-id rules.
     InvalidMessage,
-    /// An argument that is not a message: an option, a name, a ratio, a budget.
+    /// Any other bad argument: a list that is not a list, an option, a name, a ratio, a budget.
     InvalidArgument,
     /// A lookup by id or name that found nothing.
     NotFound,

@@ -193,10 +193,10 @@ impl ConversationHistory {
     }
 
     /// The message with `id` exactly as it was appended, in its own format.
-    pub fn get_value(&self, id: &str) -> Result<Option<Value>> {
-        let Some(record) = self.get(id) else { return Ok(None) };
-        let emitted = message::emit(std::slice::from_ref(&record.message), record.message.source)?;
-        Ok(match (record.message.source, emitted) {
+    pub fn get_value(&self, id: &str) -> Option<Value> {
+        let record = self.get(id)?;
+        let emitted = message::emit(std::slice::from_ref(&record.message), record.message.source);
+        match (record.message.source, emitted) {
             (Format::OpenAi, Value::Array(mut list)) => list.pop(),
             (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
                 Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
@@ -204,14 +204,14 @@ impl ConversationHistory {
                 _ => request.remove("system").map(|content| serde_json::json!({"role": "system", "content": content})),
             },
             _ => None,
-        })
+        }
     }
 
     pub fn messages(&self) -> Vec<Message> {
         self.records.iter().map(|r| r.message.clone()).collect()
     }
 
-    pub fn emit(&self, format: Format) -> Result<Value> {
+    pub fn emit(&self, format: Format) -> Value {
         message::emit(self.records.iter().map(|r| &r.message), format)
     }
 
@@ -381,8 +381,8 @@ mod tests {
             .unwrap();
         assert_eq!(ids, ["m1", "m2"]);
         assert_eq!(h.append_value(json!({"role": "user", "content": "again"}), Format::OpenAi).unwrap(), "m3");
-        assert_eq!(h.get_value("m2").unwrap(), Some(json!({"role": "assistant", "content": "hello"})));
-        assert_eq!(h.get_value("m9").unwrap(), None);
+        assert_eq!(h.get_value("m2"), Some(json!({"role": "assistant", "content": "hello"})));
+        assert_eq!(h.get_value("m9"), None);
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn has_array_system(value: &Value) -> bool {
 fn exercise(value: Value) {
     for format in [Format::OpenAi, Format::Anthropic] {
         if let Ok(parsed) = message::parse(value.clone(), format) {
-            let emitted = message::emit(&parsed, format).expect("accepted input emits in its own format");
+            let emitted = message::emit(&parsed, format);
             let lossless = match format {
                 Format::OpenAi => emitted == value,
                 Format::Anthropic if has_array_system(&value) => true,
@@ -94,7 +94,7 @@ fn exercise(value: Value) {
             };
             assert!(lossless, "round trip changed {value} into {emitted}");
             let other = if format == Format::OpenAi { Format::Anthropic } else { Format::OpenAi };
-            // Conversion may refuse (arguments that are not a JSON object), but never panics.
+            // Conversion into the other format always yields something (and never panics).
             let _ = message::emit(&parsed, other);
             tokens::count_messages(Encoding::O200kBase, &parsed, None).expect("counting accepted messages");
         }
@@ -196,7 +196,7 @@ proptest! {
     fn valid_conversations_are_accepted_and_survive_conversion(conversation in openai_conversation()) {
         let mut history = ConversationHistory::new(Encoding::O200kBase);
         history.append_values(conversation.clone(), Format::OpenAi).expect("a valid conversation is accepted");
-        prop_assert_eq!(history.emit(Format::OpenAi).unwrap(), conversation.clone());
+        prop_assert_eq!(history.emit(Format::OpenAi), conversation.clone());
         let anthropic = message::convert(conversation.clone(), Format::OpenAi, Format::Anthropic).unwrap();
         let back = message::convert(anthropic, Format::Anthropic, Format::OpenAi).unwrap();
         prop_assert_eq!(tool_ids(&back), tool_ids(&conversation));

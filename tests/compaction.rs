@@ -60,7 +60,7 @@ fn seed_000_count_window_keeps_system_and_whole_chains() {
     assert_eq!(entry("m2").reason, Some(DropReason::Window));
     assert_eq!(entry("m4").action, Action::Kept);
     // The dropped message can be fetched back by id.
-    assert_eq!(h.get_value("m2").unwrap(), Some(json!({"role": "user", "content": "start"})));
+    assert_eq!(h.get_value("m2"), Some(json!({"role": "user", "content": "start"})));
     // Out of range is a typed error.
     for bad in [9, 101] {
         let e = h.build(&BuildOptions { max_messages: Some(bad), ..no_summary() }).unwrap_err();

@@ -211,16 +211,16 @@ fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Par
 /// arrived; converted ones lose the fields only their own format knows, OpenAI tool messages
 /// become `tool_result` blocks, and a converted message merges into a neighbour of the same role
 /// so that user and assistant alternate.
-pub fn emit_anthropic<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Result<Value> {
+pub fn emit_anthropic<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Value {
     let mut system: Vec<&Message> = Vec::new();
     let mut out: Vec<(Value, bool)> = Vec::new();
-    for (index, message) in messages.into_iter().enumerate() {
+    for message in messages {
         if message.role.is_instruction() {
             system.push(message);
             continue;
         }
         let native = message.source == Format::Anthropic;
-        let Some(value) = emit_message(message, index)? else { continue };
+        let Some(value) = emit_message(message) else { continue };
         match out.last_mut() {
             Some((previous, previous_native))
                 if !(native && *previous_native) && previous.get("role") == value.get("role") =>
@@ -232,51 +232,51 @@ pub fn emit_anthropic<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Re
         }
     }
     let mut request = Map::new();
-    if let Some(system) = system_value(&system)? {
+    if let Some(system) = system_value(&system) {
         request.insert("system".into(), system);
     }
     request.insert("messages".into(), Value::Array(out.into_iter().map(|(value, _)| value).collect()));
-    Ok(Value::Object(request))
+    Value::Object(request)
 }
 
-fn system_value(system: &[&Message]) -> Result<Option<Value>> {
+fn system_value(system: &[&Message]) -> Option<Value> {
     match system {
-        [] => Ok(None),
-        [only] if only.source == Format::Anthropic => Ok(Some(content_value(&only.content, true, 0)?)),
+        [] => None,
+        [only] if only.source == Format::Anthropic => Some(content_value(&only.content, true)),
         many => {
             let all_text = many.iter().all(|m| m.content.parts.iter().all(|p| matches!(p, Part::Text { .. })));
             if all_text {
                 let texts: Vec<String> = many.iter().map(|m| m.content.joined_text()).collect();
-                Ok(Some(Value::from(texts.join("\n\n"))))
+                Some(Value::from(texts.join("\n\n")))
             } else {
                 let mut blocks = Vec::new();
-                for (index, message) in many.iter().enumerate() {
+                for message in many {
                     for part in &message.content.parts {
-                        if let Some(block) = block_value(part, message.source == Format::Anthropic, index)? {
+                        if let Some(block) = block_value(part, message.source == Format::Anthropic) {
                             blocks.push(block);
                         }
                     }
                 }
-                Ok(Some(Value::Array(blocks)))
+                Some(Value::Array(blocks))
             }
         }
     }
 }
 
-fn emit_message(message: &Message, index: usize) -> Result<Option<Value>> {
+fn emit_message(message: &Message) -> Option<Value> {
     let native = message.source == Format::Anthropic;
     let role = if message.role == Role::Assistant { "assistant" } else { "user" };
     let content = if native {
-        content_value(&message.content, true, index)?
+        content_value(&message.content, true)
     } else {
         let mut blocks = Vec::new();
         for part in &message.content.parts {
-            if let Some(block) = block_value(part, false, index)? {
+            if let Some(block) = block_value(part, false) {
                 blocks.push(block);
             }
         }
         match blocks.as_slice() {
-            [] => return Ok(None),
+            [] => return None,
             [only] if only.get("type").and_then(Value::as_str) == Some("text") && message.role != Role::Tool => {
                 only.get("text").cloned().unwrap_or_default()
             }
@@ -287,20 +287,20 @@ fn emit_message(message: &Message, index: usize) -> Result<Option<Value>> {
     object.insert("role".into(), Value::from(role));
     object.insert("content".into(), content);
     let no_extra = Map::new();
-    Ok(Some(with_extra(object, if native { &message.extra } else { &no_extra })))
+    Some(with_extra(object, if native { &message.extra } else { &no_extra }))
 }
 
-fn content_value(content: &Content, native: bool, index: usize) -> Result<Value> {
+fn content_value(content: &Content, native: bool) -> Value {
     if content.form == ContentForm::Text {
-        return Ok(Value::from(content.joined_text()));
+        return Value::from(content.joined_text());
     }
     let mut blocks = Vec::with_capacity(content.parts.len());
     for part in &content.parts {
-        if let Some(block) = block_value(part, native, index)? {
+        if let Some(block) = block_value(part, native) {
             blocks.push(block);
         }
     }
-    Ok(Value::Array(blocks))
+    Value::Array(blocks)
 }
 
 fn merge_into(previous: &mut Value, next: Value) {
@@ -317,7 +317,7 @@ fn merge_into(previous: &mut Value, next: Value) {
     }
 }
 
-fn block_value(part: &Part, native: bool, index: usize) -> Result<Option<Value>> {
+fn block_value(part: &Part, native: bool) -> Option<Value> {
     let no_extra = Map::new();
     let extra_of = |extra: &'_ Map<String, Value>| -> Map<String, Value> {
         if native {
@@ -330,7 +330,7 @@ fn block_value(part: &Part, native: bool, index: usize) -> Result<Option<Value>>
     let extra = match part {
         Part::Text { text, extra } => {
             if !native && text.is_empty() {
-                return Ok(None); // Anthropic rejects empty text blocks.
+                return None; // Anthropic rejects empty text blocks.
             }
             object.insert("type".into(), Value::from("text"));
             object.insert("text".into(), Value::from(text.clone()));
@@ -364,14 +364,14 @@ fn block_value(part: &Part, native: bool, index: usize) -> Result<Option<Value>>
             object.insert("type".into(), Value::from("tool_use"));
             object.insert("id".into(), Value::from(call.id.clone()));
             object.insert("name".into(), Value::from(call.name.clone()));
-            object.insert("input".into(), tool_input(call, index)?);
+            object.insert("input".into(), tool_input(call));
             extra_of(&call.extra)
         }
         Part::ToolResult(result) => {
             object.insert("type".into(), Value::from("tool_result"));
             object.insert("tool_use_id".into(), Value::from(result.call_id.clone()));
             if result.content.form != ContentForm::Absent && result.content.form != ContentForm::Null {
-                object.insert("content".into(), content_value(&result.content, native, index)?);
+                object.insert("content".into(), content_value(&result.content, native));
             }
             if let Some(is_error) = result.is_error {
                 object.insert("is_error".into(), Value::from(is_error));
@@ -380,7 +380,7 @@ fn block_value(part: &Part, native: bool, index: usize) -> Result<Option<Value>>
         }
         Part::Thinking { thinking, signature, extra } => {
             if !native {
-                return Ok(None);
+                return None;
             }
             object.insert("type".into(), Value::from("thinking"));
             object.insert("thinking".into(), Value::from(thinking.clone()));
@@ -391,7 +391,7 @@ fn block_value(part: &Part, native: bool, index: usize) -> Result<Option<Value>>
         }
         Part::RedactedThinking { data, extra } => {
             if !native {
-                return Ok(None);
+                return None;
             }
             object.insert("type".into(), Value::from("redacted_thinking"));
             object.insert("data".into(), Value::from(data.clone()));
@@ -399,41 +399,30 @@ fn block_value(part: &Part, native: bool, index: usize) -> Result<Option<Value>>
         }
         Part::Other(value) => {
             if native {
-                return Ok(Some(value.clone()));
+                return Some(value.clone());
             }
             // OpenAI's refusal is the one foreign part with a plain-text meaning.
-            return Ok(match (value.get("type").and_then(Value::as_str), value.get("refusal")) {
+            return match (value.get("type").and_then(Value::as_str), value.get("refusal")) {
                 (Some("refusal"), Some(Value::String(text))) if !text.is_empty() => {
                     Some(serde_json::json!({ "type": "text", "text": text }))
                 }
                 _ => None,
-            });
+            };
         }
     };
-    Ok(Some(with_extra(object, &extra)))
+    Some(with_extra(object, &extra))
 }
 
-/// Anthropic wants the tool input as an object; OpenAI gives it as JSON text.
-fn tool_input(call: &ToolCall, index: usize) -> Result<Value> {
+/// Anthropic wants the tool input as an object; OpenAI gives it as JSON text, which models
+/// sometimes get wrong. Text that is not a JSON object travels as `{"arguments": text}`, so a
+/// conversion never fails and loses nothing.
+fn tool_input(call: &ToolCall) -> Value {
     match &call.input {
-        ToolInput::Json(value) => Ok(value.clone()),
-        ToolInput::Text(text) if text.trim().is_empty() => Ok(Value::Object(Map::new())),
+        ToolInput::Json(value) => value.clone(),
+        ToolInput::Text(text) if text.trim().is_empty() => Value::Object(Map::new()),
         ToolInput::Text(text) => match serde_json::from_str::<Value>(text) {
-            Ok(value @ Value::Object(_)) => Ok(value),
-            Ok(other) => Err(Error::invalid_message(
-                index,
-                "tool_calls",
-                format!(
-                    "tool call {:?} has arguments that are {}, not a JSON object, which Anthropic's tool_use input must be",
-                    call.id,
-                    type_name(&other)
-                ),
-            )),
-            Err(error) => Err(Error::invalid_message(
-                index,
-                "tool_calls",
-                format!("tool call {:?} has arguments that are not valid JSON ({error})", call.id),
-            )),
+            Ok(value @ Value::Object(_)) => value,
+            _ => serde_json::json!({ "arguments": text }),
         },
     }
 }

@@ -51,16 +51,16 @@ pub fn parse(value: Value, format: Format) -> Result<Vec<Message>> {
 }
 
 /// Emits messages in `format` (OpenAI: an array; Anthropic: `{ system?, messages }`).
-pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Result<Value> {
+pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Value {
     match format {
-        Format::OpenAi => Ok(Value::Array(emit_openai(messages))),
+        Format::OpenAi => Value::Array(emit_openai(messages)),
         Format::Anthropic => emit_anthropic(messages),
     }
 }
 
 /// Converts a message list between formats, for what both can express.
 pub fn convert(value: Value, from: Format, to: Format) -> Result<Value> {
-    emit(&parse(value, from)?, to)
+    Ok(emit(&parse(value, from)?, to))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

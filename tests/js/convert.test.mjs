@@ -2,7 +2,7 @@
 // the roles, the texts, the tool calls (ids, names, arguments) and which call each result answers.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { convertMessages, InvalidArgumentError, ContextCompactorError } from "context-compactor";
+import { convertMessages, ConversationHistory, InvalidArgumentError, ContextCompactorError } from "context-compactor";
 import { tauBench, claudeCode, CLAUDE_CODE_LOGS } from "./fixtures.mjs";
 
 const text = (content) =>
@@ -86,4 +86,19 @@ test("convertMessages refuses unknown formats", () => {
   assert.throws(() => convertMessages([], "openai", "gemini"), InvalidArgumentError);
   assert.throws(() => convertMessages([], "OpenAI", "anthropic"), InvalidArgumentError);
   assert.throws(() => convertMessages([{ role: "robot", content: "x" }], "openai", "anthropic"), ContextCompactorError);
+});
+
+test("tool arguments that are not a JSON object convert instead of failing, so no history gets stuck", () => {
+  const history = new ConversationHistory({ format: "anthropic" });
+  history.append({ role: "user", content: "weather?" }, "anthropic");
+  history.append(
+    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "weather", arguments: '{"city": "Par' } }] },
+    "openai",
+  );
+  history.append({ role: "tool", tool_call_id: "c1", content: "18°C" }, "openai");
+  const { messages } = history.messages();
+  assert.deepEqual(messages[1].content, [{ type: "tool_use", id: "c1", name: "weather", input: { arguments: '{"city": "Par' } }]);
+  assert.equal(messages[2].content[0].tool_use_id, "c1");
+  const converted = convertMessages([{ role: "assistant", content: null, tool_calls: [{ id: "c2", type: "function", function: { name: "f", arguments: "[1]" } }] }], "openai", "anthropic");
+  assert.deepEqual(converted.messages[0].content[0].input, { arguments: "[1]" });
 });

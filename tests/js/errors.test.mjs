@@ -10,6 +10,7 @@ import {
   InvalidMessageError,
   InvalidArgumentError,
   NotFoundError,
+  ConflictError,
   InternalError,
 } from "context-compactor";
 
@@ -44,6 +45,7 @@ test("error classes: names, codes, inheritance", () => {
     [InvalidMessageError, "InvalidMessage"],
     [InvalidArgumentError, "InvalidArgument"],
     [NotFoundError, "NotFound"],
+    [ConflictError, "Conflict"],
     [InternalError, "Internal"],
   ]) {
     const e = new cls("boom", { index: 2, path: "messages[2]" });

@@ -18,7 +18,7 @@ test("every public binding of the wasm module is exported by the package", async
 });
 
 test("the error classes are exported and share one base class", () => {
-  for (const name of ["InvalidMessageError", "InvalidArgumentError", "NotFoundError", "InternalError"]) {
+  for (const name of ["InvalidMessageError", "InvalidArgumentError", "NotFoundError", "ConflictError", "InternalError"]) {
     assert.equal(typeof pkg[name], "function", name);
     assert.ok(pkg[name].prototype instanceof pkg.ContextCompactorError, `${name} extends ContextCompactorError`);
   }

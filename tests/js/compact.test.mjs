@@ -1,0 +1,53 @@
+// The compaction engine through the package: a context built to a budget is valid for the
+// provider and within budget, the receipt accounts for every stored message, and the summary
+// lifecycle (external summariser) refuses a second concurrent compaction.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ConversationHistory, validateMessages, resolveProfile, profileNames, ConflictError, InvalidArgumentError, NotFoundError } from "context-compactor";
+import { tauBench } from "./fixtures.mjs";
+
+const allMessages = () => tauBench().flatMap((run) => run.traj);
+
+test("the 5,308-message tau-bench conversation builds to a 100k budget, valid for both providers", () => {
+  const history = new ConversationHistory();
+  history.appendMany(allMessages());
+  for (const format of ["openai", "anthropic"]) {
+    const result = history.build({ format, budget: { contextWindow: 100_000, targetRatio: 1 } });
+    assert.deepEqual(validateMessages(result.messages, format), [], `${format} output is valid`);
+    assert.ok(result.receipt.withinBudget);
+    assert.ok(result.tokens.total <= 100_000, `${result.tokens.total} tokens`);
+    assert.equal(result.receipt.entries.length, history.length, "one receipt entry per stored message");
+    assert.equal(history.length, 5308, "the stored history never changes");
+    console.log(`# ${format}: ${result.layout.length} messages, ${result.tokens.total} tokens, summary ${result.tokens.summary}`);
+  }
+});
+
+test("an external summary goes through begin/complete, and a second compaction conflicts", () => {
+  const history = new ConversationHistory();
+  history.appendMany(allMessages().slice(0, 400));
+  const options = { budget: { contextWindow: 20_000 }, summary: { summariser: "external", triggerTokens: 10_000, targetTokens: 6_000 } };
+  const first = history.build(options);
+  assert.ok(first.summaryRequest, "compaction is due");
+  assert.deepEqual(validateMessages(first.summaryRequest.messages, "openai"), [], "the summary request is sendable as is");
+  const { id } = first.summaryRequest;
+  history.beginSummary(id);
+  assert.throws(() => history.beginSummary(id), ConflictError);
+  assert.throws(() => history.completeSummary(id, "   "), InvalidArgumentError, "an empty summary is refused");
+  const record = history.completeSummary(id, "The user changed two reservations; one refund is pending.");
+  assert.equal(record.summarisedUntil, first.summaryRequest.until);
+  const after = history.build(options);
+  assert.equal(after.receipt.summary?.requestId, id);
+  assert.deepEqual(validateMessages(after.messages, "openai"), []);
+  assert.equal(history.summaryState().current.text, record.text);
+});
+
+test("profiles resolve by model name and unknown ones are refused", () => {
+  assert.ok(profileNames().includes("init") && profileNames().includes("execute"));
+  const init = resolveProfile("init");
+  assert.equal(init.contextWindow, 200_000);
+  assert.equal(init.triggerFraction, 0.75);
+  assert.throws(() => resolveProfile("no-such-model"), NotFoundError);
+  const history = new ConversationHistory();
+  history.appendMany(allMessages().slice(0, 50));
+  assert.deepEqual(validateMessages(history.build({ profile: "gpt-4o" }).messages, "openai"), []);
+});
