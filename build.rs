@@ -17,8 +17,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-const MAGIC: &[u8; 4] = b"CCBT";
-const VERSION: u8 = 2;
+#[path = "src/bpe/format.rs"]
+mod format;
+use format::{push_ids, table_checksum, MAGIC, VERSION};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -156,45 +157,12 @@ fn header(encoding: u8, kind: u8, n_tokens: usize, n_pairs: usize, v: &Vocab) ->
     t
 }
 
-/// An id stream (see src/bpe/table.rs): per id, a symbol byte holding v = id + 1 exactly if
-/// v < 32, else its bit length and top 5 bits; the remaining low bits go, LSB first, to a
-/// separate bit stream. gzip then entropy-codes the symbols (skewed) and leaves the raw bits
-/// (near uniform): 6% smaller than byte planes of the ids, with no entropy decoder to ship.
-fn push_ids(t: &mut Vec<u8>, ids: &[u32]) {
-    let mut syms = Vec::with_capacity(ids.len());
-    let (mut bits, mut acc, mut nacc) = (Vec::new(), 0u64, 0u32);
-    for &id in ids {
-        let v = id + 1;
-        if v < 32 {
-            syms.push(v as u8);
-            continue;
-        }
-        let len = 32 - v.leading_zeros();
-        assert!(len <= 19, "id {id} too large for the id stream");
-        let low = len - 5;
-        syms.push((32 + (len - 6) * 16 + ((v >> low) - 16)) as u8);
-        acc |= ((v & ((1 << low) - 1)) as u64) << nacc;
-        nacc += low;
-        while nacc >= 8 {
-            bits.push(acc as u8);
-            acc >>= 8;
-            nacc -= 8;
-        }
-    }
-    if nacc > 0 {
-        bits.push(acc as u8);
-    }
-    t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
-    t.extend_from_slice(&syms);
-    t.extend_from_slice(&bits);
-}
-
 fn encode_standalone(encoding: u8, v: &Vocab) -> Vec<u8> {
     let n = v.tokens.len();
     let mut t = header(encoding, 0, n, n - 256, v);
     let (a, b): (Vec<u32>, Vec<u32>) = (256..n as u32).map(|r| v.split(r)).unzip();
-    push_ids(&mut t, &a);
-    push_ids(&mut t, &b);
+    push_ids(&mut t, &a).expect("every rank fits the id stream");
+    push_ids(&mut t, &b).expect("every rank fits the id stream");
     t
 }
 
@@ -216,23 +184,12 @@ fn encode_delta(encoding: u8, v: &Vocab, base: &Vocab) -> Vec<u8> {
     }
     let mut t = header(encoding, 1, n, a.len(), v);
     t.extend_from_slice(&flags);
-    push_ids(&mut t, &shared);
-    push_ids(&mut t, &a);
-    push_ids(&mut t, &b);
+    push_ids(&mut t, &shared).expect("every rank fits the id stream");
+    push_ids(&mut t, &a).expect("every rank fits the id stream");
+    push_ids(&mut t, &b).expect("every rank fits the id stream");
     t
 }
 
-/// Must match `table_checksum` in src/bpe/table.rs.
-fn table_checksum(t: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ t.len() as u64;
-    for c in t.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        h ^= h >> 29;
-    }
-    h
-}
 
 // ---------------------------------------------------------------------------------------
 // Unicode classes

@@ -10,6 +10,7 @@
 //! No function here panics on any input: the wasm build aborts on panic, which would kill the
 //! user's page.
 
+mod format;
 mod pretok;
 mod table;
 

@@ -33,7 +33,7 @@
 
 use super::{BpeError, BpeErrorKind};
 
-pub(crate) const MAGIC: &[u8; 4] = b"CCBT";
+pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
 pub(crate) const HEADER_LEN: usize = 16 + 256;
 
 /// The token bytes of a vocabulary, in rank order.
@@ -78,7 +78,7 @@ pub(crate) fn parse_header(t: &[u8]) -> Result<Header, BpeError> {
             "not a context-compactor rank table (bad magic or too short)",
         ));
     }
-    if t[4] != 2 {
+    if t[4] != VERSION {
         return Err(invalid(format!("unsupported rank table version {}", t[4])));
     }
     let (encoding, kind) = (t[5], t[6]);
@@ -367,14 +367,3 @@ impl Buf {
     }
 }
 
-/// Must match `table_checksum` in build.rs.
-pub(crate) fn table_checksum(t: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ t.len() as u64;
-    for c in t.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        h ^= h >> 29;
-    }
-    h
-}

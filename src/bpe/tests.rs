@@ -125,35 +125,6 @@ fn table_decoding_is_checked() {
     assert!(generated::O200K_CHECKSUMS.contains(&table::table_checksum(embedded::O200K)));
 }
 
-/// build.rs's id-stream encoder, for forging tables.
-fn push_ids(t: &mut Vec<u8>, ids: &[u32]) {
-    let mut syms = Vec::new();
-    let (mut bits, mut acc, mut nacc) = (Vec::new(), 0u64, 0u32);
-    for &id in ids {
-        let v = id + 1;
-        if v < 32 {
-            syms.push(v as u8);
-            continue;
-        }
-        let len = 32 - v.leading_zeros();
-        let low = len - 5;
-        syms.push((32 + (len - 6) * 16 + ((v >> low) - 16)) as u8);
-        acc |= ((v & ((1 << low) - 1)) as u64) << nacc;
-        nacc += low;
-        while nacc >= 8 {
-            bits.push(acc as u8);
-            acc >>= 8;
-            nacc -= 8;
-        }
-    }
-    if nacc > 0 {
-        bits.push(acc as u8);
-    }
-    t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
-    t.extend_from_slice(&syms);
-    t.extend_from_slice(&bits);
-}
-
 #[test]
 fn forged_tables_are_errors_not_aborts() {
     let forge = |pairs: &[(u32, u32)]| {
@@ -161,8 +132,8 @@ fn forged_tables_are_errors_not_aborts() {
         t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
         t.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
         t.extend((0..=255u8).rev());
-        push_ids(&mut t, &pairs.iter().map(|p| p.0).collect::<Vec<_>>());
-        push_ids(&mut t, &pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+        super::format::push_ids(&mut t, &pairs.iter().map(|p| p.0).collect::<Vec<_>>()).unwrap();
+        super::format::push_ids(&mut t, &pairs.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap();
         t
     };
     // A well-formed small table decodes.
