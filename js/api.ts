@@ -23,6 +23,10 @@ export {
   InvalidArgumentError,
   NotFoundError,
   ConflictError,
+  SummarizerError,
   InternalError,
 } from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";
+
+export { compact, openAICompatibleSummarizer, anthropicSummarizer } from "./summarize.js";
+export type { Summarizer, CompactOptions, EndpointOptions } from "./summarize.js";

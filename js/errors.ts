@@ -6,8 +6,8 @@
 
 import type { ErrorKind } from "../pkg/context_compactor.js";
 
-/** The `kind` strings the wasm module passes to the error factory. */
-export type ErrorCode = ErrorKind;
+/** The `kind` strings the wasm module passes to the error factory, and the JS layer's own. */
+export type ErrorCode = ErrorKind | "Summarizer";
 
 /** Where in the input the problem is, when the Rust side knows it. */
 export interface ErrorDetails {
@@ -60,6 +60,18 @@ export class ConflictError extends ContextCompactorError {
   }
 }
 
+/** A summariser failed: a timeout, an HTTP error, a malformed answer, or it threw. */
+export class SummarizerError extends ContextCompactorError {
+  /** The HTTP status, when an endpoint answered with an error. */
+  readonly status?: number;
+
+  constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
+    super("Summarizer", message);
+    if (options.status !== undefined) this.status = options.status;
+    if (options.cause !== undefined) Object.defineProperty(this, "cause", { value: options.cause, configurable: true, writable: true });
+  }
+}
+
 /** A bug inside context-compactor: please report it. */
 export class InternalError extends ContextCompactorError {
   constructor(message: string, details?: ErrorDetails) {
@@ -67,7 +79,7 @@ export class InternalError extends ContextCompactorError {
   }
 }
 
-const classes: Record<ErrorCode, new (message: string, details?: ErrorDetails) => ContextCompactorError> = {
+const classes: Record<ErrorKind, new (message: string, details?: ErrorDetails) => ContextCompactorError> = {
   InvalidMessage: InvalidMessageError,
   InvalidArgument: InvalidArgumentError,
   NotFound: NotFoundError,
@@ -81,7 +93,7 @@ const classes: Record<ErrorCode, new (message: string, details?: ErrorDetails) =
  */
 export function makeError(kind: string, message: string, details?: ErrorDetails | null): Error {
   const d: ErrorDetails = details && typeof details === "object" ? details : {};
-  const cls = Object.prototype.hasOwnProperty.call(classes, kind) ? classes[kind as ErrorCode] : undefined;
+  const cls = Object.prototype.hasOwnProperty.call(classes, kind) ? classes[kind as ErrorKind] : undefined;
   if (cls) return new cls(String(message), d);
   return new InternalError(`unknown error kind ${JSON.stringify(kind)}: ${String(message)}`, d);
 }

@@ -1,0 +1,127 @@
+/**
+ * Summaries from any model: `compact()` runs a build, hands a due compaction to the caller's
+ * async summariser, and stores the text the core accepts; `openAICompatibleSummarizer` and
+ * `anthropicSummarizer` are ready summarisers over `fetch`. A summariser that fails leaves the
+ * history as it was, and the next build asks again.
+ */
+import { convertMessages } from "../pkg/context_compactor.js";
+import type {
+  AnthropicRequest,
+  BuildOptions,
+  BuildResult,
+  ConversationHistory,
+  OpenAIMessage,
+  SummaryRequest,
+} from "../pkg/context_compactor.js";
+import { ContextCompactorError, SummarizerError } from "./errors.js";
+
+/** Turns a summary request into the summary's text. */
+export type Summarizer = (request: SummaryRequest) => Promise<string>;
+
+export interface CompactOptions extends BuildOptions {
+  /** Called when compaction is due; without it, the built-in extractive summary is used. */
+  summarize?: Summarizer;
+}
+
+/**
+ * Builds the next context. When compaction is due and `summarize` is given, the summary is
+ * requested, checked and stored, and the context rebuilt on it. Throws a `SummarizerError` if
+ * the summariser fails (the history is unchanged; the next call tries again).
+ */
+export async function compact(history: ConversationHistory, options: CompactOptions = {}): Promise<BuildResult> {
+  const { summarize, ...build } = options;
+  if (!summarize) return history.build(build);
+  const external: BuildOptions = { ...build, summary: { ...(build.summary ?? {}), summariser: "external" } };
+  const first = history.build(external);
+  const request = first.summaryRequest;
+  if (!request) return first;
+  history.beginSummary(request.id);
+  let text: string;
+  try {
+    text = await summarize(request);
+    if (typeof text !== "string") throw new SummarizerError(`the summariser returned ${typeof text}, not a string`);
+    history.completeSummary(request.id, text, build.now);
+  } catch (error) {
+    history.cancelSummary(request.id);
+    if (error instanceof ContextCompactorError) throw error;
+    throw new SummarizerError(`the summariser failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  return history.build(external);
+}
+
+export interface EndpointOptions {
+  /** OpenAI-compatible: the API root with its version, e.g. `https://api.openai.com/v1`. Anthropic: `https://api.anthropic.com`. */
+  baseURL: string;
+  model: string;
+  apiKey: string;
+  /** Abort after this many milliseconds (default 60,000). */
+  timeoutMs?: number;
+  /** A `fetch` to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+async function post(url: string, headers: Record<string, string>, body: unknown, options: EndpointOptions): Promise<unknown> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  let response: Response;
+  try {
+    response = await (options.fetch ?? fetch)(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+  } catch (error) {
+    const timedOut = controller.signal.aborted;
+    throw new SummarizerError(
+      timedOut ? `${url} did not answer within ${timeoutMs} ms` : `${url} could not be reached: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  const text = await response.text();
+  if (!response.ok) {
+    throw new SummarizerError(`${url} answered HTTP ${response.status}: ${text.slice(0, 300)}`, { status: response.status });
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SummarizerError(`${url} answered with something that is not JSON: ${text.slice(0, 100)}`, { status: response.status });
+  }
+}
+
+function nonEmpty(text: unknown, url: string): string {
+  if (typeof text !== "string" || text.trim() === "") throw new SummarizerError(`${url} answered without summary text`);
+  return text;
+}
+
+/** A summariser over any OpenAI-compatible Chat Completions endpoint. */
+export function openAICompatibleSummarizer(options: EndpointOptions): Summarizer {
+  return async (request) => {
+    const messages = (Array.isArray(request.messages)
+      ? request.messages
+      : convertMessages(request.messages, "anthropic", "openai")) as OpenAIMessage[];
+    const url = `${options.baseURL.replace(/\/+$/, "")}/chat/completions`;
+    const reply = (await post(url, { authorization: `Bearer ${options.apiKey}` }, { model: options.model, messages, max_tokens: request.maxTokens }, options)) as {
+      choices?: Array<{ message?: { content?: unknown } }>;
+    };
+    return nonEmpty(reply?.choices?.[0]?.message?.content, url);
+  };
+}
+
+/** A summariser over the Anthropic Messages API. */
+export function anthropicSummarizer(options: EndpointOptions & { anthropicVersion?: string }): Summarizer {
+  return async (request) => {
+    const { system, messages } = (Array.isArray(request.messages)
+      ? convertMessages(request.messages, "openai", "anthropic")
+      : request.messages) as AnthropicRequest;
+    const url = `${options.baseURL.replace(/\/+$/, "")}/v1/messages`;
+    const body = { model: options.model, max_tokens: request.maxTokens, ...(system === undefined ? {} : { system }), messages };
+    const headers = { "x-api-key": options.apiKey, "anthropic-version": options.anthropicVersion ?? "2023-06-01" };
+    const reply = (await post(url, headers, body, options)) as { content?: Array<{ type?: string; text?: unknown }> };
+    if (!Array.isArray(reply?.content)) throw new SummarizerError(`${url} answered without a content array`);
+    return nonEmpty(reply.content.filter((b) => b?.type === "text").map((b) => b.text).join(""), url);
+  };
+}

@@ -1,0 +1,103 @@
+// Summaries from a model: compact() with the fetch-based adapters against a local fake of each
+// API that checks every request the way the real API would (tests/support/fake-providers.mjs).
+// A failing summariser raises a SummarizerError and changes nothing; the next call succeeds.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import {
+  ConversationHistory,
+  compact,
+  openAICompatibleSummarizer,
+  anthropicSummarizer,
+  validateMessages,
+  SummarizerError,
+  InvalidArgumentError,
+} from "context-compactor";
+import { startFakeProviders } from "../support/fake-providers.mjs";
+import { tauBench, claudeCode } from "./fixtures.mjs";
+
+const fake = await startFakeProviders({ reply: "The user rebooked two flights; a refund for HAT176 is pending." });
+after(() => fake.close());
+
+const options = { budget: { contextWindow: 20_000 }, summary: { triggerTokens: 10_000, targetTokens: 6_000 } };
+const openai = openAICompatibleSummarizer({ baseURL: `${fake.baseURL}/v1`, model: "gpt-4o-mini", apiKey: "test-key", timeoutMs: 500 });
+const anthropic = anthropicSummarizer({ baseURL: fake.baseURL, model: "claude-haiku", apiKey: "test-key", timeoutMs: 500 });
+
+function longHistory(format = "openai") {
+  const history = new ConversationHistory({ format });
+  history.appendMany(tauBench().flatMap((run) => run.traj).slice(0, 400), "openai");
+  return history;
+}
+
+const snapshot = (history) => JSON.stringify({ length: history.length, state: history.summaryState() });
+
+for (const [name, summarize, format] of [["OpenAI-compatible", openai, "openai"], ["Anthropic", anthropic, "anthropic"]]) {
+  test(`${name}: compact() sends a valid request and builds on the summary`, async () => {
+    fake.state.behaviour = "ok";
+    const before = fake.requests.length;
+    const history = longHistory(format);
+    const result = await compact(history, { ...options, format, summarize });
+    const sent = fake.requests.slice(before);
+    assert.equal(sent.length, 1, "one request to the summariser");
+    assert.deepEqual(sent[0].violations, [], "the fake API accepted the request");
+    assert.equal(sent[0].api, name === "Anthropic" ? "anthropic" : "openai");
+    assert.equal(result.receipt.summary?.fresh, false, "the summary came from the model");
+    assert.equal(history.summaryState().current.text, fake.state.reply);
+    assert.deepEqual(validateMessages(result.messages, format), []);
+    const flat = JSON.stringify(result.messages);
+    assert.ok(flat.includes("HAT176 is pending"), "the summary is in the context");
+  });
+}
+
+test("the Anthropic summariser also carries a Claude Code history", async () => {
+  fake.state.behaviour = "ok";
+  const history = new ConversationHistory({ format: "anthropic" });
+  history.appendMany(claudeCode("claude-code-tool-heavy.jsonl"));
+  const before = fake.requests.length;
+  const result = await compact(history, {
+    budget: { contextWindow: 4_000 },
+    summary: { triggerTokens: 1_000, targetTokens: 600, minMessages: 2, maxTokens: 500 },
+    keepRecentSteps: 1,
+    summarize: anthropic,
+  });
+  const sent = fake.requests.slice(before);
+  assert.equal(sent.length, 1, "compaction was due and the model was asked");
+  assert.deepEqual(sent[0].violations, []);
+  assert.deepEqual(validateMessages(result.messages, "anthropic"), []);
+});
+
+for (const [behaviour, expected] of [
+  ["http-500", /HTTP 500/],
+  ["http-429", /HTTP 429/],
+  ["not-json", /not JSON/],
+  ["malformed", /without summary text|without a content array/],
+  ["empty", /without summary text|without a content array/],
+  ["slow", /did not answer within 500 ms/],
+]) {
+  test(`a summariser failing with ${behaviour} raises SummarizerError and changes nothing`, async () => {
+    for (const summarize of [openai, anthropic]) {
+      fake.state.behaviour = behaviour;
+      const history = longHistory();
+      const before = snapshot(history);
+      await assert.rejects(compact(history, { ...options, summarize }), (error) => {
+        assert.ok(error instanceof SummarizerError, `${error?.name}: ${error?.message}`);
+        assert.match(error.message, expected);
+        return true;
+      });
+      assert.equal(snapshot(history), before, "history and summary state are as they were");
+      fake.state.behaviour = "ok";
+      const retry = await compact(history, { ...options, summarize });
+      assert.equal(retry.receipt.summary?.fresh, false, "the next call compacts");
+    }
+  });
+}
+
+test("a summary the core refuses (over budget) is a typed error and changes nothing", async () => {
+  const history = longHistory();
+  const before = snapshot(history);
+  const huge = async () => "word ".repeat(50_000);
+  await assert.rejects(compact(history, { ...options, summarize: huge }), InvalidArgumentError);
+  assert.equal(snapshot(history), before);
+  await assert.rejects(compact(history, { ...options, summarize: async () => { throw new Error("offline"); } }), /offline/);
+  await assert.rejects(compact(history, { ...options, summarize: async () => 42 }), SummarizerError);
+  assert.equal(snapshot(history), before);
+});
