@@ -8,29 +8,9 @@
 use context_compactor::bpe::{BpeEncoder, BpeEncoding};
 use std::time::{Duration, Instant};
 
-fn fixtures() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures")
-}
-
-fn tau_bench() -> Vec<String> {
-    let s =
-        std::fs::read_to_string(fixtures().join("openai/tau-bench-gpt-4o-airline.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-    let mut out = Vec::new();
-    for run in v.as_array().unwrap() {
-        for m in run["traj"].as_array().unwrap() {
-            if let Some(c) = m["content"].as_str() {
-                out.push(c.to_string());
-            }
-            for c in m["tool_calls"].as_array().into_iter().flatten() {
-                if let Some(a) = c["function"]["arguments"].as_str() {
-                    out.push(a.to_string());
-                }
-            }
-        }
-    }
-    out
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{fixtures, tau_bench_texts};
 
 fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
     match v {
@@ -113,7 +93,7 @@ fn main() {
         ms(cold_rc)
     );
 
-    let tau = tau_bench();
+    let tau = tau_bench_texts();
     let mut mix = tau.clone();
     mix.extend(others());
     use context_compactor::bpe::clear_piece_cache as clear;

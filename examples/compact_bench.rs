@@ -12,14 +12,8 @@ use context_compactor::tokens::Encoding;
 use context_compactor::ConversationHistory;
 use serde_json::{json, Value};
 
-fn tau_bench() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/openai/tau-bench-gpt-4o-airline.json");
-    let text = std::fs::read_to_string(path).expect("the tau-bench fixture");
-    match serde_json::from_str::<Value>(&text).expect("JSON") {
-        Value::Array(runs) => runs.into_iter().map(|mut run| run["traj"].take()).collect(),
-        _ => panic!("not an array"),
-    }
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
@@ -28,7 +22,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 
 fn main() {
     let iterations: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
-    let runs = tau_bench();
+    let runs = common::tau_bench();
     let mut messages = Vec::new();
     for run in runs {
         if let Value::Array(list) = run {

@@ -1,6 +1,6 @@
 //! Every text of the conversation fixtures, id for id against tiktoken-rs.
-mod bpe_common;
-use bpe_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn every_fixture_text() {
@@ -18,7 +18,7 @@ fn every_fixture_text() {
 
 #[test]
 fn bulk_concatenation() {
-    let all = tau_bench_messages().join("\n");
+    let all = tau_bench_texts().join("\n");
     assert!(all.len() > 1_000_000);
     for enc in ENCODINGS {
         assert_same(enc, &all);

@@ -2,8 +2,8 @@
 //! for id against tiktoken-rs (1,000,000 strings, each checked with both encodings), and
 //! the pre-tokeniser's pieces against fancy-regex running the very patterns tiktoken-rs uses.
 //! `BPE_PROP_CASES` overrides the number of strings.
-mod bpe_common;
-use bpe_common::*;
+mod common;
+use common::*;
 use context_compactor::bpe::{split_pieces, BpeEncoding};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

@@ -1,44 +1,8 @@
 //! Every cl100k_base / o200k_base vector of the token fixtures, against the expected ids and
 //! tiktoken-rs; plus hand-picked edge cases of the two patterns.
-mod bpe_common;
-use bpe_common::*;
+mod common;
+use common::*;
 use context_compactor::bpe::BpeEncoding;
-
-/// (encoding, sample, ids) of gpt-tokenizer's TestPlans.txt. A sample runs from after
-/// "Sample: " up to the line starting with "Encoded:" (it may span lines).
-fn test_plans() -> Vec<(String, String, Vec<u32>)> {
-    let s = std::fs::read_to_string(fixtures().join("tokens/gpt-tokenizer-TestPlans.txt")).unwrap();
-    let mut out = Vec::new();
-    let mut lines = s.split('\n').peekable();
-    while let Some(line) = lines.next() {
-        let Some(enc) = line.strip_prefix("EncodingName: ") else {
-            continue;
-        };
-        let first = lines.next().unwrap();
-        let mut sample = first
-            .strip_prefix("Sample: ")
-            .or(first.strip_prefix("Sample:"))
-            .unwrap()
-            .to_string();
-        loop {
-            let l = lines.next().unwrap();
-            if let Some(ids) = l.strip_prefix("Encoded: ") {
-                let ids = ids.trim().trim_start_matches('[').trim_end_matches(']');
-                let ids: Vec<u32> = ids
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|x| !x.is_empty())
-                    .map(|x| x.parse().unwrap())
-                    .collect();
-                out.push((enc.trim().to_string(), sample, ids));
-                break;
-            }
-            sample.push('\n');
-            sample.push_str(l);
-        }
-    }
-    out
-}
 
 #[test]
 fn gpt_tokenizer_test_plans() {

@@ -4,24 +4,9 @@ use context_compactor::message::{self, Format};
 use context_compactor::tokens::{self, Encoding};
 use serde_json::Value;
 
-/// The `EncodingName:` / `Sample:` / `Encoded:` blocks of gpt-tokenizer's TestPlans.txt.
-fn test_plans() -> Vec<(String, String, Vec<u32>)> {
-    let text = std::fs::read_to_string(common::fixture_path("tokens/gpt-tokenizer-TestPlans.txt")).unwrap();
-    let mut plans = Vec::new();
-    for block in text.split("EncodingName: ").skip(1) {
-        let (name, rest) = block.split_once('\n').unwrap();
-        let rest = rest.strip_prefix("Sample: ").expect("Sample: follows the name");
-        let (sample, encoded) = rest.split_once("\nEncoded: ").expect("Encoded: follows the sample");
-        let ids_text = encoded.lines().next().unwrap();
-        let ids: Vec<u32> = serde_json::from_str(ids_text).unwrap();
-        plans.push((name.trim().to_string(), sample.to_string(), ids));
-    }
-    plans
-}
-
 #[test]
 fn every_cl100k_and_o200k_vector_matches_id_for_id() {
-    let plans = test_plans();
+    let plans = common::test_plans();
     let mut checked = [0, 0];
     for (name, sample, ids) in &plans {
         let (encoding, slot) = match name.as_str() {

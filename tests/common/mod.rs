@@ -1,11 +1,18 @@
-//! The shared fixtures (`../shared/fixtures/`), read as they are.
+//! The shared fixtures (`../shared/fixtures/`), read as they are, and the reference helpers of
+//! the tokenizer tests. One module for the tests (`mod common;`) and the examples
+//! (`#[path = "../tests/common/mod.rs"] mod common;`).
 #![allow(dead_code)]
 
+use context_compactor::bpe::BpeEncoding;
 use serde_json::Value;
 use std::path::PathBuf;
 
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures")
+}
+
 pub fn fixture_path(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures").join(relative)
+    fixtures().join(relative)
 }
 
 pub fn read_json(relative: &str) -> Value {
@@ -20,6 +27,39 @@ pub fn tau_bench() -> Vec<Value> {
         Value::Array(runs) => runs.into_iter().map(|mut run| run["traj"].take()).collect(),
         _ => panic!("tau-bench fixture is not an array"),
     }
+}
+
+/// Every message text of the tau-bench runs, in order: contents and tool-call arguments.
+pub fn tau_bench_texts() -> Vec<String> {
+    let mut out = Vec::new();
+    for run in tau_bench() {
+        for m in run.as_array().into_iter().flatten() {
+            if let Some(c) = m["content"].as_str() {
+                out.push(c.to_string());
+            }
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                if let Some(a) = c["function"]["arguments"].as_str() {
+                    out.push(a.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// (encoding, sample, ids) of gpt-tokenizer's TestPlans.txt: a sample runs from after
+/// "Sample: " up to the line that starts with "Encoded: " (it may span lines).
+pub fn test_plans() -> Vec<(String, String, Vec<u32>)> {
+    let text = std::fs::read_to_string(fixture_path("tokens/gpt-tokenizer-TestPlans.txt")).unwrap();
+    let mut plans = Vec::new();
+    for block in text.split("EncodingName: ").skip(1) {
+        let (name, rest) = block.split_once('\n').unwrap();
+        let rest = rest.strip_prefix("Sample: ").expect("Sample: follows the name");
+        let (sample, encoded) = rest.split_once("\nEncoded: ").expect("Encoded: follows the sample");
+        let ids: Vec<u32> = serde_json::from_str(encoded.lines().next().unwrap()).unwrap();
+        plans.push((name.trim().to_string(), sample.to_string(), ids));
+    }
+    plans
 }
 
 /// The SWE-agent history with each `tool_call_ids: [id]` mapped to `tool_call_id: id`.
@@ -49,3 +89,89 @@ pub fn claude_code(name: &str) -> Vec<Value> {
 }
 
 pub const CLAUDE_CODE_LOGS: [&str; 2] = ["claude-code-short.jsonl", "claude-code-tool-heavy.jsonl"];
+
+// The tokenizer tests' reference: tiktoken-rs, and our encoder.
+
+pub fn reference(enc: BpeEncoding) -> &'static tiktoken_rs::CoreBPE {
+    match enc {
+        BpeEncoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+        BpeEncoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+    }
+}
+
+/// Our encoder. Without the `embedded-ranks` feature (the lite build), first loads the
+/// standalone tables build.rs wrote, as the npm lite build does, which tests that path too.
+pub fn ours(enc: BpeEncoding) -> &'static context_compactor::bpe::BpeEncoder {
+    #[cfg(not(feature = "embedded-ranks"))]
+    {
+        use context_compactor::bpe::load_ranks;
+        static O: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
+        static C: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.cctab"));
+        load_ranks(BpeEncoding::O200kBase, O).unwrap();
+        load_ranks(BpeEncoding::Cl100kBase, C).unwrap();
+    }
+    context_compactor::bpe::BpeEncoder::get(enc).unwrap()
+}
+
+pub const ENCODINGS: [BpeEncoding; 2] = [BpeEncoding::O200kBase, BpeEncoding::Cl100kBase];
+
+/// Every string leaf of a JSON value, plus the serialization of every object and array.
+pub fn json_texts(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => {
+            out.push(serde_json::to_string(v).unwrap());
+            a.iter().for_each(|x| json_texts(x, out));
+        }
+        serde_json::Value::Object(o) => {
+            out.push(serde_json::to_string(v).unwrap());
+            o.values().for_each(|x| json_texts(x, out));
+        }
+        _ => {}
+    }
+}
+
+/// All texts of the conversation fixtures: every message content, tool-call name and
+/// argument string, Anthropic text/thinking/tool input/result, and every message, tool
+/// call and content block serialized as JSON.
+pub fn fixture_texts() -> Vec<(String, Vec<String>)> {
+    let dir = fixtures();
+    let mut files = Vec::new();
+    for name in [
+        "openai/tau-bench-gpt-4o-airline.json",
+        "openai/swe-agent-marshmallow-1867.traj",
+    ] {
+        let s = std::fs::read_to_string(dir.join(name)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let mut out = Vec::new();
+        json_texts(&v, &mut out);
+        files.push((name.to_string(), out));
+    }
+    for entry in std::fs::read_dir(dir.join("anthropic")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "jsonl") {
+            let mut out = Vec::new();
+            for line in std::fs::read_to_string(&p).unwrap().lines() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                    json_texts(&v, &mut out);
+                }
+            }
+            files.push((p.display().to_string(), out));
+        }
+    }
+    files
+}
+
+#[track_caller]
+pub fn assert_same(enc: BpeEncoding, text: &str) {
+    let ours = ours(enc);
+    let want = reference(enc).encode_ordinary(text);
+    let got = ours.encode(text);
+    if got != want {
+        let pieces = context_compactor::bpe::split_pieces(enc, text);
+        panic!(
+            "{enc:?} differs on {text:?}\n ours {got:?}\n want {want:?}\n our pieces {pieces:?}"
+        );
+    }
+    assert_eq!(ours.count(text), want.len(), "{enc:?} count of {text:?}");
+}
