@@ -247,12 +247,8 @@ fn replace_lone_surrogates(json: &str) -> Option<String> {
     Some(out)
 }
 
-fn to_js(value: &Value) -> Result<JsValue> {
-    serialized_to_js(value)
-}
-
 /// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
-fn serialized_to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
+fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
     let text = serde_json::to_string(value).map_err(|e| Error::internal(format!("serialising a result: {e}")))?;
     JSON::parse(&text).map_err(|_| Error::internal("the engine could not parse a result the library serialised"))
 }
@@ -518,7 +514,7 @@ impl ConversationHistory {
                 Some(string_arg(&created_at, "createdAt")?)
             };
             let record = self.core.complete_summary(&id, &text, created_at)?;
-            to_js(&to_value(&record)?)
+            to_js(&record)
         })())
     }
 
@@ -532,7 +528,7 @@ impl ConversationHistory {
     /// The summary in force and any compaction under way, for storage.
     #[wasm_bindgen(js_name = summaryState, unchecked_return_type = "SummaryState")]
     pub fn summary_state(&self) -> JsResult<JsValue> {
-        throw(to_value(self.core.summary_state()).and_then(|v| to_js(&v)))
+        throw(to_js(self.core.summary_state()))
     }
 
     #[wasm_bindgen(js_name = setSummaryState)]
@@ -611,7 +607,7 @@ impl ConversationHistory {
             summary_request: &summary_request,
             new_summary: &new_summary,
         };
-        serialized_to_js(&result)
+        to_js(&result)
     }
 
     fn from_options(options: &JsValue) -> Result<ConversationHistory> {
@@ -639,7 +635,7 @@ pub fn validate_messages(
         let format = Format::parse(&string_arg(&format, "the format")?)?;
         let value = from_js(&messages, "messages")?;
         let violations = provider_request::validate(&value, format).err().unwrap_or_default();
-        to_js(&to_value(&violations)?)
+        to_js(&violations)
     })())
 }
 
@@ -652,7 +648,7 @@ pub fn profile_names() -> Vec<String> {
 /// The profile for a model: its exact name or the longest built-in prefix.
 #[wasm_bindgen(js_name = resolveProfile, unchecked_return_type = "Profile")]
 pub fn resolve_profile(#[wasm_bindgen(unchecked_param_type = "string")] model: JsValue) -> JsResult<JsValue> {
-    throw((|| to_js(&to_value(&profile::resolve(&string_arg(&model, "the model")?)?)?))())
+    throw((|| to_js(&profile::resolve(&string_arg(&model, "the model")?)?))())
 }
 
 /// Installs an encoding's rank table (the `.cctab` files shipped with the package) in the lite

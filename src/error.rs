@@ -71,18 +71,6 @@ impl Error {
         };
         Error { kind: ErrorKind::InvalidMessage, message: message.into(), index: Some(index), path: Some(path) }
     }
-
-    /// Re-anchors a message error at another index (e.g. a batch offset), keeping its field path.
-    pub fn at_index(mut self, index: usize) -> Self {
-        if let (Some(old), Some(path)) = (self.index, self.path.as_mut()) {
-            let prefix = format!("messages[{old}]");
-            if let Some(rest) = path.strip_prefix(&prefix) {
-                *path = format!("messages[{index}]{rest}");
-            }
-        }
-        self.index = Some(index);
-        self
-    }
 }
 
 impl fmt::Display for Error {

@@ -207,10 +207,6 @@ impl ConversationHistory {
         }
     }
 
-    pub fn messages(&self) -> Vec<Message> {
-        self.records.iter().map(|r| r.message.clone()).collect()
-    }
-
     pub fn emit(&self, format: Format) -> Value {
         message::emit(self.records.iter().map(|r| &r.message), format)
     }

@@ -262,10 +262,6 @@ impl Message {
         })
     }
 
-    pub fn has_tool_calls(&self) -> bool {
-        self.tool_calls().next().is_some()
-    }
-
     pub fn has_tool_results(&self) -> bool {
         self.tool_results().next().is_some()
     }
