@@ -77,6 +77,20 @@ fn decode(t: &[u8], i: usize) -> (u32, usize) {
 }
 
 /// Flags and byte length of the char at `i`; (0, 0) past the end.
+/// End of `\p{N}{1,3}` from `i` (both patterns; `i` starts a number).
+#[inline(always)]
+fn digits(t: &[u8], i: usize) -> usize {
+    let mut j = i;
+    for _ in 0..3 {
+        let (f, l) = class_at(t, j);
+        if l == 0 || f & N == 0 {
+            break;
+        }
+        j += l;
+    }
+    j
+}
+
 #[inline(always)]
 fn class_at(t: &[u8], i: usize) -> (u8, usize) {
     if let Some(&b) = t.get(i) {
@@ -325,15 +339,7 @@ pub(crate) fn next_o200k(t: &[u8], i: usize) -> usize {
     }
     // C: \p{N}{1,3}
     if f0 & N != 0 {
-        let mut j = i;
-        for _ in 0..3 {
-            let (f, l) = class_at(t, j);
-            if l == 0 || f & N == 0 {
-                break;
-            }
-            j += l;
-        }
-        return j;
+        return digits(t, i);
     }
     // D
     if let Some(e) = punct(t, i, true) {
@@ -384,15 +390,7 @@ pub(crate) fn next_cl100k(t: &[u8], i: usize) -> usize {
     }
     // 3: \p{N}{1,3}+
     if f0 & N != 0 {
-        let mut j = i;
-        for _ in 0..3 {
-            let (f, l) = class_at(t, j);
-            if l == 0 || f & N == 0 {
-                break;
-            }
-            j += l;
-        }
-        return j;
+        return digits(t, i);
     }
     // 4
     if let Some(e) = punct(t, i, false) {
