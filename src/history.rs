@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::compact::{self, BuildOptions, BuildOutcome, Item, ReduceCache, SummaryRecord, SummarySource, SummaryState};
@@ -43,6 +44,24 @@ pub struct ConversationHistory {
     reduce_cache: ReduceCache,
     /// The last summary request a build proposed (what `begin_summary` can start).
     proposed: Option<compact::PendingSummary>,
+}
+
+/// A history as JSON: every message in the format it arrived in, with its id, and the summary
+/// state. It travels inside a session export, which carries the version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HistoryExport {
+    pub encoding: String,
+    pub messages: Vec<LoggedMessage>,
+    pub summary: SummaryState,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoggedMessage {
+    pub id: String,
+    pub format: Format,
+    pub message: Value,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +211,11 @@ impl ConversationHistory {
         self.positions.get(id).and_then(|&i| self.records.get(i))
     }
 
+    /// Where the message with `id` sits in the log (0-based).
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.positions.get(id).copied()
+    }
+
     /// The message with `id` exactly as it was appended, in its own format.
     pub fn get_value(&self, id: &str) -> Option<Value> {
         let record = self.get(id)?;
@@ -205,6 +229,42 @@ impl ConversationHistory {
             },
             _ => None,
         }
+    }
+
+    pub fn export(&self) -> Result<HistoryExport> {
+        let messages = self
+            .records
+            .iter()
+            .map(|r| {
+                let message = self.get_value(&r.id).ok_or_else(|| Error::internal(format!("message {} cannot be written out", r.id)))?;
+                Ok(LoggedMessage { id: r.id.clone(), format: r.message.source, message })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(HistoryExport { encoding: self.encoding.as_str().to_string(), messages, summary: self.summary.clone() })
+    }
+
+    /// Rebuilds a history from its export, checking it as appends are checked: valid messages,
+    /// tool results that answer earlier calls, ids in their order, a summary state that fits.
+    pub fn import(export: HistoryExport) -> Result<ConversationHistory> {
+        let mut history = ConversationHistory::new(Encoding::parse(&export.encoding)?);
+        let mut messages = Vec::with_capacity(export.messages.len());
+        let mut ids = Vec::with_capacity(export.messages.len());
+        for (i, logged) in export.messages.into_iter().enumerate() {
+            let parsed = match logged.format {
+                Format::OpenAi => message::parse_openai_message(logged.message, i),
+                Format::Anthropic => message::parse_anthropic_message(logged.message, i),
+            };
+            messages.push(parsed.map_err(|e| corrupt(&format!("message {}", logged.id), e))?);
+            ids.push(logged.id);
+        }
+        let assigned = history.append_all(messages).map_err(|e| corrupt("its messages", e))?;
+        if let Some((expected, found)) = assigned.iter().zip(&ids).find(|(a, b)| a != b) {
+            return Err(Error::invalid_argument(format!(
+                "corrupt export: message {found:?} is where {expected:?} belongs (ids run m1, m2, … in order)"
+            )));
+        }
+        history.set_summary_state(export.summary).map_err(|e| corrupt("its summary state", e))?;
+        Ok(history)
     }
 
     pub fn emit(&self, format: Format) -> Value {
@@ -347,6 +407,10 @@ impl ConversationHistory {
     pub fn reductions_computed(&self) -> u64 {
         self.reduce_cache.computed
     }
+}
+
+fn corrupt(what: &str, error: Error) -> Error {
+    Error::invalid_argument(format!("corrupt export: {what}: {error}"))
 }
 
 /// A lone message's errors say "message" rather than "message 0 of a list of one".

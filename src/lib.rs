@@ -11,6 +11,7 @@ pub mod memory;
 pub mod message;
 pub mod session;
 pub mod tokens;
+pub mod versioned;
 
 pub use error::{Error, ErrorKind, Result};
 pub use history::ConversationHistory;

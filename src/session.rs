@@ -1,29 +1,73 @@
-//! A session: an id, the conversation history, the optional memory, a loop counter, and
-//! metadata. A sub-agent (seed 000's call_subagent) is a child session with an isolated history
-//! that hands its parent one compact result.
+//! A session: an id, the conversation history, the optional memory (seed 003's MemoryModule),
+//! a loop counter, and metadata. A sub-agent (seed 000's call_subagent) is a child session with
+//! an isolated history that hands its parent one compact result. A session exports to one
+//! versioned JSON document and imports from it.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::history::ConversationHistory;
+use crate::history::{ConversationHistory, HistoryExport};
 use crate::ids::fnv1a;
-use crate::memory::MemoryStore;
+use crate::memory::recall::{self, Log, RecallRequest};
+use crate::memory::search::Hit;
+use crate::memory::{self, ContextSnapshot, MemoryExport, MemoryStore, MessageRange};
 use crate::message::{Content, Format, Message, Part, Role};
 use crate::tokens::Encoding;
 
 pub const MAIN_CONTEXT_ID: &str = "main";
 pub const DEFAULT_MAX_LOOPS: u32 = 10;
+pub const EXPORT_FORMAT: &str = "context-compactor/session";
+pub const EXPORT_VERSION: u32 = 1;
 
 #[derive(Clone, Debug)]
 pub struct Session {
     id: String,
     parent_id: Option<String>,
     pub history: ConversationHistory,
-    pub memory: Option<MemoryStore>,
+    memory: Option<MemoryStore>,
+    /// The format appends and reads use when none is given.
+    pub format: Format,
     loops: u32,
     max_loops: u32,
     subagents_spawned: u32,
+    /// Where the messages of the turn under way begin (everything before belongs to recorded turns).
+    turn_start: usize,
+    /// How many logged messages the memory's search index holds.
+    indexed: usize,
     pub metadata: Map<String, Value>,
+}
+
+/// What the agent hands the memory at the end of a turn.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TurnInput {
+    /// Defaults to the turn after the last one recorded.
+    pub turn_number: Option<u32>,
+    /// The workspace the agent rendered this turn (seed 003's `fullContext`).
+    pub workspace_context: String,
+    /// The turn's summary; the built-in one when absent.
+    pub summary: Option<String>,
+    pub insights: Option<Vec<String>>,
+}
+
+/// The versioned JSON form of a session: history (with summaries), memory, counters, metadata.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionExport {
+    pub format: String,
+    pub version: u32,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub message_format: Format,
+    pub loops: u32,
+    pub max_loops: u32,
+    pub subagents_spawned: u32,
+    pub turn_start: usize,
+    pub metadata: Map<String, Value>,
+    pub history: HistoryExport,
+    pub memory: Option<MemoryExport>,
+    pub max_snapshot_chars: Option<usize>,
 }
 
 /// Ids travel into storage keys and file names: keep them to a safe alphabet.
@@ -40,22 +84,41 @@ pub fn validate_session_id(id: &str) -> Result<()> {
     }
 }
 
+fn memory_off() -> Error {
+    Error::invalid_argument("this session has no memory: create it with the `memory` option")
+}
+
 impl Session {
     pub fn new(id: &str, encoding: Encoding, max_loops: u32) -> Result<Session> {
         validate_session_id(id)?;
         if max_loops == 0 {
-            return Err(Error::invalid_argument("max_loops must be at least 1"));
+            return Err(Error::invalid_argument("maxLoops must be at least 1"));
         }
         Ok(Session {
             id: id.to_string(),
             parent_id: None,
             history: ConversationHistory::new(encoding),
             memory: None,
+            format: Format::OpenAi,
             loops: 0,
             max_loops,
             subagents_spawned: 0,
+            turn_start: 0,
+            indexed: 0,
             metadata: Map::new(),
         })
+    }
+
+    /// Switches the memory module on (seed 003: only when configured).
+    pub fn enable_memory(&mut self, max_snapshot_chars: usize) -> Result<()> {
+        if max_snapshot_chars == 0 {
+            return Err(Error::invalid_argument("memory.maxSnapshotChars must be at least 1"));
+        }
+        if self.memory.is_none() {
+            self.memory = Some(MemoryStore::new(max_snapshot_chars));
+            self.indexed = 0;
+        }
+        Ok(())
     }
 
     pub fn id(&self) -> &str {
@@ -72,6 +135,10 @@ impl Session {
 
     pub fn max_loops(&self) -> u32 {
         self.max_loops
+    }
+
+    pub fn memory(&self) -> Option<&MemoryStore> {
+        self.memory.as_ref()
     }
 
     /// Counts one more agent loop; refuses to go past the maximum.
@@ -91,13 +158,15 @@ impl Session {
         if task.trim().is_empty() {
             return Err(Error::invalid_argument("a sub-agent needs a task"));
         }
-        self.subagents_spawned += 1;
-        let tag = fnv1a(&[&self.id, &self.subagents_spawned.to_string(), task]);
+        let spawned = self.subagents_spawned + 1;
+        let tag = fnv1a(&[&self.id, &spawned.to_string(), task]);
         let mut child = Session::new(&format!("subagent-{tag:08x}"), self.history.encoding(), max_loops)?;
         child.parent_id = Some(self.id.clone());
+        child.format = self.format;
         child
             .history
-            .append_all(vec![Message::new(Role::User, Content::text(task), Format::OpenAi)])?;
+            .append_all(vec![Message::new(Role::User, Content::text(task), self.format)])?;
+        self.subagents_spawned = spawned;
         Ok(child)
     }
 
@@ -133,6 +202,206 @@ impl Session {
         };
         let role = if format == Format::OpenAi { Role::Tool } else { Role::User };
         Message::new(role, Content::parts(vec![Part::ToolResult(result)]), format)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: turns, the cumulative summary, search and recall_context.
+
+impl Session {
+    fn memory_mut(&mut self) -> Result<&mut MemoryStore> {
+        self.memory.as_mut().ok_or_else(memory_off)
+    }
+
+    /// The number the next recorded turn gets by default, and the messages it will cover.
+    pub fn pending_turn(&self) -> Result<(u32, Vec<Message>)> {
+        let memory = self.memory.as_ref().ok_or_else(memory_off)?;
+        let next = memory.last_turn().map_or(1, |t| t.saturating_add(1));
+        let messages = self.history.records().get(self.turn_start..).unwrap_or_default().iter().map(|r| r.message.clone()).collect();
+        Ok((next, messages))
+    }
+
+    /// Ends a turn: stores the workspace snapshot with its summary (the built-in one unless
+    /// given) and the range of messages appended since the previous turn. On error nothing changes.
+    pub fn record_turn(&mut self, input: TurnInput) -> Result<ContextSnapshot> {
+        let (next, messages) = self.pending_turn()?;
+        let turn_number = input.turn_number.unwrap_or(next);
+        let (summary, insights) = match input.summary {
+            Some(summary) => (summary, input.insights.unwrap_or_default()),
+            None => {
+                let (summary, insights) = memory::turn_summary(&messages, &input.workspace_context);
+                (summary, input.insights.unwrap_or(insights))
+            }
+        };
+        let records = self.history.records();
+        let range = match (records.get(self.turn_start), records.last()) {
+            (Some(first), Some(last)) => Some(MessageRange { from: first.id.clone(), until: last.id.clone() }),
+            _ => None,
+        };
+        let end = records.len();
+        let snapshot = self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone();
+        self.turn_start = end;
+        Ok(snapshot)
+    }
+
+    /// What a plugged-in summariser gets for the turn under way: its messages and workspace as
+    /// one transcript in one user message (valid for either provider), and a token budget.
+    pub fn turn_summary_request(&self, workspace_context: &str, format: Format, max_tokens: u32) -> Result<Value> {
+        let (turn_number, messages) = self.pending_turn()?;
+        let ids: Vec<&str> = self.history.records().get(self.turn_start..).unwrap_or_default().iter().map(|r| r.id.as_str()).collect();
+        let prompt = memory::turn_prompt(turn_number, &messages, workspace_context);
+        let message = Message::new(Role::User, Content::text(prompt.clone()), format);
+        Ok(json!({
+            "id": format!("turn-{turn_number}"),
+            "turnNumber": turn_number,
+            "messageIds": ids,
+            "messages": crate::compact::request::emit_request(std::iter::once(&message), format)?,
+            "prompt": prompt,
+            "maxTokens": max_tokens,
+            "requiredKeys": [],
+        }))
+    }
+
+    /// Seed 003's `[Turn 1] …` lines for the prompt, within `max_tokens`.
+    pub fn memory_summary(&self, max_tokens: usize) -> Result<String> {
+        let memory = self.memory.as_ref().ok_or_else(memory_off)?;
+        Ok(memory.cumulative_summary(self.history.encoding(), max_tokens))
+    }
+
+    /// Brings the search index up to the end of the log.
+    fn sync_index(&mut self) {
+        let Some(memory) = self.memory.as_mut() else { return };
+        for record in self.history.records().get(self.indexed..).unwrap_or_default() {
+            memory.index_message(&record.id, &record.message.readable_text());
+        }
+        self.indexed = self.history.len();
+    }
+
+    /// Keyword search over snapshots, summaries and every logged message (dropped ones included).
+    pub fn search(&mut self, query: &str, limit: usize) -> Result<Vec<Value>> {
+        self.sync_index();
+        let memory = self.memory.as_ref().ok_or_else(memory_off)?;
+        let log = SessionLog { history: &self.history, memory };
+        Ok(memory
+            .index()
+            .search(query, limit)
+            .into_iter()
+            .filter_map(|Hit { document, score }| {
+                let document = memory.index().document(document)?;
+                let turn = document.turn_number.or_else(|| log.turn_of(&document.id));
+                Some(json!({"kind": document.kind, "id": document.id, "turnNumber": turn, "score": (score * 1000.0).round() / 1000.0}))
+            })
+            .collect())
+    }
+
+    /// Executes a `recall_context` call (Anthropic's `input` object or OpenAI's `arguments` text).
+    pub fn recall(&mut self, input: &Value, max_tokens: usize) -> Result<Value> {
+        let request: RecallRequest = recall::parse_request(input)?;
+        self.sync_index();
+        let memory = self.memory.as_ref().ok_or_else(memory_off)?;
+        recall::execute(memory, &request, &SessionLog { history: &self.history, memory }, self.history.encoding(), max_tokens)
+    }
+}
+
+struct SessionLog<'a> {
+    history: &'a ConversationHistory,
+    memory: &'a MemoryStore,
+}
+
+impl Log for SessionLog<'_> {
+    fn message(&self, id: &str) -> Option<(&'static str, String)> {
+        self.history.get(id).map(|r| (r.message.role.as_str(), r.message.readable_text()))
+    }
+
+    fn ids_in(&self, range: &MessageRange) -> Vec<String> {
+        match (self.history.position(&range.from), self.history.position(&range.until)) {
+            (Some(from), Some(until)) => {
+                self.history.records().get(from..=until).unwrap_or_default().iter().map(|r| r.id.clone()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn turn_of(&self, id: &str) -> Option<u32> {
+        let at = self.history.position(id)?;
+        self.memory.contexts().find_map(|snapshot| {
+            let range = snapshot.messages.as_ref()?;
+            let (from, until) = (self.history.position(&range.from)?, self.history.position(&range.until)?);
+            (from..=until).contains(&at).then_some(snapshot.turn_number)
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Export and import.
+
+impl Session {
+    pub fn export(&self) -> Result<SessionExport> {
+        Ok(SessionExport {
+            format: EXPORT_FORMAT.to_string(),
+            version: EXPORT_VERSION,
+            id: self.id.clone(),
+            parent_id: self.parent_id.clone(),
+            message_format: self.format,
+            loops: self.loops,
+            max_loops: self.max_loops,
+            subagents_spawned: self.subagents_spawned,
+            turn_start: self.turn_start,
+            metadata: self.metadata.clone(),
+            history: self.history.export()?,
+            memory: self.memory.as_ref().map(MemoryStore::export),
+            max_snapshot_chars: self.memory.as_ref().map(MemoryStore::max_snapshot_chars),
+        })
+    }
+
+    /// A session from its export, checked whole before anything is built: a corrupt, truncated
+    /// or newer export is an error that names what is wrong.
+    pub fn import(value: Value) -> Result<Session> {
+        crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
+        let export: SessionExport =
+            serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("corrupt session export: {e}")))?;
+        let mut session = Session::new(&export.id, Encoding::parse(&export.history.encoding)?, export.max_loops)?;
+        if let Some(parent) = &export.parent_id {
+            validate_session_id(parent)?;
+        }
+        if export.loops > export.max_loops {
+            return Err(Error::invalid_argument(format!(
+                "corrupt session export: {} loops done, over its limit of {}",
+                export.loops, export.max_loops
+            )));
+        }
+        session.history = ConversationHistory::import(export.history)?;
+        if export.turn_start > session.history.len() {
+            return Err(Error::invalid_argument(format!(
+                "corrupt session export: the turn under way starts at message {}, past the end of the history ({})",
+                export.turn_start,
+                session.history.len()
+            )));
+        }
+        if let Some(memory) = export.memory {
+            session.enable_memory(export.max_snapshot_chars.unwrap_or(memory::DEFAULT_MAX_SNAPSHOT_CHARS))?;
+            for snapshot in &memory.contexts {
+                if let Some(range) = &snapshot.messages {
+                    for id in [&range.from, &range.until] {
+                        if session.history.position(id).is_none() {
+                            return Err(Error::invalid_argument(format!(
+                                "corrupt session export: turn {} covers message {id:?}, which the history does not have",
+                                snapshot.turn_number
+                            )));
+                        }
+                    }
+                }
+            }
+            session.memory_mut()?.import(serde_json::to_value(memory).map_err(|e| Error::internal(e.to_string()))?)?;
+            session.sync_index();
+        }
+        session.parent_id = export.parent_id;
+        session.format = export.message_format;
+        session.loops = export.loops;
+        session.subagents_spawned = export.subagents_spawned;
+        session.turn_start = export.turn_start;
+        session.metadata = export.metadata;
+        Ok(session)
     }
 }
 
@@ -178,5 +447,98 @@ mod tests {
         assert!(main.spawn_subagent("  ", 5).is_err());
         let silent = main.spawn_subagent("task", 5).unwrap();
         assert_eq!(silent.subagent_result()["ok"], false);
+    }
+
+    fn agent_with_two_turns() -> Session {
+        let mut session = Session::new("main", Encoding::O200kBase, 10).unwrap();
+        session.enable_memory(10_000).unwrap();
+        session
+            .history
+            .append_values(
+                json!([
+                    {"role": "user", "content": "Find my reservation to Seattle"},
+                    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_reservation", "arguments": "{\"id\":\"ABC123\"}"}}]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "{\"id\":\"ABC123\",\"destination\":\"SEA\"}"},
+                    {"role": "assistant", "content": "Reservation ABC123 flies to Seattle."}
+                ]),
+                Format::OpenAi,
+            )
+            .unwrap();
+        let first = session.record_turn(TurnInput { workspace_context: "reservations: [ABC123]".into(), ..Default::default() }).unwrap();
+        assert_eq!(first.turn_number, 1);
+        assert_eq!(first.messages, Some(MessageRange { from: "m1".into(), until: "m4".into() }));
+        session
+            .history
+            .append_values(json!([{"role": "user", "content": "Cancel it"}, {"role": "assistant", "content": "Cancelled."}]), Format::OpenAi)
+            .unwrap();
+        session
+            .record_turn(TurnInput { workspace_context: "reservations: []".into(), summary: Some("cancelled ABC123".into()), ..Default::default() })
+            .unwrap();
+        session
+    }
+
+    #[test]
+    fn turns_get_built_in_summaries_and_recall_brings_back_their_messages() {
+        let mut session = agent_with_two_turns();
+        let memory = session.memory().unwrap();
+        let first = memory.summary(1).unwrap();
+        assert!(first.summary.starts_with("asked: Find my reservation to Seattle; answered: Reservation ABC123"), "{}", first.summary);
+        assert!(first.summary.contains("tools: get_reservation"), "{}", first.summary);
+        assert_eq!(session.memory_summary(1000).unwrap().lines().nth(1), Some("[Turn 2] cancelled ABC123"));
+
+        let recalled = session.recall(&json!({"turnNumbers": [1]}), 2000).unwrap();
+        let ids: Vec<&str> = recalled["turns"][0]["messages"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["m1", "m2", "m3", "m4"]);
+        assert!(recalled["turns"][0]["messages"][1]["text"].as_str().unwrap().starts_with("get_reservation("));
+
+        let found = session.recall(&Value::from(r#"{"query": "cancel"}"#), 2000).unwrap();
+        assert_eq!(found["results"][0]["id"], "m5");
+        assert_eq!(found["results"][0]["turnNumber"], 2);
+        assert!(session.recall(&json!({"turnNumbers": [3]}), 100).unwrap_err().message.contains("turn 3 is not in memory"));
+        let no_memory = Session::new("plain", Encoding::O200kBase, 10).unwrap().memory_summary(10).unwrap_err();
+        assert!(no_memory.message.contains("no memory"), "{no_memory}");
+    }
+
+    #[test]
+    fn a_session_exports_and_imports_losslessly() {
+        let mut session = agent_with_two_turns();
+        session.history.append_value(json!({"role": "user", "content": "and now?"}), Format::OpenAi).unwrap();
+        session.next_loop().unwrap();
+        session.metadata.insert("title".into(), "trip".into());
+        let exported = serde_json::to_value(session.export().unwrap()).unwrap();
+        let mut restored = Session::import(exported.clone()).unwrap();
+        assert_eq!(serde_json::to_value(restored.export().unwrap()).unwrap(), exported);
+        assert_eq!(restored.history.ids(), session.history.ids());
+        assert_eq!(restored.recall(&json!({"query": "Seattle"}), 500).unwrap(), session.recall(&json!({"query": "Seattle"}), 500).unwrap());
+        let (next, pending) = restored.pending_turn().unwrap();
+        assert_eq!((next, pending.len()), (3, 1));
+    }
+
+    #[test]
+    fn corrupt_truncated_or_newer_exports_are_refused_with_reasons() {
+        let exported = serde_json::to_value(agent_with_two_turns().export().unwrap()).unwrap();
+        let with = |edit: &dyn Fn(&mut Value)| {
+            let mut value = exported.clone();
+            edit(&mut value);
+            Session::import(value).unwrap_err().message
+        };
+        assert!(with(&|v| v["version"] = 2.into()).contains("newer than this library"));
+        assert!(with(&|v| v["format"] = "x".into()).contains("not a session export"));
+        assert!(with(&|v| {
+            v.as_object_mut().unwrap().remove("history");
+        })
+        .contains("missing field `history`"));
+        assert!(with(&|v| {
+            v["history"]["messages"].as_array_mut().unwrap().remove(1);
+        })
+        .contains("corrupt export"));
+        assert!(with(&|v| v["history"]["messages"][0]["id"] = "m9".into()).contains("where \"m1\" belongs"));
+        assert!(with(&|v| v["turnStart"] = 99.into()).contains("past the end of the history"));
+        assert!(with(&|v| v["loops"] = 11.into()).contains("over its limit"));
+        assert!(with(&|v| {
+            v["history"]["messages"].as_array_mut().unwrap().truncate(4);
+            v["turnStart"] = 4.into();
+        })
+        .contains("which the history does not have"));
     }
 }

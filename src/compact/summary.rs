@@ -254,18 +254,20 @@ pub fn record(pending: &PendingSummary, text: String, tokens: u32, created_at: S
 
 const KEYS: [&str; 7] = ["userRequests", "conclusions", "filesAndPaths", "toolsUsed", "errors", "openTodos", "earlier"];
 
+/// What the extractive summariser takes from messages (the memory's turn summaries use it too).
 #[derive(Default)]
-struct Extract {
-    requests: Vec<String>,
-    conclusions: Vec<String>,
-    files: Vec<String>,
-    tools: BTreeMap<String, u64>,
-    errors: Vec<String>,
-    todos: Vec<String>,
+pub(crate) struct Extract {
+    pub(crate) requests: Vec<String>,
+    pub(crate) conclusions: Vec<String>,
+    pub(crate) files: Vec<String>,
+    pub(crate) tools: BTreeMap<String, u64>,
+    pub(crate) errors: Vec<String>,
+    pub(crate) todos: Vec<String>,
     earlier: Option<String>,
 }
 
-fn squash(text: &str, max_chars: usize) -> String {
+/// Whitespace runs collapsed, cut to `max_chars` with an ellipsis.
+pub(crate) fn squash(text: &str, max_chars: usize) -> String {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.chars().count() <= max_chars {
         collapsed
@@ -356,6 +358,10 @@ fn looks_like_error(text: &str) -> bool {
 /// used and how often, errors, and open to-dos; folded onto the previous summary if there is one.
 /// Lists lose their oldest entries until the whole fits `max_tokens`.
 pub fn extractive(messages: &[Message], previous: Option<&str>, encoding: Encoding, max_tokens: u32) -> String {
+    fit(extract(messages, previous), encoding, max_tokens)
+}
+
+pub(crate) fn extract(messages: &[Message], previous: Option<&str>) -> Extract {
     let mut extract = Extract::default();
     if let Some(previous) = previous {
         fold_previous(&mut extract, previous);
@@ -434,7 +440,7 @@ pub fn extractive(messages: &[Message], previous: Option<&str>, encoding: Encodi
             push_unique(&mut extract.todos, todo);
         }
     }
-    fit(extract, encoding, max_tokens)
+    extract
 }
 
 fn fold_previous(extract: &mut Extract, previous: &str) {

@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::compact::summary::{extract, squash};
 use crate::error::{Error, Result};
 use crate::ids::fnv1a;
+use crate::message::Message;
 use crate::tokens::Encoding;
 use search::{Document, DocumentKind, SearchIndex};
 
@@ -28,6 +30,16 @@ pub struct ContextSnapshot {
     pub turn_number: u32,
     pub full_context: String,
     pub summary: String,
+    /// The conversation messages of this turn (first and last id), if it had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageRange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageRange {
+    pub from: String,
+    pub until: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +91,22 @@ impl MemoryStore {
         self.contexts.keys().copied()
     }
 
+    pub fn last_turn(&self) -> Option<u32> {
+        self.contexts.keys().next_back().copied()
+    }
+
+    pub fn contexts(&self) -> impl Iterator<Item = &ContextSnapshot> {
+        self.contexts.values()
+    }
+
+    pub fn summaries(&self) -> impl Iterator<Item = &MemorySummary> {
+        self.summaries.values()
+    }
+
+    pub fn max_snapshot_chars(&self) -> usize {
+        self.max_snapshot_chars
+    }
+
     pub fn context(&self, turn_number: u32) -> Option<&ContextSnapshot> {
         self.contexts.get(&turn_number)
     }
@@ -95,6 +123,7 @@ impl MemoryStore {
         full_context: String,
         summary: String,
         insights: Vec<String>,
+        messages: Option<MessageRange>,
     ) -> Result<&ContextSnapshot> {
         if turn_number == 0 {
             return Err(Error::invalid_argument("turn numbers start at 1"));
@@ -117,7 +146,7 @@ impl MemoryStore {
             return Err(Error::invalid_argument(format!("the summary of turn {turn_number} is empty")));
         }
         let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&[&full_context]));
-        let snapshot = ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone() };
+        let snapshot = ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
         let memory_summary =
             MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
         self.insert(snapshot, memory_summary);
@@ -140,8 +169,9 @@ impl MemoryStore {
     }
 
     /// Makes a message of the conversation log findable (dropped ones included).
-    pub fn index_message(&mut self, id: &str, turn_number: Option<u32>, text: &str) {
-        self.index.add(Document { kind: DocumentKind::Message, id: id.to_string(), turn_number }, text);
+    /// The turn of a message is not stored with it: recall asks the log (see `recall::Log`).
+    pub fn index_message(&mut self, id: &str, text: &str) {
+        self.index.add(Document { kind: DocumentKind::Message, id: id.to_string(), turn_number: None }, text);
     }
 
     pub fn index(&self) -> &SearchIndex {
@@ -186,27 +216,7 @@ impl MemoryStore {
     /// Replaces the store with an export; on any error the store is left as it was.
     /// Message documents are not part of a memory export: the session re-indexes its log.
     pub fn import(&mut self, value: Value) -> Result<()> {
-        let format = value.get("format").and_then(Value::as_str);
-        if format != Some(EXPORT_FORMAT) {
-            return Err(Error::invalid_argument(format!(
-                "not a memory export: `format` is {}, expected {EXPORT_FORMAT:?}",
-                format.map_or("missing".to_string(), |f| format!("{f:?}"))
-            )));
-        }
-        match value.get("version").and_then(Value::as_u64) {
-            Some(v) if v == u64::from(EXPORT_VERSION) => {}
-            Some(v) if v > u64::from(EXPORT_VERSION) => {
-                return Err(Error::invalid_argument(format!(
-                    "this memory export is version {v}, newer than this library reads ({EXPORT_VERSION}): upgrade context-compactor"
-                )))
-            }
-            other => {
-                return Err(Error::invalid_argument(format!(
-                    "unsupported memory export version {}",
-                    other.map_or("(missing)".to_string(), |v| v.to_string())
-                )))
-            }
-        }
+        crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
         let export: MemoryExport = serde_json::from_value(value)
             .map_err(|e| Error::invalid_argument(format!("corrupt memory export: {e}")))?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
@@ -243,6 +253,55 @@ impl MemoryStore {
     }
 }
 
+/// The built-in summary of a turn, from its messages: what was asked, what the assistant
+/// answered, which tools it used; the insights are the files touched and the errors met. A turn
+/// without messages is summarised by the first line of its workspace.
+pub fn turn_summary(messages: &[Message], workspace_context: &str) -> (String, Vec<String>) {
+    let found = extract(messages, None);
+    let mut parts = Vec::new();
+    if !found.requests.is_empty() {
+        parts.push(format!("asked: {}", squash(&found.requests.join(" / "), 240)));
+    }
+    if let Some(answer) = found.conclusions.last() {
+        parts.push(format!("answered: {}", squash(answer, 240)));
+    }
+    if !found.tools.is_empty() {
+        let tools: Vec<String> =
+            found.tools.iter().map(|(name, n)| if *n > 1 { format!("{name}×{n}") } else { name.clone() }).collect();
+        parts.push(format!("tools: {}", tools.join(", ")));
+    }
+    if parts.is_empty() {
+        let first_line = workspace_context.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("nothing recorded");
+        parts.push(format!("workspace: {}", squash(first_line, 200)));
+    }
+    let insights = found
+        .files
+        .iter()
+        .map(|f| format!("file: {f}"))
+        .chain(found.errors.iter().map(|e| format!("error: {e}")))
+        .chain(found.todos.iter().map(|t| format!("todo: {t}")))
+        .take(12)
+        .collect();
+    (parts.join("; "), insights)
+}
+
+/// Longest transcript a turn-summary request carries; longer turns keep a share per message.
+const TRANSCRIPT_CHARS: usize = 24_000;
+
+/// The request a plugged-in summariser answers for one turn: the workspace and the turn's
+/// messages as a transcript, then the instruction.
+pub fn turn_prompt(turn_number: u32, messages: &[Message], workspace_context: &str) -> String {
+    let per_message = (TRANSCRIPT_CHARS / messages.len().max(1)).max(200);
+    let mut out = format!("Workspace at turn {turn_number}:\n{}\n\nConversation of turn {turn_number}:\n", squash(workspace_context, 4_000));
+    for message in messages {
+        out.push_str(&format!("[{}] {}\n", message.role.as_str(), squash(&message.readable_text(), per_message)));
+    }
+    out.push_str(&format!(
+        "\nSummarise turn {turn_number} of this agent's work in one or two sentences: what was asked, what was done, what was found. Reply with the summary only."
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,13 +309,13 @@ mod tests {
     fn seed_003_store() -> MemoryStore {
         let mut store = MemoryStore::default();
         store
-            .record_turn(1, "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(), "分析了代码库结构".into(), vec!["3个模块".into(), "main.ts是入口".into()])
+            .record_turn(1, "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(), "分析了代码库结构".into(), vec!["3个模块".into(), "main.ts是入口".into()], None)
             .unwrap();
         store
-            .record_turn(2, "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(), "发现性能瓶颈".into(), vec![])
+            .record_turn(2, "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(), "发现性能瓶颈".into(), vec![], None)
             .unwrap();
         store
-            .record_turn(3, "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(), "实施了优化".into(), vec![])
+            .record_turn(3, "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(), "实施了优化".into(), vec![], None)
             .unwrap();
         store
     }
@@ -276,11 +335,11 @@ mod tests {
     #[test]
     fn turns_are_recorded_once_in_order_and_within_limits() {
         let mut store = seed_003_store();
-        assert!(store.record_turn(3, "x".into(), "again".into(), vec![]).is_err());
-        assert!(store.record_turn(0, "x".into(), "zero".into(), vec![]).is_err());
-        assert!(store.record_turn(4, "x".into(), "  ".into(), vec![]).is_err());
+        assert!(store.record_turn(3, "x".into(), "again".into(), vec![], None).is_err());
+        assert!(store.record_turn(0, "x".into(), "zero".into(), vec![], None).is_err());
+        assert!(store.record_turn(4, "x".into(), "  ".into(), vec![], None).is_err());
         let mut small = MemoryStore::new(10);
-        let error = small.record_turn(1, "x".repeat(11), "big".into(), vec![]).unwrap_err();
+        let error = small.record_turn(1, "x".repeat(11), "big".into(), vec![], None).unwrap_err();
         assert!(error.message.contains("over the limit of 10"), "{error}");
         assert_eq!(store.turns().collect::<Vec<_>>(), [1, 2, 3]);
     }

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::search::DocumentKind;
-use super::MemoryStore;
+use super::{MemoryStore, MessageRange};
 use crate::error::{Error, Result};
 use crate::message::json::type_name;
 use crate::tokens::Encoding;
@@ -90,14 +90,19 @@ pub fn parse_request(input: &Value) -> Result<RecallRequest> {
     }
 }
 
-/// Runs a recall within `max_tokens`; `message_text` finds a logged message's text by id.
-pub fn execute(
-    store: &MemoryStore,
-    request: &RecallRequest,
-    message_text: &dyn Fn(&str) -> Option<String>,
-    encoding: Encoding,
-    max_tokens: usize,
-) -> Result<Value> {
+/// What recall reads from the conversation log.
+pub trait Log {
+    /// A logged message's role and readable text.
+    fn message(&self, id: &str) -> Option<(&'static str, String)>;
+    /// The ids of a turn's messages, in order.
+    fn ids_in(&self, range: &MessageRange) -> Vec<String>;
+    /// The turn a logged message belongs to, if it is recorded.
+    fn turn_of(&self, id: &str) -> Option<u32>;
+}
+
+/// Runs a recall within `max_tokens`: whole turns (snapshot, summary and the turn's messages)
+/// or the best search hits.
+pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, encoding: Encoding, max_tokens: usize) -> Result<Value> {
     let mut budget = Budget { encoding, left: max_tokens, truncated: false };
     match request {
         RecallRequest::Turns(turns) => {
@@ -109,10 +114,19 @@ pub fn execute(
                 )));
             }
             let mut items = Vec::new();
-            for turn in turns {
+            'turns: for turn in turns {
                 let Some(snapshot) = store.context(*turn) else { continue };
                 let Some(full_context) = budget.take(&snapshot.full_context) else { break };
-                items.push(json!({"turnNumber": turn, "summary": snapshot.summary, "fullContext": full_context}));
+                let mut messages = Vec::new();
+                for id in snapshot.messages.as_ref().map(|range| log.ids_in(range)).unwrap_or_default() {
+                    let Some((role, text)) = log.message(&id) else { continue };
+                    let Some(text) = budget.take(&text) else {
+                        items.push(json!({"turnNumber": turn, "summary": snapshot.summary, "fullContext": full_context, "messages": messages}));
+                        break 'turns;
+                    };
+                    messages.push(json!({"id": id, "role": role, "text": text}));
+                }
+                items.push(json!({"turnNumber": turn, "summary": snapshot.summary, "fullContext": full_context, "messages": messages}));
             }
             Ok(json!({"turns": items, "truncated": budget.truncated}))
         }
@@ -120,19 +134,24 @@ pub fn execute(
             let mut results = Vec::new();
             for hit in store.index().search(query, *limit) {
                 let Some(document) = store.index().document(hit.document) else { continue };
-                let text = match document.kind {
-                    DocumentKind::Snapshot => document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone()),
-                    DocumentKind::Summary => document.turn_number.and_then(|t| store.summary(t)).map(|s| {
-                        std::iter::once(s.summary.clone()).chain(s.insights.iter().cloned()).collect::<Vec<_>>().join("\n")
-                    }),
-                    DocumentKind::Message => message_text(&document.id),
+                let (text, turn_number) = match document.kind {
+                    DocumentKind::Snapshot => {
+                        (document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone()), document.turn_number)
+                    }
+                    DocumentKind::Summary => (
+                        document.turn_number.and_then(|t| store.summary(t)).map(|s| {
+                            std::iter::once(s.summary.clone()).chain(s.insights.iter().cloned()).collect::<Vec<_>>().join("\n")
+                        }),
+                        document.turn_number,
+                    ),
+                    DocumentKind::Message => (log.message(&document.id).map(|(_, text)| text), log.turn_of(&document.id)),
                 };
                 let Some(text) = text else { continue };
                 let Some(text) = budget.take(&text) else { break };
                 results.push(json!({
                     "kind": document.kind,
                     "id": document.id,
-                    "turnNumber": document.turn_number,
+                    "turnNumber": turn_number,
                     "score": (hit.score * 1000.0).round() / 1000.0,
                     "text": text,
                 }));
@@ -188,11 +207,34 @@ impl Budget {
 mod tests {
     use super::*;
 
+    /// One logged message, m7, in turn 2.
+    struct OneMessage;
+
+    impl Log for OneMessage {
+        fn message(&self, id: &str) -> Option<(&'static str, String)> {
+            (id == "m7").then(|| ("user", "please cancel reservation ABC123".to_string()))
+        }
+        fn ids_in(&self, range: &MessageRange) -> Vec<String> {
+            if range.from == "m7" { vec!["m7".into()] } else { vec![] }
+        }
+        fn turn_of(&self, id: &str) -> Option<u32> {
+            (id == "m7").then_some(2)
+        }
+    }
+
     fn store() -> MemoryStore {
         let mut store = MemoryStore::default();
-        store.record_turn(1, "Files: [main.ts]\nthe flight to Seattle".into(), "looked up flights".into(), vec![]).unwrap();
-        store.record_turn(2, "benchmark.ts shows a slow loop ".repeat(200), "found the bottleneck".into(), vec!["loop in utils.ts".into()]).unwrap();
-        store.index_message("m7", Some(2), "please cancel reservation ABC123");
+        store.record_turn(1, "Files: [main.ts]\nthe flight to Seattle".into(), "looked up flights".into(), vec![], None).unwrap();
+        store
+            .record_turn(
+                2,
+                "benchmark.ts shows a slow loop ".repeat(200),
+                "found the bottleneck".into(),
+                vec!["loop in utils.ts".into()],
+                Some(MessageRange { from: "m7".into(), until: "m7".into() }),
+            )
+            .unwrap();
+        store.index_message("m7", "please cancel reservation ABC123");
         store
     }
 
@@ -205,27 +247,28 @@ mod tests {
     #[test]
     fn recall_by_turn_returns_snapshots_and_refuses_unknown_turns() {
         let store = store();
-        let texts = |_: &str| None;
-        let out = execute(&store, &parse_request(&json!({"turnNumbers": [1]})).unwrap(), &texts, Encoding::O200kBase, 1000).unwrap();
+        let out = execute(&store, &parse_request(&json!({"turnNumbers": [1]})).unwrap(), &OneMessage, Encoding::O200kBase, 1000).unwrap();
         assert_eq!(out["turns"][0]["fullContext"], "Files: [main.ts]\nthe flight to Seattle");
-        let error = execute(&store, &RecallRequest::Turns(vec![9]), &texts, Encoding::O200kBase, 1000).unwrap_err();
+        let out = execute(&store, &RecallRequest::Turns(vec![2]), &OneMessage, Encoding::O200kBase, 5000).unwrap();
+        assert_eq!(out["turns"][0]["messages"], json!([{"id": "m7", "role": "user", "text": "please cancel reservation ABC123"}]));
+        let error = execute(&store, &RecallRequest::Turns(vec![9]), &OneMessage, Encoding::O200kBase, 1000).unwrap_err();
         assert!(error.message.contains("turn 9 is not in memory (recorded turns: 1–2)"), "{error}");
     }
 
     #[test]
     fn recall_by_query_ranks_and_reaches_logged_messages() {
         let store = store();
-        let texts = |id: &str| (id == "m7").then(|| "please cancel reservation ABC123".to_string());
         let request = parse_request(&Value::from(r#"{"query": "cancel reservation"}"#)).unwrap();
-        let out = execute(&store, &request, &texts, Encoding::O200kBase, 1000).unwrap();
+        let out = execute(&store, &request, &OneMessage, Encoding::O200kBase, 1000).unwrap();
         assert_eq!(out["results"][0]["id"], "m7");
         assert_eq!(out["results"][0]["kind"], "message");
+        assert_eq!(out["results"][0]["turnNumber"], 2);
     }
 
     #[test]
     fn results_respect_the_token_limit() {
         let store = store();
-        let out = execute(&store, &RecallRequest::Turns(vec![2, 1]), &|_| None, Encoding::O200kBase, 100).unwrap();
+        let out = execute(&store, &RecallRequest::Turns(vec![2, 1]), &OneMessage, Encoding::O200kBase, 100).unwrap();
         assert_eq!(out["truncated"], true);
         let text = out["turns"][0]["fullContext"].as_str().unwrap();
         assert!(Encoding::O200kBase.count(text) <= 100, "{}", Encoding::O200kBase.count(text));

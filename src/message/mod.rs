@@ -265,4 +265,31 @@ impl Message {
     pub fn has_tool_results(&self) -> bool {
         self.tool_results().next().is_some()
     }
+
+    /// What a reader (a search index, a transcript) takes from the message: its text, each tool
+    /// call as `name(arguments)`, each tool result's text; images as `[image]`, thinking left out.
+    pub fn readable_text(&self) -> String {
+        fn push(out: &mut String, text: &str) {
+            if !text.is_empty() {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        fn walk(out: &mut String, parts: &[Part]) {
+            for part in parts {
+                match part {
+                    Part::Text { text, .. } => push(out, text),
+                    Part::Image { .. } => push(out, "[image]"),
+                    Part::ToolCall(call) => push(out, &format!("{}({})", call.name, call.input.to_text())),
+                    Part::ToolResult(result) => walk(out, &result.content.parts),
+                    Part::Thinking { .. } | Part::RedactedThinking { .. } | Part::Other(_) => {}
+                }
+            }
+        }
+        let mut out = String::new();
+        walk(&mut out, &self.content.parts);
+        out
+    }
 }
