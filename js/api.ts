@@ -8,6 +8,9 @@
 export {
   Tokenizer,
   ConversationHistory,
+  Session,
+  MemoryModule,
+  recallContextTool,
   convertMessages,
   validateMessages,
   profileNames,
@@ -30,3 +33,6 @@ export type { ErrorCode, ErrorDetails } from "./errors.js";
 
 export { compact, openAICompatibleSummarizer, anthropicSummarizer } from "./summarize.js";
 export type { Summarizer, CompactOptions, EndpointOptions } from "./summarize.js";
+
+export { recordTurn, answerRecall } from "./agent.js";
+export type { RecordTurnOptions, RecallCall } from "./agent.js";

@@ -9,14 +9,17 @@ import type {
   AnthropicRequest,
   BuildOptions,
   BuildResult,
+  BuildResultIn,
   ConversationHistory,
+  Format,
   OpenAIMessage,
   SummaryRequest,
+  TurnSummaryRequest,
 } from "../pkg/context_compactor.js";
 import { ContextCompactorError, SummarizerError } from "./errors.js";
 
-/** Turns a summary request into the summary's text. */
-export type Summarizer = (request: SummaryRequest) => Promise<string>;
+/** Turns a summary request (a compaction's, or a memory turn's) into the summary's text. */
+export type Summarizer = (request: SummaryRequest | TurnSummaryRequest) => Promise<string>;
 
 export interface CompactOptions extends BuildOptions {
   /** Called when compaction is due; without it, the built-in extractive summary is used. */
@@ -28,7 +31,9 @@ export interface CompactOptions extends BuildOptions {
  * requested, checked and stored, and the context rebuilt on it. Throws a `SummarizerError` if
  * the summariser fails (the history is unchanged; the next call tries again).
  */
-export async function compact(history: ConversationHistory, options: CompactOptions = {}): Promise<BuildResult> {
+export async function compact<F extends Format>(history: ConversationHistory, options: CompactOptions & { format: F }): Promise<BuildResultIn<F>>;
+export async function compact(history: ConversationHistory, options?: CompactOptions): Promise<BuildResult>;
+export async function compact(history: ConversationHistory, options: CompactOptions = {}): Promise<BuildResult | BuildResultIn<Format>> {
   const { summarize, ...build } = options;
   if (!summarize) return history.build(build);
   const external: BuildOptions = { ...build, summary: { ...(build.summary ?? {}), summariser: "external" } };

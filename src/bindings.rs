@@ -3,7 +3,8 @@
 //! hold (cycles, BigInt) before Rust sees it, and serde_json's depth limit keeps a hostile
 //! nesting from exhausting the wasm stack. Every failure becomes a typed JS error.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
+use std::rc::Rc;
 
 use js_sys::{Function, Object, Reflect, JSON};
 use serde_json::{json, Map, Value};
@@ -12,7 +13,7 @@ use wasm_bindgen::prelude::*;
 use crate::compact::profile::{self, Profile};
 use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::error::{Error, Result};
-use crate::history::ConversationHistory as CoreHistory;
+use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};
 use crate::message::{self, Format};
 use crate::tokens::{self, ChatCount, Encoding};
 
@@ -119,6 +120,44 @@ export interface BuildResult {
   newSummary: SummaryRecord | null;
 }
 export interface Violation { index: number | null; rule: string; message: string }
+/**
+ * What a build hands over, by format: request-mode messages, with only the fields each API
+ * accepts in a request (response-only and unknown fields are stripped), so that they type-check
+ * against the providers' own SDK parameter types.
+ */
+export interface OpenAIOutputText { type: "text"; text: string }
+export interface OpenAIOutputImage { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } }
+export interface OpenAIOutputToolCall { id: string; type: "function"; function: { name: string; arguments: string } }
+export type OpenAIOutputMessage =
+  | { role: "system"; content: string | OpenAIOutputText[]; name?: string }
+  | { role: "developer"; content: string | OpenAIOutputText[]; name?: string }
+  | { role: "user"; content: string | Array<OpenAIOutputText | OpenAIOutputImage>; name?: string }
+  | { role: "assistant"; content?: string | OpenAIOutputText[] | null; tool_calls?: OpenAIOutputToolCall[]; name?: string; refusal?: string | null }
+  | { role: "tool"; tool_call_id: string; content: string | OpenAIOutputText[] };
+export interface AnthropicOutputText { type: "text"; text: string }
+export interface AnthropicOutputImage { type: "image"; source: { type: "base64"; media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp"; data: string } | { type: "url"; url: string } }
+export type AnthropicOutputBlock =
+  | AnthropicOutputText
+  | AnthropicOutputImage
+  | { type: "tool_use"; id: string; name: string; input: unknown }
+  | { type: "tool_result"; tool_use_id: string; content?: string | Array<AnthropicOutputText | AnthropicOutputImage>; is_error?: boolean }
+  | { type: "thinking"; thinking: string; signature: string }
+  | { type: "redacted_thinking"; data: string };
+export interface AnthropicOutputRequest {
+  system?: string | AnthropicOutputText[];
+  messages: Array<{ role: "user" | "assistant"; content: string | AnthropicOutputBlock[] }>;
+}
+export type BuildResultIn<F extends Format> = Omit<BuildResult, "messages"> & {
+  messages: F extends "anthropic" ? AnthropicOutputRequest : OpenAIOutputMessage[];
+};
+// Declaration merging adds this overload after the class's own (which takes no `format`), so a
+// build that names its format gets messages typed for that provider's SDK.
+export interface ConversationHistory {
+  /** With the format named, the messages are typed for that provider's SDK. */
+  build<F extends Format>(options: BuildOptions & { format: F }): BuildResultIn<F>;
+  build(options?: BuildOptions): BuildResult;
+}
+
 "#;
 
 type JsResult<T> = std::result::Result<T, JsValue>;
@@ -379,12 +418,31 @@ impl Tokenizer {
     }
 }
 
+mod agent;
+
+/// A session shared by the JS objects that show parts of it (`session.history`,
+/// `session.memory`): the JS side is single-threaded, so a `RefCell` suffices, and a borrow that
+/// fails (a re-entrant call from user code we ran, such as a `toJSON`) is an error, not a panic.
+#[derive(Clone)]
+struct Shared(Rc<RefCell<CoreSession>>);
+
+impl Shared {
+    fn new(session: CoreSession) -> Shared {
+        Shared(Rc::new(RefCell::new(session)))
+    }
+
+    fn get(&self) -> Result<RefMut<'_, CoreSession>> {
+        self.0
+            .try_borrow_mut()
+            .map_err(|_| Error::conflict("this session is already in use by a call that has not returned (a re-entrant call?)"))
+    }
+}
+
 /// The whole conversation, append-only: stable ids, lossless read-back in either format, and
 /// token counts cached per message.
 #[wasm_bindgen]
 pub struct ConversationHistory {
-    core: CoreHistory,
-    format: Format,
+    session: Shared,
 }
 
 #[wasm_bindgen]
@@ -396,87 +454,96 @@ impl ConversationHistory {
 
     #[wasm_bindgen(getter)]
     pub fn length(&self) -> u32 {
-        u32::try_from(self.core.len()).unwrap_or(u32::MAX)
+        self.session.get().map_or(0, |s| u32::try_from(s.history.len()).unwrap_or(u32::MAX))
     }
 
     #[wasm_bindgen(getter, unchecked_return_type = "EncodingName")]
-    pub fn encoding(&self) -> String {
-        self.core.encoding().as_str().to_string()
+    pub fn encoding(&self) -> JsResult<String> {
+        throw(self.session.get().map(|s| s.history.encoding().as_str().to_string()))
     }
 
     /// The format `append`, `appendMany` and `messages` use when none is given.
     #[wasm_bindgen(getter, unchecked_return_type = "Format")]
-    pub fn format(&self) -> String {
-        self.format.as_str().to_string()
+    pub fn format(&self) -> JsResult<String> {
+        throw(self.session.get().map(|s| s.format.as_str().to_string()))
     }
 
     /// How many messages have been tokenized so far: each at most once.
     #[wasm_bindgen(getter, js_name = countedMessages)]
-    pub fn counted_messages(&self) -> f64 {
-        self.core.counted_messages() as f64
+    pub fn counted_messages(&self) -> JsResult<f64> {
+        throw(self.session.get().map(|s| s.history.counted_messages() as f64))
     }
 
     /// Validates and appends one message; returns its id.
     pub fn append(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Message")] message: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
     ) -> JsResult<String> {
-        let format = throw(format_arg(&format, self.format))?;
-        let value = throw(from_js(&message, "message"))?;
-        throw(self.core.append_value(value, format))
+        throw((|| {
+            let value = from_js(&message, "message")?;
+            let mut session = self.session.get()?;
+            let format = format_arg(&format, session.format)?;
+            session.history.append_value(value, format)
+        })())
     }
 
     /// Validates and appends a list in one call; all or nothing.
     #[wasm_bindgen(js_name = appendMany)]
     pub fn append_many(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
     ) -> JsResult<Vec<String>> {
-        let format = throw(format_arg(&format, self.format))?;
-        let value = throw(from_js(&messages, "messages"))?;
-        throw(self.core.append_values(value, format))
+        throw((|| {
+            let value = from_js(&messages, "messages")?;
+            let mut session = self.session.get()?;
+            let format = format_arg(&format, session.format)?;
+            session.history.append_values(value, format)
+        })())
     }
 
-    pub fn ids(&self) -> Vec<String> {
-        self.core.ids()
+    pub fn ids(&self) -> JsResult<Vec<String>> {
+        throw(self.session.get().map(|s| s.history.ids()))
     }
 
     /// The message with `id` exactly as it was appended, or `undefined`.
     #[wasm_bindgen(unchecked_return_type = "Message | undefined")]
     pub fn get(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<JsValue> {
-        let id = throw(string_arg(&id, "id"))?;
-        match self.core.get_value(&id) {
-            Some(value) => throw(to_js(&value)),
+        throw((|| match self.session.get()?.history.get_value(&string_arg(&id, "id")?) {
+            Some(value) => to_js(&value),
             None => Ok(JsValue::UNDEFINED),
-        }
+        })())
     }
 
     /// Every message: an OpenAI array, or Anthropic's `{ system?, messages }`.
     #[wasm_bindgen(unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
     pub fn messages(&self, #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue) -> JsResult<JsValue> {
-        let format = throw(format_arg(&format, self.format))?;
-        throw(to_js(&self.core.emit(format)))
+        throw((|| {
+            let session = self.session.get()?;
+            to_js(&session.history.emit(format_arg(&format, session.format)?))
+        })())
     }
 
     /// The history as one prompt; only messages appended since the last count are tokenized.
     #[wasm_bindgen(js_name = tokenCount, unchecked_return_type = "ChatTokenCount")]
-    pub fn token_count(&mut self) -> JsResult<JsValue> {
-        throw(to_js(&chat_count_value(&self.core.token_count())))
+    pub fn token_count(&self) -> JsResult<JsValue> {
+        throw(self.session.get().and_then(|mut s| to_js(&chat_count_value(&s.history.token_count()))))
     }
 
     /// Tokens by role and by part kind.
     #[wasm_bindgen(js_name = tokenReport, unchecked_return_type = "TokenReport")]
-    pub fn token_report(&mut self) -> JsResult<JsValue> {
-        let report = self.core.token_report();
-        throw(to_js(&json!({
-            "total": report.total,
-            "messages": report.messages,
-            "replyPriming": report.reply_priming,
-            "byRole": report.by_role,
-            "byPart": report.by_part,
-        })))
+    pub fn token_report(&self) -> JsResult<JsValue> {
+        throw(self.session.get().and_then(|mut s| {
+            let report = s.history.token_report();
+            to_js(&json!({
+                "total": report.total,
+                "messages": report.messages,
+                "replyPriming": report.reply_priming,
+                "byRole": report.by_role,
+                "byPart": report.by_part,
+            }))
+        }))
     }
 }
 
@@ -486,21 +553,20 @@ impl ConversationHistory {
     /// against the provider's rules, with a receipt of what happened to every stored message.
     /// The stored history never changes.
     #[wasm_bindgen(unchecked_return_type = "BuildResult")]
-    pub fn build(&mut self, #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions")] options: JsValue) -> JsResult<JsValue> {
+    pub fn build(&self, #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions & { format?: undefined }")] options: JsValue) -> JsResult<JsValue> {
         throw(self.build_inner(&options))
     }
 
     /// Marks the compaction the last build asked for as under way; a second one is a `ConflictError`.
     #[wasm_bindgen(js_name = beginSummary)]
-    pub fn begin_summary(&mut self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
-        let id = throw(string_arg(&request_id, "the request id"))?;
-        throw(self.core.begin_summary(&id))
+    pub fn begin_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
+        throw((|| self.session.get()?.history.begin_summary(&string_arg(&request_id, "the request id")?))())
     }
 
     /// Hands back the summary text; checked (not empty, within budget, required keys) before it is stored.
     #[wasm_bindgen(js_name = completeSummary, unchecked_return_type = "SummaryRecord")]
     pub fn complete_summary(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "string")] created_at: JsValue,
@@ -513,30 +579,29 @@ impl ConversationHistory {
             } else {
                 Some(string_arg(&created_at, "createdAt")?)
             };
-            let record = self.core.complete_summary(&id, &text, created_at)?;
+            let record = self.session.get()?.history.complete_summary(&id, &text, created_at)?;
             to_js(&record)
         })())
     }
 
     /// Abandons the compaction under way (the summariser failed); the next build asks again.
     #[wasm_bindgen(js_name = cancelSummary)]
-    pub fn cancel_summary(&mut self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
-        let id = throw(string_arg(&request_id, "the request id"))?;
-        throw(self.core.cancel_summary(&id))
+    pub fn cancel_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
+        throw((|| self.session.get()?.history.cancel_summary(&string_arg(&request_id, "the request id")?))())
     }
 
     /// The summary in force and any compaction under way, for storage.
     #[wasm_bindgen(js_name = summaryState, unchecked_return_type = "SummaryState")]
     pub fn summary_state(&self) -> JsResult<JsValue> {
-        throw(to_js(self.core.summary_state()))
+        throw(self.session.get().and_then(|s| to_js(s.history.summary_state())))
     }
 
     #[wasm_bindgen(js_name = setSummaryState)]
-    pub fn set_summary_state(&mut self, #[wasm_bindgen(unchecked_param_type = "SummaryState")] state: JsValue) -> JsResult<()> {
+    pub fn set_summary_state(&self, #[wasm_bindgen(unchecked_param_type = "SummaryState")] state: JsValue) -> JsResult<()> {
         throw((|| {
             let state = serde_json::from_value(from_js(&state, "the summary state")?)
                 .map_err(|e| Error::invalid_argument(format!("invalid summary state: {e}")))?;
-            self.core.set_summary_state(state)
+            self.session.get()?.history.set_summary_state(state)
         })())
     }
 }
@@ -546,7 +611,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value> {
 }
 
 impl ConversationHistory {
-    fn build_options(&self, options: &JsValue) -> Result<BuildOptions> {
+    fn build_options(options: &JsValue, history_encoding: Encoding, history_format: Format) -> Result<BuildOptions> {
         let Options { mut map, .. } = Options::read(options, "build options")?;
         let mut value = match map.remove("profile") {
             None | Some(Value::Null) => Value::Object(Map::new()),
@@ -556,12 +621,12 @@ impl ConversationHistory {
                     other => Profile::from_value(other)?,
                 };
                 let encoding = profile.encoding()?;
-                if encoding != self.core.encoding() {
+                if encoding != history_encoding {
                     return Err(Error::invalid_argument(format!(
                         "profile {:?} counts with {} but this history counts with {}",
                         profile.name,
                         encoding.as_str(),
-                        self.core.encoding().as_str()
+                        history_encoding.as_str()
                     )));
                 }
                 to_value(&profile.to_options()?)?
@@ -569,16 +634,20 @@ impl ConversationHistory {
         };
         if let Value::Object(base) = &mut value {
             if !base.contains_key("format") && !map.contains_key("format") {
-                base.insert("format".into(), Value::from(self.format.as_str()));
+                base.insert("format".into(), Value::from(history_format.as_str()));
             }
             base.extend(map);
         }
         BuildOptions::from_value(value)
     }
 
-    fn build_inner(&mut self, options: &JsValue) -> Result<JsValue> {
-        let options = self.build_options(options)?;
-        let BuildOutcome { context, summary_request, new_summary } = self.core.build(&options)?;
+    fn build_inner(&self, options: &JsValue) -> Result<JsValue> {
+        let (encoding, format) = {
+            let session = self.session.get()?;
+            (session.history.encoding(), session.format)
+        };
+        let options = Self::build_options(options, encoding, format)?;
+        let BuildOutcome { context, summary_request, new_summary } = self.session.get()?.history.build(&options)?;
         #[derive(serde::Serialize)]
         struct Layout<'a> {
             sources: &'a [String],
@@ -612,17 +681,24 @@ impl ConversationHistory {
 
     fn from_options(options: &JsValue) -> Result<ConversationHistory> {
         let mut options = Options::read(options, "options")?;
-        let encoding = match options.take_str("encoding")? {
-            Some(name) => Encoding::parse(&name)?,
-            None => Encoding::parse("o200k_base")?,
-        };
-        let format = match options.take_str("format")? {
-            Some(name) => Format::parse(&name)?,
-            None => Format::OpenAi,
-        };
+        let session = new_session(&mut options, MAIN_CONTEXT_ID, DEFAULT_MAX_LOOPS)?;
         options.finish()?;
-        Ok(ConversationHistory { core: CoreHistory::new(encoding), format })
+        Ok(ConversationHistory { session: Shared::new(session) })
     }
+}
+
+/// A session from the options a history and a session share: `encoding` and `format`.
+fn new_session(options: &mut Options, id: &str, max_loops: u32) -> Result<CoreSession> {
+    let encoding = match options.take_str("encoding")? {
+        Some(name) => Encoding::parse(&name)?,
+        // Parsed, not named: the lite build refuses an encoding whose ranks are not loaded.
+        None => Encoding::parse("o200k_base")?,
+    };
+    let mut session = CoreSession::new(id, encoding, max_loops)?;
+    if let Some(name) = options.take_str("format")? {
+        session.format = Format::parse(&name)?;
+    }
+    Ok(session)
 }
 
 /// Every rule of the provider's API that a message list breaks (empty when it is valid).

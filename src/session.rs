@@ -49,6 +49,8 @@ pub struct TurnInput {
     /// The turn's summary; the built-in one when absent.
     pub summary: Option<String>,
     pub insights: Option<Vec<String>>,
+    /// Refuse a given summary longer than this (what a summariser was asked for).
+    pub max_summary_tokens: Option<u32>,
 }
 
 /// The versioned JSON form of a session: history (with summaries), memory, counters, metadata.
@@ -227,7 +229,12 @@ impl Session {
         let (next, messages) = self.pending_turn()?;
         let turn_number = input.turn_number.unwrap_or(next);
         let (summary, insights) = match input.summary {
-            Some(summary) => (summary, input.insights.unwrap_or_default()),
+            Some(summary) => {
+                if let Some(max) = input.max_summary_tokens {
+                    crate::compact::summary::validate_summary(&summary, self.history.encoding(), max, &[])?;
+                }
+                (summary, input.insights.unwrap_or_default())
+            }
             None => {
                 let (summary, insights) = memory::turn_summary(&messages, &input.workspace_context);
                 (summary, input.insights.unwrap_or(insights))

@@ -1,0 +1,78 @@
+/**
+ * The agent side of the memory module: a turn summarised by the caller's model, and a model's
+ * `recall_context` call answered with the tool result to append.
+ */
+import type {
+  AnthropicToolUseBlock,
+  ContextSnapshot,
+  Format,
+  MemoryModule,
+  Message,
+  OpenAIToolCall,
+  RecallInput,
+  TurnInput,
+} from "../pkg/context_compactor.js";
+import { ContextCompactorError, SummarizerError } from "./errors.js";
+import type { Summarizer } from "./summarize.js";
+
+export interface RecordTurnOptions extends TurnInput {
+  /** Summarises the turn with the caller's model; without it (or with `summary`), the built-in summary is used. */
+  summarize?: Summarizer;
+  /** The format of the summariser's request (default: the session's). */
+  format?: Format;
+  /** The summary's budget (default 300 tokens). */
+  maxTokens?: number;
+}
+
+/**
+ * Ends a turn in the memory. A summariser that throws, returns something other than text, or
+ * returns more than `maxTokens` is a `SummarizerError`, and nothing is recorded.
+ */
+export async function recordTurn(memory: MemoryModule, options: RecordTurnOptions): Promise<ContextSnapshot> {
+  const { summarize, format, maxTokens, ...turn } = options;
+  if (!summarize || turn.summary !== undefined) return memory.recordTurn(turn);
+  const request = memory.turnSummaryRequest(turn.workspaceContext, { format, maxTokens });
+  let text: unknown;
+  try {
+    text = await summarize(request);
+  } catch (error) {
+    if (error instanceof SummarizerError) throw error;
+    throw new SummarizerError(`the summariser failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  if (typeof text !== "string") throw new SummarizerError(`the summariser returned ${typeof text}, not a string`);
+  try {
+    return memory.recordTurn({ ...turn, summary: text.trim(), maxSummaryTokens: request.maxTokens });
+  } catch (error) {
+    if (error instanceof ContextCompactorError && error.code === "InvalidArgument") {
+      throw new SummarizerError(`the summariser's answer was refused: ${error.message}`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** A `recall_context` call as the model made it: OpenAI's tool call or Anthropic's `tool_use` block. */
+export type RecallCall = OpenAIToolCall | AnthropicToolUseBlock;
+
+/**
+ * Runs a model's `recall_context` call and returns the message that answers it, ready to append.
+ * A call the memory refuses (an unknown turn, bad arguments) is answered with the error, marked
+ * as one, so that the model can correct itself.
+ */
+export function answerRecall(memory: MemoryModule, call: RecallCall, options: { format?: Format; maxTokens?: number } = {}): Message {
+  const openai = "function" in call;
+  const format = options.format ?? (openai ? "openai" : "anthropic");
+  let content: string;
+  let isError = false;
+  try {
+    // The memory checks the input itself: a model may send anything.
+    const input = openai ? (call as OpenAIToolCall).function.arguments : ((call as AnthropicToolUseBlock).input as RecallInput);
+    content = JSON.stringify(memory.recall(input, { maxTokens: options.maxTokens }));
+  } catch (error) {
+    if (!(error instanceof ContextCompactorError) || error.code === "Internal") throw error;
+    content = `Error: ${error.message}`;
+    isError = true;
+  }
+  return format === "openai"
+    ? { role: "tool", tool_call_id: call.id, content }
+    : { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content, ...(isError ? { is_error: true } : {}) }] };
+}

@@ -1,0 +1,41 @@
+// Compiled with `tsc --noEmit` by tests/js/types.test.mjs: what the package hands over must be
+// accepted, as typed, by the providers' own SDK parameter types.
+import type OpenAI from "openai";
+import type Anthropic from "@anthropic-ai/sdk";
+import { ConversationHistory, Session, compact, recallContextTool, answerRecall } from "context-compactor";
+
+const history = new ConversationHistory({ format: "openai" });
+
+const forOpenAI = history.build({ format: "openai", profile: "gpt-4o" });
+const chat: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
+  model: "gpt-4o",
+  messages: forOpenAI.messages,
+  tools: [recallContextTool("openai")],
+};
+
+const forAnthropic = history.build({ format: "anthropic" });
+const request: Anthropic.MessageCreateParamsNonStreaming = {
+  model: "claude-sonnet-4-5",
+  max_tokens: 1024,
+  ...forAnthropic.messages,
+  tools: [recallContextTool("anthropic")],
+};
+
+async function later(session: Session): Promise<void> {
+  const compacted = await compact(session.history, { format: "anthropic" });
+  const messages: Anthropic.MessageParam[] = compacted.messages.messages;
+  const answer = answerRecall(session.memory!, { id: "toolu_1", type: "tool_use", name: "recall_context", input: { turnNumbers: [1] } });
+  session.history.append(answer);
+  void messages;
+}
+
+void chat;
+void request;
+void later;
+
+// Without a format the messages may be either provider's: the checker must refuse them here,
+// which proves this file really tests something.
+const loose = history.build();
+// @ts-expect-error the messages may be Anthropic's `{ system, messages }`
+const notChat: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = loose.messages;
+void notChat;
