@@ -1,0 +1,72 @@
+// The README's agent loop, replayed: 200 turns of the shared tau-bench conversations go through
+// a session's history, memory and compaction with the built-in summariser. Every context built
+// must pass the provider's rules and fit the budget, and recall_context must bring back every
+// turn the last context left out.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Session, Tokenizer, validateMessages } from "context-compactor";
+import { tauBench } from "./fixtures.mjs";
+
+const TURNS = 200;
+
+/** Turns of the fixture runs: a user message and everything up to the next one. */
+function fixtureTurns() {
+  const turns = [];
+  for (const [r, run] of tauBench().entries()) {
+    for (const message of run.traj) {
+      if (message.role === "system") {
+        if (r === 0) turns.push([message]);
+        continue;
+      }
+      if (message.role === "user" || turns.length === 0) turns.push([]);
+      turns.at(-1).push(message);
+    }
+    if (turns.length > TURNS) break;
+  }
+  // The first entry holds the system prompt alone: it rides with the first turn.
+  const [system, ...rest] = turns;
+  rest[0] = [...system, ...rest[0]];
+  return rest.slice(0, TURNS);
+}
+
+test(`${TURNS} replayed turns: every context is valid and within budget, and recall brings back every dropped turn`, () => {
+  const session = new Session({ memory: true, maxLoops: TURNS, encoding: "o200k_base" });
+  const { history, memory } = session;
+  const tokenizer = new Tokenizer("o200k_base");
+  const budget = { contextWindow: 16_000 };
+  let last;
+  let summaries = 0;
+  for (const [i, turn] of fixtureTurns().entries()) {
+    session.nextLoop();
+    history.appendMany(turn, "openai");
+    // Build the context the next model call would get, alternating providers.
+    const format = i % 2 === 0 ? "openai" : "anthropic";
+    const result = history.build({ format, budget, summary: { triggerTokens: 8_000, targetTokens: 5_000 }, keepRecentSteps: 3 });
+    assert.deepEqual(validateMessages(result.messages, format), [], `turn ${i + 1} (${format}): valid`);
+    const counted = tokenizer.countMessages(result.messages, { format }).total;
+    assert.ok(result.receipt.withinBudget, `turn ${i + 1}: within budget`);
+    assert.ok(counted <= result.receipt.budget.maxTokens, `turn ${i + 1}: ${counted} tokens > ${result.receipt.budget.maxTokens}`);
+    if (result.newSummary) summaries += 1;
+    memory.recordTurn({ workspaceContext: `Turn ${i + 1}: ${turn.length} messages; last role ${turn.at(-1).role}` });
+    last = result;
+  }
+  assert.equal(memory.turns.length, TURNS);
+  assert.ok(summaries >= 2, `the built-in summariser ran (${summaries} summaries)`);
+
+  // What the last context no longer shows comes back through recall_context, turn by turn.
+  const shown = new Set(last.layout.flatMap((entry) => entry.sources));
+  let recalledTurns = 0;
+  for (const snapshot of memory.contexts) {
+    const ids = history.ids().slice(Number(snapshot.messages.from.slice(1)) - 1, Number(snapshot.messages.until.slice(1)));
+    if (ids.some((id) => shown.has(id))) continue;
+    const recalled = memory.recall({ turnNumbers: [snapshot.turnNumber] }, { maxTokens: 50_000 });
+    assert.equal(recalled.truncated, false);
+    assert.deepEqual(recalled.turns[0].messages.map((m) => m.id), ids, `turn ${snapshot.turnNumber} comes back whole`);
+    recalledTurns += 1;
+  }
+  assert.ok(recalledTurns > TURNS / 2, `most turns were dropped and recalled (${recalledTurns})`);
+  // And a search finds a dropped message by what it said.
+  const firstUser = history.get("m2");
+  const hits = memory.search(firstUser.content.split(/\s+/).slice(0, 12).join(" "), { limit: 3 });
+  assert.ok(hits.some((h) => h.id === "m2"), JSON.stringify(hits));
+});
