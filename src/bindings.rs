@@ -85,12 +85,18 @@ export interface BuildOptions {
 }
 export type Action = "kept" | "compressed" | "digested" | "thinned" | "summarised" | "dropped";
 export interface TokensByPart { system: number; summary: number; recent: number; total: number }
+export type DropReason = "repair" | "thinning" | "window" | "budget";
+/** Messages `from`..`to` (ids, inclusive; `count` of them) all had `action` (and `reason`); tokens are the run's sums. */
+export interface ReceiptRun { from: string; to: string; count: number; action: Action; reason?: DropReason; tokensBefore: number; tokensAfter: number }
+/** One stored message's line of a receipt (`history.receiptEntries()`). */
+export interface ReceiptEntry { id: string; action: Action; reason?: DropReason; tokensBefore: number; tokensAfter: number }
 export interface Receipt {
   tokensBefore: number; tokensAfter: number; messagesBefore: number; messagesAfter: number;
   byPart: TokensByPart;
   budget: { maxTokens: number; systemTokens: number; summaryBudget: number; recentBudget: number } | null;
   withinBudget: boolean;
-  entries: Array<{ id: string; action: Action; reason?: "repair" | "thinning" | "window" | "budget"; tokensBefore: number; tokensAfter: number }>;
+  /** What happened to every stored message, by id: runs of consecutive messages that fared alike, in history order. */
+  runs: ReceiptRun[];
   repairs: Array<{ id: string; kind: string; callId?: string }>;
   summary: { requestId: string; summarisedUntil: string; tokens: number; fresh: boolean } | null;
   placeholder: boolean;
@@ -385,6 +391,8 @@ impl Tokenizer {
 pub struct ConversationHistory {
     core: CoreHistory,
     format: Format,
+    /// The last build's receipt, for `receiptEntries`.
+    last_receipt: Option<crate::compact::Receipt>,
 }
 
 #[wasm_bindgen]
@@ -488,6 +496,14 @@ impl ConversationHistory {
     #[wasm_bindgen(unchecked_return_type = "BuildResult")]
     pub fn build(&mut self, #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions")] options: JsValue) -> JsResult<JsValue> {
         throw(self.build_inner(&options))
+    }
+
+    /// The last build's receipt message by message (its `runs` expanded, with each message's
+    /// tokens); empty before the first build.
+    #[wasm_bindgen(js_name = receiptEntries, unchecked_return_type = "ReceiptEntry[]")]
+    pub fn receipt_entries(&self) -> JsResult<JsValue> {
+        let entries = self.last_receipt.as_ref().map(|r| self.core.receipt_entries(r)).unwrap_or_default();
+        throw(to_js(&entries))
     }
 
     /// Marks the compaction the last build asked for as under way; a second one is a `ConflictError`.
@@ -607,7 +623,9 @@ impl ConversationHistory {
             summary_request: &summary_request,
             new_summary: &new_summary,
         };
-        to_js(&result)
+        let value = to_js(&result)?;
+        self.last_receipt = Some(context.receipt);
+        Ok(value)
     }
 
     fn from_options(options: &JsValue) -> Result<ConversationHistory> {
@@ -621,7 +639,7 @@ impl ConversationHistory {
             None => Format::OpenAi,
         };
         options.finish()?;
-        Ok(ConversationHistory { core: CoreHistory::new(encoding), format })
+        Ok(ConversationHistory { core: CoreHistory::new(encoding), format, last_receipt: None })
     }
 }
 

@@ -270,6 +270,11 @@ impl ConversationHistory {
         Ok(outcome)
     }
 
+    /// A build's receipt, one entry (with its id) per message stored when it was built.
+    pub fn receipt_entries(&self, receipt: &compact::Receipt) -> Vec<compact::ReceiptEntry> {
+        receipt.entries(self.records.iter().map(|r| r.id.as_str()))
+    }
+
     pub fn summary_state(&self) -> &SummaryState {
         &self.summary
     }

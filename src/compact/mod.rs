@@ -198,6 +198,32 @@ pub enum DropReason {
     Budget,
 }
 
+/// What happened to one stored message; `Receipt::fates` has one per stored message, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fate {
+    pub action: Action,
+    pub reason: Option<DropReason>,
+    pub tokens_before: u32,
+    pub tokens_after: u32,
+}
+
+/// Consecutive stored messages that fared alike: the receipt by id, at the size of its changes
+/// rather than of the history (a long conversation is mostly one run of dropped messages).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptRun {
+    /// The first and last ids of the run (the same for a run of one).
+    pub from: String,
+    pub to: String,
+    pub count: usize,
+    pub action: Action,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<DropReason>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// One stored message's line of the receipt, with its id (`Receipt::entries`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReceiptEntry {
@@ -249,13 +275,62 @@ pub struct Receipt {
     pub by_part: TokensByPart,
     pub budget: Option<BudgetReport>,
     pub within_budget: bool,
-    /// One entry per stored message, in history order.
-    pub entries: Vec<ReceiptEntry>,
+    /// What happened to every stored message, as runs of alike messages in history order.
+    pub runs: Vec<ReceiptRun>,
+    /// The same per message, in history order (ids by position: `Receipt::entries`).
+    #[serde(skip)]
+    pub fates: Vec<Fate>,
     pub repairs: Vec<Repair>,
     pub summary: Option<SummaryUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).
     pub placeholder: bool,
     pub notes: Vec<String>,
+}
+
+impl Receipt {
+    /// One entry per stored message: `ids` are the stored messages' ids, in history order.
+    pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
+        self.fates
+            .iter()
+            .zip(ids)
+            .map(|(f, id)| ReceiptEntry { id: id.to_string(), action: f.action, reason: f.reason, tokens_before: f.tokens_before, tokens_after: f.tokens_after })
+            .collect()
+    }
+}
+
+/// Groups per-message fates into runs; ids only at run ends.
+fn receipt_runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
+    let mut runs: Vec<ReceiptRun> = Vec::new();
+    let mut start = 0usize;
+    for (i, fate) in fates.iter().enumerate() {
+        let same = fates.get(start).is_some_and(|s| (s.action, s.reason) == (fate.action, fate.reason));
+        if i > start && same {
+            continue;
+        }
+        if i > start {
+            runs.push(receipt_run(items, fates, start, i));
+        }
+        start = i;
+    }
+    if start < fates.len() {
+        runs.push(receipt_run(items, fates, start, fates.len()));
+    }
+    runs
+}
+
+fn receipt_run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> ReceiptRun {
+    let slice = fates.get(start..end).unwrap_or(&[]);
+    let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
+    let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
+    ReceiptRun {
+        from: id(start),
+        to: id(end.saturating_sub(1)),
+        count: slice.len(),
+        action,
+        reason,
+        tokens_before: slice.iter().map(|f| u64::from(f.tokens_before)).sum(),
+        tokens_after: slice.iter().map(|f| u64::from(f.tokens_after)).sum(),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1161,12 +1236,12 @@ fn assemble(
             *slot = (*action, None);
         }
     }
-    let entries: Vec<ReceiptEntry> = items
+    let fates: Vec<Fate> = items
         .iter()
         .enumerate()
         .map(|(i, item)| {
             let (action, reason) = fate.get(i).copied().unwrap_or((Action::Dropped, Some(DropReason::Repair)));
-            ReceiptEntry { id: item.id.to_string(), action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
+            Fate { action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
         })
         .collect();
     let tokens_before = items.iter().map(|i| i.tokens as usize).sum::<usize>() + REPLY_PRIMING;
@@ -1179,7 +1254,8 @@ fn assemble(
         by_part: tokens,
         budget: budget_report,
         within_budget,
-        entries,
+        runs: receipt_runs(items, &fates),
+        fates,
         repairs: structure.repairs.clone(),
         summary: summary.filter(|_| summary_in_context).map(|s| SummaryUse {
             request_id: s.request_id.clone(),
