@@ -2,6 +2,7 @@
 //! message so that counting again after an append costs only the new message.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
 #[derive(Clone, Debug)]
 pub struct Record {
     pub id: String,
-    pub message: Message,
+    pub message: Arc<Message>,
     tokens: Option<MessageTokens>,
 }
 
@@ -171,7 +172,7 @@ impl ConversationHistory {
             let id = format!("m{}", self.next_sequence);
             self.next_sequence += 1;
             self.positions.insert(id.clone(), self.records.len());
-            self.records.push(Record { id: id.clone(), message, tokens: None });
+            self.records.push(Record { id: id.clone(), message: Arc::new(message), tokens: None });
             ids.push(id);
         }
         Ok(ids)
@@ -195,7 +196,7 @@ impl ConversationHistory {
     /// The message with `id` exactly as it was appended, in its own format.
     pub fn get_value(&self, id: &str) -> Option<Value> {
         let record = self.get(id)?;
-        let emitted = message::emit(std::slice::from_ref(&record.message), record.message.source);
+        let emitted = message::emit([&*record.message], record.message.source);
         match (record.message.source, emitted) {
             (Format::OpenAi, Value::Array(mut list)) => list.pop(),
             (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
@@ -208,7 +209,7 @@ impl ConversationHistory {
     }
 
     pub fn emit(&self, format: Format) -> Value {
-        message::emit(self.records.iter().map(|r| &r.message), format)
+        message::emit(self.records.iter().map(|r| &*r.message), format)
     }
 
     fn ensure_counted(&mut self) {

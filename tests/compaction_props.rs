@@ -199,7 +199,8 @@ const ENCODING: Encoding = Encoding::Estimate;
 
 fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
     let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-    let items: Vec<Item> = messages
+    let shared: Vec<std::sync::Arc<Message>> = messages.iter().cloned().map(std::sync::Arc::new).collect();
+    let items: Vec<Item> = shared
         .iter()
         .zip(&ids)
         .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })

@@ -335,7 +335,8 @@ fn receipt_run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> Rece
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContextMessage {
-    pub message: Message,
+    /// Shared with the history when kept whole.
+    pub message: Arc<Message>,
     /// The stored messages it comes from (empty for the summary and the placeholder).
     pub sources: Vec<String>,
     pub section: Section,
@@ -353,7 +354,7 @@ pub struct CompactedContext {
 impl CompactedContext {
     /// The messages as a provider request takes them, checked against the provider's rules.
     pub fn to_request(&self) -> Result<Value> {
-        let value = emit_request(self.messages.iter().map(|m| &m.message), self.format)?;
+        let value = emit_request(self.messages.iter().map(|m| &*m.message), self.format)?;
         match validate(&value, self.format) {
             Ok(()) => Ok(value),
             Err(violations) => Err(Error::internal(format!(
@@ -366,7 +367,7 @@ impl CompactedContext {
 
     /// The messages in the neutral model, in order.
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
-        self.messages.iter().map(|m| &m.message)
+        self.messages.iter().map(|m| &*m.message)
     }
 }
 
@@ -524,8 +525,11 @@ impl Ctx<'_, '_> {
         })
     }
 
-    fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Message> {
+    fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Arc<Message>> {
         let item = *self.item(member.msg)?;
+        if member.whole() {
+            return Ok(Arc::clone(item.message));
+        }
         let source = item.message;
         let mut parts = Vec::new();
         for j in part_indices(source, member) {
@@ -548,7 +552,7 @@ impl Ctx<'_, '_> {
         } else {
             ContentForm::Parts
         };
-        Ok(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source })
+        Ok(Arc::new(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source }))
     }
 
     fn member_tokens(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<u32> {
@@ -568,7 +572,8 @@ impl Ctx<'_, '_> {
 
     fn find_call(&self, structure: &structure::Structure, call_id: &str) -> Option<&crate::message::ToolCall> {
         let (msg, j) = structure.calls.get(call_id)?;
-        match self.items.get(*msg)?.message.content.parts.get(*j)? {
+        let message: &Message = self.items.get(*msg)?.message;
+        match message.content.parts.get(*j)? {
             Part::ToolCall(call) => Some(call),
             _ => None,
         }
@@ -711,6 +716,22 @@ fn summary_messages(options: &BuildOptions, summary: &SummaryRecord) -> Vec<Mess
     }
 }
 
+/// The tokens of a message the build makes up (summary, placeholder, prompt), counted once.
+fn made_up_tokens(ctx: &Ctx, cache: &mut ReduceCache, message: &Message) -> usize {
+    let text = message.content.joined_text();
+    let key = (message.role, message.source, text);
+    if let Some(n) = cache.made_up.get(&key) {
+        return *n as usize;
+    }
+    let n = tokens::count_message(ctx.encoding, message).total;
+    // Summaries come and go; a few dozen texts is all a history ever needs at once.
+    if cache.made_up.len() >= 64 {
+        cache.made_up.clear();
+    }
+    cache.made_up.insert(key, n);
+    n as usize
+}
+
 fn placeholder(format: Format) -> Message {
     Message::new(Role::User, Content::text(PLACEHOLDER_TEXT), format)
 }
@@ -774,9 +795,9 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
 
     // Budget arithmetic.
     let summary_msgs: Vec<Message> = summary.map(|s| summary_messages(options, s)).unwrap_or_default();
-    let mut summary_tokens: usize = summary_msgs.iter().map(|m| tokens::count_message(encoding, m).total as usize).sum();
+    let mut summary_tokens: usize = summary_msgs.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
     // Reserved always: Anthropic needs a user message first, and no provider takes an empty list.
-    let placeholder_tokens = tokens::count_message(encoding, &placeholder(options.format)).total as usize;
+    let placeholder_tokens = made_up_tokens(ctx, cache, &placeholder(options.format));
     let mut budget_report = None;
     let mut recent_cap = usize::MAX;
     if let Some(budget) = &options.budget {
@@ -1036,7 +1057,7 @@ fn summary_overhead(ctx: &Ctx, options: &SummaryOptions) -> usize {
 }
 
 /// The covered units' messages as stored (repaired, unreduced), for the extractive summariser.
-fn covered_originals(ctx: &Ctx, structure: &structure::Structure, units: &[usize]) -> Result<Vec<Message>> {
+fn covered_originals(ctx: &Ctx, structure: &structure::Structure, units: &[usize]) -> Result<Vec<Arc<Message>>> {
     let mut members: Vec<MemberPlan> = Vec::new();
     for &u in units {
         if let Some(unit) = structure.units.get(u) {
@@ -1082,7 +1103,7 @@ fn summary_request_for(
     ids.dedup();
     let original: u64 = ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| u64::from(item.tokens)).sum();
     let message_ids: Vec<String> = ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
-    let mut messages: Vec<Message> = Vec::new();
+    let mut messages: Vec<Arc<Message>> = Vec::new();
     for plan in system_plans {
         for member in &plan.members {
             messages.push(ctx.materialize(cache, member)?);
@@ -1094,15 +1115,15 @@ fn summary_request_for(
     let previous = summary.map(|s| s.text.clone());
     let prompt = summary::fold_prompt(options.prompt(), previous.as_deref());
     // The caller's model sees the messages and then the prompt: a valid list on its own.
-    let mut to_send: Vec<Message> = messages;
+    let mut to_send: Vec<Arc<Message>> = messages;
     let first_non_system = to_send.iter().position(|m| !m.role.is_instruction());
     if ctx.options.format == Format::Anthropic && first_non_system.is_some_and(|i| to_send.get(i).is_some_and(|m| m.role == Role::Assistant)) {
         if let Some(i) = first_non_system {
-            to_send.insert(i, placeholder(ctx.options.format));
+            to_send.insert(i, Arc::new(placeholder(ctx.options.format)));
         }
     }
-    to_send.push(Message::new(Role::User, Content::text(prompt.clone()), ctx.options.format));
-    let value = emit_request(to_send.iter(), ctx.options.format)?;
+    to_send.push(Arc::new(Message::new(Role::User, Content::text(prompt.clone()), ctx.options.format)));
+    let value = emit_request(to_send.iter().map(|m| &**m), ctx.options.format)?;
     Ok(SummaryRequest {
         id: format!("s{}", state.generation + 1),
         from: message_ids.first().cloned().unwrap_or_else(|| until.clone()),
@@ -1149,7 +1170,7 @@ fn assemble(
     for (plan, section) in &kept {
         if *section == Section::Recent && !summary_placed {
             for m in &summary_msgs {
-                messages.push(ContextMessage { message: m.clone(), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
+                messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
             }
             summary_placed = true;
         }
@@ -1169,7 +1190,7 @@ fn assemble(
     }
     if !summary_placed {
         for m in &summary_msgs {
-            messages.push(ContextMessage { message: m.clone(), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
+            messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
         }
     }
     if summary_in_context {
@@ -1188,8 +1209,8 @@ fn assemble(
         if needs {
             let at = first.unwrap_or(messages.len());
             let message = placeholder(format);
-            tokens.recent += tokens::count_message(ctx.encoding, &message).total as usize;
-            messages.insert(at, ContextMessage { message, sources: Vec::new(), section: Section::Recent, action: Action::Kept });
+            tokens.recent += made_up_tokens(ctx, cache, &message);
+            messages.insert(at, ContextMessage { message: Arc::new(message), sources: Vec::new(), section: Section::Recent, action: Action::Kept });
             placeholder_used = true;
             notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }

@@ -355,7 +355,7 @@ fn looks_like_error(text: &str) -> bool {
 /// assistant's conclusions (the last thing it said in each turn), files and paths touched, tools
 /// used and how often, errors, and open to-dos; folded onto the previous summary if there is one.
 /// Lists lose their oldest entries until the whole fits `max_tokens`.
-pub fn extractive(messages: &[Message], previous: Option<&str>, encoding: Encoding, max_tokens: u32) -> String {
+pub fn extractive<M: std::borrow::Borrow<Message>>(messages: &[M], previous: Option<&str>, encoding: Encoding, max_tokens: u32) -> String {
     let mut extract = Extract::default();
     if let Some(previous) = previous {
         fold_previous(&mut extract, previous);
@@ -364,6 +364,7 @@ pub fn extractive(messages: &[Message], previous: Option<&str>, encoding: Encodi
     let mut last_assistant_text: Option<String> = None;
     let mut latest_todos: Option<Vec<String>> = None;
     for message in messages {
+        let message: &Message = message.borrow();
         match message.role {
             Role::User | Role::Tool => {
                 let mut text = String::new();
