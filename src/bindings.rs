@@ -10,6 +10,9 @@ use serde_json::{json, Map, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::compact::profile::{self, Profile};
+use std::hash::Hasher;
+
+use crate::compact::fasthash::{FastMap, FxHasher};
 use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::error::{Error, Result};
 use crate::history::ConversationHistory as CoreHistory;
@@ -115,7 +118,10 @@ export interface SummaryRecord {
 }
 export interface SummaryState { current: SummaryRecord | null; inProgress: object | null; generation: number }
 export interface BuildResult {
-  /** What to send: validated against the provider's rules. */
+  /**
+   * What to send: validated against the provider's rules. The list is new on every build; the
+   * message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
+   */
   messages: OpenAIMessage[] | AnthropicRequest;
   layout: Array<{ sources: string[]; section: "system" | "summary" | "recent"; action: Action }>;
   tokens: TokensByPart;
@@ -393,6 +399,112 @@ pub struct ConversationHistory {
     format: Format,
     /// The last build's receipt, for `receiptEntries`.
     last_receipt: Option<crate::compact::Receipt>,
+    /// The last build's messages as handed to JS (frozen), by content: a warm build sends only
+    /// what changed across the boundary, and the rest is the same objects.
+    sent: FastMap<u64, Vec<(Value, JsValue)>>,
+}
+
+fn hash_value(value: &Value, hasher: &mut FxHasher) {
+    match value {
+        Value::Null => hasher.write_u8(0),
+        Value::Bool(b) => hasher.write_u8(1 + u8::from(*b)),
+        Value::Number(n) => {
+            hasher.write_u8(3);
+            hasher.write(n.to_string().as_bytes());
+        }
+        Value::String(text) => {
+            hasher.write_u8(4);
+            hasher.write(text.as_bytes());
+            hasher.write_u64(text.len() as u64);
+        }
+        Value::Array(list) => {
+            hasher.write_u8(5);
+            hasher.write_u64(list.len() as u64);
+            list.iter().for_each(|v| hash_value(v, hasher));
+        }
+        Value::Object(map) => {
+            hasher.write_u8(6);
+            hasher.write_u64(map.len() as u64);
+            for (key, v) in map {
+                hasher.write(key.as_bytes());
+                hash_value(v, hasher);
+            }
+        }
+    }
+}
+
+/// Freezes a parsed JSON value all the way down: objects shared between builds must not change.
+fn deep_freeze(value: &JsValue) {
+    if !value.is_object() {
+        return;
+    }
+    let object = Object::unchecked_from_js_ref(value);
+    Object::freeze(object);
+    for child in Object::values(object).iter() {
+        deep_freeze(&child);
+    }
+}
+
+impl ConversationHistory {
+    /// The request's messages as JS values: the objects of the last build for messages that are
+    /// the same, one `JSON.parse` for the others.
+    fn messages_to_js(&mut self, list: Vec<Value>) -> Result<js_sys::Array> {
+        let mut previous = std::mem::take(&mut self.sent);
+        let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(list.len());
+        let mut fresh: Vec<(usize, u64)> = Vec::new();
+        let mut hashes = Vec::with_capacity(list.len());
+        for (i, value) in list.iter().enumerate() {
+            let mut hasher = FxHasher::default();
+            hash_value(value, &mut hasher);
+            let hash = hasher.finish();
+            hashes.push(hash);
+            let found = previous.get(&hash).and_then(|bucket| bucket.iter().find(|(v, _)| v == value)).map(|(_, js)| js.clone());
+            if found.is_none() {
+                fresh.push((i, hash));
+            }
+            slots.push(found);
+        }
+        if !fresh.is_empty() {
+            let values: Vec<&Value> = fresh.iter().filter_map(|(i, _)| list.get(*i)).collect();
+            let parsed = js_sys::Array::from(&to_js(&values)?);
+            for (k, (i, _)) in fresh.iter().enumerate() {
+                let js = parsed.get(k as u32);
+                deep_freeze(&js);
+                if let Some(slot) = slots.get_mut(*i) {
+                    *slot = Some(js);
+                }
+            }
+        }
+        let out = js_sys::Array::new_with_length(list.len() as u32);
+        for (i, ((value, hash), js)) in list.into_iter().zip(hashes).zip(slots).enumerate() {
+            let js = js.unwrap_or(JsValue::UNDEFINED);
+            out.set(i as u32, js.clone());
+            let bucket = self.sent.entry(hash).or_default();
+            if !bucket.iter().any(|(v, _)| *v == value) {
+                bucket.push((value, js));
+            }
+        }
+        previous.clear();
+        Ok(out)
+    }
+
+    /// The request in the shape the provider takes, its message objects from `messages_to_js`.
+    fn request_to_js(&mut self, request: Value) -> Result<JsValue> {
+        match request {
+            Value::Array(list) => Ok(self.messages_to_js(list)?.into()),
+            Value::Object(mut map) => {
+                let list = match map.remove("messages") {
+                    Some(Value::Array(list)) => list,
+                    _ => Vec::new(),
+                };
+                let object = to_js(&map)?;
+                let messages = self.messages_to_js(list)?;
+                Reflect::set(&object, &"messages".into(), &messages).map_err(|_| Error::internal("could not set the request's messages"))?;
+                Ok(object)
+            }
+            other => to_js(&other),
+        }
+    }
 }
 
 #[wasm_bindgen]
@@ -604,15 +716,17 @@ impl ConversationHistory {
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct BuildResult<'a> {
-            messages: Value,
+            /// Set afterwards, from `request_to_js` (null here keeps the key first).
+            messages: (),
             layout: Vec<Layout<'a>>,
             tokens: &'a crate::compact::TokensByPart,
             receipt: &'a crate::compact::Receipt,
             summary_request: &'a Option<crate::compact::summary::SummaryRequest>,
             new_summary: &'a Option<crate::compact::summary::SummaryRecord>,
         }
+        let request = context.to_request()?;
         let result = BuildResult {
-            messages: context.to_request()?,
+            messages: (),
             layout: context
                 .messages
                 .iter()
@@ -624,6 +738,8 @@ impl ConversationHistory {
             new_summary: &new_summary,
         };
         let value = to_js(&result)?;
+        let messages = self.request_to_js(request)?;
+        Reflect::set(&value, &"messages".into(), &messages).map_err(|_| Error::internal("could not set the result's messages"))?;
         self.last_receipt = Some(context.receipt);
         Ok(value)
     }
@@ -639,7 +755,7 @@ impl ConversationHistory {
             None => Format::OpenAi,
         };
         options.finish()?;
-        Ok(ConversationHistory { core: CoreHistory::new(encoding), format, last_receipt: None })
+        Ok(ConversationHistory { core: CoreHistory::new(encoding), format, last_receipt: None, sent: FastMap::default() })
     }
 }
 

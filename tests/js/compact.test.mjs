@@ -68,3 +68,24 @@ test("profiles resolve by model name and unknown ones are refused", () => {
   history.appendMany(allMessages().slice(0, 50));
   assert.deepEqual(validateMessages(history.build({ profile: "gpt-4o" }).messages, "openai"), []);
 });
+
+test("built messages are frozen and shared between builds: a caller cannot corrupt a later build", () => {
+  const history = new ConversationHistory();
+  history.appendMany(allMessages().slice(0, 300));
+  const options = { budget: { contextWindow: 20_000, targetRatio: 1 }, summary: null };
+  const first = history.build(options);
+  const again = history.build(options);
+  assert.notEqual(again.messages, first.messages, "the list is the caller's own");
+  assert.equal(again.messages.at(-1), first.messages.at(-1), "an unchanged message is the same object");
+  const message = first.messages.at(-1);
+  assert.ok(Object.isFrozen(message));
+  assert.throws(() => { message.content = "changed"; }, TypeError);
+  const nested = first.messages.find((m) => Array.isArray(m.tool_calls));
+  assert.throws(() => nested.tool_calls.push({}), TypeError, "frozen all the way down");
+  first.messages.length = 0; // the list itself may be changed freely
+  assert.deepEqual(history.build(options).messages, again.messages);
+  history.append({ role: "user", content: "and one more" });
+  const appended = history.build(options);
+  assert.equal(appended.messages.at(-1).content, "and one more");
+  assert.deepEqual(validateMessages(appended.messages, "openai"), []);
+});
