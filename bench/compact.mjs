@@ -21,6 +21,7 @@ const time = (f) => {
   const out = f();
   return [performance.now() - t0, out];
 };
+const kb = (value) => (JSON.stringify(value).length / 1024).toFixed(0) + " KB";
 const fmt = (ms) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1)) + " ms";
 
 function ours(label, options) {
@@ -49,7 +50,8 @@ function ours(label, options) {
       `append + build ${fmt(afterAppend)} (${countedForAppend} message tokenized); ` +
       `${appended.layout.length} messages, ${appended.tokens.total.toLocaleString()} tokens, ` +
       `within budget: ${appended.receipt.withinBudget}, valid: ${violations.length === 0 ? "yes" : violations[0].message}, ` +
-      `warm = cold output: ${sameOutput ? "yes" : "no"}`,
+      `warm = cold output: ${sameOutput ? "yes" : "no"}; result as JSON: messages ${kb(appended.messages)}, ` +
+      `receipt ${kb(appended.receipt)} (${appended.receipt.runs.length} runs), layout ${kb(appended.layout)}`,
   );
   return { cold, warm: median(warmTimes), afterAppend };
 }

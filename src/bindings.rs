@@ -11,6 +11,9 @@ use serde_json::{json, Map, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::compact::profile::{self, Profile};
+use std::hash::Hasher;
+
+use crate::compact::fasthash::{FastMap, FxHasher};
 use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::error::{Error, Result};
 use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};
@@ -86,12 +89,18 @@ export interface BuildOptions {
 }
 export type Action = "kept" | "compressed" | "digested" | "thinned" | "summarised" | "dropped";
 export interface TokensByPart { system: number; summary: number; recent: number; total: number }
+export type DropReason = "repair" | "thinning" | "window" | "budget";
+/** Messages `from`..`to` (ids, inclusive; `count` of them) all had `action` (and `reason`); tokens are the run's sums. */
+export interface ReceiptRun { from: string; to: string; count: number; action: Action; reason?: DropReason; tokensBefore: number; tokensAfter: number }
+/** One stored message's line of a receipt (`history.receiptEntries()`). */
+export interface ReceiptEntry { id: string; action: Action; reason?: DropReason; tokensBefore: number; tokensAfter: number }
 export interface Receipt {
   tokensBefore: number; tokensAfter: number; messagesBefore: number; messagesAfter: number;
   byPart: TokensByPart;
   budget: { maxTokens: number; systemTokens: number; summaryBudget: number; recentBudget: number } | null;
   withinBudget: boolean;
-  entries: Array<{ id: string; action: Action; reason?: "repair" | "thinning" | "window" | "budget"; tokensBefore: number; tokensAfter: number }>;
+  /** What happened to every stored message, by id: runs of consecutive messages that fared alike, in history order. */
+  runs: ReceiptRun[];
   repairs: Array<{ id: string; kind: string; callId?: string }>;
   summary: { requestId: string; summarisedUntil: string; tokens: number; fresh: boolean } | null;
   placeholder: boolean;
@@ -110,7 +119,10 @@ export interface SummaryRecord {
 }
 export interface SummaryState { current: SummaryRecord | null; inProgress: object | null; generation: number }
 export interface BuildResult {
-  /** What to send: validated against the provider's rules. */
+  /**
+   * What to send: validated against the provider's rules. The list is new on every build; the
+   * message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
+   */
   messages: OpenAIMessage[] | AnthropicRequest;
   layout: Array<{ sources: string[]; section: "system" | "summary" | "recent"; action: Action }>;
   tokens: TokensByPart;
@@ -424,17 +436,29 @@ mod agent;
 /// `session.memory`): the JS side is single-threaded, so a `RefCell` suffices, and a borrow that
 /// fails (a re-entrant call from user code we ran, such as a `toJSON`) is an error, not a panic.
 #[derive(Clone)]
-struct Shared(Rc<RefCell<CoreSession>>);
+struct Shared(Rc<SharedState>);
+
+struct SharedState {
+    session: RefCell<CoreSession>,
+    /// The last build's messages as handed to JS (frozen), by content: a warm build sends only
+    /// what changed across the boundary, and the rest is the same objects.
+    sent: RefCell<FastMap<u64, Vec<(Value, JsValue)>>>,
+}
 
 impl Shared {
     fn new(session: CoreSession) -> Shared {
-        Shared(Rc::new(RefCell::new(session)))
+        Shared(Rc::new(SharedState { session: RefCell::new(session), sent: RefCell::new(FastMap::default()) }))
     }
 
     fn get(&self) -> Result<RefMut<'_, CoreSession>> {
         self.0
+            .session
             .try_borrow_mut()
             .map_err(|_| Error::conflict("this session is already in use by a call that has not returned (a re-entrant call?)"))
+    }
+
+    fn sent(&self) -> Result<RefMut<'_, FastMap<u64, Vec<(Value, JsValue)>>>> {
+        self.0.sent.try_borrow_mut().map_err(|_| Error::internal("the build cache is in use"))
     }
 }
 
@@ -443,6 +467,110 @@ impl Shared {
 #[wasm_bindgen]
 pub struct ConversationHistory {
     session: Shared,
+}
+
+fn hash_value(value: &Value, hasher: &mut FxHasher) {
+    match value {
+        Value::Null => hasher.write_u8(0),
+        Value::Bool(b) => hasher.write_u8(1 + u8::from(*b)),
+        Value::Number(n) => {
+            hasher.write_u8(3);
+            hasher.write(n.to_string().as_bytes());
+        }
+        Value::String(text) => {
+            hasher.write_u8(4);
+            hasher.write(text.as_bytes());
+            hasher.write_u64(text.len() as u64);
+        }
+        Value::Array(list) => {
+            hasher.write_u8(5);
+            hasher.write_u64(list.len() as u64);
+            list.iter().for_each(|v| hash_value(v, hasher));
+        }
+        Value::Object(map) => {
+            hasher.write_u8(6);
+            hasher.write_u64(map.len() as u64);
+            for (key, v) in map {
+                hasher.write(key.as_bytes());
+                hash_value(v, hasher);
+            }
+        }
+    }
+}
+
+/// Freezes a parsed JSON value all the way down: objects shared between builds must not change.
+fn deep_freeze(value: &JsValue) {
+    if !value.is_object() {
+        return;
+    }
+    let object = Object::unchecked_from_js_ref(value);
+    Object::freeze(object);
+    for child in Object::values(object).iter() {
+        deep_freeze(&child);
+    }
+}
+
+impl ConversationHistory {
+    /// The request's messages as JS values: the objects of the last build for messages that are
+    /// the same, one `JSON.parse` for the others.
+    fn messages_to_js(&self, list: Vec<Value>) -> Result<js_sys::Array> {
+        let mut sent = self.session.sent()?;
+        let mut previous = std::mem::take(&mut *sent);
+        let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(list.len());
+        let mut fresh: Vec<(usize, u64)> = Vec::new();
+        let mut hashes = Vec::with_capacity(list.len());
+        for (i, value) in list.iter().enumerate() {
+            let mut hasher = FxHasher::default();
+            hash_value(value, &mut hasher);
+            let hash = hasher.finish();
+            hashes.push(hash);
+            let found = previous.get(&hash).and_then(|bucket| bucket.iter().find(|(v, _)| v == value)).map(|(_, js)| js.clone());
+            if found.is_none() {
+                fresh.push((i, hash));
+            }
+            slots.push(found);
+        }
+        if !fresh.is_empty() {
+            let values: Vec<&Value> = fresh.iter().filter_map(|(i, _)| list.get(*i)).collect();
+            let parsed = js_sys::Array::from(&to_js(&values)?);
+            for (k, (i, _)) in fresh.iter().enumerate() {
+                let js = parsed.get(k as u32);
+                deep_freeze(&js);
+                if let Some(slot) = slots.get_mut(*i) {
+                    *slot = Some(js);
+                }
+            }
+        }
+        let out = js_sys::Array::new_with_length(list.len() as u32);
+        for (i, ((value, hash), js)) in list.into_iter().zip(hashes).zip(slots).enumerate() {
+            let js = js.unwrap_or(JsValue::UNDEFINED);
+            out.set(i as u32, js.clone());
+            let bucket = sent.entry(hash).or_default();
+            if !bucket.iter().any(|(v, _)| *v == value) {
+                bucket.push((value, js));
+            }
+        }
+        previous.clear();
+        Ok(out)
+    }
+
+    /// The request in the shape the provider takes, its message objects from `messages_to_js`.
+    fn request_to_js(&self, request: Value) -> Result<JsValue> {
+        match request {
+            Value::Array(list) => Ok(self.messages_to_js(list)?.into()),
+            Value::Object(mut map) => {
+                let list = match map.remove("messages") {
+                    Some(Value::Array(list)) => list,
+                    _ => Vec::new(),
+                };
+                let object = to_js(&map)?;
+                let messages = self.messages_to_js(list)?;
+                Reflect::set(&object, &"messages".into(), &messages).map_err(|_| Error::internal("could not set the request's messages"))?;
+                Ok(object)
+            }
+            other => to_js(&other),
+        }
+    }
 }
 
 #[wasm_bindgen]
@@ -557,6 +685,13 @@ impl ConversationHistory {
         throw(self.build_inner(&options))
     }
 
+    /// The last build's receipt message by message (its `runs` expanded, with each message's
+    /// tokens); empty before the first build.
+    #[wasm_bindgen(js_name = receiptEntries, unchecked_return_type = "ReceiptEntry[]")]
+    pub fn receipt_entries(&self) -> JsResult<JsValue> {
+        throw(self.session.get().and_then(|s| to_js(&s.history.last_receipt_entries())))
+    }
+
     /// Marks the compaction the last build asked for as under way; a second one is a `ConflictError`.
     #[wasm_bindgen(js_name = beginSummary)]
     pub fn begin_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
@@ -657,15 +792,17 @@ impl ConversationHistory {
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct BuildResult<'a> {
-            messages: Value,
+            /// Set afterwards, from `request_to_js` (null here keeps the key first).
+            messages: (),
             layout: Vec<Layout<'a>>,
             tokens: &'a crate::compact::TokensByPart,
             receipt: &'a crate::compact::Receipt,
             summary_request: &'a Option<crate::compact::summary::SummaryRequest>,
             new_summary: &'a Option<crate::compact::summary::SummaryRecord>,
         }
+        let request = context.to_request()?;
         let result = BuildResult {
-            messages: context.to_request()?,
+            messages: (),
             layout: context
                 .messages
                 .iter()
@@ -676,7 +813,10 @@ impl ConversationHistory {
             summary_request: &summary_request,
             new_summary: &new_summary,
         };
-        to_js(&result)
+        let value = to_js(&result)?;
+        let messages = self.request_to_js(request)?;
+        Reflect::set(&value, &"messages".into(), &messages).map_err(|_| Error::internal("could not set the result's messages"))?;
+        Ok(value)
     }
 
     fn from_options(options: &JsValue) -> Result<ConversationHistory> {

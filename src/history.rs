@@ -2,6 +2,7 @@
 //! message so that counting again after an append costs only the new message.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,7 +15,7 @@ use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
 #[derive(Clone, Debug)]
 pub struct Record {
     pub id: String,
-    pub message: Message,
+    pub message: Arc<Message>,
     tokens: Option<MessageTokens>,
 }
 
@@ -44,6 +45,8 @@ pub struct ConversationHistory {
     reduce_cache: ReduceCache,
     /// The last summary request a build proposed (what `begin_summary` can start).
     proposed: Option<compact::PendingSummary>,
+    /// The last build's receipt, for its entries message by message.
+    last_receipt: Option<compact::Receipt>,
 }
 
 /// A history as JSON: every message in the format it arrived in, with its id, and the summary
@@ -86,6 +89,7 @@ impl ConversationHistory {
             summary: SummaryState::default(),
             reduce_cache: ReduceCache::default(),
             proposed: None,
+            last_receipt: None,
         }
     }
 
@@ -190,7 +194,7 @@ impl ConversationHistory {
             let id = format!("m{}", self.next_sequence);
             self.next_sequence += 1;
             self.positions.insert(id.clone(), self.records.len());
-            self.records.push(Record { id: id.clone(), message, tokens: None });
+            self.records.push(Record { id: id.clone(), message: Arc::new(message), tokens: None });
             ids.push(id);
         }
         Ok(ids)
@@ -219,7 +223,7 @@ impl ConversationHistory {
     /// The message with `id` exactly as it was appended, in its own format.
     pub fn get_value(&self, id: &str) -> Option<Value> {
         let record = self.get(id)?;
-        let emitted = message::emit(std::slice::from_ref(&record.message), record.message.source);
+        let emitted = message::emit([&*record.message], record.message.source);
         match (record.message.source, emitted) {
             (Format::OpenAi, Value::Array(mut list)) => list.pop(),
             (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
@@ -268,7 +272,7 @@ impl ConversationHistory {
     }
 
     pub fn emit(&self, format: Format) -> Value {
-        message::emit(self.records.iter().map(|r| &r.message), format)
+        message::emit(self.records.iter().map(|r| &*r.message), format)
     }
 
     fn ensure_counted(&mut self) {
@@ -327,7 +331,18 @@ impl ConversationHistory {
             self.summary.generation += 1;
         }
         self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
+        self.last_receipt = Some(outcome.context.receipt.clone());
         Ok(outcome)
+    }
+
+    /// The last build's receipt message by message; empty before the first build.
+    pub fn last_receipt_entries(&self) -> Vec<compact::ReceiptEntry> {
+        self.last_receipt.as_ref().map(|r| self.receipt_entries(r)).unwrap_or_default()
+    }
+
+    /// A build's receipt, one entry (with its id) per message stored when it was built.
+    pub fn receipt_entries(&self, receipt: &compact::Receipt) -> Vec<compact::ReceiptEntry> {
+        receipt.entries(self.records.iter().map(|r| r.id.as_str()))
     }
 
     pub fn summary_state(&self) -> &SummaryState {

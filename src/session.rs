@@ -219,7 +219,7 @@ impl Session {
     pub fn pending_turn(&self) -> Result<(u32, Vec<Message>)> {
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
         let next = memory.last_turn().map_or(1, |t| t.saturating_add(1));
-        let messages = self.history.records().get(self.turn_start..).unwrap_or_default().iter().map(|r| r.message.clone()).collect();
+        let messages = self.history.records().get(self.turn_start..).unwrap_or_default().iter().map(|r| (*r.message).clone()).collect();
         Ok((next, messages))
     }
 

@@ -55,7 +55,8 @@ fn seed_000_count_window_keeps_system_and_whole_chains() {
     assert_eq!(ids(&context), expected);
     let request = context.to_request().unwrap();
     assert_eq!(validate(&request, Format::OpenAi), Ok(()));
-    let entry = |id: &str| context.receipt.entries.iter().find(|e| e.id == id).unwrap().clone();
+    let entries = h.receipt_entries(&context.receipt);
+    let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap().clone();
     assert_eq!(entry("m2").action, Action::Dropped);
     assert_eq!(entry("m2").reason, Some(DropReason::Window));
     assert_eq!(entry("m4").action, Action::Kept);
@@ -116,7 +117,7 @@ fn seed_001_budget_split_and_tool_output_compression() {
     assert_eq!(report.recent_budget, (avail as f64 * 0.65) as usize);
     // Everything fits; the tool outputs over 200 tokens are compressed, except the newest
     // step's, which the model has not answered yet… here it has, so all twelve are.
-    let compressed = context.receipt.entries.iter().filter(|e| e.action == Action::Compressed).count();
+    let compressed = context.receipt.fates.iter().filter(|e| e.action == Action::Compressed).count();
     assert_eq!(compressed, 12);
     let tool = context.messages.iter().find(|m| m.message.role == Role::Tool).unwrap();
     let text = tool.message.content.parts.iter().find_map(|p| match p {
@@ -140,8 +141,8 @@ fn seed_001_recent_selection_takes_chains_whole_newest_first() {
     assert!(context.tokens.total <= report.max_tokens);
     assert!(context.receipt.within_budget);
     // The newest message is kept, the oldest dropped for the budget.
-    assert_eq!(context.receipt.entries.last().unwrap().action, Action::Kept);
-    assert_eq!(context.receipt.entries[1].reason, Some(DropReason::Budget));
+    assert_eq!(context.receipt.fates.last().unwrap().action, Action::Kept);
+    assert_eq!(context.receipt.fates[1].reason, Some(DropReason::Budget));
     context.to_request().unwrap();
     // Never half a chain: a kept tool message has its assistant message right before it.
     let request = context.to_request().unwrap();
@@ -153,10 +154,10 @@ fn seed_001_no_optimisation_up_to_ten_messages() {
     let mut h = seed_001_history(2); // 8 messages after the system one
     let options = BuildOptions { budget: Some(BudgetOptions::default()), ..no_summary() };
     let context = h.build(&options).unwrap().context;
-    assert!(context.receipt.entries.iter().all(|e| e.action == Action::Kept));
+    assert!(context.receipt.fates.iter().all(|e| e.action == Action::Kept));
     let mut h = seed_001_history(3); // 12
     let context = h.build(&options).unwrap().context;
-    assert!(context.receipt.entries.iter().any(|e| e.action == Action::Compressed));
+    assert!(context.receipt.fates.iter().any(|e| e.action == Action::Compressed));
 }
 
 /// Seed 002: a file read in one turn is a one-line digest in the next.
@@ -171,10 +172,10 @@ fn seed_002_file_reads_become_digests_in_later_turns() {
     ]));
     let options = BuildOptions { keep_recent_steps: 1, ..no_summary() };
     let context = h.build(&options).unwrap().context;
-    assert_eq!(context.receipt.entries[2].action, Action::Kept, "same turn: still whole");
+    assert_eq!(context.receipt.fates[2].action, Action::Kept, "same turn: still whole");
     h.append_value(json!({"role": "user", "content": "Now make a chart"}), Format::OpenAi).unwrap();
     let context = h.build(&options).unwrap().context;
-    assert_eq!(context.receipt.entries[2].action, Action::Digested);
+    assert_eq!(context.receipt.fates[2].action, Action::Digested);
     let digest = context.messages[2].message.content.parts.iter().find_map(|p| match p {
         context_compactor::message::Part::ToolResult(r) => Some(r.content.joined_text()),
         _ => None,
@@ -230,7 +231,7 @@ fn seed_004_compaction_before_and_after() {
     // Meanwhile the context is valid and within budget (thinned, and over-budget units dropped).
     before.context.to_request().unwrap();
     assert!(before.context.receipt.within_budget);
-    assert!(before.context.receipt.entries.iter().any(|e| e.reason == Some(DropReason::Budget)));
+    assert!(before.context.receipt.fates.iter().any(|e| e.reason == Some(DropReason::Budget)));
 
     // Two compactions never run at once.
     h.begin_summary(&request.id).unwrap();
@@ -267,7 +268,7 @@ fn seed_004_compaction_before_and_after() {
         assert!(assistants.contains(&&id), "{id} in {assistants:?}");
     }
     assert!(context.messages.iter().any(|m| m.message.has_tool_results()));
-    assert!(context.receipt.entries.iter().any(|e| e.action == Action::Summarised));
+    assert!(context.receipt.fates.iter().any(|e| e.action == Action::Summarised));
     assert!(context.receipt.summary.is_some());
     assert!(context.tokens.total < before.context.tokens.total);
 }
@@ -278,7 +279,8 @@ fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
     let options = BuildOptions { thin: true, keep_recent_steps: 2, format: Format::Anthropic, ..no_summary() };
     let context = h.build(&options).unwrap().context;
     // Turn 2 (m3..m6): the request and the analysis stay, the Read call and its result go.
-    let entry = |id: &str| context.receipt.entries.iter().find(|e| e.id == id).unwrap().clone();
+    let entries = h.receipt_entries(&context.receipt);
+    let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap().clone();
     assert_eq!(entry("m3").action, Action::Kept);
     assert_eq!(entry("m4").reason, Some(DropReason::Thinning));
     assert_eq!(entry("m5").reason, Some(DropReason::Thinning));
@@ -377,7 +379,7 @@ fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
         if let Some(budget) = &context.receipt.budget {
             assert!(context.tokens.total <= budget.max_tokens, "{format:?}: {} > {}", context.tokens.total, budget.max_tokens);
         }
-        assert_eq!(context.receipt.entries.len(), h.len());
+        assert_eq!(context.receipt.fates.len(), h.len());
         let mut twin = before.clone();
         let again = twin.build(&options).unwrap().context;
         assert_eq!(again, context, "deterministic");
@@ -454,7 +456,7 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     let outcome = h.build(&options).unwrap();
     let context = &outcome.context;
     assert!(context.tokens.total <= 100_000);
-    assert_eq!(context.receipt.entries.len(), 5308);
+    assert_eq!(context.receipt.fates.len(), 5308);
     // 199 copies of the same system prompt are kept once.
     assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 199);
     let summary = outcome.new_summary.as_ref().expect("past 50k: the extractive summary");
@@ -471,5 +473,5 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     let appended = h.build(&options).unwrap();
     assert_eq!(h.counted_messages(), counted + 1);
     assert!(h.reductions_computed() - computed <= 2, "{}", h.reductions_computed() - computed);
-    assert_eq!(appended.context.receipt.entries.last().unwrap().action, Action::Kept);
+    assert_eq!(appended.context.receipt.fates.last().unwrap().action, Action::Kept);
 }

@@ -199,7 +199,8 @@ const ENCODING: Encoding = Encoding::Estimate;
 
 fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
     let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-    let items: Vec<Item> = messages
+    let shared: Vec<std::sync::Arc<Message>> = messages.iter().cloned().map(std::sync::Arc::new).collect();
+    let items: Vec<Item> = shared
         .iter()
         .zip(&ids)
         .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
@@ -226,7 +227,22 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
     // Counted exactly: the parts add up to a recount of the messages built.
     let recount: usize = context.messages().map(|m| tokens::count_message(ENCODING, m).total as usize).sum::<usize>() + REPLY_PRIMING;
     prop_assert_eq!(recount, context.tokens.total);
-    prop_assert_eq!(context.receipt.entries.len(), messages.len());
+    prop_assert_eq!(context.receipt.fates.len(), messages.len());
+    // The runs tell the same story as the fates, by id: alike neighbours in one run, nothing missed.
+    let mut at = 0usize;
+    for (k, run) in context.receipt.runs.iter().enumerate() {
+        let fates = context.receipt.fates.get(at..at + run.count).unwrap_or(&[]);
+        prop_assert!(run.count > 0 && fates.len() == run.count);
+        prop_assert_eq!(run.from.as_str(), ids[at].as_str());
+        prop_assert_eq!(run.to.as_str(), ids[at + run.count - 1].as_str());
+        prop_assert!(fates.iter().all(|f| (f.action, f.reason) == (run.action, run.reason)));
+        prop_assert_eq!(run.tokens_after, fates.iter().map(|f| u64::from(f.tokens_after)).sum::<u64>());
+        if let Some(previous) = k.checked_sub(1).and_then(|p| context.receipt.runs.get(p)) {
+            prop_assert!((previous.action, previous.reason) != (run.action, run.reason), "neighbouring runs differ");
+        }
+        at += run.count;
+    }
+    prop_assert_eq!(at, messages.len());
     // Deterministic, with a warm cache and with a cold one.
     let warm = compact::build(&items, ENCODING, options, state, &mut cache).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&warm, &outcome);

@@ -198,6 +198,32 @@ pub enum DropReason {
     Budget,
 }
 
+/// What happened to one stored message; `Receipt::fates` has one per stored message, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fate {
+    pub action: Action,
+    pub reason: Option<DropReason>,
+    pub tokens_before: u32,
+    pub tokens_after: u32,
+}
+
+/// Consecutive stored messages that fared alike: the receipt by id, at the size of its changes
+/// rather than of the history (a long conversation is mostly one run of dropped messages).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptRun {
+    /// The first and last ids of the run (the same for a run of one).
+    pub from: String,
+    pub to: String,
+    pub count: usize,
+    pub action: Action,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<DropReason>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// One stored message's line of the receipt, with its id (`Receipt::entries`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReceiptEntry {
@@ -249,8 +275,11 @@ pub struct Receipt {
     pub by_part: TokensByPart,
     pub budget: Option<BudgetReport>,
     pub within_budget: bool,
-    /// One entry per stored message, in history order.
-    pub entries: Vec<ReceiptEntry>,
+    /// What happened to every stored message, as runs of alike messages in history order.
+    pub runs: Vec<ReceiptRun>,
+    /// The same per message, in history order (ids by position: `Receipt::entries`).
+    #[serde(skip)]
+    pub fates: Vec<Fate>,
     pub repairs: Vec<Repair>,
     pub summary: Option<SummaryUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).
@@ -258,9 +287,56 @@ pub struct Receipt {
     pub notes: Vec<String>,
 }
 
+impl Receipt {
+    /// One entry per stored message: `ids` are the stored messages' ids, in history order.
+    pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
+        self.fates
+            .iter()
+            .zip(ids)
+            .map(|(f, id)| ReceiptEntry { id: id.to_string(), action: f.action, reason: f.reason, tokens_before: f.tokens_before, tokens_after: f.tokens_after })
+            .collect()
+    }
+}
+
+/// Groups per-message fates into runs; ids only at run ends.
+fn receipt_runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
+    let mut runs: Vec<ReceiptRun> = Vec::new();
+    let mut start = 0usize;
+    for (i, fate) in fates.iter().enumerate() {
+        let same = fates.get(start).is_some_and(|s| (s.action, s.reason) == (fate.action, fate.reason));
+        if i > start && same {
+            continue;
+        }
+        if i > start {
+            runs.push(receipt_run(items, fates, start, i));
+        }
+        start = i;
+    }
+    if start < fates.len() {
+        runs.push(receipt_run(items, fates, start, fates.len()));
+    }
+    runs
+}
+
+fn receipt_run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> ReceiptRun {
+    let slice = fates.get(start..end).unwrap_or(&[]);
+    let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
+    let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
+    ReceiptRun {
+        from: id(start),
+        to: id(end.saturating_sub(1)),
+        count: slice.len(),
+        action,
+        reason,
+        tokens_before: slice.iter().map(|f| u64::from(f.tokens_before)).sum(),
+        tokens_after: slice.iter().map(|f| u64::from(f.tokens_after)).sum(),
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContextMessage {
-    pub message: Message,
+    /// Shared with the history when kept whole.
+    pub message: Arc<Message>,
     /// The stored messages it comes from (empty for the summary and the placeholder).
     pub sources: Vec<String>,
     pub section: Section,
@@ -278,7 +354,7 @@ pub struct CompactedContext {
 impl CompactedContext {
     /// The messages as a provider request takes them, checked against the provider's rules.
     pub fn to_request(&self) -> Result<Value> {
-        let value = emit_request(self.messages.iter().map(|m| &m.message), self.format)?;
+        let value = emit_request(self.messages.iter().map(|m| &*m.message), self.format)?;
         match validate(&value, self.format) {
             Ok(()) => Ok(value),
             Err(violations) => Err(Error::internal(format!(
@@ -291,7 +367,7 @@ impl CompactedContext {
 
     /// The messages in the neutral model, in order.
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
-        self.messages.iter().map(|m| &m.message)
+        self.messages.iter().map(|m| &*m.message)
     }
 }
 
@@ -449,8 +525,11 @@ impl Ctx<'_, '_> {
         })
     }
 
-    fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Message> {
+    fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Arc<Message>> {
         let item = *self.item(member.msg)?;
+        if member.whole() {
+            return Ok(Arc::clone(item.message));
+        }
         let source = item.message;
         let mut parts = Vec::new();
         for j in part_indices(source, member) {
@@ -473,7 +552,7 @@ impl Ctx<'_, '_> {
         } else {
             ContentForm::Parts
         };
-        Ok(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source })
+        Ok(Arc::new(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source }))
     }
 
     fn member_tokens(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<u32> {
@@ -493,7 +572,8 @@ impl Ctx<'_, '_> {
 
     fn find_call(&self, structure: &structure::Structure, call_id: &str) -> Option<&crate::message::ToolCall> {
         let (msg, j) = structure.calls.get(call_id)?;
-        match self.items.get(*msg)?.message.content.parts.get(*j)? {
+        let message: &Message = self.items.get(*msg)?.message;
+        match message.content.parts.get(*j)? {
             Part::ToolCall(call) => Some(call),
             _ => None,
         }
@@ -636,6 +716,22 @@ fn summary_messages(options: &BuildOptions, summary: &SummaryRecord) -> Vec<Mess
     }
 }
 
+/// The tokens of a message the build makes up (summary, placeholder, prompt), counted once.
+fn made_up_tokens(ctx: &Ctx, cache: &mut ReduceCache, message: &Message) -> usize {
+    let text = message.content.joined_text();
+    let key = (message.role, message.source, text);
+    if let Some(n) = cache.made_up.get(&key) {
+        return *n as usize;
+    }
+    let n = tokens::count_message(ctx.encoding, message).total;
+    // Summaries come and go; a few dozen texts is all a history ever needs at once.
+    if cache.made_up.len() >= 64 {
+        cache.made_up.clear();
+    }
+    cache.made_up.insert(key, n);
+    n as usize
+}
+
 fn placeholder(format: Format) -> Message {
     Message::new(Role::User, Content::text(PLACEHOLDER_TEXT), format)
 }
@@ -699,9 +795,9 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
 
     // Budget arithmetic.
     let summary_msgs: Vec<Message> = summary.map(|s| summary_messages(options, s)).unwrap_or_default();
-    let mut summary_tokens: usize = summary_msgs.iter().map(|m| tokens::count_message(encoding, m).total as usize).sum();
+    let mut summary_tokens: usize = summary_msgs.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
     // Reserved always: Anthropic needs a user message first, and no provider takes an empty list.
-    let placeholder_tokens = tokens::count_message(encoding, &placeholder(options.format)).total as usize;
+    let placeholder_tokens = made_up_tokens(ctx, cache, &placeholder(options.format));
     let mut budget_report = None;
     let mut recent_cap = usize::MAX;
     if let Some(budget) = &options.budget {
@@ -961,7 +1057,7 @@ fn summary_overhead(ctx: &Ctx, options: &SummaryOptions) -> usize {
 }
 
 /// The covered units' messages as stored (repaired, unreduced), for the extractive summariser.
-fn covered_originals(ctx: &Ctx, structure: &structure::Structure, units: &[usize]) -> Result<Vec<Message>> {
+fn covered_originals(ctx: &Ctx, structure: &structure::Structure, units: &[usize]) -> Result<Vec<Arc<Message>>> {
     let mut members: Vec<MemberPlan> = Vec::new();
     for &u in units {
         if let Some(unit) = structure.units.get(u) {
@@ -1007,7 +1103,7 @@ fn summary_request_for(
     ids.dedup();
     let original: u64 = ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| u64::from(item.tokens)).sum();
     let message_ids: Vec<String> = ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
-    let mut messages: Vec<Message> = Vec::new();
+    let mut messages: Vec<Arc<Message>> = Vec::new();
     for plan in system_plans {
         for member in &plan.members {
             messages.push(ctx.materialize(cache, member)?);
@@ -1019,15 +1115,15 @@ fn summary_request_for(
     let previous = summary.map(|s| s.text.clone());
     let prompt = summary::fold_prompt(options.prompt(), previous.as_deref());
     // The caller's model sees the messages and then the prompt: a valid list on its own.
-    let mut to_send: Vec<Message> = messages;
+    let mut to_send: Vec<Arc<Message>> = messages;
     let first_non_system = to_send.iter().position(|m| !m.role.is_instruction());
     if ctx.options.format == Format::Anthropic && first_non_system.is_some_and(|i| to_send.get(i).is_some_and(|m| m.role == Role::Assistant)) {
         if let Some(i) = first_non_system {
-            to_send.insert(i, placeholder(ctx.options.format));
+            to_send.insert(i, Arc::new(placeholder(ctx.options.format)));
         }
     }
-    to_send.push(Message::new(Role::User, Content::text(prompt.clone()), ctx.options.format));
-    let value = emit_request(to_send.iter(), ctx.options.format)?;
+    to_send.push(Arc::new(Message::new(Role::User, Content::text(prompt.clone()), ctx.options.format)));
+    let value = emit_request(to_send.iter().map(|m| &**m), ctx.options.format)?;
     Ok(SummaryRequest {
         id: format!("s{}", state.generation + 1),
         from: message_ids.first().cloned().unwrap_or_else(|| until.clone()),
@@ -1074,7 +1170,7 @@ fn assemble(
     for (plan, section) in &kept {
         if *section == Section::Recent && !summary_placed {
             for m in &summary_msgs {
-                messages.push(ContextMessage { message: m.clone(), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
+                messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
             }
             summary_placed = true;
         }
@@ -1094,7 +1190,7 @@ fn assemble(
     }
     if !summary_placed {
         for m in &summary_msgs {
-            messages.push(ContextMessage { message: m.clone(), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
+            messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
         }
     }
     if summary_in_context {
@@ -1113,8 +1209,8 @@ fn assemble(
         if needs {
             let at = first.unwrap_or(messages.len());
             let message = placeholder(format);
-            tokens.recent += tokens::count_message(ctx.encoding, &message).total as usize;
-            messages.insert(at, ContextMessage { message, sources: Vec::new(), section: Section::Recent, action: Action::Kept });
+            tokens.recent += made_up_tokens(ctx, cache, &message);
+            messages.insert(at, ContextMessage { message: Arc::new(message), sources: Vec::new(), section: Section::Recent, action: Action::Kept });
             placeholder_used = true;
             notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }
@@ -1161,12 +1257,12 @@ fn assemble(
             *slot = (*action, None);
         }
     }
-    let entries: Vec<ReceiptEntry> = items
+    let fates: Vec<Fate> = items
         .iter()
         .enumerate()
         .map(|(i, item)| {
             let (action, reason) = fate.get(i).copied().unwrap_or((Action::Dropped, Some(DropReason::Repair)));
-            ReceiptEntry { id: item.id.to_string(), action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
+            Fate { action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
         })
         .collect();
     let tokens_before = items.iter().map(|i| i.tokens as usize).sum::<usize>() + REPLY_PRIMING;
@@ -1179,7 +1275,8 @@ fn assemble(
         by_part: tokens,
         budget: budget_report,
         within_budget,
-        entries,
+        runs: receipt_runs(items, &fates),
+        fates,
         repairs: structure.repairs.clone(),
         summary: summary.filter(|_| summary_in_context).map(|s| SummaryUse {
             request_id: s.request_id.clone(),

@@ -14,6 +14,7 @@
 //! without a call are left out of every unit and reported.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +26,8 @@ use crate::message::{Message, Part, Role};
 #[derive(Clone, Copy, Debug)]
 pub struct Item<'a> {
     pub id: &'a str,
-    pub message: &'a Message,
+    /// Shared, so that a context keeps it whole without a copy.
+    pub message: &'a Arc<Message>,
     /// The message's tokens (from the history's cache).
     pub tokens: u32,
 }
@@ -414,7 +416,7 @@ mod tests {
     use crate::message::{parse, Format};
     use serde_json::json;
 
-    fn items(messages: &[Message]) -> Vec<Item<'_>> {
+    fn items(messages: &[Arc<Message>]) -> Vec<Item<'_>> {
         messages.iter().enumerate().map(|(i, m)| Item { id: ID[i], message: m, tokens: 1 }).collect()
     }
     const ID: [&str; 12] = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11", "m12"];
@@ -429,6 +431,7 @@ mod tests {
             Format::OpenAi,
         )
         .unwrap();
+        let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
         let s = analyze(&items(&messages), true);
         assert_eq!(s.units.len(), 1);
         assert_eq!(s.units[0].kind, UnitKind::User);
@@ -453,6 +456,7 @@ mod tests {
             Format::Anthropic,
         )
         .unwrap();
+        let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
         let s = analyze(&items(&messages), true);
         let kinds: Vec<UnitKind> = s.units.iter().map(|u| u.kind).collect();
         assert_eq!(kinds, [UnitKind::User, UnitKind::Step, UnitKind::User]);

@@ -357,11 +357,11 @@ fn looks_like_error(text: &str) -> bool {
 /// assistant's conclusions (the last thing it said in each turn), files and paths touched, tools
 /// used and how often, errors, and open to-dos; folded onto the previous summary if there is one.
 /// Lists lose their oldest entries until the whole fits `max_tokens`.
-pub fn extractive(messages: &[Message], previous: Option<&str>, encoding: Encoding, max_tokens: u32) -> String {
+pub fn extractive<M: std::borrow::Borrow<Message>>(messages: &[M], previous: Option<&str>, encoding: Encoding, max_tokens: u32) -> String {
     fit(extract(messages, previous), encoding, max_tokens)
 }
 
-pub(crate) fn extract(messages: &[Message], previous: Option<&str>) -> Extract {
+pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous: Option<&str>) -> Extract {
     let mut extract = Extract::default();
     if let Some(previous) = previous {
         fold_previous(&mut extract, previous);
@@ -370,6 +370,7 @@ pub(crate) fn extract(messages: &[Message], previous: Option<&str>) -> Extract {
     let mut last_assistant_text: Option<String> = None;
     let mut latest_todos: Option<Vec<String>> = None;
     for message in messages {
+        let message: &Message = message.borrow();
         match message.role {
             Role::User | Role::Tool => {
                 let mut text = String::new();

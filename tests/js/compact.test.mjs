@@ -8,6 +8,23 @@ import { tauBench } from "./fixtures.mjs";
 
 const allMessages = () => tauBench().flatMap((run) => run.traj);
 
+// The runs account for every stored message by id, in order, and expand to the per-message entries.
+function assertReceiptCovers(receipt, history) {
+  const ids = history.ids();
+  const entries = history.receiptEntries();
+  assert.deepEqual(entries.map((e) => e.id), ids, "one receipt entry per stored message");
+  let at = 0;
+  for (const run of receipt.runs) {
+    assert.equal(run.from, ids[at]);
+    assert.equal(run.to, ids[at + run.count - 1]);
+    const members = entries.slice(at, at + run.count);
+    assert.ok(members.every((e) => e.action === run.action && e.reason === run.reason), `${run.from}..${run.to} alike`);
+    assert.equal(members.reduce((n, e) => n + e.tokensAfter, 0), run.tokensAfter);
+    at += run.count;
+  }
+  assert.equal(at, history.length, "the runs cover the history");
+}
+
 test("the 5,308-message tau-bench conversation builds to a 100k budget, valid for both providers", () => {
   const history = new ConversationHistory();
   history.appendMany(allMessages());
@@ -16,7 +33,7 @@ test("the 5,308-message tau-bench conversation builds to a 100k budget, valid fo
     assert.deepEqual(validateMessages(result.messages, format), [], `${format} output is valid`);
     assert.ok(result.receipt.withinBudget);
     assert.ok(result.tokens.total <= 100_000, `${result.tokens.total} tokens`);
-    assert.equal(result.receipt.entries.length, history.length, "one receipt entry per stored message");
+    assertReceiptCovers(result.receipt, history);
     assert.equal(history.length, 5308, "the stored history never changes");
     console.log(`# ${format}: ${result.layout.length} messages, ${result.tokens.total} tokens, summary ${result.tokens.summary}`);
   }
@@ -50,4 +67,25 @@ test("profiles resolve by model name and unknown ones are refused", () => {
   const history = new ConversationHistory();
   history.appendMany(allMessages().slice(0, 50));
   assert.deepEqual(validateMessages(history.build({ profile: "gpt-4o" }).messages, "openai"), []);
+});
+
+test("built messages are frozen and shared between builds: a caller cannot corrupt a later build", () => {
+  const history = new ConversationHistory();
+  history.appendMany(allMessages().slice(0, 300));
+  const options = { budget: { contextWindow: 20_000, targetRatio: 1 }, summary: null };
+  const first = history.build(options);
+  const again = history.build(options);
+  assert.notEqual(again.messages, first.messages, "the list is the caller's own");
+  assert.equal(again.messages.at(-1), first.messages.at(-1), "an unchanged message is the same object");
+  const message = first.messages.at(-1);
+  assert.ok(Object.isFrozen(message));
+  assert.throws(() => { message.content = "changed"; }, TypeError);
+  const nested = first.messages.find((m) => Array.isArray(m.tool_calls));
+  assert.throws(() => nested.tool_calls.push({}), TypeError, "frozen all the way down");
+  first.messages.length = 0; // the list itself may be changed freely
+  assert.deepEqual(history.build(options).messages, again.messages);
+  history.append({ role: "user", content: "and one more" });
+  const appended = history.build(options);
+  assert.equal(appended.messages.at(-1).content, "and one more");
+  assert.deepEqual(validateMessages(appended.messages, "openai"), []);
 });

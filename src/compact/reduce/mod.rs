@@ -52,6 +52,9 @@ pub struct ReduceCache {
     /// first and last ids, and the dedupe flag (an append-only history with the same length and
     /// ends is the same history).
     pub(crate) structure: Option<(usize, String, String, bool, std::sync::Arc<crate::compact::structure::Structure>)>,
+    /// Tokens of the messages a build makes up (summary, placeholder, prompt), by role, format and text:
+    /// a summary is thousands of tokens, and it stays the same build after build.
+    pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
