@@ -223,16 +223,7 @@ impl ConversationHistory {
     /// The message with `id` exactly as it was appended, in its own format.
     pub fn get_value(&self, id: &str) -> Option<Value> {
         let record = self.get(id)?;
-        let emitted = message::emit([&*record.message], record.message.source);
-        match (record.message.source, emitted) {
-            (Format::OpenAi, Value::Array(mut list)) => list.pop(),
-            (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
-                Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
-                // A system message lives in Anthropic's top-level `system`.
-                _ => request.remove("system").map(|content| serde_json::json!({"role": "system", "content": content})),
-            },
-            _ => None,
-        }
+        message::emit_one(&record.message, record.message.source)
     }
 
     pub fn export(&self) -> Result<HistoryExport> {

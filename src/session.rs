@@ -7,10 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::history::{ConversationHistory, HistoryExport};
+use crate::history::{ConversationHistory, HistoryExport, Record};
 use crate::ids::fnv1a;
 use crate::memory::recall::{self, Log, RecallRequest};
-use crate::memory::search::Hit;
 use crate::memory::{self, ContextSnapshot, MemoryExport, MemoryStore, MessageRange};
 use crate::message::{Content, Format, Message, Part, Role};
 use crate::tokens::Encoding;
@@ -216,18 +215,21 @@ impl Session {
     }
 
     /// The number the next recorded turn gets by default, and the messages it will cover.
-    pub fn pending_turn(&self) -> Result<(u32, Vec<Message>)> {
+    pub fn pending_turn(&self) -> Result<(u32, &[Record])> {
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
         let next = memory.last_turn().map_or(1, |t| t.saturating_add(1));
-        let messages = self.history.records().get(self.turn_start..).unwrap_or_default().iter().map(|r| (*r.message).clone()).collect();
-        Ok((next, messages))
+        Ok((next, self.history.records().get(self.turn_start..).unwrap_or_default()))
     }
 
     /// Ends a turn: stores the workspace snapshot with its summary (the built-in one unless
     /// given) and the range of messages appended since the previous turn. On error nothing changes.
     pub fn record_turn(&mut self, input: TurnInput) -> Result<ContextSnapshot> {
-        let (next, messages) = self.pending_turn()?;
+        let (next, records) = self.pending_turn()?;
         let turn_number = input.turn_number.unwrap_or(next);
+        let range = match (records.first(), records.last()) {
+            (Some(first), Some(last)) => Some(MessageRange { from: first.id.clone(), until: last.id.clone() }),
+            _ => None,
+        };
         let (summary, insights) = match input.summary {
             Some(summary) => {
                 if let Some(max) = input.max_summary_tokens {
@@ -236,16 +238,12 @@ impl Session {
                 (summary, input.insights.unwrap_or_default())
             }
             None => {
+                let messages: Vec<&Message> = records.iter().map(|r| &*r.message).collect();
                 let (summary, insights) = memory::turn_summary(&messages, &input.workspace_context);
                 (summary, input.insights.unwrap_or(insights))
             }
         };
-        let records = self.history.records();
-        let range = match (records.get(self.turn_start), records.last()) {
-            (Some(first), Some(last)) => Some(MessageRange { from: first.id.clone(), until: last.id.clone() }),
-            _ => None,
-        };
-        let end = records.len();
+        let end = self.history.len();
         let snapshot = self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone();
         self.turn_start = end;
         Ok(snapshot)
@@ -254,8 +252,9 @@ impl Session {
     /// What a plugged-in summariser gets for the turn under way: its messages and workspace as
     /// one transcript in one user message (valid for either provider), and a token budget.
     pub fn turn_summary_request(&self, workspace_context: &str, format: Format, max_tokens: u32) -> Result<Value> {
-        let (turn_number, messages) = self.pending_turn()?;
-        let ids: Vec<&str> = self.history.records().get(self.turn_start..).unwrap_or_default().iter().map(|r| r.id.as_str()).collect();
+        let (turn_number, records) = self.pending_turn()?;
+        let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+        let messages: Vec<&Message> = records.iter().map(|r| &*r.message).collect();
         let prompt = memory::turn_prompt(turn_number, &messages, workspace_context);
         let message = Message::new(Role::User, Content::text(prompt.clone()), format);
         Ok(json!({
@@ -292,12 +291,8 @@ impl Session {
         Ok(memory
             .index()
             .search(query, limit)
-            .into_iter()
-            .filter_map(|Hit { document, score }| {
-                let document = memory.index().document(document)?;
-                let turn = document.turn_number.or_else(|| log.turn_of(&document.id));
-                Some(json!({"kind": document.kind, "id": document.id, "turnNumber": turn, "score": (score * 1000.0).round() / 1000.0}))
-            })
+            .iter()
+            .filter_map(|hit| recall::describe_hit(memory, &log, hit).map(Value::Object))
             .collect())
     }
 
@@ -399,7 +394,7 @@ impl Session {
                     }
                 }
             }
-            session.memory_mut()?.import(serde_json::to_value(memory).map_err(|e| Error::internal(e.to_string()))?)?;
+            session.memory_mut()?.restore(memory)?;
             session.sync_index();
         }
         session.parent_id = export.parent_id;

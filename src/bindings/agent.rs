@@ -231,14 +231,7 @@ impl Session {
             let session = self.shared.get()?;
             let format = format_arg(&format, session.format)?;
             let message = session.subagent_tool_result(&call_id, format);
-            let emitted = message::emit(std::slice::from_ref(&message), format);
-            let single = match (format, emitted) {
-                (Format::OpenAi, Value::Array(mut list)) => list.pop(),
-                (Format::Anthropic, Value::Object(mut request)) => {
-                    request.remove("messages").and_then(|m| if let Value::Array(mut list) = m { list.pop() } else { None })
-                }
-                _ => None,
-            };
+            let single = message::emit_one(&message, format);
             to_js(&single.ok_or_else(|| Error::internal("a tool result could not be written out"))?)
         })())
     }

@@ -5,6 +5,7 @@
 pub mod recall;
 pub mod search;
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -219,6 +220,13 @@ impl MemoryStore {
         crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
         let export: MemoryExport = serde_json::from_value(value)
             .map_err(|e| Error::invalid_argument(format!("corrupt memory export: {e}")))?;
+        self.restore(export)
+    }
+
+    /// Replaces the store with an export already read; on any error the
+    /// store is left as it was.
+    pub fn restore(&mut self, export: MemoryExport) -> Result<()> {
+        crate::versioned::check(Some(&export.format), Some(u64::from(export.version)), EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
         let mut summaries: BTreeMap<u32, MemorySummary> =
             export.summaries.into_iter().map(|s| (s.turn_number, s)).collect();
@@ -256,7 +264,7 @@ impl MemoryStore {
 /// The built-in summary of a turn, from its messages: what was asked, what the assistant
 /// answered, which tools it used; the insights are the files touched and the errors met. A turn
 /// without messages is summarised by the first line of its workspace.
-pub fn turn_summary(messages: &[Message], workspace_context: &str) -> (String, Vec<String>) {
+pub fn turn_summary<M: Borrow<Message>>(messages: &[M], workspace_context: &str) -> (String, Vec<String>) {
     let found = extract(messages, None);
     let mut parts = Vec::new();
     if !found.requests.is_empty() {
@@ -290,10 +298,11 @@ const TRANSCRIPT_CHARS: usize = 24_000;
 
 /// The request a plugged-in summariser answers for one turn: the workspace and the turn's
 /// messages as a transcript, then the instruction.
-pub fn turn_prompt(turn_number: u32, messages: &[Message], workspace_context: &str) -> String {
+pub fn turn_prompt<M: Borrow<Message>>(turn_number: u32, messages: &[M], workspace_context: &str) -> String {
     let per_message = (TRANSCRIPT_CHARS / messages.len().max(1)).max(200);
     let mut out = format!("Workspace at turn {turn_number}:\n{}\n\nConversation of turn {turn_number}:\n", squash(workspace_context, 4_000));
     for message in messages {
+        let message: &Message = message.borrow();
         out.push_str(&format!("[{}] {}\n", message.role.as_str(), squash(&message.readable_text(), per_message)));
     }
     out.push_str(&format!(

@@ -1,9 +1,9 @@
 //! `recall_context`: the tool the model calls to bring back what compaction left out, by turn
 //! number (whole snapshots) or by query (ranked snapshots, summaries and messages).
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::search::DocumentKind;
+use super::search::{DocumentKind, Hit};
 use super::{MemoryStore, MessageRange};
 use crate::error::{Error, Result};
 use crate::message::json::type_name;
@@ -114,18 +114,16 @@ pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, enco
                 )));
             }
             let mut items = Vec::new();
-            'turns: for turn in turns {
+            for turn in turns {
                 let Some(snapshot) = store.context(*turn) else { continue };
                 let Some(full_context) = budget.take(&snapshot.full_context) else { break };
                 let mut messages = Vec::new();
                 for id in snapshot.messages.as_ref().map(|range| log.ids_in(range)).unwrap_or_default() {
                     let Some((role, text)) = log.message(&id) else { continue };
-                    let Some(text) = budget.take(&text) else {
-                        items.push(json!({"turnNumber": turn, "summary": snapshot.summary, "fullContext": full_context, "messages": messages}));
-                        break 'turns;
-                    };
+                    let Some(text) = budget.take(&text) else { break };
                     messages.push(json!({"id": id, "role": role, "text": text}));
                 }
+                // A message that did not fit emptied the budget: the next turn's snapshot stops the loop.
                 items.push(json!({"turnNumber": turn, "summary": snapshot.summary, "fullContext": full_context, "messages": messages}));
             }
             Ok(json!({"turns": items, "truncated": budget.truncated}))
@@ -133,31 +131,38 @@ pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, enco
         RecallRequest::Query { query, limit } => {
             let mut results = Vec::new();
             for hit in store.index().search(query, *limit) {
+                let Some(mut result) = describe_hit(store, log, &hit) else { continue };
                 let Some(document) = store.index().document(hit.document) else { continue };
-                let (text, turn_number) = match document.kind {
-                    DocumentKind::Snapshot => {
-                        (document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone()), document.turn_number)
-                    }
-                    DocumentKind::Summary => (
-                        document.turn_number.and_then(|t| store.summary(t)).map(|s| {
-                            std::iter::once(s.summary.clone()).chain(s.insights.iter().cloned()).collect::<Vec<_>>().join("\n")
-                        }),
-                        document.turn_number,
-                    ),
-                    DocumentKind::Message => (log.message(&document.id).map(|(_, text)| text), log.turn_of(&document.id)),
+                let text = match document.kind {
+                    DocumentKind::Snapshot => document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone()),
+                    DocumentKind::Summary => document.turn_number.and_then(|t| store.summary(t)).map(|s| {
+                        std::iter::once(s.summary.clone()).chain(s.insights.iter().cloned()).collect::<Vec<_>>().join("\n")
+                    }),
+                    DocumentKind::Message => log.message(&document.id).map(|(_, text)| text),
                 };
                 let Some(text) = text else { continue };
                 let Some(text) = budget.take(&text) else { break };
-                results.push(json!({
-                    "kind": document.kind,
-                    "id": document.id,
-                    "turnNumber": turn_number,
-                    "score": (hit.score * 1000.0).round() / 1000.0,
-                    "text": text,
-                }));
+                result.insert("text".into(), Value::from(text));
+                results.push(Value::Object(result));
             }
             Ok(json!({"query": query, "results": results, "truncated": budget.truncated}))
         }
+    }
+}
+
+/// A search hit as the caller sees it: kind, id, turn (a logged message's from the log) and score.
+pub fn describe_hit(store: &MemoryStore, log: &dyn Log, hit: &Hit) -> Option<Map<String, Value>> {
+    let document = store.index().document(hit.document)?;
+    let turn_number = document.turn_number.or_else(|| log.turn_of(&document.id));
+    let described = json!({
+        "kind": document.kind,
+        "id": document.id,
+        "turnNumber": turn_number,
+        "score": (hit.score * 1000.0).round() / 1000.0,
+    });
+    match described {
+        Value::Object(map) => Some(map),
+        _ => None,
     }
 }
 

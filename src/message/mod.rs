@@ -58,6 +58,19 @@ pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format)
     }
 }
 
+/// Emits one message on its own: an OpenAI message object, or an Anthropic one (a system message
+/// as `{role: "system", content}`, since Anthropic keeps it in the request's top-level `system`).
+pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
+    match (format, emit([message], format)) {
+        (Format::OpenAi, Value::Array(mut list)) => list.pop(),
+        (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
+            Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
+            _ => request.remove("system").map(|content| serde_json::json!({"role": "system", "content": content})),
+        },
+        _ => None,
+    }
+}
+
 /// Converts a message list between formats, for what both can express.
 pub fn convert(value: Value, from: Format, to: Format) -> Result<Value> {
     Ok(emit(&parse(value, from)?, to))
