@@ -405,4 +405,3 @@ impl Buf {
         self.len += b.len();
     }
 }
-

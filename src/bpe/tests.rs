@@ -29,11 +29,20 @@ fn load_ranks_checks_tables() {
     // checksum before decoding, whether or not the encoding is already installed.
     load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
     let refused = |enc, t: &[u8]| load_ranks(enc, t).unwrap_err().kind();
-    assert_eq!(refused(BpeEncoding::Cl100kBase, O200K_STANDALONE), BpeErrorKind::InvalidTable);
-    assert_eq!(refused(BpeEncoding::O200kBase, &O200K_STANDALONE[..1000]), BpeErrorKind::InvalidTable);
+    assert_eq!(
+        refused(BpeEncoding::Cl100kBase, O200K_STANDALONE),
+        BpeErrorKind::InvalidTable
+    );
+    assert_eq!(
+        refused(BpeEncoding::O200kBase, &O200K_STANDALONE[..1000]),
+        BpeErrorKind::InvalidTable
+    );
     let mut t = O200K_STANDALONE.to_vec();
     t[5000] ^= 1;
-    assert_eq!(refused(BpeEncoding::O200kBase, &t), BpeErrorKind::InvalidTable);
+    assert_eq!(
+        refused(BpeEncoding::O200kBase, &t),
+        BpeErrorKind::InvalidTable
+    );
 }
 
 #[test]
