@@ -11,7 +11,7 @@ import type {
   OpenAIToolCall,
   RecallInput,
   TurnInput,
-} from "../pkg/context_compactor.js";
+} from "./wasm.js";
 import { ContextCompactorError, SummarizerError } from "./errors.js";
 import type { Summarizer } from "./summarize.js";
 

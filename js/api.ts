@@ -1,9 +1,11 @@
 /**
- * The public surface shared by the Node and browser entries. It only re-exports: the entries
- * (`node.ts`, `browser.ts`) instantiate the wasm module and install the error factory before
- * any of this can be used. The wasm module's `default`/`initSync` (instantiation) and
- * `setErrorFactory` (owned by the entries) stay internal; tests/js/exports.test.mjs fails when a
- * new binding is neither re-exported here nor listed there as internal.
+ * The public surface shared by the Node and browser entries, full and lite. It only re-exports:
+ * the entries (`node.ts`, `browser.ts`) instantiate the wasm module and install the error
+ * factory before any of this can be used. The wasm module's `default`/`initSync`
+ * (instantiation) and `setErrorFactory` (owned by the entries) stay internal;
+ * tests/js/exports.test.mjs fails when a new binding is neither re-exported here nor listed
+ * there as internal. `loadRanks` is needed by the lite entry only; the full one accepts the same
+ * tables, so code written for the lite entry runs unchanged on the full one.
  */
 export {
   Tokenizer,
@@ -15,10 +17,13 @@ export {
   validateMessages,
   profileNames,
   resolveProfile,
-} from "../pkg/context_compactor.js";
+  loadRanks,
+} from "./wasm.js";
+
+export { rankFile } from "./ranks.js";
 
 // Every type the bindings declare (messages, options, results), as types only.
-export type * from "../pkg/context_compactor.js";
+export type * from "./wasm.js";
 
 export {
   ContextCompactorError,

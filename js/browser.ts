@@ -3,7 +3,7 @@
  * works from a plain page and through bundlers) with a top-level await, then installs the
  * error factory. Once the `import` resolves, everything is ready.
  */
-import init from "../pkg/context_compactor.js";
+import init from "./wasm.js";
 import { installErrorFactory } from "./setup.js";
 
 await init();

@@ -4,7 +4,7 @@
  * instance of `ContextCompactorError` (and of one of its subclasses below).
  */
 
-import type { ErrorKind } from "../pkg/context_compactor.js";
+import type { ErrorKind } from "./wasm.js";
 
 /** The `kind` strings the wasm module passes to the error factory, and the JS layer's own. */
 export type ErrorCode = ErrorKind | "Summarizer";

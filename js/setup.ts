@@ -1,5 +1,5 @@
 /** Internal: what both entries do right after the wasm is instantiated. */
-import { setErrorFactory } from "../pkg/context_compactor.js";
+import { setErrorFactory } from "./wasm.js";
 import { makeError } from "./errors.js";
 
 /** Routes every error raised by the wasm module through the `ContextCompactorError` subclasses. */

@@ -4,7 +4,7 @@
  * `anthropicSummarizer` are ready summarisers over `fetch`. A summariser that fails leaves the
  * history as it was, and the next build asks again.
  */
-import { convertMessages } from "../pkg/context_compactor.js";
+import { convertMessages } from "./wasm.js";
 import type {
   AnthropicRequest,
   BuildOptions,
@@ -15,7 +15,7 @@ import type {
   OpenAIMessage,
   SummaryRequest,
   TurnSummaryRequest,
-} from "../pkg/context_compactor.js";
+} from "./wasm.js";
 import { ContextCompactorError, SummarizerError } from "./errors.js";
 
 /** Turns a summary request (a compaction's, or a memory turn's) into the summary's text. */

@@ -131,12 +131,10 @@ fn cell(enc: BpeEncoding) -> &'static OnceLock<Result<BpeEncoder, BpeError>> {
 
 /// Installs the rank table of `enc` passed in at run time (the lite build: JS fetches the
 /// file build.rs generated and passes its bytes). Only tables this build generated are
-/// accepted (checked by checksum). Idempotent: if `enc` is already available, returns Ok.
+/// accepted (checked by checksum, also when `enc` is already available, so that bad bytes are
+/// reported whenever they are passed). Idempotent: loading a table again returns Ok.
 /// A cl100k_base "delta" table needs o200k_base loaded first; the standalone one does not.
 pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
-    if let Some(Ok(_)) = cell(enc).get() {
-        return Ok(());
-    }
     let sum = table::table_checksum(table);
     if !enc.checksums().contains(&sum) {
         let what = match table::parse_header(table) {
@@ -151,6 +149,9 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
                 enc.name()
             ),
         ));
+    }
+    if let Some(Ok(_)) = cell(enc).get() {
+        return Ok(());
     }
     let enc_built = BpeEncoder::from_table(enc, table, None)?;
     // If another caller installed it meanwhile, theirs is identical (same checksum).

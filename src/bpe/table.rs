@@ -192,6 +192,22 @@ const MAX_TOKEN_BYTES: u32 = 256;
 /// Tokens decoded per call of `Decoder::run` (see there).
 pub(crate) const CHUNK: usize = 4096;
 
+/// Per symbol byte (format above): the top bits of v = id + 1 and how many low bits follow in
+/// the bit stream.
+const SYMBOLS: [(u8, u8); 256] = {
+    let mut t = [(0u8, 0u8); 256];
+    let mut s = 0;
+    while s < 256 {
+        t[s] = if s < 32 {
+            (s as u8, 0)
+        } else {
+            (16 + ((s - 32) % 16) as u8, 1 + ((s - 32) / 16) as u8)
+        };
+        s += 1;
+    }
+    t
+};
+
 /// Reader of an id stream (format above).
 struct IdStream<'a> {
     syms: &'a [u8],
@@ -233,32 +249,46 @@ impl<'a> IdStream<'a> {
     }
 
     /// The next id; u32::MAX for a malformed symbol (callers reject ids >= their rank).
+    /// Branch-light: the decode runs once per cold start, mostly as V8's baseline code, where
+    /// every mispredicted branch and every instruction counts.
     #[inline(always)]
     fn next(&mut self) -> u32 {
         let Some(&s) = self.syms.get(self.pos) else {
             return u32::MAX;
         };
         self.pos += 1;
-        if s < 32 {
-            return (s as u32).wrapping_sub(1);
-        }
-        let k = (s - 32) as u32;
-        let low = 1 + k / 16; // bit length - 5
-        let top = 16 + k % 16;
+        let (top, low) = SYMBOLS[s as usize];
+        let (top, low) = (top as u32, low as u32);
         if self.nacc < low {
-            while self.nacc <= 56 {
-                let Some(&b) = self.raw.get(self.rpos) else {
-                    break;
-                };
-                self.acc |= (b as u64) << self.nacc;
-                self.rpos += 1;
-                self.nacc += 8;
-            }
+            self.refill();
         }
         let bits = (self.acc & ((1 << low) - 1)) as u32;
         self.acc >>= low;
         self.nacc = self.nacc.saturating_sub(low);
-        ((top << low) | bits) - 1
+        ((top << low) | bits).wrapping_sub(1)
+    }
+
+    /// Tops up the bit buffer to at least 56 bits (fewer at the end of the stream). Whole
+    /// bytes count as read; the bits of a partly read byte that a word load also puts above
+    /// `nacc` are the ones the next load puts there again, so or-ing them twice is harmless.
+    #[inline(always)]
+    fn refill(&mut self) {
+        if let Some(w) = self.raw.get(self.rpos..self.rpos + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            self.acc |= w << self.nacc;
+            let k = (63 - self.nacc) / 8;
+            self.rpos += k as usize;
+            self.nacc += k * 8;
+            return;
+        }
+        while self.nacc <= 56 {
+            let Some(&b) = self.raw.get(self.rpos) else {
+                break;
+            };
+            self.acc |= (b as u64) << self.nacc;
+            self.rpos += 1;
+            self.nacc += 8;
+        }
     }
 
     /// Every symbol read, and every whole byte of the bit stream.
@@ -292,22 +322,27 @@ impl Decoder<'_> {
                 self.buf.push_slice(tok);
             } else {
                 let (a, b) = (self.la.next(), self.ra.next());
-                if a as usize >= r || b as usize >= r || self.offs.len() != r + 1 {
+                let (a, b) = (a as usize, b as usize);
+                let span = |x: usize| Some((*self.offs.get(x)?, *self.offs.get(x + 1)?));
+                let spans = if a < r && b < r && self.offs.len() == r + 1 {
+                    span(a).zip(span(b))
+                } else {
+                    None
+                };
+                let Some(((sa, ea), (sb, eb))) = spans else {
                     return Err(invalid(format!("token {r} refers to a rank >= {r}")));
-                }
+                };
                 // Bounds what a forged table could make us allocate (lengths can double at
                 // every rank). The longest token of both vocabularies has 128 bytes.
-                let len = |x: u32| self.offs[x as usize + 1] - self.offs[x as usize];
-                if len(a) + len(b) > MAX_TOKEN_BYTES {
+                let (la, lb) = (ea.wrapping_sub(sa), eb.wrapping_sub(sb));
+                if la.saturating_add(lb) > MAX_TOKEN_BYTES {
                     return Err(invalid(format!(
                         "token {r} is longer than {MAX_TOKEN_BYTES} bytes"
                     )));
                 }
-                for x in [a as usize, b as usize] {
-                    // `offs` holds r + 1 offsets (checked above) and x < r.
-                    self.buf
-                        .copy_back(self.offs[x] as usize, self.offs[x + 1] as usize);
-                }
+                self.buf.room(MAX_TOKEN_BYTES as usize);
+                self.buf.copy_back(sa as usize, la as usize);
+                self.buf.copy_back(sb as usize, lb as usize);
             }
             if self.buf.len > u32::MAX as usize {
                 return Err(invalid("rank table expands beyond 4 GiB"));
@@ -335,15 +370,16 @@ impl Buf {
         }
     }
 
-    /// Appends `v[s..e]` (bytes already written, `e <= len`).
+    /// Appends the `n` bytes at `s` (bytes already written, `s + n <= len`); the caller made
+    /// `room` for them. Whole words, the first one unconditionally: most halves of a token are at
+    /// most 8 bytes, so the loop is rarely taken.
     #[inline(always)]
-    fn copy_back(&mut self, s: usize, e: usize) {
-        let (d, n) = (self.len, e.saturating_sub(s));
-        self.room(n);
+    fn copy_back(&mut self, s: usize, n: usize) {
+        let d = self.len;
         let mut k = 0;
-        while k < n {
-            // The word may run past `e` (into bytes not yet final, or the slack): the extra
-            // bytes land past the new end and are overwritten or truncated later.
+        loop {
+            // The word may run past the end (into bytes not yet final, or the slack): the
+            // extra bytes land past the new end and are overwritten or truncated later.
             let w: [u8; 8] = self
                 .v
                 .get(s + k..s + k + 8)
@@ -353,6 +389,9 @@ impl Buf {
                 out.copy_from_slice(&w);
             }
             k += 8;
+            if k >= n {
+                break;
+            }
         }
         self.len += n;
     }
@@ -366,4 +405,3 @@ impl Buf {
         self.len += b.len();
     }
 }
-

@@ -4,7 +4,7 @@ static CL100K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl10
 static O200K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
 
 /// The lite build's path: nothing until `load_ranks`, then the same encoder. (With embedded
-/// ranks, `load_ranks` of a genuine table is a no-op.)
+/// ranks, `load_ranks` of a genuine table installs it, or is a no-op once built.)
 #[test]
 fn load_ranks_installs_standalone_tables() {
     #[cfg(not(feature = "embedded-ranks"))]
@@ -26,18 +26,23 @@ fn load_ranks_installs_standalone_tables() {
 #[test]
 fn load_ranks_checks_tables() {
     // A table of the other encoding, a truncated one and a flipped byte are all refused by
-    // checksum before decoding (tested through the checksum list, as `load_ranks` is a no-op
-    // for an encoding already installed).
-    let sum = table::table_checksum;
-    assert!(!BpeEncoding::Cl100kBase
-        .checksums()
-        .contains(&sum(O200K_STANDALONE)));
-    assert!(!BpeEncoding::O200kBase
-        .checksums()
-        .contains(&sum(&O200K_STANDALONE[..1000])));
+    // checksum before decoding, whether or not the encoding is already installed.
+    load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
+    let refused = |enc, t: &[u8]| load_ranks(enc, t).unwrap_err().kind();
+    assert_eq!(
+        refused(BpeEncoding::Cl100kBase, O200K_STANDALONE),
+        BpeErrorKind::InvalidTable
+    );
+    assert_eq!(
+        refused(BpeEncoding::O200kBase, &O200K_STANDALONE[..1000]),
+        BpeErrorKind::InvalidTable
+    );
     let mut t = O200K_STANDALONE.to_vec();
     t[5000] ^= 1;
-    assert!(!BpeEncoding::O200kBase.checksums().contains(&sum(&t)));
+    assert_eq!(
+        refused(BpeEncoding::O200kBase, &t),
+        BpeErrorKind::InvalidTable
+    );
 }
 
 #[test]
@@ -77,12 +82,9 @@ fn small_examples() {
 
 #[test]
 fn load_ranks_rejects_foreign_tables() {
-    // Already loaded (embedded): accepted without looking at the bytes? No: an invalid table is
-    // only ignored when the encoding is already available, which is the documented contract.
-    let e = load_ranks(BpeEncoding::Cl100kBase, b"nonsense");
-    if cell(BpeEncoding::Cl100kBase).get().is_none() {
-        assert_eq!(e.unwrap_err().kind(), BpeErrorKind::InvalidTable);
-    }
+    let e = load_ranks(BpeEncoding::Cl100kBase, b"nonsense").unwrap_err();
+    assert_eq!(e.kind(), BpeErrorKind::InvalidTable);
+    assert!(e.message().contains("bad magic or too short"), "{e}");
     // The decoder never panics on garbage.
     for len in [0usize, 3, 16, 271, 272, 300, 5000] {
         let mut t = vec![0xa5u8; len];

@@ -90,12 +90,12 @@ export async function withPage(fn) {
 }
 
 /**
- * Resolves a package's "." export for a browser, the way a bundler would: the first of the
+ * Resolves a package's export `subpath` ("." or e.g. "./lite") for a browser, the way a bundler would: the first of the
  * conditions `browser`, `import`, `default` in the order the exports object lists them.
  */
-export function browserEntry(packageDir) {
+export function browserEntry(packageDir, subpath = ".") {
   const pkg = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8"));
-  let target = pkg.exports?.["."] ?? pkg.exports;
+  let target = subpath === "." ? pkg.exports?.["."] ?? pkg.exports : pkg.exports?.[subpath];
   const conditions = new Set(["browser", "import", "default"]);
   while (target && typeof target === "object") {
     const key = Object.keys(target).find((k) => conditions.has(k));

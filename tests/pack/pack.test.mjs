@@ -1,7 +1,8 @@
 // Packaging: `npm pack` the repo, install the tarball into a temporary project with no other
-// dependencies, then import "context-compactor" from a Node ESM script, type-check a TypeScript
-// consumer against the shipped declarations, and import it from a page on localhost in headless
-// Chromium whose import map is resolved from the installed package's own `exports`.
+// dependencies, then import "context-compactor" and "context-compactor/lite" from Node ESM
+// scripts, type-check a TypeScript consumer against the shipped declarations, and import both
+// from a page on localhost in headless Chromium whose import map is resolved from the installed
+// package's own `exports`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -34,10 +35,14 @@ test("the tarball holds the package and nothing else", () => {
   const files = packed.files.map((f) => f.path).sort();
   console.log(`# files: ${files.join(" ")}`);
   for (const f of ["package.json", "dist/node.js", "dist/browser.js", "dist/index.d.ts", "dist/errors.js",
-    "pkg/context_compactor.js", "pkg/context_compactor.d.ts", "pkg/context_compactor_bg.wasm"]) {
+    "pkg/context_compactor.js", "pkg/context_compactor.d.ts", "pkg/context_compactor_bg.wasm",
+    "dist/lite/node.js", "dist/lite/browser.js", "dist/lite/index.d.ts", "pkg-lite/context_compactor_bg.wasm",
+    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
-  for (const f of files) assert.match(f, /^(package\.json|README\.md|LICENSE.*|dist\/[\w.]+\.(js|d\.ts)|pkg\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts))$/, `${f} is expected`);
+  for (const f of files) {
+    assert.match(f, /^(package\.json|README\.md|LICENSE.*|dist\/(lite\/)?[\w.]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
+  }
   const installed = join(project, "node_modules/context-compactor");
   assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
   assert.ok(!existsSync(join(installed, "node_modules")), "no dependencies");
@@ -66,6 +71,28 @@ console.log(JSON.stringify({
   assert.match(result.resolved, /node_modules\/context-compactor\/dist\/node\.js$/, "the node condition is used");
 });
 
+test("Node ESM: import { Tokenizer, loadRanks } from \"context-compactor/lite\", ranks read from the package", () => {
+  writeFileSync(join(project, "check-lite.mjs"), `
+import { readFileSync } from "node:fs";
+import { Tokenizer, loadRanks, rankFile, InvalidArgumentError } from "context-compactor/lite";
+let before;
+try { new Tokenizer("o200k_base"); } catch (e) { before = e instanceof InvalidArgumentError; }
+loadRanks("o200k_base", readFileSync(rankFile("o200k_base")));
+console.log(JSON.stringify({
+  before,
+  ids: [...new Tokenizer("o200k_base").encode("tiktoken is great!")],
+  resolved: import.meta.resolve("context-compactor/lite"),
+  ranks: import.meta.resolve("context-compactor/ranks/o200k_base.cctab") === rankFile("o200k_base").href,
+}));
+`);
+  const result = JSON.parse(run("node", ["check-lite.mjs"], project));
+  console.log(`# node lite: ${JSON.stringify(result)}`);
+  assert.equal(result.before, true, "a typed error before the ranks are loaded");
+  assert.deepEqual(result.ids, [83, 8251, 2488, 382, 2212, 0]);
+  assert.match(result.resolved, /node_modules\/context-compactor\/dist\/lite\/node\.js$/);
+  assert.equal(result.ranks, true, "rankFile() is the file the package exports as ./ranks/*");
+});
+
 test("TypeScript: the shipped declarations type-check a consumer (nodenext and bundler resolution)", () => {
   writeFileSync(join(project, "check.ts"), `
 import { Tokenizer, ConversationHistory, convertMessages, InvalidMessageError, type ChatTokenCount, type TokenReport, type OpenAIMessage } from "context-compactor";
@@ -82,7 +109,10 @@ const e = new InvalidMessageError("x", { index: 1 });
 const index: number | undefined = e.index;
 // @ts-expect-error: not an encoding
 new Tokenizer("gpt2");
-export { n, ids, count, id, report, converted, index };
+import { Tokenizer as LiteTokenizer, loadRanks } from "context-compactor/lite";
+loadRanks("cl100k_base", new Uint8Array(0));
+const lite: number = new LiteTokenizer("cl100k_base").count("hello");
+export { n, ids, count, id, report, converted, index, lite };
 `);
   // A Node project as `tsc --init` makes it (skipLibCheck), without DOM types; and a strict browser
   // project that checks every .d.ts (wasm-bindgen's output needs DOM and esnext.disposable there).
@@ -103,7 +133,11 @@ export { n, ids, count, id, report, converted, index };
 
 test("Chromium: a page on localhost imports the installed package through its exports", async () => {
   const entry = browserEntry(join(project, "node_modules/context-compactor"));
-  const importMap = { imports: { "context-compactor": `/node_modules/context-compactor/${entry.replace(/^\.\//, "")}` } };
+  const liteEntry = browserEntry(join(project, "node_modules/context-compactor"), "./lite");
+  const importMap = { imports: {
+    "context-compactor": `/node_modules/context-compactor/${entry.replace(/^\.\//, "")}`,
+    "context-compactor/lite": `/node_modules/context-compactor/${liteEntry.replace(/^\.\//, "")}`,
+  } };
   console.log(`# import map from package.json exports (browser condition): ${JSON.stringify(importMap)}`);
   writeFileSync(join(project, "index.html"), `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>context-compactor from npm pack</title><link rel="icon" href="data:,">
@@ -113,18 +147,22 @@ test("Chromium: a page on localhost imports the installed package through its ex
 <pre id="out">running…</pre>
 <script type="module">
 import { Tokenizer, ConversationHistory, InvalidMessageError } from "context-compactor";
+import * as lite from "context-compactor/lite";
 const out = document.getElementById("out");
 try {
+  lite.loadRanks("o200k_base", new Uint8Array(await (await fetch(lite.rankFile("o200k_base"))).arrayBuffer()));
+  const liteIds = [...new lite.Tokenizer("o200k_base").encode("tiktoken is great!")];
   const tok = new Tokenizer("o200k_base");
   const ids = [...tok.encode("tiktoken is great!")];
   const history = new ConversationHistory();
   history.appendMany([{ role: "system", content: "You are terse." }, { role: "user", content: "tiktoken is great!" }]);
   let typed = false;
   try { history.append({ role: "robot", content: "x" }); } catch (e) { typed = e instanceof InvalidMessageError; }
-  window.__result = { ids, chat: history.tokenCount().total, typed };
+  window.__result = { ids, liteIds, chat: history.tokenCount().total, typed };
   out.textContent = "encode(\\"tiktoken is great!\\") = [" + ids.join(", ") + "]\\n" +
     "history of 2 messages: " + window.__result.chat + " prompt tokens\\n" +
-    "invalid role throws InvalidMessageError: " + typed;
+    "invalid role throws InvalidMessageError: " + typed + "\\n" +
+    "lite entry, o200k_base ranks fetched: [" + liteIds.join(", ") + "]";
 } catch (e) {
   window.__result = { error: e.name + ": " + e.message };
   out.textContent = "FAILED " + window.__result.error;
@@ -144,9 +182,12 @@ try {
       console.log(`# chromium: ${JSON.stringify(result)}; requests: ${server.requests.join(", ")}`);
       assert.equal(result.error, undefined);
       assert.deepEqual(result.ids, [83, 8251, 2488, 382, 2212, 0]);
+      assert.deepEqual(result.liteIds, result.ids);
       assert.ok(result.chat > 10);
       assert.equal(result.typed, true);
-      assert.ok(server.requests.includes("200 /node_modules/context-compactor/pkg/context_compactor_bg.wasm"));
+      for (const f of ["pkg/context_compactor_bg.wasm", "pkg-lite/context_compactor_bg.wasm", "ranks/o200k_base.cctab"]) {
+        assert.ok(server.requests.includes(`200 /node_modules/context-compactor/${f}`), `${f} was fetched`);
+      }
       assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), []);
     });
   } finally {

@@ -1,0 +1,78 @@
+// The lite entry ("context-compactor/lite"): the same API over a wasm without rank tables, which
+// the caller passes in with loadRanks (here read from the package's ranks/ files). Checked
+// against the full entry in the same process. The order of the tests matters: ranks, once
+// loaded, stay loaded.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, statSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import * as lite from "context-compactor/lite";
+import * as full from "context-compactor";
+import { tokenVectors, tauBench } from "./fixtures.mjs";
+
+const ranks = (encoding) => readFileSync(lite.rankFile(encoding));
+
+function throwsInvalidArgument(fn, pattern) {
+  assert.throws(fn, (e) => e instanceof lite.InvalidArgumentError && e instanceof lite.ContextCompactorError && pattern.test(e.message),
+    "an InvalidArgumentError matching " + pattern);
+}
+
+test("the lite wasm is a separate, smaller module with the same exports", () => {
+  const size = (dir) => statSync(new URL(`../../${dir}/context_compactor_bg.wasm`, import.meta.url)).size;
+  const gz = gzipSync(readFileSync(new URL("../../pkg-lite/context_compactor_bg.wasm", import.meta.url)), { level: 9 }).length;
+  console.log(`# lite wasm ${size("pkg-lite")} bytes (${gz} gzipped), full ${size("pkg")} bytes`);
+  assert.ok(size("pkg-lite") < size("pkg") / 2);
+  assert.deepEqual(Object.keys(lite).sort(), Object.keys(full).sort());
+  assert.notEqual(lite.Tokenizer, full.Tokenizer);
+  assert.match(import.meta.resolve("context-compactor/lite"), /\/dist\/lite\/node\.js$/);
+});
+
+test("before loadRanks: tokenizers and histories of that encoding are refused with a typed error", () => {
+  throwsInvalidArgument(() => new lite.Tokenizer("o200k_base"), /no o200k_base ranks.*load_?ranks/i);
+  throwsInvalidArgument(() => new lite.ConversationHistory({ encoding: "cl100k_base" }), /no cl100k_base ranks/);
+  throwsInvalidArgument(() => new lite.ConversationHistory(), /ranks/); // the default encoding is o200k_base
+  assert.equal(new lite.Tokenizer("estimate").count("four words of text"), 5, "the estimate needs no ranks");
+});
+
+test("bad rank bytes are refused with a typed error, and nothing is installed", () => {
+  const good = ranks("o200k_base");
+  throwsInvalidArgument(() => lite.loadRanks("o200k_base", new Uint8Array([1, 2, 3])), /not this build's rank table.*bad magic or too short/);
+  throwsInvalidArgument(() => lite.loadRanks("o200k_base", new Uint8Array(0)), /not this build's rank table/);
+  const corrupt = Uint8Array.from(good);
+  corrupt[corrupt.length >> 1] ^= 0x55;
+  throwsInvalidArgument(() => lite.loadRanks("o200k_base", corrupt), /another build or a corrupt one/);
+  throwsInvalidArgument(() => lite.loadRanks("o200k_base", good.subarray(0, good.length - 1)), /another build or a corrupt one/);
+  throwsInvalidArgument(() => lite.loadRanks("o200k_base", ranks("cl100k_base")), /another encoding/);
+  throwsInvalidArgument(() => lite.loadRanks("p50k_base", good), /no rank table for "p50k_base"/);
+  throwsInvalidArgument(() => new lite.Tokenizer("o200k_base"), /no o200k_base ranks/);
+});
+
+test("after loadRanks: ids and counts identical to the full entry, encoding by encoding", () => {
+  const texts = [...tokenVectors().map((v) => v.sample),
+    ...tauBench().slice(0, 20).flatMap((run) => run.traj.map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m))))];
+  lite.loadRanks("o200k_base", ranks("o200k_base"));
+  throwsInvalidArgument(() => new lite.Tokenizer("cl100k_base"), /no cl100k_base ranks/);
+  lite.loadRanks("cl100k_base", ranks("cl100k_base"));
+  lite.loadRanks("cl100k_base", ranks("cl100k_base")); // idempotent
+  let n = 0;
+  for (const encoding of ["o200k_base", "cl100k_base"]) {
+    const [a, b] = [new lite.Tokenizer(encoding), new full.Tokenizer(encoding)];
+    for (const t of texts) {
+      assert.deepEqual(a.encode(t), b.encode(t), `${encoding}: ${JSON.stringify(t.slice(0, 40))}`);
+      n += a.count(t);
+    }
+    assert.equal(a.count(texts.join("\n")), b.count(texts.join("\n")));
+  }
+  console.log(`# ${texts.length} texts, ${n} tokens identical in both encodings`);
+  const messages = tauBench()[0].traj;
+  const [h, g] = [new lite.ConversationHistory({ encoding: "cl100k_base" }), new full.ConversationHistory({ encoding: "cl100k_base" })];
+  h.appendMany(messages);
+  g.appendMany(messages);
+  assert.deepEqual(h.tokenCount(), g.tokenCount());
+});
+
+test("the full entry accepts the same rank files (code written for lite runs on it)", () => {
+  full.loadRanks("o200k_base", ranks("o200k_base"));
+  full.loadRanks("cl100k_base", ranks("cl100k_base"));
+  assert.throws(() => full.loadRanks("o200k_base", new Uint8Array(10)), full.InvalidArgumentError);
+});
