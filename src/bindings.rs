@@ -85,6 +85,8 @@ export interface BuildOptions {
   digest?: { tools?: string[] } | null;
   thin?: boolean;
   summary?: SummaryOptions | null;
+  /** A session with memory: summaries of recorded turns the context does not wholly hold, in the summary section within what the summary budget leaves (newest turns first); `null` leaves them out. */
+  memory?: { maxTokens?: number } | null;
   now?: string;
 }
 export type Action = "kept" | "compressed" | "digested" | "thinned" | "summarised" | "dropped";
@@ -103,6 +105,8 @@ export interface Receipt {
   runs: ReceiptRun[];
   repairs: Array<{ id: string; kind: string; callId?: string }>;
   summary: { requestId: string; summarisedUntil: string; tokens: number; fresh: boolean } | null;
+  /** The memory's turn summaries in the context (a session with memory): the turns in, their tokens, and the turns left out for space. */
+  memory: { turns: number[]; tokens: number; omitted: number[] } | null;
   placeholder: boolean;
   notes: string[];
 }
@@ -782,7 +786,7 @@ impl ConversationHistory {
             (session.history.encoding(), session.format)
         };
         let options = Self::build_options(options, encoding, format)?;
-        let BuildOutcome { context, summary_request, new_summary } = self.session.get()?.history.build(&options)?;
+        let BuildOutcome { context, summary_request, new_summary } = self.session.get()?.build(&options)?;
         #[derive(serde::Serialize)]
         struct Layout<'a> {
             sources: &'a [String],

@@ -310,13 +310,18 @@ impl ConversationHistory {
     /// Builds the context for the next call (see `compact::build`). The stored messages never
     /// change; a summary made by the extractive summariser during the build is stored.
     pub fn build(&mut self, options: &BuildOptions) -> Result<BuildOutcome> {
+        self.build_with_notes(options, &[])
+    }
+
+    /// `build` with a session's recorded turns (see `compact::build_with_notes`).
+    pub fn build_with_notes(&mut self, options: &BuildOptions, notes: &[compact::TurnNote]) -> Result<BuildOutcome> {
         self.ensure_counted();
         let items: Vec<Item> = self
             .records
             .iter()
             .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens.map_or(0, |t| t.total) })
             .collect();
-        let outcome = compact::build(&items, self.encoding, options, &self.summary, &mut self.reduce_cache)?;
+        let outcome = compact::build_with_notes(&items, self.encoding, options, &self.summary, &mut self.reduce_cache, notes)?;
         if let Some(record) = &outcome.new_summary {
             self.summary.current = Some(record.clone());
             self.summary.generation += 1;

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::compact::{BuildOptions, BuildOutcome, TurnNote};
 use crate::error::{Error, Result};
 use crate::history::{ConversationHistory, HistoryExport, Record};
 use crate::ids::fnv1a;
@@ -268,6 +269,24 @@ impl Session {
         }))
     }
 
+    /// Builds the next context (`ConversationHistory::build`); with memory, the summaries of
+    /// recorded turns that the context does not wholly hold go into its summary section.
+    pub fn build(&mut self, options: &BuildOptions) -> Result<BuildOutcome> {
+        let history = &mut self.history;
+        let notes: Vec<TurnNote> = match &self.memory {
+            Some(memory) if options.memory.is_some() => memory
+                .contexts()
+                .filter_map(|snapshot| {
+                    let range = snapshot.messages.as_ref()?;
+                    let summary = memory.summary(snapshot.turn_number).map_or(snapshot.summary.as_str(), |s| s.summary.as_str());
+                    Some(TurnNote { turn: snapshot.turn_number, first: history.position(&range.from)?, last: history.position(&range.until)?, summary })
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        history.build_with_notes(options, &notes)
+    }
+
     /// Seed 003's `[Turn 1] …` lines for the prompt, within `max_tokens`.
     pub fn memory_summary(&self, max_tokens: usize) -> Result<String> {
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
@@ -477,6 +496,41 @@ mod tests {
             .record_turn(TurnInput { workspace_context: "reservations: []".into(), summary: Some("cancelled ABC123".into()), ..Default::default() })
             .unwrap();
         session
+    }
+
+    #[test]
+    fn the_context_carries_the_summaries_of_turns_it_does_not_hold() {
+        let mut session = agent_with_two_turns();
+        for turn in 3..=12 {
+            let long = format!("Turn {turn}: {}", "please look at the seat map again. ".repeat(40));
+            session
+                .history
+                .append_values(json!([{"role": "user", "content": long}, {"role": "assistant", "content": format!("Seat {turn}A is free.")}]), Format::OpenAi)
+                .unwrap();
+            session.record_turn(TurnInput { workspace_context: format!("seat {turn}A"), ..Default::default() }).unwrap();
+        }
+        let budget = crate::compact::BudgetOptions { context_window: 6_000, ..Default::default() };
+        let options = BuildOptions { budget: Some(budget), summary: None, ..Default::default() };
+        let context = session.build(&options).unwrap().context;
+        let memory = context.receipt.memory.clone().expect("turn summaries in the context");
+        let in_context: Vec<&str> = context.messages.iter().flat_map(|m| m.sources.iter().map(String::as_str)).collect();
+        for snapshot in session.memory().unwrap().contexts() {
+            let range = snapshot.messages.as_ref().unwrap();
+            let (from, until) = (session.history.position(&range.from).unwrap(), session.history.position(&range.until).unwrap());
+            let whole = session.history.records()[from..=until].iter().all(|r| in_context.contains(&r.id.as_str()));
+            assert_eq!(!whole, memory.turns.contains(&snapshot.turn_number), "turn {}: {memory:?}", snapshot.turn_number);
+        }
+        assert!(memory.turns.len() >= 3 && memory.omitted.is_empty(), "{memory:?}");
+        assert!(context.receipt.within_budget && context.tokens.summary == memory.tokens, "{:?}", context.receipt);
+        let message = context.messages.iter().find(|m| m.section == crate::compact::Section::Summary).unwrap();
+        assert!(message.message.content.joined_text().contains(&format!("[Turn {0}] asked: Turn {0}: please look", memory.turns[0])));
+        assert_eq!(memory.tokens, crate::tokens::count_message(Encoding::O200kBase, &message.message).total as usize);
+
+        let without = session.build(&BuildOptions { memory: None, ..options.clone() }).unwrap().context;
+        assert!(without.receipt.memory.is_none() && without.tokens.summary == 0);
+        let tight = crate::compact::MemoryOptions { max_tokens: Some(40) };
+        let capped = session.build(&BuildOptions { memory: Some(tight), ..options }).unwrap().context.receipt.memory.unwrap();
+        assert!(capped.tokens <= 40 && !capped.omitted.is_empty() && capped.turns.len() < memory.turns.len(), "{capped:?}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, BudgetOptions, BuildOptions, Item, ReduceCache, Summariser, SummaryOptions, SummarySource, SummaryState,
+    self, summary, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, Summariser, TurnNote, SummaryOptions, SummarySource, SummaryState,
 };
 use context_compactor::message::{self, Format, Message};
 use context_compactor::tokens::{self, Encoding, REPLY_PRIMING};
@@ -205,9 +205,17 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
         .zip(&ids)
         .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
         .collect();
+    // A session's memory: a turn every four messages, with summaries of varied length.
+    let summaries: Vec<String> = (0..messages.len().div_ceil(4)).map(|t| format!("turn {t} looked up order {t}. ").repeat(1 + t % 7)).collect();
+    let notes: Vec<TurnNote> = summaries
+        .iter()
+        .enumerate()
+        .map(|(t, summary)| TurnNote { turn: t as u32 + 1, first: 4 * t, last: (4 * t + 3).min(messages.len() - 1), summary })
+        .collect();
+    let build = |items: &[Item], cache: &mut ReduceCache| compact::build_with_notes(items, ENCODING, options, state, cache, &notes);
     let snapshot = messages.to_vec();
     let mut cache = ReduceCache::new();
-    let result = compact::build(&items, ENCODING, options, state, &mut cache);
+    let result = build(&items, &mut cache);
     prop_assert_eq!(&snapshot, &messages.to_vec(), "the input is never mutated");
     let outcome = match result {
         Ok(outcome) => outcome,
@@ -243,17 +251,25 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
         at += run.count;
     }
     prop_assert_eq!(at, messages.len());
+    // The memory speaks for exactly the turns the context does not wholly hold (thinned counts as not).
+    let whole: Vec<bool> = context.receipt.fates.iter().map(|f| matches!(f.action, Action::Kept | Action::Compressed | Action::Digested)).collect();
+    let memory = context.receipt.memory.clone().unwrap_or(compact::MemoryUse { turns: vec![], tokens: 0, omitted: vec![] });
+    for note in &notes {
+        let missing = (note.first..=note.last).any(|i| !whole[i]);
+        let spoken = memory.turns.contains(&note.turn) || memory.omitted.contains(&note.turn);
+        prop_assert_eq!(missing, spoken, "turn {}: {:?}", note.turn, memory);
+    }
     // Deterministic, with a warm cache and with a cold one.
-    let warm = compact::build(&items, ENCODING, options, state, &mut cache).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let warm = build(&items, &mut cache).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&warm, &outcome);
-    let cold = compact::build(&items, ENCODING, options, state, &mut ReduceCache::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let cold = build(&items, &mut ReduceCache::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&cold, &outcome);
     // A cache warmed on a prefix (the history before its last appends) gives the same result:
     // the incremental structure equals a fresh analysis.
     for cut in [items.len().saturating_sub(1), items.len().saturating_sub(3), items.len() / 2] {
         let mut grown = ReduceCache::new();
         let _ = compact::build(&items[..cut], ENCODING, options, state, &mut grown);
-        let after = compact::build(&items, ENCODING, options, state, &mut grown).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let after = build(&items, &mut grown).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&after, &outcome, "cache warmed on {} of {} messages", cut, items.len());
     }
     if let Some(request) = &outcome.summary_request {

@@ -11,6 +11,7 @@
 //! The stored messages never change: the context is a view. Reductions are cached by record id.
 
 pub(crate) mod fasthash;
+pub mod memory;
 pub mod profile;
 pub mod reduce;
 pub mod request;
@@ -27,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::message::{Content, ContentForm, Format, Message, Part, Role, ToolResult};
 use crate::tokens::{self, Encoding, REPLY_PRIMING};
 
+pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use reduce::compress::{CompressOptions, TextMode};
 pub use reduce::{DigestOptions, ReduceCache};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
@@ -107,6 +109,8 @@ pub struct BuildOptions {
     /// Seed 004's history thinning of older turns.
     pub thin: bool,
     pub summary: Option<SummaryOptions>,
+    /// A session's memory: summaries of recorded turns not wholly in the context (`None`: left out).
+    pub memory: Option<MemoryOptions>,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
 }
@@ -123,6 +127,7 @@ impl Default for BuildOptions {
             digest: Some(DigestOptions::default()),
             thin: false,
             summary: Some(SummaryOptions::default()),
+            memory: Some(MemoryOptions::default()),
             now: None,
         }
     }
@@ -282,6 +287,8 @@ pub struct Receipt {
     pub fates: Vec<Fate>,
     pub repairs: Vec<Repair>,
     pub summary: Option<SummaryUse>,
+    /// The memory's turn summaries the context holds (a session with memory).
+    pub memory: Option<MemoryUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).
     pub placeholder: bool,
     pub notes: Vec<String>,
@@ -433,6 +440,7 @@ struct Ctx<'a, 'b> {
     items: &'a [Item<'b>],
     encoding: Encoding,
     options: &'a BuildOptions,
+    notes: &'a [TurnNote<'b>],
 }
 
 fn part_indices(message: &Message, member: &MemberPlan) -> Vec<usize> {
@@ -664,9 +672,22 @@ fn has_text(message: &Message, member: &MemberPlan) -> bool {
 /// Builds the context. `items` are the stored messages with their cached tokens; `state` the
 /// summary state; `cache` the reductions of earlier builds (any cache works: it only saves time).
 pub fn build(items: &[Item], encoding: Encoding, options: &BuildOptions, state: &SummaryState, cache: &mut ReduceCache) -> Result<BuildOutcome> {
+    build_with_notes(items, encoding, options, state, cache, &[])
+}
+
+/// `build` for a session with memory: `notes` are its recorded turns, whose summaries stand in for
+/// the turns the context does not wholly hold (`BuildOptions::memory`).
+pub fn build_with_notes<'b>(
+    items: &[Item<'b>],
+    encoding: Encoding,
+    options: &BuildOptions,
+    state: &SummaryState,
+    cache: &mut ReduceCache,
+    notes: &[TurnNote<'b>],
+) -> Result<BuildOutcome> {
     options.validate()?;
     cache.prepare(options.fingerprint(encoding));
-    let ctx = Ctx { items, encoding, options };
+    let ctx = Ctx { items, encoding, options, notes };
     let first = build_once(&ctx, state, cache, true)?;
     match first {
         Step::Done(outcome) => Ok(*outcome),
@@ -1163,9 +1184,37 @@ fn assemble(
     kept.extend(plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
     kept.sort_by_key(|(p, _)| structure.units.get(p.unit).map_or(usize::MAX, |u| u.first));
 
-    let mut messages: Vec<ContextMessage> = Vec::new();
-    let mut summary_placed = !summary_in_context;
+    let mut summary_msgs = if summary_in_context { summary_msgs } else { Vec::new() };
     let mut tokens = TokensByPart::default();
+    if summary_in_context {
+        tokens.summary = summary_tokens;
+    }
+    let memory_use = match (&ctx.options.memory, ctx.notes.is_empty()) {
+        (Some(options), false) => {
+            // Thinned messages do not count as in the context: their turn's summary is wanted.
+            let mut present = vec![false; items.len()];
+            for (plan, _) in &kept {
+                for member in plan.members.iter().filter(|m| !m.text_only) {
+                    if let Some(slot) = present.get_mut(member.msg) {
+                        *slot = true;
+                    }
+                }
+            }
+            // What the summary budget leaves: the recent budget was set without it, so the
+            // context stays within the maximum.
+            let room = budget_report.map_or(usize::MAX, |b| b.summary_budget.saturating_sub(tokens.summary));
+            let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
+            let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
+            memory::turn_summaries(ctx.notes, in_context, room, ctx.encoding, format, &mut cache.memory_lines).map(|(message, used)| {
+                summary_msgs.extend(message);
+                tokens.summary += used.tokens;
+                used
+            })
+        }
+        _ => None,
+    };
+    let mut messages: Vec<ContextMessage> = Vec::new();
+    let mut summary_placed = summary_msgs.is_empty();
     let mut after: HashMap<usize, (Action, u32)> = HashMap::new();
     for (plan, section) in &kept {
         if *section == Section::Recent && !summary_placed {
@@ -1192,9 +1241,6 @@ fn assemble(
         for m in &summary_msgs {
             messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
         }
-    }
-    if summary_in_context {
-        tokens.summary = summary_tokens;
     }
 
     // Anthropic: the first message must come from the user, and there must be one; no provider
@@ -1284,6 +1330,7 @@ fn assemble(
             tokens: s.tokens,
             fresh: false,
         }),
+        memory: memory_use,
         placeholder: placeholder_used,
         notes,
     };

@@ -179,30 +179,41 @@ impl MemoryStore {
         &self.index
     }
 
-    /// `[Turn 1] …` lines, newest kept first when they do not all fit in `max_tokens`.
+    /// `[Turn 1] …` lines, the newest first when they do not all fit: at most `max_tokens`,
+    /// counted exactly, with a line naming the omitted turns.
     pub fn cumulative_summary(&self, encoding: Encoding, max_tokens: usize) -> String {
-        let lines: Vec<String> =
-            self.summaries.values().map(|s| format!("[Turn {}] {}", s.turn_number, s.summary)).collect();
-        let mut kept: Vec<&String> = Vec::new();
+        let lines: Vec<(u32, String)> =
+            self.summaries.values().map(|s| (s.turn_number, crate::compact::memory::turn_line(s.turn_number, &s.summary))).collect();
+        let compose = |kept: usize| {
+            let (omitted, kept) = lines.split_at(lines.len() - kept);
+            let mut out = String::new();
+            if let (Some((first, _)), Some((last, _))) = (omitted.first(), omitted.last()) {
+                let turns = if first == last { format!("Turn {first}") } else { format!("Turns {first}–{last}") };
+                out.push_str(&format!("[{turns} omitted for space: recall_context brings them back]\n"));
+            }
+            out.push_str(&kept.iter().map(|(_, line)| line.as_str()).collect::<Vec<_>>().join("\n"));
+            out
+        };
+        // Chosen by each line's own count, then trimmed until the whole text fits.
+        let mut kept = 0;
         let mut used = 0;
-        for line in lines.iter().rev() {
-            let cost = encoding.count(line) + 1;
-            if used + cost > max_tokens {
+        for (_, line) in lines.iter().rev() {
+            used += encoding.count(line) + 1;
+            if used > max_tokens {
                 break;
             }
-            used += cost;
-            kept.push(line);
+            kept += 1;
         }
-        kept.reverse();
-        let omitted = lines.len() - kept.len();
-        let mut out = String::new();
-        if omitted > 0 {
-            out.push_str(&format!(
-                "[Turns 1–{omitted} omitted for space: recall_context brings them back]\n"
-            ));
+        loop {
+            let out = compose(kept);
+            if encoding.count(&out) <= max_tokens {
+                return out;
+            }
+            if kept == 0 {
+                return String::new();
+            }
+            kept -= 1;
         }
-        out.push_str(&kept.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
-        out
     }
 
     pub fn export(&self) -> MemoryExport {
@@ -336,9 +347,13 @@ mod tests {
             store.cumulative_summary(Encoding::O200kBase, 1000),
             "[Turn 1] 分析了代码库结构\n[Turn 2] 发现性能瓶颈\n[Turn 3] 实施了优化"
         );
-        let tight = store.cumulative_summary(Encoding::O200kBase, 12);
-        assert!(tight.starts_with("[Turns 1–"), "{tight}");
-        assert!(tight.ends_with("[Turn 3] 实施了优化"), "{tight}");
+        let mut seen_tight = false;
+        for max in 0..60 {
+            let text = store.cumulative_summary(Encoding::O200kBase, max);
+            assert!(Encoding::O200kBase.count(&text) <= max, "{max}: {text}");
+            seen_tight |= text == "[Turns 1–2 omitted for space: recall_context brings them back]\n[Turn 3] 实施了优化";
+        }
+        assert!(seen_tight);
     }
 
     #[test]

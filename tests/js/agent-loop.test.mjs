@@ -36,6 +36,7 @@ test(`${TURNS} replayed turns: every context is valid and within budget, and rec
   const budget = { contextWindow: 16_000 };
   let last;
   let summaries = 0;
+  let memoryBuilds = 0;
   for (const [i, turn] of fixtureTurns().entries()) {
     session.nextLoop();
     history.appendMany(turn, "openai");
@@ -47,17 +48,31 @@ test(`${TURNS} replayed turns: every context is valid and within budget, and rec
     assert.ok(result.receipt.withinBudget, `turn ${i + 1}: within budget`);
     assert.ok(counted <= result.receipt.budget.maxTokens, `turn ${i + 1}: ${counted} tokens > ${result.receipt.budget.maxTokens}`);
     if (result.newSummary) summaries += 1;
+    // The memory's turn summaries stand in for the recorded turns the context does not hold whole.
+    const used = result.receipt.memory;
+    if (used) {
+      const text = JSON.stringify(result.messages);
+      for (const t of used.turns) assert.ok(text.includes(`[Turn ${t}] `), `turn ${i + 1}: the summary of turn ${t} is in the context`);
+      assert.ok(result.tokens.summary >= used.tokens && used.turns.length + used.omitted.length > 0);
+      memoryBuilds += used.turns.length > 0 ? 1 : 0;
+    }
     memory.recordTurn({ workspaceContext: `Turn ${i + 1}: ${turn.length} messages; last role ${turn.at(-1).role}` });
     last = result;
   }
   assert.equal(memory.turns.length, TURNS);
   assert.ok(summaries >= 2, `the built-in summariser ran (${summaries} summaries)`);
+  assert.ok(memoryBuilds > TURNS / 2, `most contexts carried turn summaries (${memoryBuilds})`);
 
   // What the last context no longer shows comes back through recall_context, turn by turn.
   const shown = new Set(last.layout.flatMap((entry) => entry.sources));
   let recalledTurns = 0;
+  const summarised = new Set([...last.receipt.memory.turns, ...last.receipt.memory.omitted]);
   for (const snapshot of memory.contexts) {
     const ids = history.ids().slice(Number(snapshot.messages.from.slice(1)) - 1, Number(snapshot.messages.until.slice(1)));
+    // The last context was built before the last turn was recorded.
+    if (snapshot.turnNumber < TURNS) {
+      assert.equal(summarised.has(snapshot.turnNumber), !ids.every((id) => shown.has(id)), `turn ${snapshot.turnNumber}: summarised iff not shown whole`);
+    }
     if (ids.some((id) => shown.has(id))) continue;
     const recalled = memory.recall({ turnNumbers: [snapshot.turnNumber] }, { maxTokens: 50_000 });
     assert.equal(recalled.truncated, false);

@@ -55,6 +55,8 @@ pub struct ReduceCache {
     /// Tokens of the messages a build makes up (summary, placeholder, prompt), by role, format and text:
     /// a summary is thousands of tokens, and it stays the same build after build.
     pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
+    /// Tokens of the memory's turn-summary lines, by text.
+    pub(crate) memory_lines: FastMap<String, u32>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
