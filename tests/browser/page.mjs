@@ -7,6 +7,9 @@ import {
   convertMessages,
   ContextCompactorError,
   InvalidMessageError,
+  InvalidArgumentError,
+  Session,
+  validateMessages,
 } from "context-compactor";
 
 const params = new URLSearchParams(location.search);
@@ -129,6 +132,53 @@ async function main() {
     error?.name, `${error instanceof InvalidMessageError} / ${error instanceof ContextCompactorError}`, error?.index, error?.message,
     check("typed error", error instanceof InvalidMessageError && error.index === 1 && /message 1/.test(error.message), error?.message),
   ]]);
+
+  // 5. An agent session: memory, a budgeted context, persistence in localStorage, recall
+  const s6 = section(`An agent session with memory: ${runs.length > 1 ? "tau-bench runs 0–1" : "a tau-bench run"} turn by turn`);
+  const session = new Session({ id: "browser-agent", memory: true, maxLoops: 100 });
+  const turns = [];
+  for (const run of runs.slice(0, 2)) {
+    for (const message of run.traj) {
+      if (message.role === "system" && turns.length > 0) continue;
+      if (message.role === "user" || turns.length === 0) turns.push([]);
+      turns.at(-1).push(message);
+    }
+  }
+  let built;
+  let valid = true;
+  for (const [i, turn] of turns.entries()) {
+    session.nextLoop();
+    session.history.appendMany(turn, "openai");
+    built = session.history.build({ format: "anthropic", budget: { contextWindow: 8_000 }, summary: { triggerTokens: 4_000, targetTokens: 2_500 } });
+    valid &&= validateMessages(built.messages, "anthropic").length === 0 && built.receipt.withinBudget;
+    session.memory.recordTurn({ workspaceContext: `turn ${i + 1}: ${turn.length} messages` });
+  }
+  const used = built.receipt.memory;
+  localStorage.setItem("session:browser-agent", JSON.stringify(session.export()));
+  const stored = localStorage.getItem("session:browser-agent");
+  const restored = Session.import(stored);
+  const sameAfterReload = canon(restored.export()) === canon(session.export());
+  const again = restored.history.build({ format: "anthropic", budget: { contextWindow: 8_000 }, summary: { triggerTokens: 4_000, targetTokens: 2_500 } });
+  const dropped = used?.turns[0];
+  const recalled = dropped === undefined ? undefined : restored.memory.recall({ turnNumbers: [dropped] });
+  let corrupt;
+  try {
+    Session.import(stored.slice(0, stored.length / 2));
+  } catch (e) {
+    corrupt = e;
+  }
+  table(s6, null, [
+    ["turns / messages", `${turns.length} / ${session.history.length}`],
+    ["every context valid for Anthropic and within budget", check("session contexts valid", valid)],
+    ["last context: tokens by part", `system ${built.tokens.system}, summary ${built.tokens.summary}, recent ${built.tokens.recent}, total ${built.tokens.total} ≤ ${built.receipt.budget.maxTokens}`],
+    ["turn summaries in the context", check("memory in context", used && used.turns.length > 0 && JSON.stringify(built.messages).includes(`[Turn ${used.turns.at(-1)}] `), JSON.stringify(used))],
+    ["turns summarised / left for recall", used ? `${used.turns.join(", ")} / ${used.omitted.join(", ") || "none"}` : "none"],
+    ["localStorage: stored and imported, identical export", check("session survives localStorage", sameAfterReload, stored.length)],
+    ["the reloaded session builds the same context", check("same context after reload", canon(again.messages) === canon(built.messages))],
+    [`recall_context turn ${dropped}`, check("recall a summarised turn", recalled?.turns[0].messages.length > 0, JSON.stringify(recalled)?.slice(0, 200))],
+    ["a truncated export", check("truncated import refused", corrupt instanceof InvalidArgumentError, corrupt?.message)],
+  ]);
+  localStorage.removeItem("session:browser-agent");
 
   return { firstCountMs, count: count.total, historyLength: history.length };
 }
