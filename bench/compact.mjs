@@ -12,7 +12,9 @@ const BUDGET = 100_000;
 const fixture = new URL("../../shared/fixtures/openai/tau-bench-gpt-4o-airline.json", import.meta.url);
 const runs = JSON.parse(readFileSync(fixture, "utf8"));
 const messages = runs.flatMap((run) => run.traj);
-const extra = { role: "user", content: "One more thing: can you also check my baggage allowance?" };
+const extra = (i) => ({ role: "user", content: `One more thing (${i}): can you also check my baggage allowance?` });
+const WARM = 100; // builds timed warm (median)
+const APPENDS = 20; // appends timed, each followed by a build (median)
 console.log(`conversation: ${messages.length} messages from ${runs.length} tau-bench runs; budget ${BUDGET.toLocaleString()} tokens`);
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -32,22 +34,29 @@ function ours(label, options) {
   });
   const warmTimes = [];
   let warm;
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < WARM; i++) {
     const [t, out] = time(() => history.build(options));
     warmTimes.push(t);
     warm = out;
   }
   const countedBefore = history.countedMessages;
-  const [afterAppend, appended] = time(() => {
-    history.append(extra);
-    return history.build(options);
-  });
-  const countedForAppend = history.countedMessages - countedBefore;
+  const appendTimes = [];
+  let appended;
+  for (let i = 0; i < APPENDS; i++) {
+    const [t, out] = time(() => {
+      history.append(extra(i));
+      return history.build(options);
+    });
+    appendTimes.push(t);
+    appended = out;
+  }
+  const afterAppend = median(appendTimes);
+  const countedForAppend = (history.countedMessages - countedBefore) / APPENDS;
   const violations = validateMessages(appended.messages, "openai");
   const sameOutput = JSON.stringify(first.messages) === JSON.stringify(warm.messages);
   console.log(
-    `context-compactor (${label}): cold ${fmt(cold)}, warm ${fmt(median(warmTimes))} (median of 30), ` +
-      `append + build ${fmt(afterAppend)} (${countedForAppend} message tokenized); ` +
+    `context-compactor (${label}): cold ${fmt(cold)}, warm ${fmt(median(warmTimes))} (median of ${WARM}), ` +
+      `append + build ${fmt(afterAppend)} (median of ${APPENDS}; ${countedForAppend} message tokenized per append); ` +
       `${appended.layout.length} messages, ${appended.tokens.total.toLocaleString()} tokens, ` +
       `within budget: ${appended.receipt.withinBudget}, valid: ${violations.length === 0 ? "yes" : violations[0].message}, ` +
       `warm = cold output: ${sameOutput ? "yes" : "no"}; result as JSON: messages ${kb(appended.messages)}, ` +
@@ -108,13 +117,18 @@ for (let i = 0; i < 10; i++) {
   lcWarmTimes.push(performance.now() - t0);
 }
 const lcWarm = median(lcWarmTimes);
-const appendedLc = [...lcMessages, toLangChain(extra)];
-const t0 = performance.now();
-await trim(appendedLc);
-const lcAfterAppend = performance.now() - t0;
+const lcAppendTimes = [];
+const appendedLc = [...lcMessages];
+for (let i = 0; i < 5; i++) {
+  const t0 = performance.now();
+  appendedLc.push(toLangChain(extra(i)));
+  await trim(appendedLc);
+  lcAppendTimes.push(performance.now() - t0);
+}
+const lcAfterAppend = median(lcAppendTimes);
 console.log(
   `LangChain trimMessages (last, memoized js-tiktoken): cold ${fmt(lcCold)}, warm ${fmt(lcWarm)} (median of 10), ` +
-    `append + trim ${fmt(lcAfterAppend)}; ${lcOut.length} messages, ${tokenCounter(lcOut).toLocaleString()} tokens`,
+    `append + trim ${fmt(lcAfterAppend)} (median of 5); ${lcOut.length} messages, ${tokenCounter(lcOut).toLocaleString()} tokens`,
 );
 
 const ratio = (a, b) => (b / a).toFixed(1) + "×";

@@ -11,9 +11,11 @@ use serde_json::{json, Map, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::compact::profile::{self, Profile};
-use std::hash::Hasher;
 
-use crate::compact::fasthash::{FastMap, FxHasher};
+use crate::compact::fasthash::FastMap;
+use crate::compact::{Assembled, EmitCache, Piece};
+use crate::message::Message;
+use std::sync::Arc;
 use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::error::{Error, Result};
 use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};
@@ -102,7 +104,7 @@ export interface Receipt {
   budget: { maxTokens: number; systemTokens: number; summaryBudget: number; recentBudget: number } | null;
   withinBudget: boolean;
   /** What happened to every stored message, by id: runs of consecutive messages that fared alike, in history order. */
-  runs: ReceiptRun[];
+  runs: Array<Readonly<ReceiptRun>>;
   repairs: Array<{ id: string; kind: string; callId?: string }>;
   summary: { requestId: string; summarisedUntil: string; tokens: number; fresh: boolean } | null;
   /** The memory's turn summaries in the context (a session with memory): the turns in, their tokens, and the turns left out for space. */
@@ -128,7 +130,8 @@ export interface BuildResult {
    * message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
    */
   messages: OpenAIMessage[] | AnthropicRequest;
-  layout: Array<{ sources: string[]; section: "system" | "summary" | "recent"; action: Action }>;
+  /** Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are. */
+  layout: Array<Readonly<{ sources: readonly string[]; section: "system" | "summary" | "recent"; action: Action }>>;
   tokens: TokensByPart;
   receipt: Receipt;
   /** Compaction is due: summarise these messages and hand the text to `completeSummary`. */
@@ -444,14 +447,87 @@ struct Shared(Rc<SharedState>);
 
 struct SharedState {
     session: RefCell<CoreSession>,
-    /// The last build's messages as handed to JS (frozen), by content: a warm build sends only
-    /// what changed across the boundary, and the rest is the same objects.
-    sent: RefCell<FastMap<u64, Vec<(Value, JsValue)>>>,
+    request: RefCell<RequestCache>,
+}
+
+/// What the last build handed to JS, by message identity: the request form of each context
+/// message (`EmitCache`) and the frozen JS objects made from it. A build sends across the
+/// boundary only the messages that were not in the last one; the rest are the same objects.
+#[derive(Default)]
+struct RequestCache {
+    forms: EmitCache,
+    /// The format `sent` holds objects of.
+    sent_format: Option<Format>,
+    sent: FastMap<usize, (Arc<Message>, Vec<JsValue>)>,
+    layout: Interned<LayoutEntry>,
+    runs: Interned<crate::compact::ReceiptRun>,
+}
+
+/// Where one context message comes from (`BuildResult.layout`).
+#[derive(PartialEq, Eq, Hash, serde::Serialize)]
+struct LayoutEntry {
+    sources: Vec<String>,
+    section: crate::compact::Section,
+    action: crate::compact::Action,
+}
+
+/// Frozen JS objects made for the last result, by the value they were made from: a build's
+/// layout and receipt runs are mostly those of the build before, and only the new ones cross
+/// the boundary (in one `JSON.parse`).
+struct Interned<K> {
+    objects: FastMap<K, JsValue>,
+}
+
+impl<K> Default for Interned<K> {
+    fn default() -> Self {
+        Interned { objects: FastMap::default() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + serde::Serialize> Interned<K> {
+    fn objects(&mut self, values: Vec<K>) -> Result<js_sys::Array> {
+        let mut previous = std::mem::take(&mut self.objects);
+        let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(values.len());
+        let mut missing: Vec<K> = Vec::new();
+        let mut found: Vec<(K, JsValue)> = Vec::new();
+        for value in values {
+            match previous.remove(&value).or_else(|| self.objects.get(&value).cloned()) {
+                Some(object) => {
+                    slots.push(Some(object.clone()));
+                    found.push((value, object));
+                }
+                None => {
+                    slots.push(None);
+                    missing.push(value);
+                }
+            }
+        }
+        drop(previous);
+        self.objects.extend(found);
+        let parsed = if missing.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&to_js(&missing)?) };
+        let out = js_sys::Array::new_with_length(slots.len() as u32);
+        let mut made = missing.into_iter().zip(parsed.iter());
+        for (i, slot) in slots.into_iter().enumerate() {
+            let object = match slot {
+                Some(object) => object,
+                None => match made.next() {
+                    Some((value, object)) => {
+                        deep_freeze(&object);
+                        self.objects.insert(value, object.clone());
+                        object
+                    }
+                    None => return Err(Error::internal("fewer objects parsed than serialised")),
+                },
+            };
+            out.set(i as u32, object);
+        }
+        Ok(out)
+    }
 }
 
 impl Shared {
     fn new(session: CoreSession) -> Shared {
-        Shared(Rc::new(SharedState { session: RefCell::new(session), sent: RefCell::new(FastMap::default()) }))
+        Shared(Rc::new(SharedState { session: RefCell::new(session), request: RefCell::new(RequestCache::default()) }))
     }
 
     fn get(&self) -> Result<RefMut<'_, CoreSession>> {
@@ -461,8 +537,8 @@ impl Shared {
             .map_err(|_| Error::conflict("this session is already in use by a call that has not returned (a re-entrant call?)"))
     }
 
-    fn sent(&self) -> Result<RefMut<'_, FastMap<u64, Vec<(Value, JsValue)>>>> {
-        self.0.sent.try_borrow_mut().map_err(|_| Error::internal("the build cache is in use"))
+    fn request_cache(&self) -> Result<RefMut<'_, RequestCache>> {
+        self.0.request.try_borrow_mut().map_err(|_| Error::internal("the build cache is in use"))
     }
 }
 
@@ -471,35 +547,6 @@ impl Shared {
 #[wasm_bindgen]
 pub struct ConversationHistory {
     session: Shared,
-}
-
-fn hash_value(value: &Value, hasher: &mut FxHasher) {
-    match value {
-        Value::Null => hasher.write_u8(0),
-        Value::Bool(b) => hasher.write_u8(1 + u8::from(*b)),
-        Value::Number(n) => {
-            hasher.write_u8(3);
-            hasher.write(n.to_string().as_bytes());
-        }
-        Value::String(text) => {
-            hasher.write_u8(4);
-            hasher.write(text.as_bytes());
-            hasher.write_u64(text.len() as u64);
-        }
-        Value::Array(list) => {
-            hasher.write_u8(5);
-            hasher.write_u64(list.len() as u64);
-            list.iter().for_each(|v| hash_value(v, hasher));
-        }
-        Value::Object(map) => {
-            hasher.write_u8(6);
-            hasher.write_u64(map.len() as u64);
-            for (key, v) in map {
-                hasher.write(key.as_bytes());
-                hash_value(v, hasher);
-            }
-        }
-    }
 }
 
 /// Freezes a parsed JSON value all the way down: objects shared between builds must not change.
@@ -514,65 +561,94 @@ fn deep_freeze(value: &JsValue) {
     }
 }
 
-impl ConversationHistory {
-    /// The request's messages as JS values: the objects of the last build for messages that are
-    /// the same, one `JSON.parse` for the others.
-    fn messages_to_js(&self, list: Vec<Value>) -> Result<js_sys::Array> {
-        let mut sent = self.session.sent()?;
-        let mut previous = std::mem::take(&mut *sent);
-        let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(list.len());
-        let mut fresh: Vec<(usize, u64)> = Vec::new();
-        let mut hashes = Vec::with_capacity(list.len());
-        for (i, value) in list.iter().enumerate() {
-            let mut hasher = FxHasher::default();
-            hash_value(value, &mut hasher);
-            let hash = hasher.finish();
-            hashes.push(hash);
-            let found = previous.get(&hash).and_then(|bucket| bucket.iter().find(|(v, _)| v == value)).map(|(_, js)| js.clone());
-            if found.is_none() {
-                fresh.push((i, hash));
-            }
-            slots.push(found);
+impl RequestCache {
+    /// The request as the provider takes it (OpenAI's message array, Anthropic's
+    /// `{ system?, messages }`), with one `JSON.parse` for the messages not sent before.
+    fn request_js(&mut self, assembled: &Assembled) -> Result<JsValue> {
+        if self.sent_format != Some(assembled.format) {
+            self.sent.clear();
+            self.sent_format = Some(assembled.format);
         }
-        if !fresh.is_empty() {
-            let values: Vec<&Value> = fresh.iter().filter_map(|(i, _)| list.get(*i)).collect();
-            let parsed = js_sys::Array::from(&to_js(&values)?);
-            for (k, (i, _)) in fresh.iter().enumerate() {
-                let js = parsed.get(k as u32);
-                deep_freeze(&js);
-                if let Some(slot) = slots.get_mut(*i) {
-                    *slot = Some(js);
+        let mut previous = std::mem::take(&mut self.sent);
+        let mut fresh: Vec<&Value> = Vec::new();
+        // The pieces whose objects come from this build's `JSON.parse` (first sightings).
+        let mut parsed_here = vec![false; assembled.pieces.len()];
+        for (i, piece) in assembled.pieces.iter().enumerate() {
+            match piece {
+                Piece::Own(message) => {
+                    let key = Arc::as_ptr(message) as usize;
+                    match previous.remove(&key) {
+                        Some(entry) => {
+                            self.sent.insert(key, entry);
+                        }
+                        None if self.sent.contains_key(&key) => {}
+                        None => {
+                            fresh.extend(self.forms.own(message));
+                            self.sent.insert(key, (Arc::clone(message), Vec::new()));
+                            if let Some(flag) = parsed_here.get_mut(i) {
+                                *flag = true;
+                            }
+                        }
+                    }
                 }
+                Piece::Joined(list) => fresh.extend(list),
             }
         }
-        let out = js_sys::Array::new_with_length(list.len() as u32);
-        for (i, ((value, hash), js)) in list.into_iter().zip(hashes).zip(slots).enumerate() {
-            let js = js.unwrap_or(JsValue::UNDEFINED);
-            out.set(i as u32, js.clone());
-            let bucket = sent.entry(hash).or_default();
-            if !bucket.iter().any(|(v, _)| *v == value) {
-                bucket.push((value, js));
+        drop(previous);
+        let parsed = match fresh.is_empty() {
+            true => js_sys::Array::new(),
+            false => match to_js(&fresh) {
+                Ok(parsed) => js_sys::Array::from(&parsed),
+                Err(error) => {
+                    // The entries just added have no objects yet.
+                    self.sent.clear();
+                    return Err(error);
+                }
+            },
+        };
+        let mut next_fresh = 0u32;
+        let mut take_fresh = |n: usize| -> Vec<JsValue> {
+            (0..n)
+                .map(|_| {
+                    let js = parsed.get(next_fresh);
+                    next_fresh += 1;
+                    deep_freeze(&js);
+                    js
+                })
+                .collect()
+        };
+        let out = js_sys::Array::new();
+        for (piece, parsed_here) in assembled.pieces.iter().zip(parsed_here) {
+            match piece {
+                Piece::Own(message) => {
+                    let key = Arc::as_ptr(message) as usize;
+                    if parsed_here {
+                        let made = take_fresh(self.forms.own(message).len());
+                        if let Some((_, objects)) = self.sent.get_mut(&key) {
+                            *objects = made;
+                        }
+                    }
+                    if let Some((_, objects)) = self.sent.get(&key) {
+                        objects.iter().for_each(|js| {
+                            out.push(js);
+                        });
+                    }
+                }
+                Piece::Joined(list) => take_fresh(list.len()).iter().for_each(|js| {
+                    out.push(js);
+                }),
             }
         }
-        previous.clear();
-        Ok(out)
-    }
-
-    /// The request in the shape the provider takes, its message objects from `messages_to_js`.
-    fn request_to_js(&self, request: Value) -> Result<JsValue> {
-        match request {
-            Value::Array(list) => Ok(self.messages_to_js(list)?.into()),
-            Value::Object(mut map) => {
-                let list = match map.remove("messages") {
-                    Some(Value::Array(list)) => list,
-                    _ => Vec::new(),
-                };
-                let object = to_js(&map)?;
-                let messages = self.messages_to_js(list)?;
-                Reflect::set(&object, &"messages".into(), &messages).map_err(|_| Error::internal("could not set the request's messages"))?;
-                Ok(object)
+        match assembled.format {
+            Format::OpenAi => Ok(out.into()),
+            Format::Anthropic => {
+                let request = Object::new();
+                if let Some(system) = &assembled.system {
+                    Reflect::set(&request, &"system".into(), &to_js(system)?).map_err(|_| Error::internal("could not set the request's system"))?;
+                }
+                Reflect::set(&request, &"messages".into(), &out).map_err(|_| Error::internal("could not set the request's messages"))?;
+                Ok(request.into())
             }
-            other => to_js(&other),
         }
     }
 }
@@ -786,40 +862,45 @@ impl ConversationHistory {
             (session.history.encoding(), session.format)
         };
         let options = Self::build_options(options, encoding, format)?;
-        let BuildOutcome { context, summary_request, new_summary } = self.session.get()?.build(&options)?;
-        #[derive(serde::Serialize)]
-        struct Layout<'a> {
-            sources: &'a [String],
-            section: crate::compact::Section,
-            action: crate::compact::Action,
-        }
+        let BuildOutcome { mut context, summary_request, new_summary } = self.session.get()?.build(&options)?;
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct BuildResult<'a> {
-            /// Set afterwards, from `request_to_js` (null here keeps the key first).
+            /// Set afterwards (null here keeps the keys in order): the messages from
+            /// `RequestCache::request_js`, the layout and the receipt's runs from `Interned`.
             messages: (),
-            layout: Vec<Layout<'a>>,
+            layout: (),
             tokens: &'a crate::compact::TokensByPart,
             receipt: &'a crate::compact::Receipt,
             summary_request: &'a Option<crate::compact::summary::SummaryRequest>,
             new_summary: &'a Option<crate::compact::summary::SummaryRecord>,
         }
-        let request = context.to_request()?;
+        let mut cache = self.session.request_cache()?;
+        let assembled = context.request(&mut cache.forms)?;
+        let messages = cache.request_js(&assembled)?;
+        let layout: Vec<LayoutEntry> = context
+            .messages
+            .iter_mut()
+            .map(|m| LayoutEntry { sources: std::mem::take(&mut m.sources), section: m.section, action: m.action })
+            .collect();
+        let layout = cache.layout.objects(layout)?;
+        let runs = cache.runs.objects(std::mem::take(&mut context.receipt.runs))?;
         let result = BuildResult {
             messages: (),
-            layout: context
-                .messages
-                .iter()
-                .map(|m| Layout { sources: &m.sources, section: m.section, action: m.action })
-                .collect(),
+            layout: (),
             tokens: &context.tokens,
             receipt: &context.receipt,
             summary_request: &summary_request,
             new_summary: &new_summary,
         };
         let value = to_js(&result)?;
-        let messages = self.request_to_js(request)?;
-        Reflect::set(&value, &"messages".into(), &messages).map_err(|_| Error::internal("could not set the result's messages"))?;
+        let set = |target: &JsValue, key: &str, value: &JsValue| {
+            Reflect::set(target, &key.into(), value).map_err(|_| Error::internal(format!("could not set the result's {key}")))
+        };
+        set(&value, "messages", &messages)?;
+        set(&value, "layout", &layout)?;
+        let receipt = Reflect::get(&value, &"receipt".into()).map_err(|_| Error::internal("the result has no receipt"))?;
+        set(&receipt, "runs", &runs)?;
         Ok(value)
     }
 

@@ -229,6 +229,15 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
     let context = &outcome.context;
     let request = context.to_request().map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(validate(&request, options.format), Ok(()));
+    // Assembled from cached per-message forms, the request is what emitting it whole gives,
+    // whichever messages the cache held before (here: the second half of the context).
+    let whole = compact::emit_request(context.messages(), options.format).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&request, &whole);
+    let mut forms = compact::EmitCache::default();
+    let later: Vec<&std::sync::Arc<Message>> = context.messages.iter().skip(context.messages.len() / 2).map(|m| &m.message).collect();
+    forms.assemble(&later, options.format).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let warm = context.request(&mut forms).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&forms.to_value(&warm), &whole);
     if let Some(budget) = &context.receipt.budget {
         prop_assert!(context.tokens.total <= budget.max_tokens, "{} > {}", context.tokens.total, budget.max_tokens);
     }

@@ -11,6 +11,7 @@
 //! The stored messages never change: the context is a view. Reductions are cached by record id.
 
 pub(crate) mod fasthash;
+pub mod emitted;
 pub mod memory;
 pub mod profile;
 pub mod reduce;
@@ -31,6 +32,7 @@ use crate::tokens::{self, Encoding, REPLY_PRIMING};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use reduce::compress::{CompressOptions, TextMode};
 pub use reduce::{DigestOptions, ReduceCache};
+pub use emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
 pub use structure::{Item, Repair, RepairKind, UnitKind};
 pub use summary::{
@@ -169,7 +171,7 @@ impl BuildOptions {
 }
 
 /// Which part of the context a message belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum Section {
     System,
@@ -178,7 +180,7 @@ pub enum Section {
 }
 
 /// What happened to a stored message in this build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum Action {
     Dropped,
@@ -190,7 +192,7 @@ pub enum Action {
     Kept,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum DropReason {
     /// Left out by repair (see the receipt's `repairs`).
@@ -214,7 +216,7 @@ pub struct Fate {
 
 /// Consecutive stored messages that fared alike: the receipt by id, at the size of its changes
 /// rather than of the history (a long conversation is mostly one run of dropped messages).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReceiptRun {
     /// The first and last ids of the run (the same for a run of one).
@@ -361,15 +363,17 @@ pub struct CompactedContext {
 impl CompactedContext {
     /// The messages as a provider request takes them, checked against the provider's rules.
     pub fn to_request(&self) -> Result<Value> {
-        let value = emit_request(self.messages.iter().map(|m| &*m.message), self.format)?;
-        match validate(&value, self.format) {
-            Ok(()) => Ok(value),
-            Err(violations) => Err(Error::internal(format!(
-                "the built context breaks {} rule(s), first: {}",
-                violations.len(),
-                violations.first().map_or(String::new(), |v| format!("{} ({:?}): {}", v.rule, v.index, v.message))
-            ))),
-        }
+        let mut cache = EmitCache::default();
+        let assembled = self.request(&mut cache)?;
+        Ok(cache.to_value(&assembled))
+    }
+
+    /// `to_request` in pieces, the forms of messages met before taken from `cache`.
+    pub fn request(&self, cache: &mut EmitCache) -> Result<Assembled> {
+        let messages: Vec<&Arc<Message>> = self.messages.iter().map(|m| &m.message).collect();
+        let assembled = cache.assemble(&messages, self.format)?;
+        cache.validate(&assembled).map_err(|violations| emitted::invalid_context(&violations))?;
+        Ok(assembled)
     }
 
     /// The messages in the neutral model, in order.
@@ -538,6 +542,12 @@ impl Ctx<'_, '_> {
         if member.whole() {
             return Ok(Arc::clone(item.message));
         }
+        // The same variant is the same `Arc` build after build: its request form is kept by
+        // identity (`EmitCache`).
+        let key = member_key(item.id, member);
+        if let Some(message) = cache.materialized.get(&key) {
+            return Ok(Arc::clone(message));
+        }
         let source = item.message;
         let mut parts = Vec::new();
         for j in part_indices(source, member) {
@@ -560,7 +570,9 @@ impl Ctx<'_, '_> {
         } else {
             ContentForm::Parts
         };
-        Ok(Arc::new(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source }))
+        let message = Arc::new(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source });
+        cache.materialized.insert(key, Arc::clone(&message));
+        Ok(message)
     }
 
     fn member_tokens(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<u32> {
@@ -959,7 +971,10 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                 apply_reductions(ctx, cache, &structure, &mut plan)?;
             }
         }
-        ctx.plan_tokens(cache, &mut plan)?;
+        // Lazily, a unit is counted when the selection reaches it (most never are).
+        if !lazy {
+            ctx.plan_tokens(cache, &mut plan)?;
+        }
         plans.push(plan);
     }
 
@@ -1052,7 +1067,7 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                 plan.dropped = Some(DropReason::Budget);
                 continue;
             }
-            if plan.pending.is_some() {
+            if plan.pending.is_some() || lazy {
                 apply_reductions(ctx, cache, &structure, plan)?;
                 ctx.plan_tokens(cache, plan)?;
             }
@@ -1277,7 +1292,7 @@ fn assemble(
     }
     for plan in &plans {
         if let Some(reason) = plan.dropped {
-            let unit_members = structure.units.get(plan.unit).map(|u| u.members.clone()).unwrap_or_default();
+            let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
             for m in unit_members {
                 if let Some(slot) = fate.get_mut(m.msg) {
                     if slot.0 == Action::Dropped {

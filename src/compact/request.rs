@@ -309,15 +309,37 @@ pub fn validate(value: &Value, format: Format) -> std::result::Result<(), Vec<Vi
     }
 }
 
+/// Checks a request given as its parts: Anthropic's `system` (if any) and the messages.
+pub(crate) fn validate_parts(system: Option<&Value>, messages: &[&Value], format: Format) -> std::result::Result<(), Vec<Violation>> {
+    let violations = match format {
+        Format::OpenAi => validate_openai_messages(messages),
+        Format::Anthropic => {
+            let mut v = Vec::new();
+            validate_anthropic_system(system, &mut v);
+            validate_anthropic_messages(messages, &mut v);
+            v
+        }
+    };
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(violations)
+    }
+}
+
 fn validate_openai(value: &Value) -> Vec<Violation> {
-    let mut v = Vec::new();
     let Some(list) = value.as_array() else {
         return vec![violation(None, "shape", "an OpenAI request's messages are an array")];
     };
+    validate_openai_messages(&list.iter().collect::<Vec<_>>())
+}
+
+fn validate_openai_messages(list: &[&Value]) -> Vec<Violation> {
+    let mut v = Vec::new();
     if list.is_empty() {
         v.push(violation(None, "nonEmpty", "at least one message is required"));
     }
-    let mut pending: Vec<String> = Vec::new();
+    let mut pending: Vec<&str> = Vec::new();
     let mut pending_from: usize = 0;
     for (i, message) in list.iter().enumerate() {
         let Some(object) = message.as_object() else {
@@ -350,7 +372,7 @@ fn validate_openai(value: &Value) -> Vec<Violation> {
         match role {
             "tool" => {
                 let id = object.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
-                match pending.iter().position(|p| p == id) {
+                match pending.iter().position(|p| *p == id) {
                     Some(at) => {
                         pending.remove(at);
                     }
@@ -374,17 +396,17 @@ fn validate_openai(value: &Value) -> Vec<Violation> {
                         let id = call.get("id").and_then(Value::as_str).unwrap_or("");
                         let ok = !id.is_empty()
                             && call.get("type").and_then(Value::as_str) == Some("function")
-                            && call.pointer("/function/name").and_then(Value::as_str).is_some()
-                            && call.pointer("/function/arguments").and_then(Value::as_str).is_some();
+                            && call.get("function").and_then(|f| f.get("name")).and_then(Value::as_str).is_some()
+                            && call.get("function").and_then(|f| f.get("arguments")).and_then(Value::as_str).is_some();
                         if !ok {
                             v.push(violation(Some(i), "toolCalls", "a tool call needs an id, type \"function\", and a function name and arguments"));
                         }
                         // Ids may repeat across the conversation (OpenAI pairs them locally, and
                         // real logs reuse them), but not within one message.
-                        if pending.contains(&id.to_string()) {
+                        if pending.contains(&id) {
                             v.push(violation(Some(i), "uniqueCallIds", format!("tool call id {id:?} is used twice in one message")));
                         }
-                        pending.push(id.to_string());
+                        pending.push(id);
                     }
                     pending_from = i;
                 } else if matches!(object.get("content"), None | Some(Value::Null)) && !object.contains_key("refusal") && !object.contains_key("audio") {
@@ -414,7 +436,17 @@ fn validate_anthropic(value: &Value) -> Vec<Violation> {
             v.push(violation(None, "shape", format!("unexpected key `{key}`")));
         }
     }
-    match request.get("system") {
+    validate_anthropic_system(request.get("system"), &mut v);
+    let Some(list) = request.get("messages").and_then(Value::as_array) else {
+        v.push(violation(None, "shape", "messages must be an array"));
+        return v;
+    };
+    validate_anthropic_messages(&list.iter().collect::<Vec<_>>(), &mut v);
+    v
+}
+
+fn validate_anthropic_system(system: Option<&Value>, v: &mut Vec<Violation>) {
+    match system {
         None | Some(Value::String(_)) => {}
         Some(Value::Array(blocks)) => {
             if blocks.iter().any(|b| b.get("type").and_then(Value::as_str) != Some("text") || is_blank_text(b)) {
@@ -423,10 +455,9 @@ fn validate_anthropic(value: &Value) -> Vec<Violation> {
         }
         Some(_) => v.push(violation(None, "system", "system must be a string or text blocks")),
     }
-    let Some(list) = request.get("messages").and_then(Value::as_array) else {
-        v.push(violation(None, "shape", "messages must be an array"));
-        return v;
-    };
+}
+
+fn validate_anthropic_messages(list: &[&Value], v: &mut Vec<Violation>) {
     if list.is_empty() {
         v.push(violation(None, "nonEmpty", "at least one message is required"));
     }
@@ -453,28 +484,28 @@ fn validate_anthropic(value: &Value) -> Vec<Violation> {
         if role == previous_role {
             v.push(violation(Some(i), "alternation", format!("two {role} messages in a row")));
         }
-        let blocks: Vec<Value> = match object.get("content") {
+        let blocks: &[Value] = match object.get("content") {
             Some(Value::String(text)) => {
                 if text.trim().is_empty() {
                     v.push(violation(Some(i), "content", "content must not be empty or whitespace"));
                 }
-                Vec::new()
+                &[]
             }
             Some(Value::Array(blocks)) => {
                 if blocks.is_empty() {
                     v.push(violation(Some(i), "content", "content must not be an empty array"));
                 }
-                blocks.clone()
+                blocks
             }
             _ => {
                 v.push(violation(Some(i), "content", "content must be a string or an array of blocks"));
-                Vec::new()
+                &[]
             }
         };
         let mut uses = Vec::new();
         let mut results: Vec<String> = Vec::new();
         let mut other_seen = false;
-        for block in &blocks {
+        for block in blocks {
             let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
             if let (Some(keys), Some(fields)) = (block_keys(kind), block.as_object()) {
                 for key in fields.keys() {
@@ -525,7 +556,6 @@ fn validate_anthropic(value: &Value) -> Vec<Violation> {
     if !previous_uses.is_empty() {
         v.push(violation(Some(list.len().saturating_sub(1)), "toolCallsAnswered", format!("tool_use {previous_uses:?} is never answered")));
     }
-    v
 }
 
 #[cfg(test)]

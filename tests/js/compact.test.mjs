@@ -88,4 +88,15 @@ test("built messages are frozen and shared between builds: a caller cannot corru
   const appended = history.build(options);
   assert.equal(appended.messages.at(-1).content, "and one more");
   assert.deepEqual(validateMessages(appended.messages, "openai"), []);
+  assert.ok(appended.messages.includes(again.messages.at(-1)), "after an append, messages still in the context are the same objects");
+  // Layout entries and receipt runs are shared the same way, and frozen too.
+  assert.equal(appended.layout.at(-2), again.layout.at(-1));
+  assert.ok(Object.isFrozen(appended.layout[0]) && Object.isFrozen(appended.layout[0].sources));
+  assert.ok(Object.isFrozen(appended.receipt.runs[0]));
+  assert.throws(() => { appended.receipt.runs[0].count = 0; }, TypeError);
+  // Objects are per format: an Anthropic build of the same history shares none of them.
+  const anthropic = history.build({ ...options, format: "anthropic" });
+  assert.deepEqual(validateMessages(anthropic.messages, "anthropic"), []);
+  assert.ok(!anthropic.messages.messages.some((m) => appended.messages.includes(m)));
+  assert.deepEqual(history.build(options).messages, appended.messages);
 });

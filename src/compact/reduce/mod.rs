@@ -47,6 +47,8 @@ pub struct ReduceCache {
     pub(crate) fingerprint: String,
     pub(crate) parts: FastMap<String, Vec<PartCache>>,
     pub(crate) members: FastMap<String, u32>,
+    /// Reduced messages by the same key as `members`.
+    pub(crate) materialized: FastMap<String, std::sync::Arc<crate::message::Message>>,
     pub(crate) overheads: FastMap<String, u32>,
     /// The structure of the last history built, with what identifies that history: its length,
     /// first and last ids, and the dedupe flag (an append-only history with the same length and
