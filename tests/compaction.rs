@@ -376,6 +376,8 @@ fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
         let context = outcome.context;
         let request = context.to_request().unwrap_or_else(|e| panic!("{format:?}: {e}"));
         assert_eq!(validate(&request, format), Ok(()));
+        // Assembled from per-message forms, it is the request emitted whole.
+        assert_eq!(request, context_compactor::compact::emit_request(context.messages(), format).unwrap(), "{format:?}");
         if let Some(budget) = &context.receipt.budget {
             assert!(context.tokens.total <= budget.max_tokens, "{format:?}: {} > {}", context.tokens.total, budget.max_tokens);
         }
