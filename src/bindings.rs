@@ -489,12 +489,11 @@ impl<K: std::hash::Hash + Eq + serde::Serialize> Interned<K> {
         let mut previous = std::mem::take(&mut self.objects);
         let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(values.len());
         let mut missing: Vec<K> = Vec::new();
-        let mut found: Vec<(K, JsValue)> = Vec::new();
         for value in values {
             match previous.remove(&value).or_else(|| self.objects.get(&value).cloned()) {
                 Some(object) => {
                     slots.push(Some(object.clone()));
-                    found.push((value, object));
+                    self.objects.insert(value, object);
                 }
                 None => {
                     slots.push(None);
@@ -503,7 +502,6 @@ impl<K: std::hash::Hash + Eq + serde::Serialize> Interned<K> {
             }
         }
         drop(previous);
-        self.objects.extend(found);
         let parsed = if missing.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&to_js(&missing)?) };
         let out = js_sys::Array::new_with_length(slots.len() as u32);
         let mut made = missing.into_iter().zip(parsed.iter());

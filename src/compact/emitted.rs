@@ -80,17 +80,11 @@ fn independent(before: Option<&Value>, after: Option<&Value>, format: Format) ->
     }
 }
 
-fn reuses_tool_use_ids<'a>(messages: impl IntoIterator<Item = &'a Value>) -> bool {
+/// Whether a tool call id occurs twice (each call is one Anthropic tool_use block). Checked on
+/// the messages, not on their forms: a form emitted alone has its own repeats renamed already.
+fn reuses_tool_call_ids(messages: &[&Arc<Message>]) -> bool {
     let mut seen: HashSet<&str> = HashSet::new();
-    for message in messages {
-        let Some(Value::Array(blocks)) = message.get("content") else { continue };
-        for block in blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")) {
-            if !seen.insert(block.get("id").and_then(Value::as_str).unwrap_or("")) {
-                return true;
-            }
-        }
-    }
-    false
+    messages.iter().flat_map(|m| m.tool_calls()).any(|call| !seen.insert(call.id.as_str()))
 }
 
 impl EmitCache {
@@ -135,7 +129,7 @@ impl EmitCache {
                 _ => None,
             },
         };
-        if format == Format::Anthropic && reuses_tool_use_ids(body.iter().flat_map(|m| self.own(m))) {
+        if format == Format::Anthropic && reuses_tool_call_ids(&body) {
             let list = emit_messages(messages.iter().map(|m| &***m), format)?;
             return Ok(Assembled { format, system, pieces: vec![Piece::Joined(list)] });
         }
@@ -148,6 +142,11 @@ impl EmitCache {
             let separate = match run.as_slice() {
                 [] => None,
                 [only] => Some(independent(self.own(only).last(), self.own(message).first(), format)),
+                // A run's last request message has the role of its last member with a form
+                // (Anthropic merges blocks; blank ones are dropped): no need to emit the run.
+                _ if format == Format::Anthropic => {
+                    Some(independent(run.iter().rev().find_map(|m| self.own(m).last()), self.own(message).first(), format))
+                }
                 _ => {
                     if joined.is_none() {
                         joined = Some(emit_messages(run.iter().map(|m| &***m), format)?);
@@ -271,6 +270,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_id_repeated_within_one_message_is_renamed_in_the_next() {
+        let messages = arcs(
+            json!([
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}, {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "1"}, {"type": "tool_result", "tool_use_id": "t", "content": "2"}]},
+            ]),
+            Format::Anthropic,
+        );
+        check(&messages, Format::Anthropic, &mut EmitCache::default());
     }
 
     #[test]

@@ -545,7 +545,9 @@ impl Ctx<'_, '_> {
         // The same variant is the same `Arc` build after build: its request form is kept by
         // identity (`EmitCache`).
         let key = member_key(item.id, member);
-        if let Some(message) = cache.materialized.get(&key) {
+        let builds = cache.builds;
+        if let Some((used, message)) = cache.materialized.get_mut(&key) {
+            *used = builds;
             return Ok(Arc::clone(message));
         }
         let source = item.message;
@@ -571,7 +573,7 @@ impl Ctx<'_, '_> {
             ContentForm::Parts
         };
         let message = Arc::new(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source });
-        cache.materialized.insert(key, Arc::clone(&message));
+        cache.materialized.insert(key, (builds, Arc::clone(&message)));
         Ok(message)
     }
 
@@ -699,15 +701,24 @@ pub fn build_with_notes<'b>(
 ) -> Result<BuildOutcome> {
     options.validate()?;
     cache.prepare(options.fingerprint(encoding));
+    cache.builds += 1;
     let ctx = Ctx { items, encoding, options, notes };
-    let first = build_once(&ctx, state, cache, true)?;
+    let outcome = build_twice_if_summarised(&ctx, state, cache);
+    // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
+    let builds = cache.builds;
+    cache.materialized.retain(|_, (used, _)| *used == builds);
+    outcome
+}
+
+fn build_twice_if_summarised(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache) -> Result<BuildOutcome> {
+    let first = build_once(ctx, state, cache, true)?;
     match first {
         Step::Done(outcome) => Ok(*outcome),
         Step::Summarise { record } => {
             let mut next = state.clone();
             next.generation += 1;
             next.current = Some(record.clone());
-            match build_once(&ctx, &next, cache, false)? {
+            match build_once(ctx, &next, cache, false)? {
                 Step::Done(mut outcome) => {
                     outcome.new_summary = Some(record);
                     if let Some(used) = outcome.context.receipt.summary.as_mut() {
@@ -1237,6 +1248,9 @@ fn assemble(
                 messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
             }
             summary_placed = true;
+        }
+        if plan.member_tokens.len() != plan.members.len() {
+            return Err(Error::internal(format!("unit {} is in the context but was not counted", plan.unit)));
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
             let message = ctx.materialize(cache, member)?;

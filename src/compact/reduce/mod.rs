@@ -47,8 +47,11 @@ pub struct ReduceCache {
     pub(crate) fingerprint: String,
     pub(crate) parts: FastMap<String, Vec<PartCache>>,
     pub(crate) members: FastMap<String, u32>,
-    /// Reduced messages by the same key as `members`.
-    pub(crate) materialized: FastMap<String, std::sync::Arc<crate::message::Message>>,
+    /// Reduced messages by the same key as `members`, with the last build that used each: a
+    /// message keeps its identity from build to build (its request form is kept by identity).
+    pub(crate) materialized: FastMap<String, (u64, std::sync::Arc<crate::message::Message>)>,
+    /// Builds made with this cache.
+    pub(crate) builds: u64,
     pub(crate) overheads: FastMap<String, u32>,
     /// The structure of the last history built, with what identifies that history: its length,
     /// first and last ids, and the dedupe flag (an append-only history with the same length and
