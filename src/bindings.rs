@@ -450,15 +450,17 @@ struct SharedState {
     request: RefCell<RequestCache>,
 }
 
-/// What the last build handed to JS, by message identity: the request form of each context
-/// message (`EmitCache`) and the frozen JS objects made from it. A build sends across the
-/// boundary only the messages that were not in the last one; the rest are the same objects.
+/// What the last build handed to JS: the request form of each context message (`EmitCache`),
+/// and the frozen JS objects made from the forms, layout entries and receipt runs (`Interned`).
+/// A build sends across the boundary only what was not in the last one; the rest are the same
+/// objects.
 #[derive(Default)]
 struct RequestCache {
     forms: EmitCache,
     /// The format `sent` holds objects of.
     sent_format: Option<Format>,
-    sent: FastMap<usize, (Arc<Message>, Vec<JsValue>)>,
+    /// Per context message, a frozen array of its request objects.
+    sent: Interned<ByIdentity>,
     layout: Interned<LayoutEntry>,
     runs: Interned<crate::compact::ReceiptRun>,
 }
@@ -471,9 +473,26 @@ struct LayoutEntry {
     action: crate::compact::Action,
 }
 
-/// Frozen JS objects made for the last result, by the value they were made from: a build's
-/// layout and receipt runs are mostly those of the build before, and only the new ones cross
-/// the boundary (in one `JSON.parse`).
+/// A message as a key by identity (its address, which the held `Arc` keeps from being reused).
+struct ByIdentity(Arc<Message>);
+
+impl PartialEq for ByIdentity {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ByIdentity {}
+
+impl std::hash::Hash for ByIdentity {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.0) as usize).hash(state);
+    }
+}
+
+/// Frozen JS objects made for the last result, by the key they were made from: a build's
+/// messages, layout and receipt runs are mostly those of the build before, and only the new ones
+/// cross the boundary (in one `JSON.parse`).
 struct Interned<K> {
     objects: FastMap<K, JsValue>,
 }
@@ -484,42 +503,53 @@ impl<K> Default for Interned<K> {
     }
 }
 
-impl<K: std::hash::Hash + Eq + serde::Serialize> Interned<K> {
-    fn objects(&mut self, values: Vec<K>) -> Result<js_sys::Array> {
+impl<K: std::hash::Hash + Eq> Interned<K> {
+    /// One object per key, in order: the last call's for keys it had, the others from `make`
+    /// (given the keys without one, it returns a JS array of their objects, in that order).
+    /// Objects of keys not asked for are forgotten.
+    fn objects(&mut self, keys: Vec<K>, make: impl FnOnce(&[K]) -> Result<JsValue>) -> Result<Vec<JsValue>> {
         let mut previous = std::mem::take(&mut self.objects);
-        let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(values.len());
+        let mut slots: Vec<Option<JsValue>> = Vec::with_capacity(keys.len());
         let mut missing: Vec<K> = Vec::new();
-        for value in values {
-            match previous.remove(&value).or_else(|| self.objects.get(&value).cloned()) {
+        for key in keys {
+            match previous.remove(&key).or_else(|| self.objects.get(&key).cloned()) {
                 Some(object) => {
                     slots.push(Some(object.clone()));
-                    self.objects.insert(value, object);
+                    self.objects.insert(key, object);
                 }
                 None => {
                     slots.push(None);
-                    missing.push(value);
+                    missing.push(key);
                 }
             }
         }
         drop(previous);
-        let parsed = if missing.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&to_js(&missing)?) };
-        let out = js_sys::Array::new_with_length(slots.len() as u32);
-        let mut made = missing.into_iter().zip(parsed.iter());
-        for (i, slot) in slots.into_iter().enumerate() {
+        let made = if missing.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&make(&missing)?) };
+        let mut made = missing.into_iter().zip(made.iter());
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
             let object = match slot {
                 Some(object) => object,
                 None => match made.next() {
-                    Some((value, object)) => {
+                    Some((key, object)) => {
                         deep_freeze(&object);
-                        self.objects.insert(value, object.clone());
+                        self.objects.insert(key, object.clone());
                         object
                     }
-                    None => return Err(Error::internal("fewer objects parsed than serialised")),
+                    None => return Err(Error::internal("fewer objects made than asked for")),
                 },
             };
-            out.set(i as u32, object);
+            out.push(object);
         }
         Ok(out)
+    }
+
+    /// `objects` for keys that serialise to their objects, as a JS array.
+    fn array(&mut self, keys: Vec<K>) -> Result<js_sys::Array>
+    where
+        K: serde::Serialize,
+    {
+        Ok(self.objects(keys, to_js::<[K]>)?.into_iter().collect())
     }
 }
 
@@ -561,80 +591,44 @@ fn deep_freeze(value: &JsValue) {
 
 impl RequestCache {
     /// The request as the provider takes it (OpenAI's message array, Anthropic's
-    /// `{ system?, messages }`), with one `JSON.parse` for the messages not sent before.
+    /// `{ system?, messages }`): the objects of the last build for messages still in the context.
     fn request_js(&mut self, assembled: &Assembled) -> Result<JsValue> {
         if self.sent_format != Some(assembled.format) {
-            self.sent.clear();
+            self.sent = Interned::default();
             self.sent_format = Some(assembled.format);
         }
-        let mut previous = std::mem::take(&mut self.sent);
-        let mut fresh: Vec<&Value> = Vec::new();
-        // The pieces whose objects come from this build's `JSON.parse` (first sightings).
-        let mut parsed_here = vec![false; assembled.pieces.len()];
-        for (i, piece) in assembled.pieces.iter().enumerate() {
-            match piece {
-                Piece::Own(message) => {
-                    let key = Arc::as_ptr(message) as usize;
-                    match previous.remove(&key) {
-                        Some(entry) => {
-                            self.sent.insert(key, entry);
-                        }
-                        None if self.sent.contains_key(&key) => {}
-                        None => {
-                            fresh.extend(self.forms.own(message));
-                            self.sent.insert(key, (Arc::clone(message), Vec::new()));
-                            if let Some(flag) = parsed_here.get_mut(i) {
-                                *flag = true;
-                            }
-                        }
-                    }
-                }
-                Piece::Joined(list) => fresh.extend(list),
-            }
-        }
-        drop(previous);
-        let parsed = match fresh.is_empty() {
-            true => js_sys::Array::new(),
-            false => match to_js(&fresh) {
-                Ok(parsed) => js_sys::Array::from(&parsed),
-                Err(error) => {
-                    // The entries just added have no objects yet.
-                    self.sent.clear();
-                    return Err(error);
-                }
-            },
-        };
-        let mut next_fresh = 0u32;
-        let mut take_fresh = |n: usize| -> Vec<JsValue> {
-            (0..n)
-                .map(|_| {
-                    let js = parsed.get(next_fresh);
-                    next_fresh += 1;
-                    deep_freeze(&js);
-                    js
-                })
-                .collect()
-        };
+        let own: Vec<ByIdentity> = assembled
+            .pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Own(message) => Some(ByIdentity(Arc::clone(message))),
+                Piece::Joined(_) => None,
+            })
+            .collect();
+        let forms = &self.forms;
+        let own = self.sent.objects(own, |missing| to_js(&missing.iter().map(|m| forms.own(&m.0)).collect::<Vec<_>>()))?;
+        // Messages emitted together are new each build: all of them in one `JSON.parse`.
+        let joined: Vec<&[Value]> = assembled
+            .pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Joined(list) => Some(list.as_slice()),
+                Piece::Own(_) => None,
+            })
+            .collect();
+        let joined = if joined.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&to_js(&joined)?) };
+        deep_freeze(&joined);
+        let (mut own, mut joined) = (own.into_iter(), joined.iter());
         let out = js_sys::Array::new();
-        for (piece, parsed_here) in assembled.pieces.iter().zip(parsed_here) {
-            match piece {
-                Piece::Own(message) => {
-                    let key = Arc::as_ptr(message) as usize;
-                    if parsed_here {
-                        let made = take_fresh(self.forms.own(message).len());
-                        if let Some((_, objects)) = self.sent.get_mut(&key) {
-                            *objects = made;
-                        }
-                    }
-                    if let Some((_, objects)) = self.sent.get(&key) {
-                        objects.iter().for_each(|js| {
-                            out.push(js);
-                        });
-                    }
-                }
-                Piece::Joined(list) => take_fresh(list.len()).iter().for_each(|js| {
-                    out.push(js);
-                }),
+        for piece in &assembled.pieces {
+            let objects = match piece {
+                Piece::Own(_) => own.next(),
+                Piece::Joined(_) => joined.next(),
+            }
+            .ok_or_else(|| Error::internal("a piece of the request has no objects"))?;
+            let objects = js_sys::Array::from(&objects);
+            for i in 0..objects.length() {
+                out.push(&objects.get(i));
             }
         }
         match assembled.format {
@@ -865,7 +859,7 @@ impl ConversationHistory {
         #[serde(rename_all = "camelCase")]
         struct BuildResult<'a> {
             /// Set afterwards (null here keeps the keys in order): the messages from
-            /// `RequestCache::request_js`, the layout and the receipt's runs from `Interned`.
+            /// `RequestCache::request_js`, the layout and the receipt's runs from `Interned::array`.
             messages: (),
             layout: (),
             tokens: &'a crate::compact::TokensByPart,
@@ -881,8 +875,8 @@ impl ConversationHistory {
             .iter_mut()
             .map(|m| LayoutEntry { sources: std::mem::take(&mut m.sources), section: m.section, action: m.action })
             .collect();
-        let layout = cache.layout.objects(layout)?;
-        let runs = cache.runs.objects(std::mem::take(&mut context.receipt.runs))?;
+        let layout = cache.layout.array(layout)?;
+        let runs = cache.runs.array(std::mem::take(&mut context.receipt.runs))?;
         let result = BuildResult {
             messages: (),
             layout: (),
