@@ -102,10 +102,14 @@ test("bad turns are refused and nothing is recorded", () => {
   assert.equal(state(session), before);
 });
 
-for (const [name, summarize, format] of [
-  ["OpenAI-compatible", openAICompatibleSummarizer({ baseURL: `${fake.baseURL}/v1`, model: "m", apiKey: "test-key", timeoutMs: 500 }), "openai"],
-  ["Anthropic", anthropicSummarizer({ baseURL: fake.baseURL, model: "m", apiKey: "test-key", timeoutMs: 500 }), "anthropic"],
+// A generous timeout where the fake answers (a loaded machine can take a second or more); a short
+// one for "slow", where it never does.
+for (const [name, adapter, format] of [
+  ["OpenAI-compatible", (timeoutMs) => openAICompatibleSummarizer({ baseURL: `${fake.baseURL}/v1`, model: "m", apiKey: "test-key", timeoutMs }), "openai"],
+  ["Anthropic", (timeoutMs) => anthropicSummarizer({ baseURL: fake.baseURL, model: "m", apiKey: "test-key", timeoutMs }), "anthropic"],
 ]) {
+  const summarize = adapter(30_000);
+  const impatient = adapter(500);
   test(`a turn summarised by the ${name} adapter; a failing summariser records nothing`, async () => {
     const session = agentWithTurns();
     session.history.appendMany([{ role: "user", content: "Rebook to Portland" }, { role: "assistant", content: "Rebooked." }]);
@@ -121,7 +125,8 @@ for (const [name, summarize, format] of [
     for (const behaviour of ["http-500", "not-json", "empty", "slow"]) {
       fake.state.behaviour = behaviour;
       const before = state(session);
-      await assert.rejects(recordTurn(session.memory, { workspaceContext: "x", summarize, format }), SummarizerError);
+      const failing = behaviour === "slow" ? impatient : summarize;
+      await assert.rejects(recordTurn(session.memory, { workspaceContext: "x", summarize: failing, format }), SummarizerError);
       assert.equal(state(session), before, `${behaviour}: nothing recorded`);
     }
     const before = state(session);

@@ -92,9 +92,9 @@ export function anthropicViolations(body) {
 /**
  * Starts the fake on 127.0.0.1. `behaviour` decides each answer:
  * "ok" (default), "http-500", "http-429", "malformed" (200 with a body of the wrong shape),
- * "not-json", "slow" (answers after `delayMs`), "empty" (a reply with no text).
+ * "not-json", "slow" (never answers: holds the request until the client gives up), "empty" (a reply with no text).
  */
-export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok", delayMs = 2000 } = {}) {
+export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok" } = {}) {
   const requests = [];
   const state = { reply, behaviour };
   const server = createServer((req, res) => {
@@ -123,7 +123,8 @@ export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok", 
         case "http-429": return send(429, { error: { type: "rate_limit_error", message: "slow down" } });
         case "not-json": return send(200, "<html>gateway</html>");
         case "malformed": return send(200, { unexpected: true });
-        case "slow": await new Promise((r) => setTimeout(r, delayMs)); break;
+        // No answer at all, so a client timeout fires whatever the machine's load.
+        case "slow": return res.on("close", () => {});
       }
       const text = state.behaviour === "empty" ? "" : state.reply;
       if (api === "openai") {
