@@ -35,7 +35,9 @@ fn main() {
     };
     let no_summary = BuildOptions { summary: None, ..options.clone() };
 
-    for (label, options) in [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)] {
+    for (label, options) in
+        [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)]
+    {
         let mut history = ConversationHistory::new(Encoding::O200kBase);
         history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("append");
         let start = Instant::now();
@@ -57,16 +59,26 @@ fn main() {
         for i in 0..iterations {
             let counted = history.counted_messages();
             let start = Instant::now();
-            history.append_value(json!({"role": "user", "content": format!("One more question, number {i}.")}), Format::OpenAi).expect("append");
+            history
+                .append_value(
+                    json!({"role": "user", "content": format!("One more question, number {i}.")}),
+                    Format::OpenAi,
+                )
+                .expect("append");
             let outcome = history.build(options).expect("build after append");
             appended.push(start.elapsed().as_secs_f64() * 1e3);
             assert_eq!(history.counted_messages(), counted + 1);
             std::hint::black_box(&outcome);
         }
         println!("== {label}");
-        println!("messages: {} ({} tokens stored), context: {} messages, {} tokens ({} emitted)",
-            history.len(), cold.context.receipt.tokens_before, cold.context.messages.len(), cold.context.tokens.total,
-            request.as_array().map_or(0, Vec::len));
+        println!(
+            "messages: {} ({} tokens stored), context: {} messages, {} tokens ({} emitted)",
+            history.len(),
+            cold.context.receipt.tokens_before,
+            cold.context.messages.len(),
+            cold.context.tokens.total,
+            request.as_array().map_or(0, Vec::len)
+        );
         println!("cold build (counting all {} messages): {cold_ms:.1} ms", messages.len());
         println!("warm build: median {:.2} ms over {iterations}", median(warm));
         println!("append one message + build: median {:.2} ms over {iterations}", median(appended));

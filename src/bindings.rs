@@ -13,14 +13,14 @@ use wasm_bindgen::prelude::*;
 use crate::compact::profile::{self, Profile};
 
 use crate::compact::fasthash::FastMap;
-use crate::compact::{Assembled, EmitCache, Piece};
-use crate::message::Message;
-use std::sync::Arc;
 use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
+use crate::compact::{Assembled, EmitCache, Piece};
 use crate::error::{Error, Result};
-use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};
+use crate::message::Message;
 use crate::message::{self, Format};
+use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};
 use crate::tokens::{self, ChatCount, Encoding};
+use std::sync::Arc;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
@@ -189,7 +189,9 @@ thread_local! {
 /// throw (the package's entry points install their `ContextCompactorError` subclasses).
 #[wasm_bindgen(js_name = setErrorFactory)]
 pub fn set_error_factory(
-    #[wasm_bindgen(unchecked_param_type = "(kind: ErrorKind, message: string, details: { index?: number; path?: string }) => Error")]
+    #[wasm_bindgen(
+        unchecked_param_type = "(kind: ErrorKind, message: string, details: { index?: number; path?: string }) => Error"
+    )]
     factory: Function,
 ) {
     ERROR_FACTORY.with(|slot| *slot.borrow_mut() = Some(factory));
@@ -207,7 +209,12 @@ fn js_error(error: Error) -> JsValue {
     }
     let factory = ERROR_FACTORY.with(|slot| slot.borrow().clone());
     if let Some(factory) = factory {
-        let made = factory.call3(&JsValue::NULL, &JsValue::from_str(error.kind.as_str()), &JsValue::from_str(&message), &details);
+        let made = factory.call3(
+            &JsValue::NULL,
+            &JsValue::from_str(error.kind.as_str()),
+            &JsValue::from_str(&message),
+            &details,
+        );
         if let Ok(value) = made {
             return value;
         }
@@ -312,9 +319,7 @@ fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
 }
 
 fn string_arg(value: &JsValue, what: &str) -> Result<String> {
-    value
-        .as_string()
-        .ok_or_else(|| Error::invalid_argument(format!("{what} must be a string, got {}", js_type(value))))
+    value.as_string().ok_or_else(|| Error::invalid_argument(format!("{what} must be a string, got {}", js_type(value))))
 }
 
 fn encoding_arg(value: &JsValue) -> Result<Encoding> {
@@ -559,10 +564,9 @@ impl Shared {
     }
 
     fn get(&self) -> Result<RefMut<'_, CoreSession>> {
-        self.0
-            .session
-            .try_borrow_mut()
-            .map_err(|_| Error::conflict("this session is already in use by a call that has not returned (a re-entrant call?)"))
+        self.0.session.try_borrow_mut().map_err(|_| {
+            Error::conflict("this session is already in use by a call that has not returned (a re-entrant call?)")
+        })
     }
 
     fn request_cache(&self) -> Result<RefMut<'_, RequestCache>> {
@@ -606,7 +610,8 @@ impl RequestCache {
             })
             .collect();
         let forms = &self.forms;
-        let own = self.sent.objects(own, |missing| to_js(&missing.iter().map(|m| forms.own(&m.0)).collect::<Vec<_>>()))?;
+        let own =
+            self.sent.objects(own, |missing| to_js(&missing.iter().map(|m| forms.own(&m.0)).collect::<Vec<_>>()))?;
         // Messages emitted together are new each build: all of them in one `JSON.parse`.
         let joined: Vec<&[Value]> = assembled
             .pieces
@@ -636,9 +641,11 @@ impl RequestCache {
             Format::Anthropic => {
                 let request = Object::new();
                 if let Some(system) = &assembled.system {
-                    Reflect::set(&request, &"system".into(), &to_js(system)?).map_err(|_| Error::internal("could not set the request's system"))?;
+                    Reflect::set(&request, &"system".into(), &to_js(system)?)
+                        .map_err(|_| Error::internal("could not set the request's system"))?;
                 }
-                Reflect::set(&request, &"messages".into(), &out).map_err(|_| Error::internal("could not set the request's messages"))?;
+                Reflect::set(&request, &"messages".into(), &out)
+                    .map_err(|_| Error::internal("could not set the request's messages"))?;
                 Ok(request.into())
             }
         }
@@ -648,7 +655,9 @@ impl RequestCache {
 #[wasm_bindgen]
 impl ConversationHistory {
     #[wasm_bindgen(constructor)]
-    pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "HistoryOptions")] options: JsValue) -> JsResult<ConversationHistory> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "HistoryOptions")] options: JsValue,
+    ) -> JsResult<ConversationHistory> {
         throw(Self::from_options(&options))
     }
 
@@ -718,7 +727,10 @@ impl ConversationHistory {
 
     /// Every message: an OpenAI array, or Anthropic's `{ system?, messages }`.
     #[wasm_bindgen(unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
-    pub fn messages(&self, #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue) -> JsResult<JsValue> {
+    pub fn messages(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+    ) -> JsResult<JsValue> {
         throw((|| {
             let session = self.session.get()?;
             to_js(&session.history.emit(format_arg(&format, session.format)?))
@@ -753,7 +765,10 @@ impl ConversationHistory {
     /// against the provider's rules, with a receipt of what happened to every stored message.
     /// The stored history never changes.
     #[wasm_bindgen(unchecked_return_type = "BuildResult")]
-    pub fn build(&self, #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions & { format?: undefined }")] options: JsValue) -> JsResult<JsValue> {
+    pub fn build(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions & { format?: undefined }")] options: JsValue,
+    ) -> JsResult<JsValue> {
         throw(self.build_inner(&options))
     }
 
@@ -804,7 +819,10 @@ impl ConversationHistory {
     }
 
     #[wasm_bindgen(js_name = setSummaryState)]
-    pub fn set_summary_state(&self, #[wasm_bindgen(unchecked_param_type = "SummaryState")] state: JsValue) -> JsResult<()> {
+    pub fn set_summary_state(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "SummaryState")] state: JsValue,
+    ) -> JsResult<()> {
         throw((|| {
             let state = serde_json::from_value(from_js(&state, "the summary state")?)
                 .map_err(|e| Error::invalid_argument(format!("invalid summary state: {e}")))?;
@@ -887,11 +905,13 @@ impl ConversationHistory {
         };
         let value = to_js(&result)?;
         let set = |target: &JsValue, key: &str, value: &JsValue| {
-            Reflect::set(target, &key.into(), value).map_err(|_| Error::internal(format!("could not set the result's {key}")))
+            Reflect::set(target, &key.into(), value)
+                .map_err(|_| Error::internal(format!("could not set the result's {key}")))
         };
         set(&value, "messages", &messages)?;
         set(&value, "layout", &layout)?;
-        let receipt = Reflect::get(&value, &"receipt".into()).map_err(|_| Error::internal("the result has no receipt"))?;
+        let receipt =
+            Reflect::get(&value, &"receipt".into()).map_err(|_| Error::internal("the result has no receipt"))?;
         set(&receipt, "runs", &runs)?;
         Ok(value)
     }

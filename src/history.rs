@@ -231,7 +231,9 @@ impl ConversationHistory {
             .records
             .iter()
             .map(|r| {
-                let message = self.get_value(&r.id).ok_or_else(|| Error::internal(format!("message {} cannot be written out", r.id)))?;
+                let message = self
+                    .get_value(&r.id)
+                    .ok_or_else(|| Error::internal(format!("message {} cannot be written out", r.id)))?;
                 Ok(LoggedMessage { id: r.id.clone(), format: r.message.source, message })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -321,7 +323,8 @@ impl ConversationHistory {
             .iter()
             .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens.map_or(0, |t| t.total) })
             .collect();
-        let outcome = compact::build_with_notes(&items, self.encoding, options, &self.summary, &mut self.reduce_cache, notes)?;
+        let outcome =
+            compact::build_with_notes(&items, self.encoding, options, &self.summary, &mut self.reduce_cache, notes)?;
         if let Some(record) = &outcome.new_summary {
             self.summary.current = Some(record.clone());
             self.summary.generation += 1;
@@ -384,16 +387,25 @@ impl ConversationHistory {
 
     /// Accepts the summary for `request_id` once it passes the request's checks (not empty,
     /// within its budget, the required keys). On any error nothing stored changes.
-    pub fn complete_summary(&mut self, request_id: &str, text: &str, created_at: Option<String>) -> Result<SummaryRecord> {
+    pub fn complete_summary(
+        &mut self,
+        request_id: &str,
+        text: &str,
+        created_at: Option<String>,
+    ) -> Result<SummaryRecord> {
         let pending = match (&self.summary.in_progress, &self.proposed) {
             (Some(pending), _) if pending.request_id == request_id => pending.clone(),
             (Some(pending), _) => {
-                return Err(Error::conflict(format!("compaction {} is in progress, not {request_id}", pending.request_id)))
+                return Err(Error::conflict(format!(
+                    "compaction {} is in progress, not {request_id}",
+                    pending.request_id
+                )))
             }
             (None, Some(pending)) if pending.request_id == request_id => pending.clone(),
             _ => return Err(Error::not_found(format!("no summary request {request_id:?}"))),
         };
-        let tokens = compact::summary::validate_summary(text, self.encoding, pending.max_tokens, &pending.required_keys)?;
+        let tokens =
+            compact::summary::validate_summary(text, self.encoding, pending.max_tokens, &pending.required_keys)?;
         let created_at = created_at.unwrap_or_else(|| format!("seq:{}", self.summary.generation + 1));
         let record = compact::summary::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
         self.summary.current = Some(record.clone());
@@ -448,7 +460,10 @@ mod tests {
     fn ids_are_stable_and_sequential() {
         let mut h = history();
         let ids = h
-            .append_values(json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]), Format::OpenAi)
+            .append_values(
+                json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
+                Format::OpenAi,
+            )
             .unwrap();
         assert_eq!(ids, ["m1", "m2"]);
         assert_eq!(h.append_value(json!({"role": "user", "content": "again"}), Format::OpenAi).unwrap(), "m3");
@@ -461,7 +476,10 @@ mod tests {
         let mut h = history();
         h.append_value(json!({"role": "user", "content": "hi"}), Format::OpenAi).unwrap();
         let error = h
-            .append_values(json!([{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}]), Format::OpenAi)
+            .append_values(
+                json!([{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}]),
+                Format::OpenAi,
+            )
             .unwrap_err();
         assert_eq!(error.index, Some(1));
         assert!(error.to_string().contains("unknown role \"robot\""), "{error}");
@@ -471,7 +489,8 @@ mod tests {
     #[test]
     fn dangling_and_double_answers_are_refused() {
         let mut h = history();
-        let error = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap_err();
+        let error =
+            h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap_err();
         assert!(error.message.contains("no earlier assistant message made"), "{error}");
         assert_eq!(error.index, None);
         h.append_value(
@@ -485,9 +504,13 @@ mod tests {
                 Format::OpenAi,
             )
             .unwrap_err();
-        assert!(open_reuse.message.contains("already used by message m1, whose call is not answered yet"), "{open_reuse}");
+        assert!(
+            open_reuse.message.contains("already used by message m1, whose call is not answered yet"),
+            "{open_reuse}"
+        );
         h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
-        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
+        let again =
+            h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
         assert!(again.message.contains("already answered by message m2"), "{again}");
         assert_eq!(h.len(), 2);
         // Once answered, an id may be used again (as real GPT-4o logs do); its result answers the new call.
@@ -503,8 +526,11 @@ mod tests {
     #[test]
     fn counting_after_an_append_tokenizes_only_the_new_message() {
         let mut h = history();
-        h.append_values(json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]), Format::OpenAi)
-            .unwrap();
+        h.append_values(
+            json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]),
+            Format::OpenAi,
+        )
+        .unwrap();
         let before = h.token_count();
         assert_eq!(h.counted_messages(), 2);
         h.append_value(json!({"role": "user", "content": "three four five"}), Format::OpenAi).unwrap();

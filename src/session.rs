@@ -146,10 +146,7 @@ impl Session {
     /// Counts one more agent loop; refuses to go past the maximum.
     pub fn next_loop(&mut self) -> Result<u32> {
         if self.loops >= self.max_loops {
-            return Err(Error::invalid_argument(format!(
-                "{} reached its limit of {} loops",
-                self.id, self.max_loops
-            )));
+            return Err(Error::invalid_argument(format!("{} reached its limit of {} loops", self.id, self.max_loops)));
         }
         self.loops += 1;
         Ok(self.loops)
@@ -165,9 +162,7 @@ impl Session {
         let mut child = Session::new(&format!("subagent-{tag:08x}"), self.history.encoding(), max_loops)?;
         child.parent_id = Some(self.id.clone());
         child.format = self.format;
-        child
-            .history
-            .append_all(vec![Message::new(Role::User, Content::text(task), self.format)])?;
+        child.history.append_all(vec![Message::new(Role::User, Content::text(task), self.format)])?;
         self.subagents_spawned = spawned;
         Ok(child)
     }
@@ -245,7 +240,8 @@ impl Session {
             }
         };
         let end = self.history.len();
-        let snapshot = self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone();
+        let snapshot =
+            self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone();
         self.turn_start = end;
         Ok(snapshot)
     }
@@ -278,8 +274,14 @@ impl Session {
                 .contexts()
                 .filter_map(|snapshot| {
                     let range = snapshot.messages.as_ref()?;
-                    let summary = memory.summary(snapshot.turn_number).map_or(snapshot.summary.as_str(), |s| s.summary.as_str());
-                    Some(TurnNote { turn: snapshot.turn_number, first: history.position(&range.from)?, last: history.position(&range.until)?, summary })
+                    let summary =
+                        memory.summary(snapshot.turn_number).map_or(snapshot.summary.as_str(), |s| s.summary.as_str());
+                    Some(TurnNote {
+                        turn: snapshot.turn_number,
+                        first: history.position(&range.from)?,
+                        last: history.position(&range.until)?,
+                        summary,
+                    })
                 })
                 .collect(),
             _ => Vec::new(),
@@ -320,7 +322,13 @@ impl Session {
         let request: RecallRequest = recall::parse_request(input)?;
         self.sync_index();
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
-        recall::execute(memory, &request, &SessionLog { history: &self.history, memory }, self.history.encoding(), max_tokens)
+        recall::execute(
+            memory,
+            &request,
+            &SessionLog { history: &self.history, memory },
+            self.history.encoding(),
+            max_tokens,
+        )
     }
 }
 
@@ -379,8 +387,8 @@ impl Session {
     /// or newer export is an error that names what is wrong.
     pub fn import(value: Value) -> Result<Session> {
         crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
-        let export: SessionExport =
-            serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("corrupt session export: {e}")))?;
+        let export: SessionExport = serde_json::from_value(value)
+            .map_err(|e| Error::invalid_argument(format!("corrupt session export: {e}")))?;
         let mut session = Session::new(&export.id, Encoding::parse(&export.history.encoding)?, export.max_loops)?;
         if let Some(parent) = &export.parent_id {
             validate_session_id(parent)?;
@@ -485,15 +493,24 @@ mod tests {
                 Format::OpenAi,
             )
             .unwrap();
-        let first = session.record_turn(TurnInput { workspace_context: "reservations: [ABC123]".into(), ..Default::default() }).unwrap();
+        let first = session
+            .record_turn(TurnInput { workspace_context: "reservations: [ABC123]".into(), ..Default::default() })
+            .unwrap();
         assert_eq!(first.turn_number, 1);
         assert_eq!(first.messages, Some(MessageRange { from: "m1".into(), until: "m4".into() }));
         session
             .history
-            .append_values(json!([{"role": "user", "content": "Cancel it"}, {"role": "assistant", "content": "Cancelled."}]), Format::OpenAi)
+            .append_values(
+                json!([{"role": "user", "content": "Cancel it"}, {"role": "assistant", "content": "Cancelled."}]),
+                Format::OpenAi,
+            )
             .unwrap();
         session
-            .record_turn(TurnInput { workspace_context: "reservations: []".into(), summary: Some("cancelled ABC123".into()), ..Default::default() })
+            .record_turn(TurnInput {
+                workspace_context: "reservations: []".into(),
+                summary: Some("cancelled ABC123".into()),
+                ..Default::default()
+            })
             .unwrap();
         session
     }
@@ -507,30 +524,47 @@ mod tests {
                 .history
                 .append_values(json!([{"role": "user", "content": long}, {"role": "assistant", "content": format!("Seat {turn}A is free.")}]), Format::OpenAi)
                 .unwrap();
-            session.record_turn(TurnInput { workspace_context: format!("seat {turn}A"), ..Default::default() }).unwrap();
+            session
+                .record_turn(TurnInput { workspace_context: format!("seat {turn}A"), ..Default::default() })
+                .unwrap();
         }
         let budget = crate::compact::BudgetOptions { context_window: 6_000, ..Default::default() };
         let options = BuildOptions { budget: Some(budget), summary: None, ..Default::default() };
         let context = session.build(&options).unwrap().context;
         let memory = context.receipt.memory.clone().expect("turn summaries in the context");
-        let in_context: Vec<&str> = context.messages.iter().flat_map(|m| m.sources.iter().map(String::as_str)).collect();
+        let in_context: Vec<&str> =
+            context.messages.iter().flat_map(|m| m.sources.iter().map(String::as_str)).collect();
         for snapshot in session.memory().unwrap().contexts() {
             let range = snapshot.messages.as_ref().unwrap();
-            let (from, until) = (session.history.position(&range.from).unwrap(), session.history.position(&range.until).unwrap());
+            let (from, until) =
+                (session.history.position(&range.from).unwrap(), session.history.position(&range.until).unwrap());
             let whole = session.history.records()[from..=until].iter().all(|r| in_context.contains(&r.id.as_str()));
-            assert_eq!(!whole, memory.turns.contains(&snapshot.turn_number), "turn {}: {memory:?}", snapshot.turn_number);
+            assert_eq!(
+                !whole,
+                memory.turns.contains(&snapshot.turn_number),
+                "turn {}: {memory:?}",
+                snapshot.turn_number
+            );
         }
         assert!(memory.turns.len() >= 3 && memory.omitted.is_empty(), "{memory:?}");
         assert!(context.receipt.within_budget && context.tokens.summary == memory.tokens, "{:?}", context.receipt);
         let message = context.messages.iter().find(|m| m.section == crate::compact::Section::Summary).unwrap();
-        assert!(message.message.content.joined_text().contains(&format!("[Turn {0}] asked: Turn {0}: please look", memory.turns[0])));
+        assert!(message
+            .message
+            .content
+            .joined_text()
+            .contains(&format!("[Turn {0}] asked: Turn {0}: please look", memory.turns[0])));
         assert_eq!(memory.tokens, crate::tokens::count_message(Encoding::O200kBase, &message.message).total as usize);
 
         let without = session.build(&BuildOptions { memory: None, ..options.clone() }).unwrap().context;
         assert!(without.receipt.memory.is_none() && without.tokens.summary == 0);
         let tight = crate::compact::MemoryOptions { max_tokens: Some(40) };
-        let capped = session.build(&BuildOptions { memory: Some(tight), ..options }).unwrap().context.receipt.memory.unwrap();
-        assert!(capped.tokens <= 40 && !capped.omitted.is_empty() && capped.turns.len() < memory.turns.len(), "{capped:?}");
+        let capped =
+            session.build(&BuildOptions { memory: Some(tight), ..options }).unwrap().context.receipt.memory.unwrap();
+        assert!(
+            capped.tokens <= 40 && !capped.omitted.is_empty() && capped.turns.len() < memory.turns.len(),
+            "{capped:?}"
+        );
     }
 
     #[test]
@@ -538,19 +572,28 @@ mod tests {
         let mut session = agent_with_two_turns();
         let memory = session.memory().unwrap();
         let first = memory.summary(1).unwrap();
-        assert!(first.summary.starts_with("asked: Find my reservation to Seattle; answered: Reservation ABC123"), "{}", first.summary);
+        assert!(
+            first.summary.starts_with("asked: Find my reservation to Seattle; answered: Reservation ABC123"),
+            "{}",
+            first.summary
+        );
         assert!(first.summary.contains("tools: get_reservation"), "{}", first.summary);
         assert_eq!(session.memory_summary(1000).unwrap().lines().nth(1), Some("[Turn 2] cancelled ABC123"));
 
         let recalled = session.recall(&json!({"turnNumbers": [1]}), 2000).unwrap();
-        let ids: Vec<&str> = recalled["turns"][0]["messages"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+        let ids: Vec<&str> =
+            recalled["turns"][0]["messages"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ["m1", "m2", "m3", "m4"]);
         assert!(recalled["turns"][0]["messages"][1]["text"].as_str().unwrap().starts_with("get_reservation("));
 
         let found = session.recall(&Value::from(r#"{"query": "cancel"}"#), 2000).unwrap();
         assert_eq!(found["results"][0]["id"], "m5");
         assert_eq!(found["results"][0]["turnNumber"], 2);
-        assert!(session.recall(&json!({"turnNumbers": [3]}), 100).unwrap_err().message.contains("turn 3 is not in memory"));
+        assert!(session
+            .recall(&json!({"turnNumbers": [3]}), 100)
+            .unwrap_err()
+            .message
+            .contains("turn 3 is not in memory"));
         let no_memory = Session::new("plain", Encoding::O200kBase, 10).unwrap().memory_summary(10).unwrap_err();
         assert!(no_memory.message.contains("no memory"), "{no_memory}");
     }
@@ -565,7 +608,10 @@ mod tests {
         let mut restored = Session::import(exported.clone()).unwrap();
         assert_eq!(serde_json::to_value(restored.export().unwrap()).unwrap(), exported);
         assert_eq!(restored.history.ids(), session.history.ids());
-        assert_eq!(restored.recall(&json!({"query": "Seattle"}), 500).unwrap(), session.recall(&json!({"query": "Seattle"}), 500).unwrap());
+        assert_eq!(
+            restored.recall(&json!({"query": "Seattle"}), 500).unwrap(),
+            session.recall(&json!({"query": "Seattle"}), 500).unwrap()
+        );
         let (next, pending) = restored.pending_turn().unwrap();
         assert_eq!((next, pending.len()), (3, 1));
     }

@@ -33,17 +33,26 @@ fn no_summary() -> BuildOptions {
 /// at idx 3, which is the very list its `clean_message_history` exists to prevent.
 #[test]
 fn seed_000_count_window_keeps_system_and_whole_chains() {
-    let mut list = vec![json!({"role": "system", "content": "You are helpful."}), json!({"role": "user", "content": "start"})];
+    let mut list =
+        vec![json!({"role": "system", "content": "You are helpful."}), json!({"role": "user", "content": "start"})];
     list.push(json!({"role": "assistant", "content": null, "tool_calls": [call("call_1", "search", json!({"q": "a"})), call("call_2", "search", json!({"q": "b"}))]}));
     list.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "result 1"}));
     while list.len() < 45 {
         let i = list.len();
-        list.push(if i % 2 == 0 { json!({"role": "user", "content": format!("question {i}")}) } else { json!({"role": "assistant", "content": format!("answer {i}")}) });
+        list.push(if i % 2 == 0 {
+            json!({"role": "user", "content": format!("question {i}")})
+        } else {
+            json!({"role": "assistant", "content": format!("answer {i}")})
+        });
     }
     list.push(json!({"role": "tool", "tool_call_id": "call_2", "content": "result 2 (late)"}));
     while list.len() < 50 {
         let i = list.len();
-        list.push(if i % 2 == 0 { json!({"role": "user", "content": format!("question {i}")}) } else { json!({"role": "assistant", "content": format!("answer {i}")}) });
+        list.push(if i % 2 == 0 {
+            json!({"role": "user", "content": format!("question {i}")})
+        } else {
+            json!({"role": "assistant", "content": format!("answer {i}")})
+        });
     }
     let mut h = history(Value::Array(list));
     assert_eq!(h.len(), 50);
@@ -110,7 +119,11 @@ fn seed_001_budget_split_and_tool_output_compression() {
     assert_eq!(report.max_tokens, 76_800);
     // What the system prompt leaves, less the reply priming (3) and the reserve for a
     // placeholder user message (which no provider takes an empty list without).
-    let placeholder = context_compactor::message::parse(json!([{"role": "user", "content": context_compactor::compact::PLACEHOLDER_TEXT}]), Format::OpenAi).unwrap();
+    let placeholder = context_compactor::message::parse(
+        json!([{"role": "user", "content": context_compactor::compact::PLACEHOLDER_TEXT}]),
+        Format::OpenAi,
+    )
+    .unwrap();
     let reserve = context_compactor::tokens::count_message(Encoding::O200kBase, &placeholder[0]).total as usize;
     let avail = 76_800 - report.system_tokens - 3 - reserve;
     assert_eq!(report.summary_budget, (avail as f64 * 0.26) as usize);
@@ -134,7 +147,10 @@ fn seed_001_budget_split_and_tool_output_compression() {
 #[test]
 fn seed_001_recent_selection_takes_chains_whole_newest_first() {
     let mut h = seed_001_history(30);
-    let options = BuildOptions { budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }), ..no_summary() };
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }),
+        ..no_summary()
+    };
     let context = h.build(&options).unwrap().context;
     let report = context.receipt.budget.unwrap();
     assert!(context.tokens.recent <= report.recent_budget);
@@ -180,7 +196,10 @@ fn seed_002_file_reads_become_digests_in_later_turns() {
         context_compactor::message::Part::ToolResult(r) => Some(r.content.joined_text()),
         _ => None,
     });
-    assert_eq!(digest.unwrap(), "[file read] sales_analysis.py (python, 30 lines, functions: load_data, clean_data, visualize)");
+    assert_eq!(
+        digest.unwrap(),
+        "[file read] sales_analysis.py (python, 30 lines, functions: load_data, clean_data, visualize)"
+    );
     context.to_request().unwrap();
 }
 
@@ -191,13 +210,17 @@ fn seed_004_history(rounds: usize) -> ConversationHistory {
 /// Seed 004's Init agent: rounds of "read a trace", the tool result, "found a problem".
 fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> ConversationHistory {
     let mut h = ConversationHistory::new(Encoding::O200kBase);
-    let mut list = vec![json!({"role": "user", "content": "<execute_to_init_context>iteration 12 feedback</execute_to_init_context>"}),
-                        json!({"role": "assistant", "content": "Feedback received, starting the analysis."})];
+    let mut list = vec![
+        json!({"role": "user", "content": "<execute_to_init_context>iteration 12 feedback</execute_to_init_context>"}),
+        json!({"role": "assistant", "content": "Feedback received, starting the analysis."}),
+    ];
     for i in 0..rounds {
         list.push(json!({"role": "user", "content": format!("Read the trace of sample {i}")}));
         list.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": {"file_path": format!("scenarios/x/execution_outputs/iteration_12/trace_{i}.log")}}]}));
         list.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("step {i}: ").repeat(repeat)}]}));
-        list.push(json!({"role": "assistant", "content": format!("Found problem {i}: the checker threshold is too strict.")}));
+        list.push(
+            json!({"role": "assistant", "content": format!("Found problem {i}: the checker threshold is too strict.")}),
+        );
     }
     h.append_values(Value::Array(list), Format::Anthropic).unwrap();
     h
@@ -241,11 +264,18 @@ fn seed_004_compaction_before_and_after() {
     // Bad summaries are refused and nothing changes.
     let state = h.summary_state().clone();
     assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::InvalidArgument);
-    assert_eq!(h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(
+        h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind,
+        ErrorKind::InvalidArgument
+    );
     assert!(h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err().message.contains("pending"));
     assert_eq!(h.summary_state(), &state);
     let record = h
-        .complete_summary(&request.id, "{\"analysis_conclusions\": [\"thresholds too strict\"], \"pending_actions\": [\"fix checker\"]}", Some("2026-02-01T00:00:00Z".into()))
+        .complete_summary(
+            &request.id,
+            "{\"analysis_conclusions\": [\"thresholds too strict\"], \"pending_actions\": [\"fix checker\"]}",
+            Some("2026-02-01T00:00:00Z".into()),
+        )
         .unwrap();
     assert_eq!(record.summarised_until, request.until);
     assert!(record.compression_rate > 0.9);
@@ -262,7 +292,12 @@ fn seed_004_compaction_before_and_after() {
     assert_eq!(messages[2]["role"], "user");
     assert_eq!(context.messages[1].section, Section::Summary);
     // The last 3 steps (assistant messages with their results) stay whole.
-    let assistants: Vec<&String> = context.messages.iter().filter(|m| m.message.role == Role::Assistant && m.section == Section::Recent).flat_map(|m| &m.sources).collect();
+    let assistants: Vec<&String> = context
+        .messages
+        .iter()
+        .filter(|m| m.message.role == Role::Assistant && m.section == Section::Recent)
+        .flat_map(|m| &m.sources)
+        .collect();
     let n = h.len();
     for id in [format!("m{}", n), format!("m{}", n - 2), format!("m{}", n - 4)] {
         assert!(assistants.contains(&&id), "{id} in {assistants:?}");
@@ -297,7 +332,12 @@ fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
 fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
     let mut h = seed_004_history_with(12, "Bash", 300);
     let mut options = BuildOptions { format: Format::Anthropic, ..BuildOptions::default() };
-    options.summary = Some(SummaryOptions { trigger_tokens: 3000, target_tokens: 1500, min_messages: 10, ..SummaryOptions::default() });
+    options.summary = Some(SummaryOptions {
+        trigger_tokens: 3000,
+        target_tokens: 1500,
+        min_messages: 10,
+        ..SummaryOptions::default()
+    });
     let first = h.build(&options).unwrap();
     let record = first.new_summary.clone().expect("extractive summary");
     assert_eq!(h.summary_state().current.as_ref(), Some(&record));
@@ -329,15 +369,25 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
 fn bad_input_is_a_typed_error_and_changes_nothing() {
     let mut h = seed_001_history(3);
     let before_len = h.len();
-    for (target, summary, recent) in [(0.0, 0.26, 0.65), (1.5, 0.26, 0.65), (0.6, -0.1, 0.65), (0.6, 0.5, 0.6), (0.6, 0.26, f64::NAN)] {
-        let budget = BudgetOptions { target_ratio: target, summary_ratio: summary, recent_ratio: recent, ..BudgetOptions::default() };
+    for (target, summary, recent) in
+        [(0.0, 0.26, 0.65), (1.5, 0.26, 0.65), (0.6, -0.1, 0.65), (0.6, 0.5, 0.6), (0.6, 0.26, f64::NAN)]
+    {
+        let budget = BudgetOptions {
+            target_ratio: target,
+            summary_ratio: summary,
+            recent_ratio: recent,
+            ..BudgetOptions::default()
+        };
         let error = h.build(&BuildOptions { budget: Some(budget), ..no_summary() }).unwrap_err();
         assert_eq!(error.kind, ErrorKind::InvalidArgument, "{target} {summary} {recent}");
     }
     let tiny = BudgetOptions { context_window: 20, ..BudgetOptions::default() };
     let error = h.build(&BuildOptions { budget: Some(tiny), ..no_summary() }).unwrap_err();
     assert!(error.message.contains("too small for the system prompt alone"), "{error}");
-    let error = Profile::from_value(json!({"name": "x", "contextWindow": 10000, "triggerFraction": 0.7, "keepRecentSteps": 3, "encoding": "gpt2"})).unwrap_err();
+    let error = Profile::from_value(
+        json!({"name": "x", "contextWindow": 10000, "triggerFraction": 0.7, "keepRecentSteps": 3, "encoding": "gpt2"}),
+    )
+    .unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidArgument);
     let error = BuildOptions::from_value(json!({"budget": {"targetRatio": 2}})).unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidArgument);
@@ -377,9 +427,18 @@ fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
         let request = context.to_request().unwrap_or_else(|e| panic!("{format:?}: {e}"));
         assert_eq!(validate(&request, format), Ok(()));
         // Assembled from per-message forms, it is the request emitted whole.
-        assert_eq!(request, context_compactor::compact::emit_request(context.messages(), format).unwrap(), "{format:?}");
+        assert_eq!(
+            request,
+            context_compactor::compact::emit_request(context.messages(), format).unwrap(),
+            "{format:?}"
+        );
         if let Some(budget) = &context.receipt.budget {
-            assert!(context.tokens.total <= budget.max_tokens, "{format:?}: {} > {}", context.tokens.total, budget.max_tokens);
+            assert!(
+                context.tokens.total <= budget.max_tokens,
+                "{format:?}: {} > {}",
+                context.tokens.total,
+                budget.max_tokens
+            );
         }
         assert_eq!(context.receipt.fates.len(), h.len());
         let mut twin = before.clone();
@@ -407,7 +466,12 @@ fn every_tau_bench_run_builds_a_valid_context() {
 fn swe_agent_and_claude_code_build_valid_contexts() {
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }),
-        summary: Some(SummaryOptions { trigger_tokens: 3000, target_tokens: 1500, min_messages: 10, ..SummaryOptions::default() }),
+        summary: Some(SummaryOptions {
+            trigger_tokens: 3000,
+            target_tokens: 1500,
+            min_messages: 10,
+            ..SummaryOptions::default()
+        }),
         thin: true,
         ..BuildOptions::default()
     };
@@ -420,7 +484,10 @@ fn swe_agent_and_claude_code_build_valid_contexts() {
         check_all_formats(&mut h, &BuildOptions { summary: None, ..options.clone() });
         check_all_formats(&mut h, &options);
         // Unbudgeted, every message survives (merged and cleaned for the request).
-        let context = h.build(&BuildOptions { format: Format::Anthropic, compress: None, digest: None, ..no_summary() }).unwrap().context;
+        let context = h
+            .build(&BuildOptions { format: Format::Anthropic, compress: None, digest: None, ..no_summary() })
+            .unwrap()
+            .context;
         context.to_request().unwrap();
     }
 }
@@ -429,7 +496,8 @@ fn swe_agent_and_claude_code_build_valid_contexts() {
 fn claude_code_file_reads_are_digested_and_paths_summarised() {
     let mut h = ConversationHistory::new(Encoding::O200kBase);
     h.append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic).unwrap();
-    let context = h.build(&BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..no_summary() }).unwrap().context;
+    let context =
+        h.build(&BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..no_summary() }).unwrap().context;
     let digests: Vec<String> = context
         .messages
         .iter()
@@ -438,7 +506,8 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
         .collect();
     assert!(digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")), "{digests:?}");
     let mut options = BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..BuildOptions::default() };
-    options.summary = Some(SummaryOptions { trigger_tokens: 200, target_tokens: 100, min_messages: 5, ..SummaryOptions::default() });
+    options.summary =
+        Some(SummaryOptions { trigger_tokens: 200, target_tokens: 100, min_messages: 5, ..SummaryOptions::default() });
     let outcome = h.build(&options).unwrap();
     let summary: Value = serde_json::from_str(&outcome.new_summary.unwrap().text).unwrap();
     let files = summary["filesAndPaths"].to_string();
@@ -454,7 +523,10 @@ fn tau_bench_concatenated_to_a_100k_budget() {
         h.append_values(run, Format::OpenAi).unwrap();
     }
     assert_eq!(h.len(), 5308);
-    let options = BuildOptions { budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }), ..BuildOptions::default() };
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
+        ..BuildOptions::default()
+    };
     let outcome = h.build(&options).unwrap();
     let context = &outcome.context;
     assert!(context.tokens.total <= 100_000);

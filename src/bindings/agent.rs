@@ -4,7 +4,10 @@
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::{format_arg, from_js, new_session, parse_json_text, string_arg, throw, to_js, ConversationHistory, JsResult, Options, Shared};
+use super::{
+    format_arg, from_js, new_session, parse_json_text, string_arg, throw, to_js, ConversationHistory, JsResult,
+    Options, Shared,
+};
 use crate::error::{Error, Result};
 use crate::memory::{self, recall};
 use crate::message::{self, Format};
@@ -82,11 +85,12 @@ fn export_arg(data: &JsValue) -> Result<Value> {
 fn count_option(options: &mut Options, key: &str, default: usize, max: usize) -> Result<usize> {
     match options.take(key) {
         None => Ok(default),
-        Some(value) => value
-            .as_u64()
-            .filter(|n| (1..=max as u64).contains(n))
-            .map(|n| n as usize)
-            .ok_or_else(|| Error::invalid_argument(format!("{}.{key} must be a whole number from 1 to {max}, got {value}", options.what))),
+        Some(value) => value.as_u64().filter(|n| (1..=max as u64).contains(n)).map(|n| n as usize).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{}.{key} must be a whole number from 1 to {max}, got {value}",
+                options.what
+            ))
+        }),
     }
 }
 
@@ -100,11 +104,14 @@ pub struct Session {
 #[wasm_bindgen]
 impl Session {
     #[wasm_bindgen(constructor)]
-    pub fn new(#[wasm_bindgen(unchecked_optional_param_type = "SessionOptions")] options: JsValue) -> JsResult<Session> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "SessionOptions")] options: JsValue,
+    ) -> JsResult<Session> {
         throw((|| {
             let mut options = Options::read(&options, "session options")?;
             let id = options.take_str("id")?.unwrap_or_else(|| MAIN_CONTEXT_ID.to_string());
-            let max_loops = count_option(&mut options, "maxLoops", DEFAULT_MAX_LOOPS as usize, u32::MAX as usize)? as u32;
+            let max_loops =
+                count_option(&mut options, "maxLoops", DEFAULT_MAX_LOOPS as usize, u32::MAX as usize)? as u32;
             let memory = options.take("memory");
             let mut session = new_session(&mut options, &id, max_loops)?;
             options.finish()?;
@@ -113,7 +120,8 @@ impl Session {
                 Some(Value::Bool(true)) => session.enable_memory(memory::DEFAULT_MAX_SNAPSHOT_CHARS)?,
                 Some(Value::Object(map)) => {
                     let mut memory = Options { map, what: "session options.memory" };
-                    let limit = count_option(&mut memory, "maxSnapshotChars", memory::DEFAULT_MAX_SNAPSHOT_CHARS, usize::MAX)?;
+                    let limit =
+                        count_option(&mut memory, "maxSnapshotChars", memory::DEFAULT_MAX_SNAPSHOT_CHARS, usize::MAX)?;
                     memory.finish()?;
                     session.enable_memory(limit)?;
                 }
@@ -179,13 +187,19 @@ impl Session {
     }
 
     #[wasm_bindgen(setter)]
-    pub fn set_metadata(&self, #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] metadata: JsValue) -> JsResult<()> {
+    pub fn set_metadata(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Record<string, unknown>")] metadata: JsValue,
+    ) -> JsResult<()> {
         throw((|| match from_js(&metadata, "metadata")? {
             Value::Object(map) => {
                 self.shared.get()?.metadata = map;
                 Ok(())
             }
-            other => Err(Error::invalid_argument(format!("metadata must be an object, got {}", message::json::type_name(&other)))),
+            other => Err(Error::invalid_argument(format!(
+                "metadata must be an object, got {}",
+                message::json::type_name(&other)
+            ))),
         })())
     }
 
@@ -206,7 +220,8 @@ impl Session {
         throw((|| {
             let task = string_arg(&task, "the task")?;
             let mut options = Options::read(&options, "sub-agent options")?;
-            let max_loops = count_option(&mut options, "maxLoops", DEFAULT_MAX_LOOPS as usize, u32::MAX as usize)? as u32;
+            let max_loops =
+                count_option(&mut options, "maxLoops", DEFAULT_MAX_LOOPS as usize, u32::MAX as usize)? as u32;
             options.finish()?;
             let child = self.shared.get()?.spawn_subagent(&task, max_loops)?;
             Ok(Session { shared: Shared::new(child) })
@@ -249,17 +264,29 @@ impl MemoryModule {
     /// Recorded turn numbers, in order.
     #[wasm_bindgen(getter, unchecked_return_type = "number[]")]
     pub fn turns(&self) -> JsResult<JsValue> {
-        throw(self.shared.get().and_then(|s| to_js(&s.memory().map(|m| m.turns().collect::<Vec<_>>()).unwrap_or_default())))
+        throw(
+            self.shared
+                .get()
+                .and_then(|s| to_js(&s.memory().map(|m| m.turns().collect::<Vec<_>>()).unwrap_or_default())),
+        )
     }
 
     #[wasm_bindgen(getter, unchecked_return_type = "ContextSnapshot[]")]
     pub fn contexts(&self) -> JsResult<JsValue> {
-        throw(self.shared.get().and_then(|s| to_js(&s.memory().map(|m| m.contexts().collect::<Vec<_>>()).unwrap_or_default())))
+        throw(
+            self.shared
+                .get()
+                .and_then(|s| to_js(&s.memory().map(|m| m.contexts().collect::<Vec<_>>()).unwrap_or_default())),
+        )
     }
 
     #[wasm_bindgen(getter, unchecked_return_type = "MemorySummary[]")]
     pub fn summaries(&self) -> JsResult<JsValue> {
-        throw(self.shared.get().and_then(|s| to_js(&s.memory().map(|m| m.summaries().collect::<Vec<_>>()).unwrap_or_default())))
+        throw(
+            self.shared
+                .get()
+                .and_then(|s| to_js(&s.memory().map(|m| m.summaries().collect::<Vec<_>>()).unwrap_or_default())),
+        )
     }
 
     /// Ends a turn: stores the workspace snapshot, its summary (the built-in one unless given)
@@ -295,7 +322,10 @@ impl MemoryModule {
 
     /// Seed 003's `[Turn 1] …` lines, the newest kept when they do not all fit `maxTokens` (default 2,000).
     #[wasm_bindgen(js_name = cumulativeSummary)]
-    pub fn cumulative_summary(&self, #[wasm_bindgen(unchecked_optional_param_type = "{ maxTokens?: number }")] options: JsValue) -> JsResult<String> {
+    pub fn cumulative_summary(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ maxTokens?: number }")] options: JsValue,
+    ) -> JsResult<String> {
         throw((|| {
             let mut options = Options::read(&options, "options")?;
             let max_tokens = count_option(&mut options, "maxTokens", 2_000, usize::MAX)?;
@@ -363,7 +393,9 @@ impl ConversationHistory {
     /// A history from `export()`'s output (an object or its JSON text); throws on a corrupt,
     /// truncated or newer export.
     #[wasm_bindgen(js_name = import)]
-    pub fn import(#[wasm_bindgen(unchecked_param_type = "SessionExport | string")] data: JsValue) -> JsResult<ConversationHistory> {
+    pub fn import(
+        #[wasm_bindgen(unchecked_param_type = "SessionExport | string")] data: JsValue,
+    ) -> JsResult<ConversationHistory> {
         throw((|| Ok(ConversationHistory { session: Shared::new(CoreSession::import(export_arg(&data)?)?) }))())
     }
 }

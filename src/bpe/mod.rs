@@ -86,10 +86,7 @@ pub struct BpeError {
 
 impl BpeError {
     fn new(kind: BpeErrorKind, message: impl Into<String>) -> BpeError {
-        BpeError {
-            kind,
-            message: message.into(),
-        }
+        BpeError { kind, message: message.into() }
     }
 
     pub fn kind(&self) -> BpeErrorKind {
@@ -115,8 +112,7 @@ impl std::error::Error for BpeError {}
 mod embedded {
     pub(super) static O200K: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
     /// cl100k_base coded against o200k_base (about 90 KB smaller gzipped than standalone).
-    pub(super) static CL100K_DELTA: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.delta.cctab"));
+    pub(super) static CL100K_DELTA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.delta.cctab"));
 }
 
 static O200K: OnceLock<Result<BpeEncoder, BpeError>> = OnceLock::new();
@@ -144,10 +140,7 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
         };
         return Err(BpeError::new(
             BpeErrorKind::InvalidTable,
-            format!(
-                "load_ranks({}): not this build's rank table: {what}",
-                enc.name()
-            ),
+            format!("load_ranks({}): not this build's rank table: {what}", enc.name()),
         ));
     }
     if let Some(Ok(_)) = cell(enc).get() {
@@ -173,10 +166,7 @@ pub struct BpeEncoder {
 
 impl fmt::Debug for BpeEncoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BpeEncoder")
-            .field("encoding", &self.enc)
-            .field("tokens", &self.store.len())
-            .finish()
+        f.debug_struct("BpeEncoder").field("encoding", &self.enc).field("tokens", &self.store.len()).finish()
     }
 }
 
@@ -200,12 +190,7 @@ struct CacheEntry {
 }
 
 impl CacheEntry {
-    const EMPTY: CacheEntry = CacheEntry {
-        key: [0; CACHE_KEY],
-        len: 0,
-        n: 0,
-        ids: [0; CACHE_IDS],
-    };
+    const EMPTY: CacheEntry = CacheEntry { key: [0; CACHE_KEY], len: 0, n: 0, ids: [0; CACHE_IDS] };
 }
 
 thread_local! {
@@ -229,14 +214,8 @@ fn slot_value(h: u64, r: u32) -> u32 {
 fn hash(b: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let n = b.len();
-    let rd8 = |i: usize| {
-        b.get(i..i + 8)
-            .map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
-    };
-    let rd4 = |i: usize| {
-        b.get(i..i + 4)
-            .map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]))) as u64
-    };
+    let rd8 = |i: usize| b.get(i..i + 8).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])));
+    let rd4 = |i: usize| b.get(i..i + 4).map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]))) as u64;
     let at = |i: usize| *b.get(i).unwrap_or(&0) as u64;
     let mut h = (n as u64).wrapping_mul(K) ^ 0x2d35_8dcc_aa6c_78a5;
     if n <= 8 {
@@ -269,14 +248,8 @@ fn eq_bytes(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    let w8 = |s: &[u8], i: usize| {
-        s.get(i..i + 8)
-            .map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
-    };
-    let w4 = |s: &[u8], i: usize| {
-        s.get(i..i + 4)
-            .map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])))
-    };
+    let w8 = |s: &[u8], i: usize| s.get(i..i + 8).map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])));
+    let w4 = |s: &[u8], i: usize| s.get(i..i + 4).map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])));
     if n >= 8 {
         let mut i = 0;
         while i + 8 < n {
@@ -304,9 +277,7 @@ impl BpeEncoder {
                 // The embedded cl100k table is coded against o200k_base's tokens: reuse the
                 // o200k encoder's if it is built, else decode them just for this (~2 ms).
                 match O200K.get() {
-                    Some(Ok(o)) => {
-                        BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store))
-                    }
+                    Some(Ok(o)) => BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store)),
                     _ => {
                         let base = table::decode(embedded::O200K, None)?;
                         BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&base))
@@ -318,26 +289,16 @@ impl BpeEncoder {
         let r = cell(enc).get().ok_or_else(|| {
             BpeError::new(
                 BpeErrorKind::RanksNotLoaded,
-                format!(
-                    "no {} ranks in this build: pass them to load_ranks first",
-                    enc.name()
-                ),
+                format!("no {} ranks in this build: pass them to load_ranks first", enc.name()),
             )
         })?;
         r.as_ref().map_err(Clone::clone)
     }
 
-    fn from_table(
-        enc: BpeEncoding,
-        t: &[u8],
-        base: Option<&table::TokenStore>,
-    ) -> Result<BpeEncoder, BpeError> {
+    fn from_table(enc: BpeEncoding, t: &[u8], base: Option<&table::TokenStore>) -> Result<BpeEncoder, BpeError> {
         let h = table::parse_header(t)?;
         if h.encoding != enc.id() {
-            return Err(BpeError::new(
-                BpeErrorKind::InvalidTable,
-                "rank table of another encoding",
-            ));
+            return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table of another encoding"));
         }
         let base = if h.kind == 1 {
             match base {
@@ -352,10 +313,7 @@ impl BpeEncoder {
         };
         let store = table::decode(t, base)?;
         if store.len() != enc.n_tokens() as usize || store.len() > MAX_TOKENS {
-            return Err(BpeError::new(
-                BpeErrorKind::InvalidTable,
-                "rank table size mismatch",
-            ));
+            return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table size mismatch"));
         }
         Ok(BpeEncoder::from_store(enc, store))
     }
@@ -404,24 +362,10 @@ impl BpeEncoder {
         let mut r = 0;
         while r < n as u32 {
             let e = (r + table::CHUNK as u32).min(n as u32);
-            insert(
-                &store,
-                &mut slots,
-                shift,
-                r..e,
-                &mut byte_rank,
-                &mut max_token_len,
-            );
+            insert(&store, &mut slots, shift, r..e, &mut byte_rank, &mut max_token_len);
             r = e;
         }
-        BpeEncoder {
-            enc,
-            store,
-            slots,
-            shift,
-            byte_rank,
-            max_token_len,
-        }
+        BpeEncoder { enc, store, slots, shift, byte_rank, max_token_len }
     }
 
     pub fn encoding(&self) -> BpeEncoding {
@@ -613,11 +557,7 @@ impl BpeEncoder {
             return self.bpe(piece, parts, emit);
         }
         let slot = (hash(piece) >> (64 - CACHE_BITS)) as usize
-            + if self.enc == BpeEncoding::O200kBase {
-                0
-            } else {
-                1 << CACHE_BITS
-            };
+            + if self.enc == BpeEncoding::O200kBase { 0 } else { 1 << CACHE_BITS };
         let hit = CACHE.with(|c| {
             let Ok(c) = c.try_borrow() else { return false };
             match c.get(slot) {
@@ -661,12 +601,8 @@ impl BpeEncoder {
     fn run(&self, text: &str, mut emit: impl FnMut(u32)) {
         let mut parts = Vec::new();
         match self.enc {
-            BpeEncoding::O200kBase => {
-                pretok::for_each_piece(text, true, |p| self.piece(p, &mut parts, &mut emit))
-            }
-            BpeEncoding::Cl100kBase => {
-                pretok::for_each_piece(text, false, |p| self.piece(p, &mut parts, &mut emit))
-            }
+            BpeEncoding::O200kBase => pretok::for_each_piece(text, true, |p| self.piece(p, &mut parts, &mut emit)),
+            BpeEncoding::Cl100kBase => pretok::for_each_piece(text, false, |p| self.piece(p, &mut parts, &mut emit)),
         }
     }
 

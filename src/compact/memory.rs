@@ -67,10 +67,7 @@ pub(crate) fn turn_summaries(
     format: Format,
     line_tokens: &mut FastMap<String, u32>,
 ) -> Option<(Option<Message>, MemoryUse)> {
-    let missing: Vec<&TurnNote> = notes
-        .iter()
-        .filter(|n| (n.first..=n.last).any(|i| !in_context(i)))
-        .collect();
+    let missing: Vec<&TurnNote> = notes.iter().filter(|n| (n.first..=n.last).any(|i| !in_context(i))).collect();
     if missing.is_empty() {
         return None;
     }
@@ -111,20 +108,9 @@ pub(crate) fn turn_summaries(
         chosen.remove(0);
     }
     let turns: Vec<u32> = chosen.iter().map(|(t, _)| *t).collect();
-    let omitted = missing
-        .iter()
-        .map(|n| n.turn)
-        .filter(|t| !turns.contains(t))
-        .collect();
+    let omitted = missing.iter().map(|n| n.turn).filter(|t| !turns.contains(t)).collect();
     let tokens = placed.as_ref().map_or(0, |(_, n)| *n);
-    Some((
-        placed.map(|(m, _)| m),
-        MemoryUse {
-            turns,
-            tokens,
-            omitted,
-        },
-    ))
+    Some((placed.map(|(m, _)| m), MemoryUse { turns, tokens, omitted }))
 }
 
 #[cfg(test)]
@@ -139,33 +125,16 @@ mod tests {
                 last: 3,
                 summary: "asked: find reservation ABC123; answered: it flies to Seattle.",
             },
-            TurnNote {
-                turn: 2,
-                first: 4,
-                last: 5,
-                summary: "cancelled ABC123",
-            },
-            TurnNote {
-                turn: 3,
-                first: 6,
-                last: 9,
-                summary: "booked a new flight to Portland",
-            },
+            TurnNote { turn: 2, first: 4, last: 5, summary: "cancelled ABC123" },
+            TurnNote { turn: 3, first: 6, last: 9, summary: "booked a new flight to Portland" },
         ]
     }
 
     #[test]
     fn only_turns_missing_from_the_context_are_summarised() {
         let mut cache = FastMap::default();
-        let (msg, used) = turn_summaries(
-            &notes(),
-            |i| i >= 5,
-            10_000,
-            Encoding::O200kBase,
-            Format::OpenAi,
-            &mut cache,
-        )
-        .unwrap();
+        let (msg, used) =
+            turn_summaries(&notes(), |i| i >= 5, 10_000, Encoding::O200kBase, Format::OpenAi, &mut cache).unwrap();
         let msg = msg.unwrap();
         assert_eq!(used.turns, vec![1, 2]);
         assert!(used.omitted.is_empty());
@@ -175,45 +144,18 @@ mod tests {
                 && text.contains("[Turn 2] cancelled")
                 && !text.contains("[Turn 3]")
         );
-        assert_eq!(
-            used.tokens,
-            tokens::count_message(Encoding::O200kBase, &msg).total as usize
-        );
-        assert!(turn_summaries(
-            &notes(),
-            |_| true,
-            10_000,
-            Encoding::O200kBase,
-            Format::OpenAi,
-            &mut cache
-        )
-        .is_none());
+        assert_eq!(used.tokens, tokens::count_message(Encoding::O200kBase, &msg).total as usize);
+        assert!(turn_summaries(&notes(), |_| true, 10_000, Encoding::O200kBase, Format::OpenAi, &mut cache).is_none());
     }
 
     #[test]
     fn the_newest_turns_win_when_not_all_fit_and_the_count_is_exact() {
         let mut cache = FastMap::default();
-        let all = turn_summaries(
-            &notes(),
-            |_| false,
-            10_000,
-            Encoding::O200kBase,
-            Format::Anthropic,
-            &mut cache,
-        )
-        .unwrap()
-        .1;
+        let all =
+            turn_summaries(&notes(), |_| false, 10_000, Encoding::O200kBase, Format::Anthropic, &mut cache).unwrap().1;
         assert_eq!(all.turns, vec![1, 2, 3]);
         for max in 0..all.tokens {
-            match turn_summaries(
-                &notes(),
-                |_| false,
-                max,
-                Encoding::O200kBase,
-                Format::Anthropic,
-                &mut cache,
-            )
-            .unwrap()
+            match turn_summaries(&notes(), |_| false, max, Encoding::O200kBase, Format::Anthropic, &mut cache).unwrap()
             {
                 (None, used) => {
                     assert!(used.turns.is_empty() && used.tokens == 0 && used.omitted == [1, 2, 3])
@@ -221,8 +163,7 @@ mod tests {
                 (Some(msg), used) => {
                     assert!(
                         used.tokens <= max
-                            && used.tokens
-                                == tokens::count_message(Encoding::O200kBase, &msg).total as usize
+                            && used.tokens == tokens::count_message(Encoding::O200kBase, &msg).total as usize
                     );
                     assert_eq!(used.turns.last(), Some(&3), "the newest turn goes first");
                     assert_eq!(used.turns.len() + used.omitted.len(), 3);

@@ -10,8 +10,8 @@
 //!
 //! The stored messages never change: the context is a view. Reductions are cached by record id.
 
-pub(crate) mod fasthash;
 pub mod emitted;
+pub(crate) mod fasthash;
 pub mod memory;
 pub mod profile;
 pub mod reduce;
@@ -29,15 +29,15 @@ use crate::error::{Error, Result};
 use crate::message::{Content, ContentForm, Format, Message, Part, Role, ToolResult};
 use crate::tokens::{self, Encoding, REPLY_PRIMING};
 
+pub use emitted::{Assembled, EmitCache, Piece};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use reduce::compress::{CompressOptions, TextMode};
 pub use reduce::{DigestOptions, ReduceCache};
-pub use emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
 pub use structure::{Item, Repair, RepairKind, UnitKind};
 pub use summary::{
-    PendingSummary, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource, SummaryState,
-    Summariser,
+    PendingSummary, Summariser, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
+    SummaryState,
 };
 
 /// Seed 001's token budget.
@@ -58,7 +58,13 @@ pub struct BudgetOptions {
 
 impl Default for BudgetOptions {
     fn default() -> Self {
-        BudgetOptions { context_window: 128_000, target_ratio: 0.6, summary_ratio: 0.26, recent_ratio: 0.65, min_messages: 10 }
+        BudgetOptions {
+            context_window: 128_000,
+            target_ratio: 0.6,
+            summary_ratio: 0.26,
+            recent_ratio: 0.65,
+            min_messages: 10,
+        }
     }
 }
 
@@ -159,8 +165,8 @@ impl BuildOptions {
 
     /// Parses camelCase JSON options, refusing unknown keys.
     pub fn from_value(value: Value) -> Result<BuildOptions> {
-        let options: BuildOptions =
-            serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))?;
+        let options: BuildOptions = serde_json::from_value(value)
+            .map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))?;
         options.validate()?;
         Ok(options)
     }
@@ -302,7 +308,13 @@ impl Receipt {
         self.fates
             .iter()
             .zip(ids)
-            .map(|(f, id)| ReceiptEntry { id: id.to_string(), action: f.action, reason: f.reason, tokens_before: f.tokens_before, tokens_after: f.tokens_after })
+            .map(|(f, id)| ReceiptEntry {
+                id: id.to_string(),
+                action: f.action,
+                reason: f.reason,
+                tokens_before: f.tokens_before,
+                tokens_after: f.tokens_after,
+            })
             .collect()
     }
 }
@@ -433,7 +445,12 @@ struct Plan {
     pending: Option<(bool, bool)>,
 }
 
-fn apply_reductions(ctx: &Ctx, cache: &mut ReduceCache, structure: &structure::Structure, plan: &mut Plan) -> Result<()> {
+fn apply_reductions(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    structure: &structure::Structure,
+    plan: &mut Plan,
+) -> Result<()> {
     if let Some((digest, compress)) = plan.pending.take() {
         ctx.reduce_members(cache, structure, &mut plan.members, digest, compress)?;
     }
@@ -486,7 +503,14 @@ impl Ctx<'_, '_> {
     }
 
     /// Computes (once) the reduced form of result part `j` of message `msg`; says if there is one.
-    fn ensure_reduced(&self, cache: &mut ReduceCache, msg: usize, j: usize, action: Action, call: Option<&crate::message::ToolCall>) -> Result<bool> {
+    fn ensure_reduced(
+        &self,
+        cache: &mut ReduceCache,
+        msg: usize,
+        j: usize,
+        action: Action,
+        call: Option<&crate::message::ToolCall>,
+    ) -> Result<bool> {
         let item = *self.item(msg)?;
         let len = item.message.content.parts.len();
         let slot = cache.part(item.id, j, len);
@@ -506,7 +530,9 @@ impl Ctx<'_, '_> {
             None
         } else {
             match action {
-                Action::Compressed => self.options.compress.as_ref().and_then(|o| reduce::compress::compress_text(&text, o)),
+                Action::Compressed => {
+                    self.options.compress.as_ref().and_then(|o| reduce::compress::compress_text(&text, o))
+                }
                 _ => {
                     let path = call.and_then(reduce::digest::call_path);
                     let line = reduce::digest::digest(path.as_deref(), &text);
@@ -515,7 +541,12 @@ impl Ctx<'_, '_> {
             }
         };
         let part = reduced_text.map(|t| {
-            Part::ToolResult(ToolResult { call_id: result.call_id.clone(), content: Content::text(t), is_error: result.is_error, extra: result.extra.clone() })
+            Part::ToolResult(ToolResult {
+                call_id: result.call_id.clone(),
+                content: Content::text(t),
+                is_error: result.is_error,
+                extra: result.extra.clone(),
+            })
         });
         let found = part.is_some();
         cache.computed += 1;
@@ -572,7 +603,13 @@ impl Ctx<'_, '_> {
         } else {
             ContentForm::Parts
         };
-        let message = Arc::new(Message { role: source.role, content: Content { form, parts }, name: source.name.clone(), extra: source.extra.clone(), source: source.source });
+        let message = Arc::new(Message {
+            role: source.role,
+            content: Content { form, parts },
+            name: source.name.clone(),
+            extra: source.extra.clone(),
+            source: source.source,
+        });
         cache.materialized.insert(key, (builds, Arc::clone(&message)));
         Ok(message)
     }
@@ -676,16 +713,27 @@ fn member_key(id: &str, member: &MemberPlan) -> String {
 }
 
 fn base_members(unit: &structure::Unit) -> Vec<MemberPlan> {
-    unit.members.iter().map(|m| MemberPlan { msg: m.msg, parts: m.parts.clone(), replace: Vec::new(), text_only: false }).collect()
+    unit.members
+        .iter()
+        .map(|m| MemberPlan { msg: m.msg, parts: m.parts.clone(), replace: Vec::new(), text_only: false })
+        .collect()
 }
 
 fn has_text(message: &Message, member: &MemberPlan) -> bool {
-    part_indices(message, member).iter().any(|j| matches!(message.content.parts.get(*j), Some(Part::Text { text, .. }) if !text.trim().is_empty()))
+    part_indices(message, member)
+        .iter()
+        .any(|j| matches!(message.content.parts.get(*j), Some(Part::Text { text, .. }) if !text.trim().is_empty()))
 }
 
 /// Builds the context. `items` are the stored messages with their cached tokens; `state` the
 /// summary state; `cache` the reductions of earlier builds (any cache works: it only saves time).
-pub fn build(items: &[Item], encoding: Encoding, options: &BuildOptions, state: &SummaryState, cache: &mut ReduceCache) -> Result<BuildOutcome> {
+pub fn build(
+    items: &[Item],
+    encoding: Encoding,
+    options: &BuildOptions,
+    state: &SummaryState,
+    cache: &mut ReduceCache,
+) -> Result<BuildOutcome> {
     build_with_notes(items, encoding, options, state, cache, &[])
 }
 
@@ -754,7 +802,10 @@ fn summary_messages(options: &BuildOptions, summary: &SummaryRecord) -> Vec<Mess
     } else {
         vec![Message::new(
             Role::System,
-            Content::text(format!("Summary of the earlier conversation (up to message {}):\n{}", summary.summarised_until, summary.text)),
+            Content::text(format!(
+                "Summary of the earlier conversation (up to message {}):\n{}",
+                summary.summarised_until, summary.text
+            )),
             source,
         )]
     }
@@ -790,7 +841,8 @@ fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCache) -> Arc<s
             return Arc::clone(structure);
         }
         // Appended to since: extend in place when the new messages carry no tool traffic.
-        let prefix = *len > 0 && *len < items.len() && items.get(*len - 1).is_some_and(|i| i.id == cached_last.as_str());
+        let prefix =
+            *len > 0 && *len < items.len() && items.get(*len - 1).is_some_and(|i| i.id == cached_last.as_str());
         if prefix && cached_first == first && *cached_dedupe == dedupe {
             let from = *len;
             // Unshared between builds, so this extends in place without copying.
@@ -815,7 +867,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     let mut notes = Vec::new();
 
     // The summary in force, if it still matches the history.
-    let summary = state.current.as_ref().filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
+    let summary =
+        state.current.as_ref().filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
     if state.current.is_some() && summary.is_none() {
         notes.push("the stored summary does not match this history and was ignored".to_string());
     }
@@ -826,7 +879,14 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     let mut active: Vec<usize> = Vec::new();
     for (u, unit) in structure.units.iter().enumerate() {
         if unit.kind == UnitKind::System {
-            let mut plan = Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None, pending: None };
+            let mut plan = Plan {
+                unit: u,
+                members: base_members(unit),
+                member_tokens: Vec::new(),
+                tokens: 0,
+                dropped: None,
+                pending: None,
+            };
             ctx.plan_tokens(cache, &mut plan)?;
             system_plans.push(plan);
         } else if unit.first < boundary {
@@ -883,7 +943,11 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
 
     // Seed 001: nothing is optimised up to `min_messages` messages, if they fit.
     let active_messages: usize = {
-        let mut msgs: Vec<usize> = active.iter().filter_map(|u| structure.units.get(*u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
+        let mut msgs: Vec<usize> = active
+            .iter()
+            .filter_map(|u| structure.units.get(*u))
+            .flat_map(|unit| unit.members.iter().map(|m| m.msg))
+            .collect();
         msgs.sort_unstable();
         msgs.dedup();
         msgs.len()
@@ -896,7 +960,12 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                     total += match member.parts {
                         None => ctx.item(member.msg)?.tokens as usize,
                         Some(_) => {
-                            let plan = MemberPlan { msg: member.msg, parts: member.parts.clone(), replace: Vec::new(), text_only: false };
+                            let plan = MemberPlan {
+                                msg: member.msg,
+                                parts: member.parts.clone(),
+                                replace: Vec::new(),
+                                text_only: false,
+                            };
                             ctx.member_tokens(cache, &plan)? as usize
                         }
                     };
@@ -929,8 +998,15 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                                 .into_iter()
                                 .filter(|j| matches!(message.content.parts.get(*j), Some(Part::Text { .. })))
                                 .collect();
-                            let whole = unit.kind == UnitKind::Assistant && unit.members.len() == 1 && text_parts.len() == message.content.parts.len();
-                            let plan = MemberPlan { msg: member.msg, parts: Some(text_parts), replace: Vec::new(), text_only: !whole };
+                            let whole = unit.kind == UnitKind::Assistant
+                                && unit.members.len() == 1
+                                && text_parts.len() == message.content.parts.len();
+                            let plan = MemberPlan {
+                                msg: member.msg,
+                                parts: Some(text_parts),
+                                replace: Vec::new(),
+                                text_only: !whole,
+                            };
                             let plan = if whole { MemberPlan { parts: None, text_only: false, ..plan } } else { plan };
                             last_text.insert(unit.turn, (u, plan));
                             break;
@@ -943,8 +1019,12 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
         for &u in active.iter().take(tail_start) {
             let Some(unit) = structure.units.get(u) else { continue };
             let keep = match unit.kind {
-                UnitKind::User => (last_user.get(&unit.turn) == Some(&u)).then(|| base_members(unit).into_iter().next()).flatten(),
-                UnitKind::Assistant | UnitKind::Step => last_text.get(&unit.turn).filter(|(w, _)| *w == u).map(|(_, m)| m.clone()),
+                UnitKind::User => {
+                    (last_user.get(&unit.turn) == Some(&u)).then(|| base_members(unit).into_iter().next()).flatten()
+                }
+                UnitKind::Assistant | UnitKind::Step => {
+                    last_text.get(&unit.turn).filter(|(w, _)| *w == u).map(|(_, m)| m.clone())
+                }
                 UnitKind::System => continue,
             };
             thinning.insert(u, keep);
@@ -965,7 +1045,14 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     let mut plans: Vec<Plan> = Vec::with_capacity(active.len());
     for (o, &u) in active.iter().enumerate() {
         let Some(unit) = structure.units.get(u) else { continue };
-        let mut plan = Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None, pending: None };
+        let mut plan = Plan {
+            unit: u,
+            members: base_members(unit),
+            member_tokens: Vec::new(),
+            tokens: 0,
+            dropped: None,
+            pending: None,
+        };
         if let Some(decision) = thinning.get(&u) {
             match decision {
                 Some(member) => plan.members = vec![member.clone()],
@@ -1008,7 +1095,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
             // The tail that stays: the last N steps whole (seed 004, N constant), and further
             // back while the tail plus the summary stay below the target (seed 001).
             let max_summary = match &budget_report {
-                Some(b) => (summary_options.max_tokens as usize).min(b.summary_budget.saturating_sub(summary_overhead(ctx, summary_options))),
+                Some(b) => (summary_options.max_tokens as usize)
+                    .min(b.summary_budget.saturating_sub(summary_overhead(ctx, summary_options))),
                 None => summary_options.max_tokens as usize,
             };
             let target = (summary_options.target_tokens as usize).saturating_sub(max_summary + system_tokens);
@@ -1030,21 +1118,44 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
             }
             // Start the tail at the user's request when it immediately precedes (seed 004 keeps
             // user/assistant pairs), so the summary is not merged into an assistant message.
-            let starts_with_step = plans.get(cut).and_then(|p| structure.units.get(p.unit)).is_some_and(|u| u.is_step_like());
-            let user_before = cut.checked_sub(1).and_then(|c| plans.get(c)).and_then(|p| structure.units.get(p.unit)).is_some_and(|u| u.kind == UnitKind::User);
+            let starts_with_step =
+                plans.get(cut).and_then(|p| structure.units.get(p.unit)).is_some_and(|u| u.is_step_like());
+            let user_before = cut
+                .checked_sub(1)
+                .and_then(|c| plans.get(c))
+                .and_then(|p| structure.units.get(p.unit))
+                .is_some_and(|u| u.kind == UnitKind::User);
             if starts_with_step && user_before {
                 cut -= 1;
             }
             if cut > 0 && max_summary >= 16 {
-                let request = summary_request_for(ctx, cache, &structure, &active, &plans, cut, &system_plans, summary, summary_options, state, max_summary as u32)?;
+                let request = summary_request_for(
+                    ctx,
+                    cache,
+                    &structure,
+                    &active,
+                    &plans,
+                    cut,
+                    &system_plans,
+                    summary,
+                    summary_options,
+                    state,
+                    max_summary as u32,
+                )?;
                 match summary_options.summariser {
                     Summariser::External => summary_request = Some(request),
                     Summariser::Extractive => {
                         let covered_messages = covered_originals(ctx, &structure, active.get(..cut).unwrap_or(&[]))?;
-                        let text = summary::extractive(&covered_messages, summary.map(|s| s.text.as_str()), encoding, request.max_tokens);
+                        let text = summary::extractive(
+                            &covered_messages,
+                            summary.map(|s| s.text.as_str()),
+                            encoding,
+                            request.max_tokens,
+                        );
                         let tokens = summary::validate_summary(&text, encoding, request.max_tokens, &[])?;
                         let created_at = options.now.clone().unwrap_or_else(|| format!("seq:{}", state.generation + 1));
-                        let record = summary::record(&request.pending(), text, tokens, created_at, SummarySource::Extractive);
+                        let record =
+                            summary::record(&request.pending(), text, tokens, created_at, SummarySource::Extractive);
                         return Ok(Step::Summarise { record });
                     }
                 }
@@ -1056,7 +1167,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
 
     // Count window (seed 000): units with a message among the last N, chains whole.
     if let Some(n) = options.max_messages {
-        let mut msgs: Vec<usize> = plans.iter().filter(|p| p.dropped.is_none()).flat_map(|p| p.members.iter().map(|m| m.msg)).collect();
+        let mut msgs: Vec<usize> =
+            plans.iter().filter(|p| p.dropped.is_none()).flat_map(|p| p.members.iter().map(|m| m.msg)).collect();
         msgs.sort_unstable();
         msgs.dedup();
         if msgs.len() > n {
@@ -1094,7 +1206,21 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
         }
     }
 
-    assemble(ctx, cache, &structure, system_plans, plans, &covered, summary, summary_msgs, summary_in_context, summary_tokens, budget_report, notes, summary_request)
+    assemble(
+        ctx,
+        cache,
+        &structure,
+        system_plans,
+        plans,
+        &covered,
+        summary,
+        summary_msgs,
+        summary_in_context,
+        summary_tokens,
+        budget_report,
+        notes,
+        summary_request,
+    )
 }
 
 fn summary_overhead(ctx: &Ctx, options: &SummaryOptions) -> usize {
@@ -1130,8 +1256,10 @@ fn summary_request_for(
     state: &SummaryState,
     max_tokens: u32,
 ) -> Result<SummaryRequest> {
-    let tail_first = plans.get(cut).and_then(|p| structure.units.get(p.unit)).map_or(ctx.items.len(), |unit| unit.first);
-    let until_index = tail_first.checked_sub(1).ok_or_else(|| Error::internal("summary cut before the first message"))?;
+    let tail_first =
+        plans.get(cut).and_then(|p| structure.units.get(p.unit)).map_or(ctx.items.len(), |unit| unit.first);
+    let until_index =
+        tail_first.checked_sub(1).ok_or_else(|| Error::internal("summary cut before the first message"))?;
     let until = ctx.item(until_index)?.id.to_string();
     // The messages to summarise: compressed where long, digests not applied (the summariser
     // should see what was read), in history order.
@@ -1149,7 +1277,8 @@ fn summary_request_for(
     ids.sort_unstable();
     ids.dedup();
     let original: u64 = ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| u64::from(item.tokens)).sum();
-    let message_ids: Vec<String> = ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
+    let message_ids: Vec<String> =
+        ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
     let mut messages: Vec<Arc<Message>> = Vec::new();
     for plan in system_plans {
         for member in &plan.members {
@@ -1164,7 +1293,9 @@ fn summary_request_for(
     // The caller's model sees the messages and then the prompt: a valid list on its own.
     let mut to_send: Vec<Arc<Message>> = messages;
     let first_non_system = to_send.iter().position(|m| !m.role.is_instruction());
-    if ctx.options.format == Format::Anthropic && first_non_system.is_some_and(|i| to_send.get(i).is_some_and(|m| m.role == Role::Assistant)) {
+    if ctx.options.format == Format::Anthropic
+        && first_non_system.is_some_and(|i| to_send.get(i).is_some_and(|m| m.role == Role::Assistant))
+    {
         if let Some(i) = first_non_system {
             to_send.insert(i, Arc::new(placeholder(ctx.options.format)));
         }
@@ -1231,11 +1362,13 @@ fn assemble(
             let room = budget_report.map_or(usize::MAX, |b| b.summary_budget.saturating_sub(tokens.summary));
             let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
             let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-            memory::turn_summaries(ctx.notes, in_context, room, ctx.encoding, format, &mut cache.memory_lines).map(|(message, used)| {
-                summary_msgs.extend(message);
-                tokens.summary += used.tokens;
-                used
-            })
+            memory::turn_summaries(ctx.notes, in_context, room, ctx.encoding, format, &mut cache.memory_lines).map(
+                |(message, used)| {
+                    summary_msgs.extend(message);
+                    tokens.summary += used.tokens;
+                    used
+                },
+            )
         }
         _ => None,
     };
@@ -1245,7 +1378,12 @@ fn assemble(
     for (plan, section) in &kept {
         if *section == Section::Recent && !summary_placed {
             for m in &summary_msgs {
-                messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
+                messages.push(ContextMessage {
+                    message: Arc::new(m.clone()),
+                    sources: Vec::new(),
+                    section: Section::Summary,
+                    action: Action::Kept,
+                });
             }
             summary_placed = true;
         }
@@ -1268,7 +1406,12 @@ fn assemble(
     }
     if !summary_placed {
         for m in &summary_msgs {
-            messages.push(ContextMessage { message: Arc::new(m.clone()), sources: Vec::new(), section: Section::Summary, action: Action::Kept });
+            messages.push(ContextMessage {
+                message: Arc::new(m.clone()),
+                sources: Vec::new(),
+                section: Section::Summary,
+                action: Action::Kept,
+            });
         }
     }
 
@@ -1285,7 +1428,15 @@ fn assemble(
             let at = first.unwrap_or(messages.len());
             let message = placeholder(format);
             tokens.recent += made_up_tokens(ctx, cache, &message);
-            messages.insert(at, ContextMessage { message: Arc::new(message), sources: Vec::new(), section: Section::Recent, action: Action::Kept });
+            messages.insert(
+                at,
+                ContextMessage {
+                    message: Arc::new(message),
+                    sources: Vec::new(),
+                    section: Section::Recent,
+                    action: Action::Kept,
+                },
+            );
             placeholder_used = true;
             notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }

@@ -34,7 +34,10 @@ impl Profile {
             return Err(Error::invalid_argument("a profile needs a name"));
         }
         if self.context_window < 1000 {
-            return Err(Error::invalid_argument(format!("profile {:?}: contextWindow must be at least 1000", self.name)));
+            return Err(Error::invalid_argument(format!(
+                "profile {:?}: contextWindow must be at least 1000",
+                self.name
+            )));
         }
         if !(self.trigger_fraction > 0.0 && self.trigger_fraction <= 1.0) {
             return Err(Error::invalid_argument(format!(
@@ -51,9 +54,13 @@ impl Profile {
             }
         }
         if !(1..=1000).contains(&self.keep_recent_steps) {
-            return Err(Error::invalid_argument(format!("profile {:?}: keepRecentSteps must be between 1 and 1000", self.name)));
+            return Err(Error::invalid_argument(format!(
+                "profile {:?}: keepRecentSteps must be between 1 and 1000",
+                self.name
+            )));
         }
-        Encoding::parse(&self.encoding).map_err(|e| Error::invalid_argument(format!("profile {:?}: {}", self.name, e.message)))?;
+        Encoding::parse(&self.encoding)
+            .map_err(|e| Error::invalid_argument(format!("profile {:?}: {}", self.name, e.message)))?;
         Ok(())
     }
 
@@ -83,7 +90,11 @@ impl Profile {
         self.validate()?;
         let options = BuildOptions {
             format: self.format.unwrap_or(Format::OpenAi),
-            budget: Some(BudgetOptions { context_window: self.context_window, target_ratio: self.trigger_fraction, ..BudgetOptions::default() }),
+            budget: Some(BudgetOptions {
+                context_window: self.context_window,
+                target_ratio: self.trigger_fraction,
+                ..BudgetOptions::default()
+            }),
             keep_recent_steps: self.keep_recent_steps,
             thin: true,
             summary: Some(SummaryOptions {
@@ -141,7 +152,9 @@ pub fn builtin(model: &str) -> Option<Profile> {
     let model = model.trim().to_ascii_lowercase();
     let found = BUILTINS
         .iter()
-        .filter(|b| model == b.0 || model.strip_prefix(b.0).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('@')))
+        .filter(|b| {
+            model == b.0 || model.strip_prefix(b.0).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('@'))
+        })
         .max_by_key(|b| b.0.len())?;
     let (name, window, trigger, steps, encoding, format) = *found;
     Some(Profile {
@@ -172,7 +185,10 @@ mod tests {
         let init = resolve("init").unwrap();
         assert_eq!((init.context_window, init.trigger_tokens(), init.keep_recent_steps), (200_000, 150_000, 3));
         let execute = resolve("execute").unwrap();
-        assert_eq!((execute.context_window, execute.trigger_tokens(), execute.keep_recent_steps), (1_000_000, 700_000, 5));
+        assert_eq!(
+            (execute.context_window, execute.trigger_tokens(), execute.keep_recent_steps),
+            (1_000_000, 700_000, 5)
+        );
         let options = init.to_options().unwrap();
         assert_eq!(options.summary.as_ref().unwrap().trigger_tokens, 150_000);
         assert_eq!(options.budget.as_ref().unwrap().max_tokens(), 150_000);

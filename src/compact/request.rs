@@ -77,7 +77,8 @@ fn sanitize_openai(value: Value) -> Value {
     for message in list {
         let is_assistant = message.get("role").and_then(Value::as_str) == Some("assistant");
         let previous_calls = merged.last().is_some_and(|p| {
-            p.get("role").and_then(Value::as_str) == Some("assistant") && matches!(p.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty())
+            p.get("role").and_then(Value::as_str) == Some("assistant")
+                && matches!(p.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty())
         });
         match (is_assistant && previous_calls, merged.last_mut(), message) {
             (true, Some(Value::Object(previous)), Value::Object(next)) => merge_openai_assistant(previous, next),
@@ -115,7 +116,10 @@ fn sanitize_openai(value: Value) -> Value {
                 let has_calls = matches!(clean.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty());
                 if !has_calls {
                     clean.remove("tool_calls");
-                    if matches!(clean.get("content"), None | Some(Value::Null)) && !clean.contains_key("refusal") && !clean.contains_key("audio") {
+                    if matches!(clean.get("content"), None | Some(Value::Null))
+                        && !clean.contains_key("refusal")
+                        && !clean.contains_key("audio")
+                    {
                         clean.insert("content".into(), Value::from(""));
                     }
                 }
@@ -162,7 +166,8 @@ fn sanitize_block(block: Value) -> Value {
     let mut clean = keep_keys(&object, keys);
     if kind == "tool_result" {
         if let Some(Value::Array(inner)) = clean.get_mut("content") {
-            let blocks: Vec<Value> = std::mem::take(inner).into_iter().filter(|b| !is_blank_text(b)).map(sanitize_block).collect();
+            let blocks: Vec<Value> =
+                std::mem::take(inner).into_iter().filter(|b| !is_blank_text(b)).map(sanitize_block).collect();
             if blocks.is_empty() {
                 clean.remove("content");
             } else {
@@ -217,7 +222,8 @@ fn rename_reused_tool_ids(messages: &mut [(String, Vec<Value>)]) {
         if let Some((_, blocks)) = messages.get_mut(i + 1) {
             for (old, fresh) in renamed {
                 let target = blocks.iter_mut().find(|b| {
-                    b.get("type").and_then(Value::as_str) == Some("tool_result") && b.get("tool_use_id").and_then(Value::as_str) == Some(old.as_str())
+                    b.get("type").and_then(Value::as_str) == Some("tool_result")
+                        && b.get("tool_use_id").and_then(Value::as_str) == Some(old.as_str())
                 });
                 if let Some(block) = target {
                     // An object, as its "type" and "tool_use_id" were read from it.
@@ -238,8 +244,12 @@ fn sanitize_anthropic(value: Value) -> Value {
     for message in list {
         let role = message.get("role").and_then(Value::as_str).unwrap_or("user").to_string();
         let blocks: Vec<Value> = match message.get("content") {
-            Some(Value::String(text)) if !text.trim().is_empty() => vec![serde_json::json!({"type": "text", "text": text})],
-            Some(Value::Array(blocks)) => blocks.iter().filter(|b| !is_blank_text(b)).cloned().map(sanitize_block).collect(),
+            Some(Value::String(text)) if !text.trim().is_empty() => {
+                vec![serde_json::json!({"type": "text", "text": text})]
+            }
+            Some(Value::Array(blocks)) => {
+                blocks.iter().filter(|b| !is_blank_text(b)).cloned().map(sanitize_block).collect()
+            }
             _ => Vec::new(),
         };
         if blocks.is_empty() {
@@ -256,7 +266,10 @@ fn sanitize_anthropic(value: Value) -> Value {
         .map(|(role, mut blocks)| {
             blocks.sort_by_key(|b| rank(b, &role));
             let content = match blocks.as_slice() {
-                [only] if only.get("type").and_then(Value::as_str) == Some("text") && only.as_object().is_some_and(|o| o.len() == 2) => {
+                [only]
+                    if only.get("type").and_then(Value::as_str) == Some("text")
+                        && only.as_object().is_some_and(|o| o.len() == 2) =>
+                {
                     only.get("text").cloned().unwrap_or_default()
                 }
                 _ => Value::Array(blocks),
@@ -269,7 +282,11 @@ fn sanitize_anthropic(value: Value) -> Value {
         let system = match system {
             Value::Array(blocks) => {
                 let blocks: Vec<Value> = blocks.into_iter().filter(|b| !is_blank_text(b)).map(sanitize_block).collect();
-                if blocks.is_empty() { None } else { Some(Value::Array(blocks)) }
+                if blocks.is_empty() {
+                    None
+                } else {
+                    Some(Value::Array(blocks))
+                }
             }
             Value::String(text) if text.trim().is_empty() => None,
             other => Some(other),
@@ -310,7 +327,11 @@ pub fn validate(value: &Value, format: Format) -> std::result::Result<(), Vec<Vi
 }
 
 /// Checks a request given as its parts: Anthropic's `system` (if any) and the messages.
-pub(crate) fn validate_parts(system: Option<&Value>, messages: &[&Value], format: Format) -> std::result::Result<(), Vec<Violation>> {
+pub(crate) fn validate_parts(
+    system: Option<&Value>,
+    messages: &[&Value],
+    format: Format,
+) -> std::result::Result<(), Vec<Violation>> {
     let violations = match format {
         Format::OpenAi => validate_openai_messages(messages),
         Format::Anthropic => {
@@ -358,7 +379,11 @@ fn validate_openai_messages(list: &[&Value]) -> Vec<Violation> {
         };
         for key in object.keys() {
             if !allowed.contains(&key.as_str()) {
-                v.push(violation(Some(i), "requestFields", format!("field `{key}` is not accepted in a {role} message")));
+                v.push(violation(
+                    Some(i),
+                    "requestFields",
+                    format!("field `{key}` is not accepted in a {role} message"),
+                ));
             }
         }
         if !pending.is_empty() && role != "tool" {
@@ -399,17 +424,28 @@ fn validate_openai_messages(list: &[&Value]) -> Vec<Violation> {
                             && call.get("function").and_then(|f| f.get("name")).and_then(Value::as_str).is_some()
                             && call.get("function").and_then(|f| f.get("arguments")).and_then(Value::as_str).is_some();
                         if !ok {
-                            v.push(violation(Some(i), "toolCalls", "a tool call needs an id, type \"function\", and a function name and arguments"));
+                            v.push(violation(
+                                Some(i),
+                                "toolCalls",
+                                "a tool call needs an id, type \"function\", and a function name and arguments",
+                            ));
                         }
                         // Ids may repeat across the conversation (OpenAI pairs them locally, and
                         // real logs reuse them), but not within one message.
                         if pending.contains(&id) {
-                            v.push(violation(Some(i), "uniqueCallIds", format!("tool call id {id:?} is used twice in one message")));
+                            v.push(violation(
+                                Some(i),
+                                "uniqueCallIds",
+                                format!("tool call id {id:?} is used twice in one message"),
+                            ));
                         }
                         pending.push(id);
                     }
                     pending_from = i;
-                } else if matches!(object.get("content"), None | Some(Value::Null)) && !object.contains_key("refusal") && !object.contains_key("audio") {
+                } else if matches!(object.get("content"), None | Some(Value::Null))
+                    && !object.contains_key("refusal")
+                    && !object.contains_key("audio")
+                {
                     v.push(violation(Some(i), "content", "an assistant message needs content or tool_calls"));
                 }
             }
@@ -421,7 +457,11 @@ fn validate_openai_messages(list: &[&Value]) -> Vec<Violation> {
         }
     }
     if !pending.is_empty() {
-        v.push(violation(Some(pending_from), "toolCallsAnswered", format!("tool calls {pending:?} are never answered")));
+        v.push(violation(
+            Some(pending_from),
+            "toolCallsAnswered",
+            format!("tool calls {pending:?} are never answered"),
+        ));
     }
     v
 }
@@ -471,7 +511,11 @@ fn validate_anthropic_messages(list: &[&Value], v: &mut Vec<Violation>) {
         };
         for key in object.keys() {
             if key != "role" && key != "content" {
-                v.push(violation(Some(i), "requestFields", format!("field `{key}` is not accepted in a request message")));
+                v.push(violation(
+                    Some(i),
+                    "requestFields",
+                    format!("field `{key}` is not accepted in a request message"),
+                ));
             }
         }
         let role = object.get("role").and_then(Value::as_str).unwrap_or("");
@@ -510,7 +554,11 @@ fn validate_anthropic_messages(list: &[&Value], v: &mut Vec<Violation>) {
             if let (Some(keys), Some(fields)) = (block_keys(kind), block.as_object()) {
                 for key in fields.keys() {
                     if !keys.contains(&key.as_str()) {
-                        v.push(violation(Some(i), "requestFields", format!("field `{key}` is not accepted in a {kind} block")));
+                        v.push(violation(
+                            Some(i),
+                            "requestFields",
+                            format!("field `{key}` is not accepted in a {kind} block"),
+                        ));
                     }
                 }
             }
@@ -533,7 +581,11 @@ fn validate_anthropic_messages(list: &[&Value], v: &mut Vec<Violation>) {
                         v.push(violation(Some(i), "toolResultRole", "tool_result blocks belong in user messages"));
                     }
                     if other_seen {
-                        v.push(violation(Some(i), "toolResultsFirst", "tool_result blocks must come before any other block"));
+                        v.push(violation(
+                            Some(i),
+                            "toolResultsFirst",
+                            "tool_result blocks must come before any other block",
+                        ));
                     }
                     results.push(block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string());
                 }
@@ -542,19 +594,31 @@ fn validate_anthropic_messages(list: &[&Value], v: &mut Vec<Violation>) {
         }
         for id in &results {
             if !previous_uses.contains(id) {
-                v.push(violation(Some(i), "toolResultFollowsCall", format!("tool_result for {id:?} does not answer a tool_use of the previous message")));
+                v.push(violation(
+                    Some(i),
+                    "toolResultFollowsCall",
+                    format!("tool_result for {id:?} does not answer a tool_use of the previous message"),
+                ));
             }
         }
         for id in &previous_uses {
             if !results.contains(id) {
-                v.push(violation(Some(i.saturating_sub(1)), "toolCallsAnswered", format!("tool_use {id:?} is not answered in the next message")));
+                v.push(violation(
+                    Some(i.saturating_sub(1)),
+                    "toolCallsAnswered",
+                    format!("tool_use {id:?} is not answered in the next message"),
+                ));
             }
         }
         previous_uses = uses;
         previous_role = if role == "user" || role == "assistant" { role } else { "" };
     }
     if !previous_uses.is_empty() {
-        v.push(violation(Some(list.len().saturating_sub(1)), "toolCallsAnswered", format!("tool_use {previous_uses:?} is never answered")));
+        v.push(violation(
+            Some(list.len().saturating_sub(1)),
+            "toolCallsAnswered",
+            format!("tool_use {previous_uses:?} is never answered"),
+        ));
     }
 }
 

@@ -177,8 +177,12 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                                 RepairKind::OrphanResult
                             };
                             dropped_parts.insert((i, j));
-                        mark(&mut touched, i);
-                            repairs.push(Repair { id: item.id.to_string(), kind, call_id: Some(result.call_id.clone()) });
+                            mark(&mut touched, i);
+                            repairs.push(Repair {
+                                id: item.id.to_string(),
+                                kind,
+                                call_id: Some(result.call_id.clone()),
+                            });
                         }
                     }
                 }
@@ -195,7 +199,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             if let Part::ToolCall(call) = part {
                 if !answered.contains(&(i, j)) {
                     dropped_parts.insert((i, j));
-                        mark(&mut touched, i);
+                    mark(&mut touched, i);
                     repairs.push(Repair {
                         id: item.id.to_string(),
                         kind: RepairKind::UnansweredCall,
@@ -222,14 +226,23 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 if dedupe_system {
                     let key = system_key(message);
                     let earlier = seen_system.entry(key).or_default();
-                    let duplicate = earlier.iter().any(|&k| items.get(k).is_some_and(|e| same_instruction(e.message, message)));
+                    let duplicate =
+                        earlier.iter().any(|&k| items.get(k).is_some_and(|e| same_instruction(e.message, message)));
                     if duplicate {
-                        repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        repairs.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::DuplicateSystem,
+                            call_id: None,
+                        });
                         continue;
                     }
                     earlier.push(i);
                 }
-                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
+                let kept: Vec<usize> = if had_drops {
+                    (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect()
+                } else {
+                    Vec::new()
+                };
                 if had_drops && kept.is_empty() {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
@@ -239,7 +252,11 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 // A system message does not break a run of assistant messages.
             }
             Role::Assistant => {
-                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
+                let kept: Vec<usize> = if had_drops {
+                    (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect()
+                } else {
+                    Vec::new()
+                };
                 if had_drops && !kept.iter().any(|&j| parts.get(j).is_some_and(is_substantive)) {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
@@ -316,7 +333,12 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 } else if message.role == Role::User && !has_results {
                     // A user message with no parts at all still starts a turn.
                     turn += 1;
-                    units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    units.push(Unit {
+                        kind: UnitKind::User,
+                        members: vec![Member { msg: i, parts: None }],
+                        turn,
+                        first: i,
+                    });
                     open_step = None;
                 } else if has_results {
                     open_step = None;
@@ -337,7 +359,10 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
         return false;
     }
     let new = items.get(from..).unwrap_or(&[]);
-    if new.iter().any(|item| item.message.content.parts.iter().any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)))) {
+    if new
+        .iter()
+        .any(|item| item.message.content.parts.iter().any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_))))
+    {
         return false;
     }
     if new.iter().any(|item| item.message.role == Role::Tool) {
@@ -350,15 +375,27 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
             Role::System | Role::Developer => {
                 if dedupe {
                     let duplicate = structure.units.iter().filter(|u| u.kind == UnitKind::System).any(|u| {
-                        u.members.first().and_then(|m| items.get(m.msg)).is_some_and(|e| same_instruction(e.message, message))
+                        u.members
+                            .first()
+                            .and_then(|m| items.get(m.msg))
+                            .is_some_and(|e| same_instruction(e.message, message))
                     });
                     if duplicate {
-                        structure.repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        structure.repairs.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::DuplicateSystem,
+                            call_id: None,
+                        });
                         continue;
                     }
                 }
                 let turn = structure.last_turn;
-                structure.units.push(Unit { kind: UnitKind::System, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                structure.units.push(Unit {
+                    kind: UnitKind::System,
+                    members: vec![Member { msg: i, parts: None }],
+                    turn,
+                    first: i,
+                });
             }
             Role::Assistant => {
                 let member = Member { msg: i, parts: None };
@@ -371,14 +408,24 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
                 };
                 if !joined {
                     let turn = structure.last_turn;
-                    structure.units.push(Unit { kind: UnitKind::Assistant, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    structure.units.push(Unit {
+                        kind: UnitKind::Assistant,
+                        members: vec![Member { msg: i, parts: None }],
+                        turn,
+                        first: i,
+                    });
                     structure.open_step = Some(structure.units.len() - 1);
                 }
             }
             Role::User | Role::Tool => {
                 structure.last_turn += 1;
                 let turn = structure.last_turn;
-                structure.units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                structure.units.push(Unit {
+                    kind: UnitKind::User,
+                    members: vec![Member { msg: i, parts: None }],
+                    turn,
+                    first: i,
+                });
                 structure.open_step = None;
             }
         }

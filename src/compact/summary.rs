@@ -232,7 +232,13 @@ pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, require
 }
 
 /// Makes the record for an accepted summary.
-pub fn record(pending: &PendingSummary, text: String, tokens: u32, created_at: String, source: SummarySource) -> SummaryRecord {
+pub fn record(
+    pending: &PendingSummary,
+    text: String,
+    tokens: u32,
+    created_at: String,
+    source: SummarySource,
+) -> SummaryRecord {
     let compression_rate =
         if pending.original_tokens == 0 { 0.0 } else { 1.0 - f64::from(tokens) / pending.original_tokens as f64 };
     SummaryRecord {
@@ -305,9 +311,11 @@ fn collect_paths(value: &Value, files: &mut Vec<String>) {
         Value::Object(map) => {
             for (key, inner) in map {
                 match (key.as_str(), inner) {
-                    ("file_path" | "path" | "filename" | "notebook_path" | "target_file" | "file" | "directory" | "dir" | "cwd", Value::String(s))
-                        if !s.is_empty() && s.len() < 300 =>
-                    {
+                    (
+                        "file_path" | "path" | "filename" | "notebook_path" | "target_file" | "file" | "directory"
+                        | "dir" | "cwd",
+                        Value::String(s),
+                    ) if !s.is_empty() && s.len() < 300 => {
                         push_unique(files, s.clone());
                     }
                     ("command" | "cmd" | "script", Value::String(s)) => {
@@ -315,7 +323,11 @@ fn collect_paths(value: &Value, files: &mut Vec<String>) {
                             if looks_like_path(token) {
                                 push_unique(
                                     files,
-                                    token.trim_matches(|c: char| c == '"' || c == '\'' || c == ',' || c == ';' || c == ')' || c == '(').to_string(),
+                                    token
+                                        .trim_matches(|c: char| {
+                                            c == '"' || c == '\'' || c == ',' || c == ';' || c == ')' || c == '('
+                                        })
+                                        .to_string(),
                                 );
                             }
                         }
@@ -357,7 +369,12 @@ fn looks_like_error(text: &str) -> bool {
 /// assistant's conclusions (the last thing it said in each turn), files and paths touched, tools
 /// used and how often, errors, and open to-dos; folded onto the previous summary if there is one.
 /// Lists lose their oldest entries until the whole fits `max_tokens`.
-pub fn extractive<M: std::borrow::Borrow<Message>>(messages: &[M], previous: Option<&str>, encoding: Encoding, max_tokens: u32) -> String {
+pub fn extractive<M: std::borrow::Borrow<Message>>(
+    messages: &[M],
+    previous: Option<&str>,
+    encoding: Encoding,
+    max_tokens: u32,
+) -> String {
     fit(extract(messages, previous), encoding, max_tokens)
 }
 
@@ -405,7 +422,9 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
                 if !text.trim().is_empty() {
                     for line in text.lines() {
                         let trimmed = line.trim_start();
-                        let todo = trimmed.strip_prefix("- [ ]").or_else(|| trimmed.find("TODO:").and_then(|at| trimmed.get(at + 5..)));
+                        let todo = trimmed
+                            .strip_prefix("- [ ]")
+                            .or_else(|| trimmed.find("TODO:").and_then(|at| trimmed.get(at + 5..)));
                         if let Some(rest) = todo {
                             push_unique(&mut extract.todos, squash(rest, 200));
                         }
@@ -446,7 +465,10 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
 
 fn fold_previous(extract: &mut Extract, previous: &str) {
     let strings = |value: Option<&Value>| -> Vec<String> {
-        value.and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+        value
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default()
     };
     match serde_json::from_str::<Value>(previous) {
         Ok(Value::Object(map)) if map.keys().all(|k| KEYS.contains(&k.as_str())) => {
@@ -500,7 +522,8 @@ fn fit(mut extract: Extract, encoding: Encoding, max_tokens: u32) -> String {
             (3, extract.errors.iter().map(String::len).sum()),
             (4, extract.todos.iter().map(String::len).sum()),
         ];
-        let (which, longest) = lists.iter().copied().max_by_key(|(i, len)| (*len, std::cmp::Reverse(*i))).unwrap_or((0, 0));
+        let (which, longest) =
+            lists.iter().copied().max_by_key(|(i, len)| (*len, std::cmp::Reverse(*i))).unwrap_or((0, 0));
         if earlier_len > longest {
             if let Some(earlier) = extract.earlier.as_mut() {
                 let keep = earlier.chars().count() * 3 / 4;
@@ -581,7 +604,8 @@ mod tests {
         assert_eq!(value["openTodos"], json!(["add a test"]));
         // Deterministic, and folding onto itself keeps and extends.
         assert_eq!(extractive(&messages, None, Encoding::O200kBase, 4000), text);
-        let again: Value = serde_json::from_str(&extractive(&messages[6..], Some(&text), Encoding::O200kBase, 4000)).unwrap();
+        let again: Value =
+            serde_json::from_str(&extractive(&messages[6..], Some(&text), Encoding::O200kBase, 4000)).unwrap();
         assert_eq!(again["toolsUsed"], json!({"bash": 1, "read_file": 1}));
         assert_eq!(again["userRequests"], json!(["Please fix the bug in src/app.py", "thanks"]));
         // A tight budget is met.
@@ -595,7 +619,10 @@ mod tests {
         assert!(validate_summary("  ", e, 100, &[]).unwrap_err().message.contains("empty"));
         assert!(validate_summary(&"word ".repeat(500), e, 100, &[]).unwrap_err().message.contains("over its budget"));
         let keys = vec!["pending".to_string(), "execution_output_dir".to_string()];
-        assert!(validate_summary("{\"pending\": []}", e, 100, &keys).unwrap_err().message.contains("execution_output_dir"));
+        assert!(validate_summary("{\"pending\": []}", e, 100, &keys)
+            .unwrap_err()
+            .message
+            .contains("execution_output_dir"));
         assert!(validate_summary("{\"Pending\": [], \"execution_output_dir\": \"x\"}", e, 100, &keys).is_ok());
     }
 

@@ -147,9 +147,9 @@ impl MemoryStore {
             return Err(Error::invalid_argument(format!("the summary of turn {turn_number} is empty")));
         }
         let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&[&full_context]));
-        let snapshot = ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
-        let memory_summary =
-            MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
+        let snapshot =
+            ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
+        let memory_summary = MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
         self.insert(snapshot, memory_summary);
         self.contexts.get(&turn_number).ok_or_else(|| Error::internal("a recorded turn vanished"))
     }
@@ -164,7 +164,8 @@ impl MemoryStore {
             .chain(summary.insights.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join("\n");
-        self.index.add(Document { kind: DocumentKind::Summary, id: summary.id.clone(), turn_number: turn }, &summary_text);
+        self.index
+            .add(Document { kind: DocumentKind::Summary, id: summary.id.clone(), turn_number: turn }, &summary_text);
         self.summaries.insert(snapshot.turn_number, summary);
         self.contexts.insert(snapshot.turn_number, snapshot);
     }
@@ -182,8 +183,11 @@ impl MemoryStore {
     /// `[Turn 1] …` lines, the newest first when they do not all fit: at most `max_tokens`,
     /// counted exactly, with a line naming the omitted turns.
     pub fn cumulative_summary(&self, encoding: Encoding, max_tokens: usize) -> String {
-        let lines: Vec<(u32, String)> =
-            self.summaries.values().map(|s| (s.turn_number, crate::compact::memory::turn_line(s.turn_number, &s.summary))).collect();
+        let lines: Vec<(u32, String)> = self
+            .summaries
+            .values()
+            .map(|s| (s.turn_number, crate::compact::memory::turn_line(s.turn_number, &s.summary)))
+            .collect();
         let compose = |kept: usize| {
             let (omitted, kept) = lines.split_at(lines.len() - kept);
             let mut out = String::new();
@@ -237,7 +241,13 @@ impl MemoryStore {
     /// Replaces the store with an export already read; on any error the
     /// store is left as it was.
     pub fn restore(&mut self, export: MemoryExport) -> Result<()> {
-        crate::versioned::check(Some(&export.format), Some(u64::from(export.version)), EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
+        crate::versioned::check(
+            Some(&export.format),
+            Some(u64::from(export.version)),
+            EXPORT_FORMAT,
+            EXPORT_VERSION,
+            "memory",
+        )?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
         let mut summaries: BTreeMap<u32, MemorySummary> =
             export.summaries.into_iter().map(|s| (s.turn_number, s)).collect();
@@ -311,7 +321,10 @@ const TRANSCRIPT_CHARS: usize = 24_000;
 /// messages as a transcript, then the instruction.
 pub fn turn_prompt<M: Borrow<Message>>(turn_number: u32, messages: &[M], workspace_context: &str) -> String {
     let per_message = (TRANSCRIPT_CHARS / messages.len().max(1)).max(200);
-    let mut out = format!("Workspace at turn {turn_number}:\n{}\n\nConversation of turn {turn_number}:\n", squash(workspace_context, 4_000));
+    let mut out = format!(
+        "Workspace at turn {turn_number}:\n{}\n\nConversation of turn {turn_number}:\n",
+        squash(workspace_context, 4_000)
+    );
     for message in messages {
         let message: &Message = message.borrow();
         out.push_str(&format!("[{}] {}\n", message.role.as_str(), squash(&message.readable_text(), per_message)));
@@ -329,13 +342,31 @@ mod tests {
     fn seed_003_store() -> MemoryStore {
         let mut store = MemoryStore::default();
         store
-            .record_turn(1, "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(), "分析了代码库结构".into(), vec!["3个模块".into(), "main.ts是入口".into()], None)
+            .record_turn(
+                1,
+                "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(),
+                "分析了代码库结构".into(),
+                vec!["3个模块".into(), "main.ts是入口".into()],
+                None,
+            )
             .unwrap();
         store
-            .record_turn(2, "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(), "发现性能瓶颈".into(), vec![], None)
+            .record_turn(
+                2,
+                "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(),
+                "发现性能瓶颈".into(),
+                vec![],
+                None,
+            )
             .unwrap();
         store
-            .record_turn(3, "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(), "实施了优化".into(), vec![], None)
+            .record_turn(
+                3,
+                "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(),
+                "实施了优化".into(),
+                vec![],
+                None,
+            )
             .unwrap();
         store
     }

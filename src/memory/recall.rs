@@ -60,7 +60,10 @@ pub fn parse_request(input: &Value) -> Result<RecallRequest> {
         other => other,
     };
     let Value::Object(fields) = input else {
-        return Err(Error::invalid_argument(format!("recall_context input must be an object, got {}", type_name(input))));
+        return Err(Error::invalid_argument(format!(
+            "recall_context input must be an object, got {}",
+            type_name(input)
+        )));
     };
     if let Some(key) = fields.keys().find(|k| !matches!(k.as_str(), "turnNumbers" | "query" | "limit")) {
         return Err(Error::invalid_argument(format!("recall_context has no parameter `{key}`")));
@@ -77,11 +80,11 @@ pub fn parse_request(input: &Value) -> Result<RecallRequest> {
         (None, Some(Value::String(query))) if !query.trim().is_empty() => {
             let limit = match fields.get("limit") {
                 None | Some(Value::Null) => DEFAULT_LIMIT,
-                Some(limit) => limit
-                    .as_u64()
-                    .filter(|n| (1..=MAX_LIMIT as u64).contains(n))
-                    .map(|n| n as usize)
-                    .ok_or_else(|| Error::invalid_argument(format!("recall_context limit must be from 1 to {MAX_LIMIT}")))?,
+                Some(limit) => {
+                    limit.as_u64().filter(|n| (1..=MAX_LIMIT as u64).contains(n)).map(|n| n as usize).ok_or_else(
+                        || Error::invalid_argument(format!("recall_context limit must be from 1 to {MAX_LIMIT}")),
+                    )?
+                }
             };
             Ok(RecallRequest::Query { query: query.clone(), limit })
         }
@@ -102,7 +105,13 @@ pub trait Log {
 
 /// Runs a recall within `max_tokens`: whole turns (snapshot, summary and the turn's messages)
 /// or the best search hits.
-pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, encoding: Encoding, max_tokens: usize) -> Result<Value> {
+pub fn execute(
+    store: &MemoryStore,
+    request: &RecallRequest,
+    log: &dyn Log,
+    encoding: Encoding,
+    max_tokens: usize,
+) -> Result<Value> {
     let mut budget = Budget { encoding, left: max_tokens, truncated: false };
     match request {
         RecallRequest::Turns(turns) => {
@@ -134,9 +143,14 @@ pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, enco
                 let Some(mut result) = describe_hit(store, log, &hit) else { continue };
                 let Some(document) = store.index().document(hit.document) else { continue };
                 let text = match document.kind {
-                    DocumentKind::Snapshot => document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone()),
+                    DocumentKind::Snapshot => {
+                        document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone())
+                    }
                     DocumentKind::Summary => document.turn_number.and_then(|t| store.summary(t)).map(|s| {
-                        std::iter::once(s.summary.clone()).chain(s.insights.iter().cloned()).collect::<Vec<_>>().join("\n")
+                        std::iter::once(s.summary.clone())
+                            .chain(s.insights.iter().cloned())
+                            .collect::<Vec<_>>()
+                            .join("\n")
                     }),
                     DocumentKind::Message => log.message(&document.id).map(|(_, text)| text),
                 };
@@ -201,7 +215,10 @@ impl Budget {
             let head: String = text.chars().take(chars).collect();
             if chars == 0 || self.encoding.count(&head) <= room {
                 self.left = 0;
-                return Some(format!("{head}\n[… {} more characters cut to fit the recall limit]", total_chars - chars.min(total_chars)));
+                return Some(format!(
+                    "{head}\n[… {} more characters cut to fit the recall limit]",
+                    total_chars - chars.min(total_chars)
+                ));
             }
             chars = chars * 3 / 4;
         }
@@ -220,7 +237,11 @@ mod tests {
             (id == "m7").then(|| ("user", "please cancel reservation ABC123".to_string()))
         }
         fn ids_in(&self, range: &MessageRange) -> Vec<String> {
-            if range.from == "m7" { vec!["m7".into()] } else { vec![] }
+            if range.from == "m7" {
+                vec!["m7".into()]
+            } else {
+                vec![]
+            }
         }
         fn turn_of(&self, id: &str) -> Option<u32> {
             (id == "m7").then_some(2)
@@ -229,7 +250,9 @@ mod tests {
 
     fn store() -> MemoryStore {
         let mut store = MemoryStore::default();
-        store.record_turn(1, "Files: [main.ts]\nthe flight to Seattle".into(), "looked up flights".into(), vec![], None).unwrap();
+        store
+            .record_turn(1, "Files: [main.ts]\nthe flight to Seattle".into(), "looked up flights".into(), vec![], None)
+            .unwrap();
         store
             .record_turn(
                 2,
@@ -252,11 +275,22 @@ mod tests {
     #[test]
     fn recall_by_turn_returns_snapshots_and_refuses_unknown_turns() {
         let store = store();
-        let out = execute(&store, &parse_request(&json!({"turnNumbers": [1]})).unwrap(), &OneMessage, Encoding::O200kBase, 1000).unwrap();
+        let out = execute(
+            &store,
+            &parse_request(&json!({"turnNumbers": [1]})).unwrap(),
+            &OneMessage,
+            Encoding::O200kBase,
+            1000,
+        )
+        .unwrap();
         assert_eq!(out["turns"][0]["fullContext"], "Files: [main.ts]\nthe flight to Seattle");
         let out = execute(&store, &RecallRequest::Turns(vec![2]), &OneMessage, Encoding::O200kBase, 5000).unwrap();
-        assert_eq!(out["turns"][0]["messages"], json!([{"id": "m7", "role": "user", "text": "please cancel reservation ABC123"}]));
-        let error = execute(&store, &RecallRequest::Turns(vec![9]), &OneMessage, Encoding::O200kBase, 1000).unwrap_err();
+        assert_eq!(
+            out["turns"][0]["messages"],
+            json!([{"id": "m7", "role": "user", "text": "please cancel reservation ABC123"}])
+        );
+        let error =
+            execute(&store, &RecallRequest::Turns(vec![9]), &OneMessage, Encoding::O200kBase, 1000).unwrap_err();
         assert!(error.message.contains("turn 9 is not in memory (recorded turns: 1–2)"), "{error}");
     }
 

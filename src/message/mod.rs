@@ -28,9 +28,9 @@ impl Format {
         match name {
             "openai" => Ok(Format::OpenAi),
             "anthropic" => Ok(Format::Anthropic),
-            other => Err(Error::invalid_argument(format!(
-                "unknown format {other:?}: expected \"openai\" or \"anthropic\""
-            ))),
+            other => {
+                Err(Error::invalid_argument(format!("unknown format {other:?}: expected \"openai\" or \"anthropic\"")))
+            }
         }
     }
 
@@ -190,12 +190,27 @@ pub struct ToolResult {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Part {
-    Text { text: String, extra: Map<String, Value> },
-    Image { source: ImageSource, detail: Option<String>, extra: Map<String, Value>, source_extra: Map<String, Value> },
+    Text {
+        text: String,
+        extra: Map<String, Value>,
+    },
+    Image {
+        source: ImageSource,
+        detail: Option<String>,
+        extra: Map<String, Value>,
+        source_extra: Map<String, Value>,
+    },
     ToolCall(ToolCall),
     ToolResult(ToolResult),
-    Thinking { thinking: String, signature: Option<String>, extra: Map<String, Value> },
-    RedactedThinking { data: String, extra: Map<String, Value> },
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+        extra: Map<String, Value>,
+    },
+    RedactedThinking {
+        data: String,
+        extra: Map<String, Value>,
+    },
     /// A part type this model does not know, kept verbatim (audio, files, documents, server tools…).
     Other(Value),
 }
@@ -229,8 +244,14 @@ pub enum PartKind {
 }
 
 impl PartKind {
-    pub const ALL: [PartKind; 6] =
-        [PartKind::Text, PartKind::Image, PartKind::ToolCall, PartKind::ToolResult, PartKind::Thinking, PartKind::Other];
+    pub const ALL: [PartKind; 6] = [
+        PartKind::Text,
+        PartKind::Image,
+        PartKind::ToolCall,
+        PartKind::ToolResult,
+        PartKind::Thinking,
+        PartKind::Other,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -3,7 +3,10 @@
 
 mod chat;
 
-pub use chat::{count_message, count_messages, count_part, count_tools, message_overhead, ChatCount, MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE};
+pub use chat::{
+    count_message, count_messages, count_part, count_tools, message_overhead, ChatCount, MessageTokens, REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+};
 
 use crate::bpe::{BpeEncoder, BpeEncoding};
 use crate::error::{Error, Result};

@@ -117,7 +117,8 @@ fn compress_value(value: &Value, options: &CompressOptions, depth: usize, projec
             }
         }
         Value::Object(map) => {
-            let identifying: Vec<&String> = if project { map.keys().filter(|k| is_identifying(k)).collect() } else { Vec::new() };
+            let identifying: Vec<&String> =
+                if project { map.keys().filter(|k| is_identifying(k)).collect() } else { Vec::new() };
             let mut out = Map::new();
             if identifying.is_empty() {
                 for (key, inner) in map {
