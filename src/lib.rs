@@ -5,6 +5,7 @@ pub mod bindings;
 pub mod bpe;
 pub mod compact;
 pub mod error;
+pub mod extract;
 pub mod history;
 pub mod ids;
 pub mod memory;

@@ -1146,7 +1146,7 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
                     Summariser::External => summary_request = Some(request),
                     Summariser::Extractive => {
                         let covered_messages = covered_originals(ctx, &structure, active.get(..cut).unwrap_or(&[]))?;
-                        let text = summary::extractive(
+                        let text = crate::extract::extractive(
                             &covered_messages,
                             summary.map(|s| s.text.as_str()),
                             encoding,

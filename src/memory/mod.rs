@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compact::summary::{extract, squash};
 use crate::error::{Error, Result};
+use crate::extract::{extract, squash};
 use crate::ids::fnv1a;
 use crate::message::Message;
 use crate::tokens::Encoding;
