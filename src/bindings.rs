@@ -12,10 +12,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::compact::profile::{self, Profile};
 
-use crate::compact::fasthash::FastMap;
 use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::compact::{Assembled, EmitCache, Piece};
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::message::Message;
 use crate::message::{self, Format};
 use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};

@@ -6,6 +6,7 @@ pub mod bpe;
 pub mod compact;
 pub mod error;
 pub mod extract;
+pub(crate) mod fasthash;
 pub mod history;
 pub mod ids;
 pub mod memory;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::{Content, Format, Message, Role};
 use crate::tokens::{self, Encoding};
 
-use super::fasthash::FastMap;
+use crate::fasthash::FastMap;
 
 /// A recorded turn offered to the builder: its summary and the stored messages it covers
 /// (indices into the history, inclusive).

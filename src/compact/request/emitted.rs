@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::fasthash::FastMap;
-use super::request::{emit_request, validate_parts, Violation};
+use super::{emit_request, validate_parts, Violation};
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
 
 /// One stretch of the request's messages.

@@ -1,4 +1,4 @@
-//! Repair and structure: which parts of which messages survive (seed 000's
+//! Repair: the first stage, and structure: which parts of which messages survive (seed 000's
 //! `clean_message_history`, and what it misses), and how the survivors group into the units
 //! the rest of the pipeline keeps or drops whole.
 //!
@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::fasthash::{FastMap, FastSet, FxHasher};
+use super::reduce::ReduceCache;
+use crate::fasthash::{FastMap, FastSet, FxHasher};
 
 use crate::message::{Message, Part, Role};
 
@@ -455,6 +456,34 @@ fn system_key(message: &Message) -> u64 {
 
 fn same_instruction(a: &Message, b: &Message) -> bool {
     a.role == b.role && a.name == b.name && a.content.parts == b.content.parts
+}
+
+/// The structure of `items`, from the cache when it is the history built last time (append-only:
+/// same length and same ends), else analysed afresh.
+pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCache) -> Arc<Structure> {
+    let first = items.first().map_or("", |i| i.id);
+    let last = items.last().map_or("", |i| i.id);
+    if let Some((len, cached_first, cached_last, cached_dedupe, structure)) = cache.structure.as_mut() {
+        if *len == items.len() && cached_first == first && cached_last == last && *cached_dedupe == dedupe {
+            return Arc::clone(structure);
+        }
+        // Appended to since: extend in place when the new messages carry no tool traffic.
+        let prefix =
+            *len > 0 && *len < items.len() && items.get(*len - 1).is_some_and(|i| i.id == cached_last.as_str());
+        if prefix && cached_first == first && *cached_dedupe == dedupe {
+            let from = *len;
+            // Unshared between builds, so this extends in place without copying.
+            // `extend` changes nothing when it declines.
+            if extend(Arc::make_mut(structure), items, from, dedupe) {
+                *len = items.len();
+                *cached_last = last.to_string();
+                return Arc::clone(structure);
+            }
+        }
+    }
+    let structure = Arc::new(analyze(items, dedupe));
+    cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
+    structure
 }
 
 #[cfg(test)]
