@@ -455,13 +455,12 @@ struct SharedState {
     request: RefCell<RequestCache>,
 }
 
-/// What the last build handed to JS: the request form of each context message (`EmitCache`),
-/// and the frozen JS objects made from the forms, layout entries and receipt runs (`Interned`).
+/// What the last build handed to JS: the frozen JS objects made from the request forms of the
+/// context messages (which the session's `Compactor` keeps), layout entries and receipt runs.
 /// A build sends across the boundary only what was not in the last one; the rest are the same
 /// objects.
 #[derive(Default)]
 struct RequestCache {
-    forms: EmitCache,
     /// The format `sent` holds objects of.
     sent_format: Option<Format>,
     /// Per context message, a frozen array of its request objects.
@@ -596,7 +595,7 @@ fn deep_freeze(value: &JsValue) {
 impl RequestCache {
     /// The request as the provider takes it (OpenAI's message array, Anthropic's
     /// `{ system?, messages }`): the objects of the last build for messages still in the context.
-    fn request_js(&mut self, assembled: &Assembled) -> Result<JsValue> {
+    fn request_js(&mut self, assembled: &Assembled, forms: &EmitCache) -> Result<JsValue> {
         if self.sent_format != Some(assembled.format) {
             self.sent = Interned::default();
             self.sent_format = Some(assembled.format);
@@ -609,7 +608,6 @@ impl RequestCache {
                 Piece::Joined(_) => None,
             })
             .collect();
-        let forms = &self.forms;
         let own =
             self.sent.objects(own, |missing| to_js(&missing.iter().map(|m| forms.own(&m.0)).collect::<Vec<_>>()))?;
         // Messages emitted together are new each build: all of them in one `JSON.parse`.
@@ -776,13 +774,13 @@ impl ConversationHistory {
     /// tokens); empty before the first build.
     #[wasm_bindgen(js_name = receiptEntries, unchecked_return_type = "ReceiptEntry[]")]
     pub fn receipt_entries(&self) -> JsResult<JsValue> {
-        throw(self.session.get().and_then(|s| to_js(&s.history.last_receipt_entries())))
+        throw(self.session.get().and_then(|s| to_js(&s.receipt_entries())))
     }
 
     /// Marks the compaction the last build asked for as under way; a second one is a `ConflictError`.
     #[wasm_bindgen(js_name = beginSummary)]
     pub fn begin_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
-        throw((|| self.session.get()?.history.begin_summary(&string_arg(&request_id, "the request id")?))())
+        throw((|| self.session.get()?.compactor.begin_summary(&string_arg(&request_id, "the request id")?))())
     }
 
     /// Hands back the summary text; checked (not empty, within budget, required keys) before it is stored.
@@ -801,7 +799,7 @@ impl ConversationHistory {
             } else {
                 Some(string_arg(&created_at, "createdAt")?)
             };
-            let record = self.session.get()?.history.complete_summary(&id, &text, created_at)?;
+            let record = self.session.get()?.complete_summary(&id, &text, created_at)?;
             to_js(&record)
         })())
     }
@@ -809,13 +807,13 @@ impl ConversationHistory {
     /// Abandons the compaction under way (the summariser failed); the next build asks again.
     #[wasm_bindgen(js_name = cancelSummary)]
     pub fn cancel_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
-        throw((|| self.session.get()?.history.cancel_summary(&string_arg(&request_id, "the request id")?))())
+        throw((|| self.session.get()?.compactor.cancel_summary(&string_arg(&request_id, "the request id")?))())
     }
 
     /// The summary in force and any compaction under way, for storage.
     #[wasm_bindgen(js_name = summaryState, unchecked_return_type = "SummaryState")]
     pub fn summary_state(&self) -> JsResult<JsValue> {
-        throw(self.session.get().and_then(|s| to_js(s.history.summary_state())))
+        throw(self.session.get().and_then(|s| to_js(s.compactor.summary_state())))
     }
 
     #[wasm_bindgen(js_name = setSummaryState)]
@@ -826,7 +824,7 @@ impl ConversationHistory {
         throw((|| {
             let state = serde_json::from_value(from_js(&state, "the summary state")?)
                 .map_err(|e| Error::invalid_argument(format!("invalid summary state: {e}")))?;
-            self.session.get()?.history.set_summary_state(state)
+            self.session.get()?.set_summary_state(state)
         })())
     }
 }
@@ -872,7 +870,8 @@ impl ConversationHistory {
             (session.history.encoding(), session.format)
         };
         let options = Self::build_options(options, encoding, format)?;
-        let BuildOutcome { mut context, summary_request, new_summary } = self.session.get()?.build(&options)?;
+        let mut session = self.session.get()?;
+        let BuildOutcome { mut context, summary_request, new_summary } = session.build(&options)?;
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct BuildResult<'a> {
@@ -886,8 +885,9 @@ impl ConversationHistory {
             new_summary: &'a Option<crate::compact::summary::SummaryRecord>,
         }
         let mut cache = self.session.request_cache()?;
-        let assembled = context.request(&mut cache.forms)?;
-        let messages = cache.request_js(&assembled)?;
+        let assembled = session.compactor.request(&context)?;
+        let messages = cache.request_js(&assembled, session.compactor.forms())?;
+        drop(session);
         let layout: Vec<LayoutEntry> = context
             .messages
             .iter_mut()

@@ -5,17 +5,18 @@ use context_compactor::compact::{
     validate, Action, BudgetOptions, BuildOptions, DropReason, RepairKind, Section, Summariser, SummaryOptions,
 };
 use context_compactor::message::{Format, Role};
+use context_compactor::session::Session;
 use context_compactor::tokens::Encoding;
-use context_compactor::{ConversationHistory, ErrorKind};
+use context_compactor::ErrorKind;
 use serde_json::{json, Value};
 
 fn call(id: &str, name: &str, args: Value) -> Value {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
 }
 
-fn history(messages: Value) -> ConversationHistory {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    h.append_values(messages, Format::OpenAi).unwrap();
+fn history(messages: Value) -> Session {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    h.history.append_values(messages, Format::OpenAi).unwrap();
     h
 }
 
@@ -55,7 +56,7 @@ fn seed_000_count_window_keeps_system_and_whole_chains() {
         });
     }
     let mut h = history(Value::Array(list));
-    assert_eq!(h.len(), 50);
+    assert_eq!(h.history.len(), 50);
     let options = BuildOptions { max_messages: Some(10), compress: None, ..no_summary() };
     let outcome = h.build(&options).unwrap();
     let context = outcome.context;
@@ -64,13 +65,13 @@ fn seed_000_count_window_keeps_system_and_whole_chains() {
     assert_eq!(ids(&context), expected);
     let request = context.to_request().unwrap();
     assert_eq!(validate(&request, Format::OpenAi), Ok(()));
-    let entries = h.receipt_entries(&context.receipt);
+    let entries = context.receipt.entries(h.history.records().iter().map(|r| r.id.as_str()));
     let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap().clone();
     assert_eq!(entry("m2").action, Action::Dropped);
     assert_eq!(entry("m2").reason, Some(DropReason::Window));
     assert_eq!(entry("m4").action, Action::Kept);
     // The dropped message can be fetched back by id.
-    assert_eq!(h.get_value("m2"), Some(json!({"role": "user", "content": "start"})));
+    assert_eq!(h.history.get_value("m2"), Some(json!({"role": "user", "content": "start"})));
     // Out of range is a typed error.
     for bad in [9, 101] {
         let e = h.build(&BuildOptions { max_messages: Some(bad), ..no_summary() }).unwrap_err();
@@ -95,7 +96,7 @@ fn seed_000_unanswered_calls_are_dropped_and_reported() {
     }
 }
 
-fn seed_001_history(items: usize) -> ConversationHistory {
+fn seed_001_history(items: usize) -> Session {
     let mut list = vec![json!({"role": "system", "content": "You are an assistant. The time is 2026-01-20 10:00:00."})];
     for i in 0..items {
         list.push(json!({"role": "user", "content": format!("What is on my calendar for day {i}?")}));
@@ -189,7 +190,7 @@ fn seed_002_file_reads_become_digests_in_later_turns() {
     let options = BuildOptions { keep_recent_steps: 1, ..no_summary() };
     let context = h.build(&options).unwrap().context;
     assert_eq!(context.receipt.fates[2].action, Action::Kept, "same turn: still whole");
-    h.append_value(json!({"role": "user", "content": "Now make a chart"}), Format::OpenAi).unwrap();
+    h.history.append_value(json!({"role": "user", "content": "Now make a chart"}), Format::OpenAi).unwrap();
     let context = h.build(&options).unwrap().context;
     assert_eq!(context.receipt.fates[2].action, Action::Digested);
     let digest = context.messages[2].message.content.parts.iter().find_map(|p| match p {
@@ -203,13 +204,13 @@ fn seed_002_file_reads_become_digests_in_later_turns() {
     context.to_request().unwrap();
 }
 
-fn seed_004_history(rounds: usize) -> ConversationHistory {
+fn seed_004_history(rounds: usize) -> Session {
     seed_004_history_with(rounds, "Read", 300)
 }
 
 /// Seed 004's Init agent: rounds of "read a trace", the tool result, "found a problem".
-fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> ConversationHistory {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
+fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> Session {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
     let mut list = vec![
         json!({"role": "user", "content": "<execute_to_init_context>iteration 12 feedback</execute_to_init_context>"}),
         json!({"role": "assistant", "content": "Feedback received, starting the analysis."}),
@@ -222,7 +223,7 @@ fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> Conversati
             json!({"role": "assistant", "content": format!("Found problem {i}: the checker threshold is too strict.")}),
         );
     }
-    h.append_values(Value::Array(list), Format::Anthropic).unwrap();
+    h.history.append_values(Value::Array(list), Format::Anthropic).unwrap();
     h
 }
 
@@ -257,19 +258,19 @@ fn seed_004_compaction_before_and_after() {
     assert!(before.context.receipt.fates.iter().any(|e| e.reason == Some(DropReason::Budget)));
 
     // Two compactions never run at once.
-    h.begin_summary(&request.id).unwrap();
-    assert_eq!(h.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
+    h.compactor.begin_summary(&request.id).unwrap();
+    assert_eq!(h.compactor.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
     let again = h.build(&options).unwrap();
     assert!(again.summary_request.is_none());
     // Bad summaries are refused and nothing changes.
-    let state = h.summary_state().clone();
+    let state = h.compactor.summary_state().clone();
     assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::InvalidArgument);
     assert_eq!(
         h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind,
         ErrorKind::InvalidArgument
     );
     assert!(h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err().message.contains("pending"));
-    assert_eq!(h.summary_state(), &state);
+    assert_eq!(h.compactor.summary_state(), &state);
     let record = h
         .complete_summary(
             &request.id,
@@ -298,7 +299,7 @@ fn seed_004_compaction_before_and_after() {
         .filter(|m| m.message.role == Role::Assistant && m.section == Section::Recent)
         .flat_map(|m| &m.sources)
         .collect();
-    let n = h.len();
+    let n = h.history.len();
     for id in [format!("m{}", n), format!("m{}", n - 2), format!("m{}", n - 4)] {
         assert!(assistants.contains(&&id), "{id} in {assistants:?}");
     }
@@ -314,14 +315,14 @@ fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
     let options = BuildOptions { thin: true, keep_recent_steps: 2, format: Format::Anthropic, ..no_summary() };
     let context = h.build(&options).unwrap().context;
     // Turn 2 (m3..m6): the request and the analysis stay, the Read call and its result go.
-    let entries = h.receipt_entries(&context.receipt);
+    let entries = context.receipt.entries(h.history.records().iter().map(|r| r.id.as_str()));
     let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap().clone();
     assert_eq!(entry("m3").action, Action::Kept);
     assert_eq!(entry("m4").reason, Some(DropReason::Thinning));
     assert_eq!(entry("m5").reason, Some(DropReason::Thinning));
     assert_eq!(entry("m6").action, Action::Kept);
     // The last two steps (the final turn's Read and its analysis) are whole.
-    let last = h.len();
+    let last = h.history.len();
     for i in [last - 2, last - 1, last] {
         assert_eq!(entry(&format!("m{i}")).action, Action::Kept, "m{i}");
     }
@@ -340,7 +341,7 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
     });
     let first = h.build(&options).unwrap();
     let record = first.new_summary.clone().expect("extractive summary");
-    assert_eq!(h.summary_state().current.as_ref(), Some(&record));
+    assert_eq!(h.compactor.summary_state().current.as_ref(), Some(&record));
     let value: Value = serde_json::from_str(&record.text).unwrap();
     assert!(value["toolsUsed"]["Bash"].as_u64().unwrap() >= 8);
     assert!(value["filesAndPaths"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("trace_0.log")));
@@ -354,7 +355,7 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
         more.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "line ".repeat(400)}]}));
         more.push(json!({"role": "assistant", "content": format!("Problem {i} found.")}));
     }
-    h.append_values(Value::Array(more), Format::Anthropic).unwrap();
+    h.history.append_values(Value::Array(more), Format::Anthropic).unwrap();
     let second = h.build(&options).unwrap();
     let record2 = second.new_summary.clone().expect("second summary");
     assert!(record2.until_index > record.until_index);
@@ -368,7 +369,7 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
 #[test]
 fn bad_input_is_a_typed_error_and_changes_nothing() {
     let mut h = seed_001_history(3);
-    let before_len = h.len();
+    let before_len = h.history.len();
     for (target, summary, recent) in
         [(0.0, 0.26, 0.65), (1.5, 0.26, 0.65), (0.6, -0.1, 0.65), (0.6, 0.5, 0.6), (0.6, 0.26, f64::NAN)]
     {
@@ -393,8 +394,8 @@ fn bad_input_is_a_typed_error_and_changes_nothing() {
     assert_eq!(error.kind, ErrorKind::InvalidArgument);
     let error = BuildOptions::from_value(json!({"maxMessage": 20})).unwrap_err();
     assert!(error.message.contains("maxMessage"), "{error}");
-    assert_eq!(h.len(), before_len);
-    assert_eq!(h.summary_state(), &Default::default());
+    assert_eq!(h.history.len(), before_len);
+    assert_eq!(h.compactor.summary_state(), &Default::default());
     assert_eq!(h.complete_summary("s1", "text", None).unwrap_err().kind, ErrorKind::NotFound);
 }
 
@@ -418,7 +419,7 @@ fn options_parse_from_camel_case_json() {
 // ---------------------------------------------------------------------------------------------
 // The shared fixtures.
 
-fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
+fn check_all_formats(h: &mut Session, options: &BuildOptions) {
     for format in [Format::OpenAi, Format::Anthropic] {
         let options = BuildOptions { format, ..options.clone() };
         let before = h.clone();
@@ -440,7 +441,7 @@ fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
                 budget.max_tokens
             );
         }
-        assert_eq!(context.receipt.fates.len(), h.len());
+        assert_eq!(context.receipt.fates.len(), h.history.len());
         let mut twin = before.clone();
         let again = twin.build(&options).unwrap().context;
         assert_eq!(again, context, "deterministic");
@@ -456,8 +457,8 @@ fn every_tau_bench_run_builds_a_valid_context() {
         ..BuildOptions::default()
     };
     for (i, run) in common::tau_bench().into_iter().enumerate() {
-        let mut h = ConversationHistory::new(Encoding::O200kBase);
-        h.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
+        let mut h = Session::with_encoding(Encoding::O200kBase);
+        h.history.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
         check_all_formats(&mut h, &options);
     }
 }
@@ -475,12 +476,12 @@ fn swe_agent_and_claude_code_build_valid_contexts() {
         thin: true,
         ..BuildOptions::default()
     };
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    h.append_values(common::swe_agent(), Format::OpenAi).unwrap();
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    h.history.append_values(common::swe_agent(), Format::OpenAi).unwrap();
     check_all_formats(&mut h, &options);
     for log in common::CLAUDE_CODE_LOGS {
-        let mut h = ConversationHistory::new(Encoding::O200kBase);
-        h.append_values(Value::Array(common::claude_code(log)), Format::Anthropic).unwrap();
+        let mut h = Session::with_encoding(Encoding::O200kBase);
+        h.history.append_values(Value::Array(common::claude_code(log)), Format::Anthropic).unwrap();
         check_all_formats(&mut h, &BuildOptions { summary: None, ..options.clone() });
         check_all_formats(&mut h, &options);
         // Unbudgeted, every message survives (merged and cleaned for the request).
@@ -494,8 +495,10 @@ fn swe_agent_and_claude_code_build_valid_contexts() {
 
 #[test]
 fn claude_code_file_reads_are_digested_and_paths_summarised() {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    h.append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic).unwrap();
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    h.history
+        .append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic)
+        .unwrap();
     let context =
         h.build(&BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..no_summary() }).unwrap().context;
     let digests: Vec<String> = context
@@ -518,11 +521,11 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
 /// The 200 tau-bench runs as one 5,308-message conversation, built to 100k tokens.
 #[test]
 fn tau_bench_concatenated_to_a_100k_budget() {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    let mut h = Session::with_encoding(Encoding::O200kBase);
     for run in common::tau_bench() {
-        h.append_values(run, Format::OpenAi).unwrap();
+        h.history.append_values(run, Format::OpenAi).unwrap();
     }
-    assert_eq!(h.len(), 5308);
+    assert_eq!(h.history.len(), 5308);
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
         ..BuildOptions::default()
@@ -538,14 +541,14 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 100);
     assert!(context.to_request().is_ok());
     // Warm, and after one append: only the new message is counted and no old reduction redone.
-    let computed = h.reductions_computed();
-    let counted = h.counted_messages();
+    let computed = h.compactor.reductions_computed();
+    let counted = h.history.counted_messages();
     let warm = h.build(&options).unwrap();
-    assert_eq!(h.reductions_computed(), computed);
+    assert_eq!(h.compactor.reductions_computed(), computed);
     assert_eq!(warm.context.tokens, context.tokens);
-    h.append_value(json!({"role": "user", "content": "One more question"}), Format::OpenAi).unwrap();
+    h.history.append_value(json!({"role": "user", "content": "One more question"}), Format::OpenAi).unwrap();
     let appended = h.build(&options).unwrap();
-    assert_eq!(h.counted_messages(), counted + 1);
-    assert!(h.reductions_computed() - computed <= 2, "{}", h.reductions_computed() - computed);
+    assert_eq!(h.history.counted_messages(), counted + 1);
+    assert!(h.compactor.reductions_computed() - computed <= 2, "{}", h.compactor.reductions_computed() - computed);
     assert_eq!(appended.context.receipt.fates.last().unwrap().action, Action::Kept);
 }

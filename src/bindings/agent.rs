@@ -245,7 +245,7 @@ impl Session {
             let call_id = string_arg(&call_id, "the call id")?;
             let session = self.shared.get()?;
             let format = format_arg(&format, session.format)?;
-            let message = session.subagent_tool_result(&call_id, format);
+            let message = session.subagent_tool_result(&call_id, format)?;
             let single = message::emit_one(&message, format);
             to_js(&single.ok_or_else(|| Error::internal("a tool result could not be written out"))?)
         })())

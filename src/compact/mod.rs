@@ -16,6 +16,7 @@
 //! of the last context between builds.
 
 pub mod assemble;
+pub mod compactor;
 pub mod memory;
 pub mod options;
 pub(crate) mod plan;
@@ -33,6 +34,7 @@ use crate::tokens::Encoding;
 use plan::{Ctx, Pass};
 
 pub use assemble::{BuildOutcome, CompactedContext, ContextMessage};
+pub use compactor::Compactor;
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use options::{BudgetOptions, BuildOptions};
 pub use receipt::{

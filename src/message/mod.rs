@@ -282,6 +282,19 @@ impl Message {
         Message { role, content, name: None, extra: Map::new(), source }
     }
 
+    /// The message that answers tool call `call_id` with `text`: OpenAI's tool message, or an
+    /// Anthropic user message holding one `tool_result` block (marked as an error if it is one).
+    pub fn tool_result(call_id: &str, text: String, is_error: bool, format: Format) -> Self {
+        let result = ToolResult {
+            call_id: call_id.to_string(),
+            content: Content::text(text),
+            is_error: is_error.then_some(true),
+            extra: Map::new(),
+        };
+        let role = if format == Format::OpenAi { Role::Tool } else { Role::User };
+        Message::new(role, Content::parts(vec![Part::ToolResult(result)]), format)
+    }
+
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.parts.iter().filter_map(|part| match part {
             Part::ToolCall(call) => Some(call),

@@ -40,7 +40,7 @@ type Forms = FastMap<usize, (Arc<Message>, Vec<Value>)>;
 
 /// Request forms of the messages of the last context assembled, by message identity. Holding
 /// the `Arc` keeps the address from being reused by another message while the entry lives.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct EmitCache {
     format: Option<Format>,
     forms: Forms,
