@@ -51,7 +51,8 @@ pub struct LoggedMessage {
     pub message: Value,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenReport {
     pub total: usize,
     pub messages: usize,

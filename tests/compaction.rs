@@ -2,7 +2,7 @@ mod common;
 
 use context_compactor::compact::profile::{self, Profile};
 use context_compactor::compact::{
-    validate, Action, BudgetOptions, BuildOptions, DropReason, RepairKind, Section, Summariser, SummaryOptions,
+    validate, Action, BudgetOptions, BuildOptions, DropReason, RepairKind, Section, Summarizer, SummaryOptions,
 };
 use context_compactor::message::{Format, Role};
 use context_compactor::session::Session;
@@ -240,7 +240,7 @@ fn seed_004_compaction_before_and_after() {
     let mut options = seed_004_profile().to_options().unwrap();
     options.thin = false;
     if let Some(summary) = options.summary.as_mut() {
-        summary.summariser = Summariser::External;
+        summary.summarizer = Summarizer::External;
         summary.min_messages = 10;
         summary.required_keys = vec!["pending".into()];
     }
@@ -412,7 +412,7 @@ fn options_parse_from_camel_case_json() {
     assert_eq!(options.format, Format::Anthropic);
     assert_eq!(options.max_messages, Some(40));
     assert!(options.digest.is_none());
-    assert_eq!(options.summary.unwrap().summariser, Summariser::External);
+    assert_eq!(options.summary.unwrap().summarizer, Summarizer::External);
     assert_eq!(profile::resolve("gpt-4o").unwrap().to_options().unwrap().budget.unwrap().context_window, 128_000);
 }
 

@@ -5,7 +5,7 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, Summariser, SummaryOptions,
+    self, summary, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, Summarizer, SummaryOptions,
     SummarySource, SummaryState, TurnNote,
 };
 use context_compactor::message::{self, Format, Message};
@@ -199,7 +199,7 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
         summary: match knobs.summary {
             0 => None,
             n => Some(SummaryOptions {
-                summariser: if n == 1 { Summariser::Extractive } else { Summariser::External },
+                summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
                 trigger_tokens: knobs.trigger,
                 target_tokens: knobs.trigger / 2,
                 min_messages: 8,

@@ -36,7 +36,7 @@ use plan::{Ctx, Pass};
 pub use assemble::{BuildOutcome, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
-pub use options::{BudgetOptions, BuildOptions};
+pub use options::{BudgetOptions, BuildOptions, BuildSpec, Patch, ProfileRef};
 pub use receipt::{
     Action, BudgetReport, DropReason, Fate, Receipt, ReceiptEntry, ReceiptRun, Section, SummaryUse, TokensByPart,
 };
@@ -46,7 +46,7 @@ pub use repair::{Item, Repair, RepairKind, UnitKind};
 pub use request::emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
 pub use summary::{
-    PendingSummary, Summariser, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
+    PendingSummary, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
     SummaryState,
 };
 

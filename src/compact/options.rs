@@ -1,9 +1,12 @@
-//! The options of a build, as the core takes them (`BuildOptions`, every field set), validated.
+//! The options of a build: as the core takes them (`BuildOptions`, every field set, validated),
+//! and as a caller gives them (`BuildSpec`: a profile and explicit settings, merged field by
+//! field in `BuildSpec::resolve`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::memory::MemoryOptions;
+use super::profile::Profile;
 use super::reduce::compress::CompressOptions;
 use super::reduce::DigestOptions;
 use super::summary::SummaryOptions;
@@ -144,5 +147,204 @@ impl BuildOptions {
 
     pub(crate) fn fingerprint(&self, encoding: Encoding) -> String {
         format!("{encoding:?}|{:?}|{:?}", self.compress, self.digest)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The options as a caller gives them: a profile and explicit settings, merged field by field.
+
+/// A field of the options as given: left out, `null` (the section is off), or a value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Patch<T> {
+    #[default]
+    Unset,
+    Null,
+    Set(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        Ok(Option::<T>::deserialize(deserializer)?.map_or(Patch::Null, Patch::Set))
+    }
+}
+
+impl<T> Patch<T> {
+    /// The section after this patch: unchanged when left out, off when `null`, else the default
+    /// section with the given fields replaced by `apply`.
+    fn merge<S: Default>(self, section: Option<S>, apply: impl FnOnce(T, &mut S)) -> Option<S> {
+        match self {
+            Patch::Unset => section,
+            Patch::Null => None,
+            Patch::Set(patch) => {
+                let mut section = S::default();
+                apply(patch, &mut section);
+                Some(section)
+            }
+        }
+    }
+}
+
+/// Declares the partial form of an options section (every field optional) and how it applies.
+macro_rules! partial {
+    ($(#[$meta:meta])* $name:ident for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+        #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: Option<$ty>,)*
+        }
+
+        impl $name {
+            /// Replaces the fields given, keeps the others.
+            pub fn apply(self, target: &mut $target) {
+                $(if let Some(value) = self.$field {
+                    target.$field = value;
+                })*
+            }
+        }
+    };
+}
+
+partial!(
+    /// `budget` as given.
+    BudgetPatch for BudgetOptions {
+        context_window: u32,
+        target_ratio: f64,
+        summary_ratio: f64,
+        recent_ratio: f64,
+        min_messages: usize,
+    }
+);
+
+partial!(
+    /// `compress` as given.
+    CompressPatch for CompressOptions {
+        max_tokens: u32,
+        array_keep: usize,
+        string_max_chars: usize,
+        max_depth: usize,
+        text_mode: super::reduce::compress::TextMode,
+        text_max_chars: usize,
+        text_head: usize,
+        text_tail: usize,
+    }
+);
+
+partial!(
+    /// `digest` as given.
+    DigestPatch for DigestOptions { tools: Vec<String> }
+);
+
+partial!(
+    /// `summary` as given.
+    SummaryPatch for SummaryOptions {
+        #[serde(alias = "summariser")]
+        summarizer: super::summary::Summarizer,
+        trigger_tokens: u32,
+        target_tokens: u32,
+        min_messages: usize,
+        min_new_messages: usize,
+        new_token_ratio: f64,
+        max_tokens: u32,
+        prompt: Option<String>,
+        required_keys: Vec<String>,
+        placement: super::summary::SummaryPlacement,
+    }
+);
+
+/// `profile`: a built-in's name, or a profile of the caller's own.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProfileRef {
+    Named(String),
+    Custom(Box<Profile>),
+}
+
+impl<'de> Deserialize<'de> for ProfileRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(name) => Ok(ProfileRef::Named(name)),
+            other => Profile::from_value(other)
+                .map(|p| ProfileRef::Custom(Box::new(p)))
+                .map_err(|e| serde::de::Error::custom(e.message)),
+        }
+    }
+}
+
+/// The options of a build as a caller gives them (`history.build(options)`): a profile, and
+/// explicit settings that win over it field by field. A section left out keeps the profile's
+/// (or the default) settings, a section given replaces only the fields it names, and `null`
+/// turns a section off.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct BuildSpec {
+    pub profile: Option<ProfileRef>,
+    pub format: Option<Format>,
+    pub max_messages: Patch<usize>,
+    pub budget: Patch<BudgetPatch>,
+    pub keep_recent_steps: Option<usize>,
+    pub dedupe_system: Option<bool>,
+    pub compress: Patch<CompressPatch>,
+    pub digest: Patch<DigestPatch>,
+    pub thin: Option<bool>,
+    pub summary: Patch<SummaryPatch>,
+    pub memory: Patch<MemoryOptions>,
+    pub now: Option<String>,
+}
+
+impl BuildSpec {
+    /// Parses camelCase JSON options, refusing unknown keys.
+    pub fn from_value(value: Value) -> Result<BuildSpec> {
+        serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))
+    }
+
+    /// The options to build with, for a history counted with `encoding` whose messages are in
+    /// `format` unless the options or the profile say otherwise. A profile of another encoding
+    /// is refused.
+    pub fn resolve(self, encoding: Encoding, format: Format) -> Result<BuildOptions> {
+        let mut options = match self.profile {
+            None => BuildOptions { format, ..BuildOptions::default() },
+            Some(profile) => {
+                let profile = match profile {
+                    ProfileRef::Named(name) => super::profile::resolve(&name)?,
+                    ProfileRef::Custom(profile) => *profile,
+                };
+                if profile.encoding() != encoding {
+                    return Err(Error::invalid_argument(format!(
+                        "profile {:?} counts with {} but this history counts with {}",
+                        profile.name,
+                        profile.encoding().as_str(),
+                        encoding.as_str()
+                    )));
+                }
+                profile.to_options()?
+            }
+        };
+        if let Some(format) = self.format {
+            options.format = format;
+        }
+        options.max_messages = match self.max_messages {
+            Patch::Unset => options.max_messages,
+            Patch::Null => None,
+            Patch::Set(n) => Some(n),
+        };
+        options.budget = self.budget.merge(options.budget, BudgetPatch::apply);
+        if let Some(steps) = self.keep_recent_steps {
+            options.keep_recent_steps = steps;
+        }
+        if let Some(dedupe) = self.dedupe_system {
+            options.dedupe_system = dedupe;
+        }
+        options.compress = self.compress.merge(options.compress, CompressPatch::apply);
+        options.digest = self.digest.merge(options.digest, DigestPatch::apply);
+        if let Some(thin) = self.thin {
+            options.thin = thin;
+        }
+        options.summary = self.summary.merge(options.summary, SummaryPatch::apply);
+        options.memory = self.memory.merge(options.memory, |given, memory| *memory = given);
+        if self.now.is_some() {
+            options.now = self.now;
+        }
+        options.validate()?;
+        Ok(options)
     }
 }

@@ -23,7 +23,7 @@ pub struct Profile {
     /// Recent steps kept whole (Init 3, Execute 5).
     pub keep_recent_steps: usize,
     /// `o200k_base`, `cl100k_base` or `estimate`.
-    pub encoding: String,
+    pub encoding: Encoding,
     #[serde(default)]
     pub format: Option<Format>,
 }
@@ -59,8 +59,6 @@ impl Profile {
                 self.name
             )));
         }
-        Encoding::parse(&self.encoding)
-            .map_err(|e| Error::invalid_argument(format!("profile {:?}: {}", self.name, e.message)))?;
         Ok(())
     }
 
@@ -71,8 +69,8 @@ impl Profile {
         Ok(profile)
     }
 
-    pub fn encoding(&self) -> Result<Encoding> {
-        Encoding::parse(&self.encoding)
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
     }
 
     pub fn trigger_tokens(&self) -> u32 {
@@ -110,35 +108,35 @@ impl Profile {
 }
 
 /// (name, window, trigger fraction, recent steps, encoding, format)
-const BUILTINS: &[(&str, u32, f64, usize, &str, Format)] = &[
+const BUILTINS: &[(&str, u32, f64, usize, Encoding, Format)] = &[
     // Seed 004's two agents.
-    ("init", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("execute", 1_000_000, 0.70, 5, "o200k_base", Format::Anthropic),
+    ("init", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("execute", 1_000_000, 0.70, 5, Encoding::O200kBase, Format::Anthropic),
     // Anthropic (no public tokenizer: o200k_base is the stand-in).
-    ("claude-opus-4-5", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-sonnet-4-5", 1_000_000, 0.70, 5, "o200k_base", Format::Anthropic),
-    ("claude-opus-4-6", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-opus-4-1", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-opus-4", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-sonnet-4", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-haiku-4-5", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-3-7-sonnet", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-3-5-haiku", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
+    ("claude-opus-4-5", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-sonnet-4-5", 1_000_000, 0.70, 5, Encoding::O200kBase, Format::Anthropic),
+    ("claude-opus-4-6", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-opus-4-1", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-opus-4", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-sonnet-4", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-haiku-4-5", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-3-7-sonnet", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-3-5-haiku", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
     // OpenAI.
-    ("gpt-5", 272_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-5-mini", 272_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-5-nano", 272_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-4.1", 1_047_576, 0.70, 5, "o200k_base", Format::OpenAi),
-    ("gpt-4.1-mini", 1_047_576, 0.70, 5, "o200k_base", Format::OpenAi),
-    ("gpt-4.1-nano", 1_047_576, 0.70, 5, "o200k_base", Format::OpenAi),
-    ("gpt-4o", 128_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-4o-mini", 128_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("o3", 200_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("o4-mini", 200_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("o1", 200_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-4-turbo", 128_000, 0.75, 3, "cl100k_base", Format::OpenAi),
-    ("gpt-4", 8_192, 0.75, 3, "cl100k_base", Format::OpenAi),
-    ("gpt-3.5-turbo", 16_385, 0.75, 3, "cl100k_base", Format::OpenAi),
+    ("gpt-5", 272_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-5-mini", 272_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-5-nano", 272_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4.1", 1_047_576, 0.70, 5, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4.1-mini", 1_047_576, 0.70, 5, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4.1-nano", 1_047_576, 0.70, 5, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4o", 128_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4o-mini", 128_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("o3", 200_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("o4-mini", 200_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("o1", 200_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4-turbo", 128_000, 0.75, 3, Encoding::Cl100kBase, Format::OpenAi),
+    ("gpt-4", 8_192, 0.75, 3, Encoding::Cl100kBase, Format::OpenAi),
+    ("gpt-3.5-turbo", 16_385, 0.75, 3, Encoding::Cl100kBase, Format::OpenAi),
 ];
 
 /// The names of the built-in profiles.
@@ -163,7 +161,7 @@ pub fn builtin(model: &str) -> Option<Profile> {
         trigger_fraction: trigger,
         target_fraction: None,
         keep_recent_steps: steps,
-        encoding: encoding.to_string(),
+        encoding,
         format: Some(format),
     })
 }

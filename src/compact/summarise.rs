@@ -11,7 +11,7 @@ use super::reduce::ReduceCache;
 use super::repair::UnitKind;
 use super::request::emit_request;
 use super::summary::{
-    self, Summariser, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource, SummaryState,
+    self, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource, SummaryState,
 };
 use super::BuildOptions;
 use crate::error::{Error, Result};
@@ -76,12 +76,12 @@ pub(crate) fn summarise(
         return Ok(None);
     }
     let request = request_for(ctx, cache, pass, cut, summary_options, state, max_summary as u32)?;
-    match summary_options.summariser {
-        Summariser::External => {
+    match summary_options.summarizer {
+        Summarizer::External => {
             pass.summary_request = Some(request);
             Ok(None)
         }
-        Summariser::Extractive => {
+        Summarizer::Extractive => {
             let encoding = ctx.encoding;
             let covered_messages = covered_originals(ctx, pass, pass.active.get(..cut).unwrap_or(&[]))?;
             let text = crate::extract::extractive(
@@ -152,7 +152,7 @@ fn covered_originals(ctx: &Ctx, pass: &Pass, units: &[usize]) -> Result<Vec<Arc<
     members.iter().map(|m| ctx.materialize(&mut cache, m)).collect()
 }
 
-/// The request for the caller's summariser: the units before the `cut`-th active one (with the
+/// The request for the caller's summarizer: the units before the `cut`-th active one (with the
 /// system messages first and the compact prompt last, the previous summary folded in), and
 /// what the summary must satisfy.
 pub(crate) fn request_for(
@@ -261,9 +261,9 @@ mod tests {
     use crate::compact::plan::testing::{through_reduce, turns, ENCODING};
     use crate::compact::summary::PendingSummary;
 
-    fn options(summariser: Summariser) -> BuildOptions {
+    fn options(summarizer: Summarizer) -> BuildOptions {
         let summary = SummaryOptions {
-            summariser,
+            summarizer,
             trigger_tokens: 2_000,
             target_tokens: 1_000,
             min_messages: 10,
@@ -283,7 +283,7 @@ mod tests {
     fn past_the_trigger_an_external_summariser_gets_a_request_for_the_older_units() {
         let log = turns(12, 1, 40);
         let items = log.items();
-        let options = options(Summariser::External);
+        let options = options(Summarizer::External);
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
         let mut cache = ReduceCache::default();
         let state = SummaryState::default();
@@ -322,7 +322,7 @@ mod tests {
     fn the_extractive_summary_is_made_here_and_below_the_trigger_nothing_happens() {
         let log = turns(12, 1, 40);
         let items = log.items();
-        let options = options(Summariser::Extractive);
+        let options = options(Summarizer::Extractive);
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
         let mut cache = ReduceCache::default();
         let state = SummaryState::default();

@@ -31,7 +31,7 @@ pub enum SummaryPlacement {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Summariser {
+pub enum Summarizer {
     /// The built-in extractive summary, applied during the build.
     Extractive,
     /// A model the caller plugs in: the build returns a `SummaryRequest`.
@@ -41,7 +41,9 @@ pub enum Summariser {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SummaryOptions {
-    pub summariser: Summariser,
+    /// Who writes the summary. `summariser` is read too (deprecated: the API spells it `summarize`).
+    #[serde(alias = "summariser")]
+    pub summarizer: Summarizer,
     /// Compaction is due past this many tokens (seed 001's upper threshold, 50k).
     pub trigger_tokens: u32,
     /// After compaction the recent messages plus the summary aim below this (seed 001: 30k).
@@ -64,7 +66,7 @@ pub struct SummaryOptions {
 impl Default for SummaryOptions {
     fn default() -> Self {
         SummaryOptions {
-            summariser: Summariser::Extractive,
+            summarizer: Summarizer::Extractive,
             trigger_tokens: 50_000,
             target_tokens: 30_000,
             min_messages: 20,

@@ -38,7 +38,7 @@ pub struct SessionExport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HistoryExport {
-    pub encoding: String,
+    pub encoding: Encoding,
     pub messages: Vec<LoggedMessage>,
     pub summary: SummaryState,
 }
@@ -57,7 +57,7 @@ impl Session {
             turn_start: self.turn_start,
             metadata: self.metadata.clone(),
             history: HistoryExport {
-                encoding: self.history.encoding().as_str().to_string(),
+                encoding: self.history.encoding(),
                 messages: self.history.logged()?,
                 summary: self.compactor.summary_state().clone(),
             },
@@ -72,7 +72,7 @@ impl Session {
         crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
         let export: SessionExport = serde_json::from_value(value)
             .map_err(|e| Error::invalid_argument(format!("corrupt session export: {e}")))?;
-        let mut session = Session::new(&export.id, Encoding::parse(&export.history.encoding)?, export.max_loops)?;
+        let mut session = Session::new(&export.id, export.history.encoding, export.max_loops)?;
         if let Some(parent) = &export.parent_id {
             validate_session_id(parent)?;
         }
@@ -83,7 +83,7 @@ impl Session {
             )));
         }
         let HistoryExport { encoding, messages, summary } = export.history;
-        session.history = ConversationHistory::from_logged(Encoding::parse(&encoding)?, messages)?;
+        session.history = ConversationHistory::from_logged(encoding, messages)?;
         session.compactor.set_summary_state(summary, &session.history).map_err(|e| corrupt("its summary state", e))?;
         if export.turn_start > session.history.len() {
             return Err(Error::invalid_argument(format!(

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{memory_off, Session};
 use crate::compact::request::emit_request;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, Record};
 use crate::memory::recall::{self, Log, RecallRequest};
 use crate::memory::{self, ContextSnapshot, MemoryStore, MessageRange};
@@ -146,6 +146,27 @@ impl Session {
             self.history.encoding(),
             max_tokens,
         )
+    }
+
+    /// Answers a model's `recall_context` call (OpenAI's tool call, or Anthropic's `tool_use`
+    /// block) with the message to append: the recall's result, or, for a call the memory refuses
+    /// (an unknown turn, bad arguments), the error marked as one, so that the model can correct
+    /// itself. In `format`, or the call's own.
+    pub fn answer_recall(&mut self, call: &Value, format: Option<Format>, max_tokens: usize) -> Result<Message> {
+        let (input, own_format) = match call.get("function") {
+            Some(function) => (function.get("arguments"), Format::OpenAi),
+            None => (call.get("input"), Format::Anthropic),
+        };
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::invalid_argument("a recall_context call needs an `id` string"))?;
+        let (content, is_error) = match self.recall(input.unwrap_or(&Value::Null), max_tokens) {
+            Ok(result) => (result.to_string(), false),
+            Err(error) if error.kind == ErrorKind::Internal => return Err(error),
+            Err(error) => (format!("Error: {error}"), true),
+        };
+        Ok(Message::tool_result(id, content, is_error, format.unwrap_or(own_format)))
     }
 }
 

@@ -43,6 +43,47 @@ pub struct Session {
     pub metadata: Map<String, Value>,
 }
 
+/// The options of a session (`new Session(options)`), read as given: every field optional.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SessionOptions {
+    /// Letters, digits, '-', '_', '.' or ':' (default "main").
+    pub id: Option<String>,
+    /// Agent loops allowed (default 10).
+    pub max_loops: Option<u32>,
+    /// Switches the memory module on (seed 003: only when configured).
+    pub memory: Option<MemoryChoice>,
+    pub encoding: Option<Encoding>,
+    /// The format appends and reads use when none is given (default OpenAI's).
+    pub format: Option<Format>,
+}
+
+/// The options of a plain history (`new ConversationHistory(options)`): a session's own two.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct HistoryOptions {
+    pub encoding: Option<Encoding>,
+    pub format: Option<Format>,
+}
+
+/// `memory`: `true`, `false`, or the memory's settings.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum MemoryChoice {
+    On(bool),
+    With(MemorySettings),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct MemorySettings {
+    /// Refuse snapshots longer than this many characters (default 1,048,576).
+    pub max_snapshot_chars: Option<usize>,
+}
+
+/// The encoding of a session or history whose options name none.
+pub const DEFAULT_ENCODING: Encoding = Encoding::O200kBase;
+
 /// Ids travel into storage keys and file names: keep them to a safe alphabet.
 pub fn validate_session_id(id: &str) -> Result<()> {
     let ok = !id.is_empty()
@@ -90,6 +131,30 @@ impl Session {
             indexed: 0,
             metadata: Map::new(),
         }
+    }
+
+    /// A session as its options describe it.
+    pub fn from_options(options: SessionOptions) -> Result<Session> {
+        let encoding = match options.encoding {
+            Some(encoding) => encoding,
+            None => {
+                // Checked, not assumed: the lite build refuses an encoding whose ranks are not loaded.
+                DEFAULT_ENCODING.ready()?;
+                DEFAULT_ENCODING
+            }
+        };
+        let id = options.id.as_deref().unwrap_or(MAIN_CONTEXT_ID);
+        let mut session = Session::new(id, encoding, options.max_loops.unwrap_or(DEFAULT_MAX_LOOPS))?;
+        if let Some(format) = options.format {
+            session.format = format;
+        }
+        match options.memory {
+            None | Some(MemoryChoice::On(false)) => {}
+            Some(MemoryChoice::On(true)) => session.enable_memory(crate::memory::DEFAULT_MAX_SNAPSHOT_CHARS)?,
+            Some(MemoryChoice::With(settings)) => session
+                .enable_memory(settings.max_snapshot_chars.unwrap_or(crate::memory::DEFAULT_MAX_SNAPSHOT_CHARS))?,
+        }
+        Ok(session)
     }
 
     /// Switches the memory module on (seed 003: only when configured).

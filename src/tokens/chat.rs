@@ -35,7 +35,8 @@ impl MessageTokens {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatCount {
     pub total: usize,
     pub messages: Vec<u32>,
