@@ -41,6 +41,8 @@ export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Con
 export interface BudgetOptions { contextWindow: number; targetRatio?: number; summaryRatio?: number; recentRatio?: number; minMessages?: number }
 export interface CompressOptions { maxTokens?: number; arrayKeep?: number; stringMaxChars?: number; maxDepth?: number; textMode?: "headTail" | "truncate"; textMaxChars?: number; textHead?: number; textTail?: number }
 export interface SummaryOptions {
+  summarizer?: "extractive" | "external";
+  /** @deprecated Spelled `summarizer` now; still read. */
   summariser?: "extractive" | "external";
   triggerTokens?: number; targetTokens?: number; minMessages?: number; minNewMessages?: number; newTokenRatio?: number;
   maxTokens?: number; prompt?: string; requiredKeys?: string[]; placement?: "auto" | "system" | "exchange";
@@ -49,7 +51,10 @@ export interface Profile {
   name: string; contextWindow: number; triggerFraction: number; targetFraction?: number;
   keepRecentSteps: number; encoding: EncodingName; format?: Format;
 }
-/** Options of `history.build`: a built-in profile's name (or a profile) and/or explicit settings, which win. */
+/**
+ * Options of `history.build`: a built-in profile's name (or a profile) and/or explicit settings,
+ * which win field by field: a section given replaces only the fields it names, `null` turns it off.
+ */
 export interface BuildOptions {
   profile?: string | Profile;
   format?: Format;

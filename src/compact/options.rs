@@ -169,14 +169,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
 }
 
 impl<T> Patch<T> {
-    /// The section after this patch: unchanged when left out, off when `null`, else the default
-    /// section with the given fields replaced by `apply`.
+    /// The section after this patch: unchanged when left out, off when `null`, else the section
+    /// (the profile's, or the default one) with the given fields replaced by `apply`.
     fn merge<S: Default>(self, section: Option<S>, apply: impl FnOnce(T, &mut S)) -> Option<S> {
         match self {
             Patch::Unset => section,
             Patch::Null => None,
             Patch::Set(patch) => {
-                let mut section = S::default();
+                let mut section = section.unwrap_or_default();
                 apply(patch, &mut section);
                 Some(section)
             }
@@ -346,5 +346,67 @@ impl BuildSpec {
         }
         options.validate()?;
         Ok(options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::Summarizer;
+    use serde_json::json;
+
+    fn resolve(value: Value) -> Result<BuildOptions> {
+        BuildSpec::from_value(value)?.resolve(Encoding::O200kBase, Format::Anthropic)
+    }
+
+    #[test]
+    fn explicit_fields_win_and_the_profiles_other_fields_stay() {
+        // compact(history, { profile: "gpt-4o", summarize }) asks for an external summariser:
+        // the profile's trigger (0.75 × 128,000) must stay, not fall to the default 50,000.
+        let options = resolve(json!({"profile": "gpt-4o", "summary": {"summarizer": "external"}})).unwrap();
+        let summary = options.summary.unwrap();
+        assert_eq!(summary.summarizer, Summarizer::External);
+        let gpt4o = super::super::profile::resolve("gpt-4o").unwrap();
+        assert_eq!((summary.trigger_tokens, summary.target_tokens), (96_000, gpt4o.target_tokens()));
+        // The deprecated spelling is read too.
+        let old = resolve(json!({"profile": "gpt-4o", "summary": {"summariser": "external"}})).unwrap();
+        assert_eq!(old.summary.unwrap().summarizer, Summarizer::External);
+        // A partial budget keeps the profile's window and ratio.
+        let budget = resolve(json!({"profile": "gpt-4o", "budget": {"minMessages": 4}})).unwrap().budget.unwrap();
+        assert_eq!((budget.context_window, budget.target_ratio, budget.min_messages), (128_000, 0.75, 4));
+        // Scalars win; the rest is the profile's.
+        let options = resolve(json!({"profile": "gpt-4o", "keepRecentSteps": 7, "format": "anthropic"})).unwrap();
+        assert_eq!((options.keep_recent_steps, options.format, options.thin), (7, Format::Anthropic, true));
+    }
+
+    #[test]
+    fn null_turns_a_section_off_and_no_profile_means_the_defaults() {
+        let options =
+            resolve(json!({"profile": "gpt-4o", "summary": null, "compress": null, "maxMessages": null})).unwrap();
+        assert!(options.summary.is_none() && options.compress.is_none() && options.max_messages.is_none());
+        assert!(options.budget.is_some() && options.digest.is_some());
+        let plain = resolve(json!({"summary": {"triggerTokens": 10_000, "targetTokens": 6_000}})).unwrap();
+        assert_eq!(plain.format, Format::Anthropic, "the history's format");
+        let summary = plain.summary.unwrap();
+        assert_eq!((summary.trigger_tokens, summary.min_messages), (10_000, SummaryOptions::default().min_messages));
+        assert_eq!(plain.budget, None);
+        assert_eq!(
+            BuildSpec::from_value(json!({})).unwrap().resolve(Encoding::O200kBase, Format::OpenAi).unwrap(),
+            BuildOptions::default()
+        );
+    }
+
+    #[test]
+    fn unknown_fields_bad_values_and_other_encodings_are_refused() {
+        assert!(resolve(json!({"sumary": {}})).unwrap_err().message.contains("sumary"));
+        assert!(resolve(json!({"summary": {"trigger": 1}})).unwrap_err().message.contains("trigger"));
+        assert!(resolve(json!({"profile": "no-such-model"})).is_err());
+        let error = resolve(json!({"profile": "gpt-4"})).unwrap_err();
+        assert!(error.message.contains("counts with cl100k_base"), "{error}");
+        // The merged options are validated: a trigger below the profile's target is refused.
+        assert!(resolve(json!({"profile": "gpt-4o", "summary": {"triggerTokens": 10_000}}))
+            .unwrap_err()
+            .message
+            .contains("targetTokens"));
     }
 }
