@@ -45,20 +45,33 @@ pub struct ConversationHistory {
 /// One stored message as JSON: its id, the format it arrived in, and the message as appended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LoggedMessage {
     pub id: String,
     pub format: Format,
+    #[cfg_attr(test, ts(type = "Message"))]
     pub message: Value,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokenReport {
     pub total: usize,
     pub messages: usize,
     pub reply_priming: usize,
+    #[cfg_attr(
+        test,
+        ts(type = "Partial<Record<\"system\" | \"developer\" | \"user\" | \"assistant\" | \"tool\", number>>")
+    )]
     pub by_role: BTreeMap<&'static str, usize>,
     /// Part kinds plus `overhead` (framing, role and name).
+    #[cfg_attr(
+        test,
+        ts(
+            type = "Partial<Record<\"overhead\" | \"text\" | \"image\" | \"toolCall\" | \"toolResult\" | \"thinking\" | \"other\", number>>"
+        )
+    )]
     pub by_part: BTreeMap<&'static str, usize>,
 }
 

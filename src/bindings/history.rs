@@ -25,12 +25,20 @@ pub struct ConversationHistory {
 /// interned JS objects (null here keeps the keys in order).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct BuildResult<'a> {
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub(crate) struct BuildResult<'a> {
+    /// What to send: validated against the provider's rules. The list is new on every build; the
+    /// message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
+    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
     messages: (),
+    /// Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
+    #[cfg_attr(test, ts(type = "Array<Readonly<LayoutEntry>>"))]
     layout: (),
     tokens: &'a TokensByPart,
     receipt: &'a Receipt,
+    /// Compaction is due: summarise these messages and hand the text to `completeSummary`.
     summary_request: &'a Option<SummaryRequest>,
+    /// The summary the extractive summariser made during this build, if it did.
     new_summary: &'a Option<SummaryRecord>,
 }
 

@@ -30,7 +30,10 @@ pub(crate) struct RequestCache {
 
 /// Where one context message comes from (`BuildResult.layout`).
 #[derive(PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub(crate) struct LayoutEntry {
+    /// The stored messages it comes from (none for the summary and the placeholder).
+    #[cfg_attr(test, ts(type = "readonly string[]"))]
     pub(crate) sources: Vec<String>,
     pub(crate) section: Section,
     pub(crate) action: Action,

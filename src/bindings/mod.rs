@@ -10,6 +10,8 @@ mod interning;
 mod memory;
 mod session;
 mod tokenizer;
+#[cfg(test)]
+mod typescript;
 
 use wasm_bindgen::prelude::*;
 
@@ -26,7 +28,12 @@ use crate::tokens::Encoding;
 use conversion::{from_js, string_arg, to_js};
 use errors::JsResult;
 
-/// The declarations of the values the package takes and returns (see `types.d.ts`).
+/// The declarations of the values the package takes and returns: those with a Rust type are
+/// generated from it (`typescript.rs`), the providers' message shapes and the overloads are
+/// written by hand.
+#[wasm_bindgen(typescript_custom_section)]
+const GENERATED_TYPES: &'static str = include_str!("generated.d.ts");
+
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = include_str!("types.d.ts");
 

@@ -12,8 +12,13 @@ use crate::tokens::{self, Encoding};
 /// `countMessages`' options.
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-struct CountOptions {
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+pub(crate) struct CountOptions {
+    /// The messages' format (default OpenAI's).
     format: Option<Format>,
+    /// Tool definitions, counted by the cookbook's rules.
+    #[cfg_attr(test, ts(type = "ToolDefinition[]", optional))]
     tools: Option<Value>,
 }
 

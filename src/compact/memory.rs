@@ -23,6 +23,8 @@ pub struct TurnNote<'a> {
 /// unless this is `null`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct MemoryOptions {
     /// At most this many tokens for the turn summaries (the summary budget's rest caps it too).
     pub max_tokens: Option<u32>,
@@ -31,6 +33,7 @@ pub struct MemoryOptions {
 /// What the receipt says about the turn summaries a build put in.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryUse {
     /// The turns whose summaries are in the context, in order.
     pub turns: Vec<u32>,

@@ -9,7 +9,7 @@ use super::memory::MemoryOptions;
 use super::profile::Profile;
 use super::reduce::compress::CompressOptions;
 use super::reduce::DigestOptions;
-use super::summary::SummaryOptions;
+use super::summary::{Summarizer, SummaryOptions, SummaryPlacement};
 use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;
@@ -186,10 +186,12 @@ impl<T> Patch<T> {
 
 /// Declares the partial form of an options section (every field optional) and how it applies.
 macro_rules! partial {
-    ($(#[$meta:meta])* $name:ident for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident as $ts:literal for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
         #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
+        #[cfg_attr(test, ts(rename = $ts, optional_fields))]
         pub struct $name {
             $($(#[$fmeta])* pub $field: Option<$ty>,)*
         }
@@ -207,7 +209,7 @@ macro_rules! partial {
 
 partial!(
     /// `budget` as given.
-    BudgetPatch for BudgetOptions {
+    BudgetPatch as "BudgetOptions" for BudgetOptions {
         context_window: u32,
         target_ratio: f64,
         summary_ratio: f64,
@@ -218,7 +220,7 @@ partial!(
 
 partial!(
     /// `compress` as given.
-    CompressPatch for CompressOptions {
+    CompressPatch as "CompressOptions" for CompressOptions {
         max_tokens: u32,
         array_keep: usize,
         string_max_chars: usize,
@@ -232,25 +234,63 @@ partial!(
 
 partial!(
     /// `digest` as given.
-    DigestPatch for DigestOptions { tools: Vec<String> }
+    DigestPatch as "DigestOptions" for DigestOptions { tools: Vec<String> }
 );
 
-partial!(
-    /// `summary` as given.
-    SummaryPatch for SummaryOptions {
-        #[serde(alias = "summariser")]
-        summarizer: super::summary::Summarizer,
-        trigger_tokens: u32,
-        target_tokens: u32,
-        min_messages: usize,
-        min_new_messages: usize,
-        new_token_ratio: f64,
-        max_tokens: u32,
-        prompt: Option<String>,
-        required_keys: Vec<String>,
-        placement: super::summary::SummaryPlacement,
+/// `summary` as given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "SummaryOptions", optional_fields))]
+pub struct SummaryPatch {
+    /// Who writes the summary: the built-in extractive summary, or the caller's model (the build
+    /// returns a `summaryRequest`).
+    pub summarizer: Option<Summarizer>,
+    /// @deprecated Spelled `summarizer` now; still read.
+    pub summariser: Option<Summarizer>,
+    /// Compaction is due past this many tokens (seed 001: 50,000).
+    pub trigger_tokens: Option<u32>,
+    /// After compaction the recent messages plus the summary aim below this (seed 001: 30,000).
+    pub target_tokens: Option<u32>,
+    /// The first summary needs at least this many messages (20).
+    pub min_messages: Option<usize>,
+    /// A new summary needs at least this many new messages (10)…
+    pub min_new_messages: Option<usize>,
+    /// …whose tokens exceed this fraction of the current summary's (0.5).
+    pub new_token_ratio: Option<f64>,
+    /// The most tokens a summary may have (4,000).
+    pub max_tokens: Option<u32>,
+    /// The compact instruction; seed 004's by default.
+    pub prompt: Option<String>,
+    /// Words a summary must contain (case-insensitive).
+    pub required_keys: Option<Vec<String>>,
+    pub placement: Option<SummaryPlacement>,
+}
+
+impl SummaryPatch {
+    /// Replaces the fields given, keeps the others.
+    pub fn apply(self, target: &mut SummaryOptions) {
+        if let Some(summarizer) = self.summarizer.or(self.summariser) {
+            target.summarizer = summarizer;
+        }
+        macro_rules! set {
+            ($($field:ident),*) => {$(if let Some(value) = self.$field { target.$field = value; })*};
+        }
+        set!(
+            trigger_tokens,
+            target_tokens,
+            min_messages,
+            min_new_messages,
+            new_token_ratio,
+            max_tokens,
+            required_keys,
+            placement
+        );
+        if self.prompt.is_some() {
+            target.prompt = self.prompt;
+        }
     }
-);
+}
 
 /// `profile`: a built-in's name, or a profile of the caller's own.
 #[derive(Clone, Debug, PartialEq)]
@@ -276,18 +316,41 @@ impl<'de> Deserialize<'de> for ProfileRef {
 /// turns a section off.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "BuildOptions", optional_fields))]
 pub struct BuildSpec {
+    /// A built-in profile's name (`profileNames()`), or a profile of your own.
+    #[cfg_attr(test, ts(type = "string | Profile", optional))]
     pub profile: Option<ProfileRef>,
+    /// The format of the context (default: the history's; with a profile, the profile's).
     pub format: Option<Format>,
+    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    #[cfg_attr(test, ts(as = "Option<usize>", optional = nullable))]
     pub max_messages: Patch<usize>,
+    /// Seed 001's token budget.
+    #[cfg_attr(test, ts(as = "Option<BudgetPatch>", optional = nullable))]
     pub budget: Patch<BudgetPatch>,
+    /// Seed 004: the last N steps stay whole and are never summarised (default 3).
     pub keep_recent_steps: Option<usize>,
+    /// Identical system messages are kept once (default true).
     pub dedupe_system: Option<bool>,
+    /// Tool-output compression (on by default).
+    #[cfg_attr(test, ts(as = "Option<CompressPatch>", optional = nullable))]
     pub compress: Patch<CompressPatch>,
+    /// File-read digests in later turns (on by default).
+    #[cfg_attr(test, ts(as = "Option<DigestPatch>", optional = nullable))]
     pub digest: Patch<DigestPatch>,
+    /// Seed 004's history thinning of older turns (default false; profiles turn it on).
     pub thin: Option<bool>,
+    /// Summary compaction (on by default, with the extractive summariser).
+    #[cfg_attr(test, ts(as = "Option<SummaryPatch>", optional = nullable))]
     pub summary: Patch<SummaryPatch>,
+    /// A session with memory: summaries of recorded turns the context does not wholly hold, in the
+    /// summary section within what the summary budget leaves (newest turns first); `null` leaves
+    /// them out.
+    #[cfg_attr(test, ts(as = "Option<MemoryOptions>", optional = nullable))]
     pub memory: Patch<MemoryOptions>,
+    /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
 }
 

@@ -12,6 +12,7 @@ use crate::tokens::Encoding;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Profile {
     pub name: String,
     pub context_window: u32,
@@ -19,12 +20,15 @@ pub struct Profile {
     pub trigger_fraction: f64,
     /// After compaction, aim below this fraction (default: 0.6 × the trigger, seed 001's 30k/50k).
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub target_fraction: Option<f64>,
     /// Recent steps kept whole (Init 3, Execute 5).
     pub keep_recent_steps: usize,
     /// `o200k_base`, `cl100k_base` or `estimate`.
+    #[cfg_attr(test, ts(type = "EncodingName"))]
     pub encoding: Encoding,
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub format: Option<Format>,
 }
 

@@ -12,6 +12,7 @@ use super::repair::{Item, Repair, Structure};
 /// Which part of the context a message belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Section {
     System,
     Summary,
@@ -21,6 +22,7 @@ pub enum Section {
 /// What happened to a stored message in this build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Action {
     Dropped,
     Summarised,
@@ -33,6 +35,7 @@ pub enum Action {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum DropReason {
     /// Left out by repair (see the receipt's `repairs`).
     Repair,
@@ -57,6 +60,7 @@ pub struct Fate {
 /// rather than of the history (a long conversation is mostly one run of dropped messages).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReceiptRun {
     /// The first and last ids of the run (the same for a run of one).
     pub from: String,
@@ -64,6 +68,7 @@ pub struct ReceiptRun {
     pub count: usize,
     pub action: Action,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub reason: Option<DropReason>,
     pub tokens_before: u64,
     pub tokens_after: u64,
@@ -72,10 +77,12 @@ pub struct ReceiptRun {
 /// One stored message's line of the receipt, with its id (`Receipt::entries`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReceiptEntry {
     pub id: String,
     pub action: Action,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub reason: Option<DropReason>,
     pub tokens_before: u32,
     pub tokens_after: u32,
@@ -83,6 +90,7 @@ pub struct ReceiptEntry {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokensByPart {
     pub system: usize,
     pub summary: usize,
@@ -93,6 +101,7 @@ pub struct TokensByPart {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BudgetReport {
     pub max_tokens: usize,
     pub system_tokens: usize,
@@ -102,6 +111,7 @@ pub struct BudgetReport {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SummaryUse {
     pub request_id: String,
     pub summarised_until: String,
@@ -112,6 +122,7 @@ pub struct SummaryUse {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Receipt {
     /// The whole stored history as one prompt.
     pub tokens_before: usize,
@@ -122,6 +133,7 @@ pub struct Receipt {
     pub budget: Option<BudgetReport>,
     pub within_budget: bool,
     /// What happened to every stored message, as runs of alike messages in history order.
+    #[cfg_attr(test, ts(type = "Array<Readonly<ReceiptRun>>"))]
     pub runs: Vec<ReceiptRun>,
     /// The same per message, in history order (ids by position: `Receipt::entries`).
     #[serde(skip)]

@@ -77,6 +77,7 @@ impl Unit {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum RepairKind {
     /// An assistant tool call that no later message answers: the call is left out.
     UnansweredCall,
@@ -94,10 +95,12 @@ pub enum RepairKind {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Repair {
     pub id: String,
     pub kind: RepairKind,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub call_id: Option<String>,
 }
 

@@ -21,6 +21,7 @@ Write the summary as JSON, complete but concise.";
 /// Where the summary goes in the context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SummaryPlacement {
     /// OpenAI: a system message (seed 001); Anthropic: the compact prompt and the summary as a
     /// user/assistant exchange (seed 004).
@@ -31,6 +32,7 @@ pub enum SummaryPlacement {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Summarizer {
     /// The built-in extractive summary, applied during the build.
     Extractive,
@@ -110,6 +112,7 @@ impl SummaryOptions {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SummarySource {
     Extractive,
     External,
@@ -118,6 +121,7 @@ pub enum SummarySource {
 /// A summary in force: seed 001's `summary_metadata`, plus where it came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SummaryRecord {
     /// The request that produced it.
     pub request_id: String,
@@ -141,6 +145,7 @@ pub struct SummaryRecord {
 /// What a request asked for, remembered while it is being answered.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PendingSummary {
     pub request_id: String,
     pub until: String,
@@ -154,6 +159,7 @@ pub struct PendingSummary {
 /// The summary state that lives with a history (persisted by storage adapters).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SummaryState {
     pub current: Option<SummaryRecord>,
     /// The compaction under way, if any: while set, no second one starts.
@@ -166,6 +172,7 @@ pub struct SummaryState {
 /// JSON in the build's format, the compact prompt last), and what the answer must satisfy.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SummaryRequest {
     pub id: String,
     /// First and last history ids covered by this compaction (after the previous summary).
@@ -173,6 +180,7 @@ pub struct SummaryRequest {
     pub until: String,
     pub message_ids: Vec<String>,
     /// Ready to send: OpenAI an array, Anthropic `{system?, messages}`; ends with the prompt.
+    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
     pub messages: Value,
     /// The compact prompt with the previous summary folded in.
     pub prompt: String,

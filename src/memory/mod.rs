@@ -26,6 +26,7 @@ pub const DEFAULT_MAX_SNAPSHOT_CHARS: usize = 1 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ContextSnapshot {
     pub id: String,
     pub turn_number: u32,
@@ -33,11 +34,13 @@ pub struct ContextSnapshot {
     pub summary: String,
     /// The conversation messages of this turn (first and last id), if it had any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub messages: Option<MessageRange>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MessageRange {
     pub from: String,
     pub until: String,
@@ -45,6 +48,7 @@ pub struct MessageRange {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemorySummary {
     pub id: String,
     pub context_id: String,
@@ -57,8 +61,11 @@ pub struct MemorySummary {
 /// The versioned JSON form of a memory store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryExport {
+    #[cfg_attr(test, ts(type = "\"context-compactor/memory\""))]
     pub format: String,
+    #[cfg_attr(test, ts(type = "1"))]
     pub version: u32,
     pub contexts: Vec<ContextSnapshot>,
     pub summaries: Vec<MemorySummary>,

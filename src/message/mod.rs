@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 
 /// The wire formats the package reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Format {
     #[serde(rename = "openai")]
     OpenAi,

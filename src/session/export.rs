@@ -17,8 +17,11 @@ pub const EXPORT_VERSION: u32 = 1;
 /// The versioned JSON form of a session: history (with summaries), memory, counters, metadata.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionExport {
+    #[cfg_attr(test, ts(type = "\"context-compactor/session\""))]
     pub format: String,
+    #[cfg_attr(test, ts(type = "1"))]
     pub version: u32,
     pub id: String,
     pub parent_id: Option<String>,
@@ -27,6 +30,7 @@ pub struct SessionExport {
     pub max_loops: u32,
     pub subagents_spawned: u32,
     pub turn_start: usize,
+    #[cfg_attr(test, ts(type = "Record<string, unknown>"))]
     pub metadata: Map<String, Value>,
     pub history: HistoryExport,
     pub memory: Option<MemoryExport>,
@@ -37,7 +41,9 @@ pub struct SessionExport {
 /// state. It travels inside a session export, which carries the version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct HistoryExport {
+    #[cfg_attr(test, ts(type = "EncodingName"))]
     pub encoding: Encoding,
     pub messages: Vec<LoggedMessage>,
     pub summary: SummaryState,

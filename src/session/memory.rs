@@ -8,13 +8,15 @@ use super::{memory_off, Session};
 use crate::compact::request::emit_request;
 use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, Record};
-use crate::memory::recall::{self, Log, RecallRequest};
+use crate::memory::recall::{self, Log, RecallRequest, RecallResult, SearchHit};
 use crate::memory::{self, ContextSnapshot, MemoryStore, MessageRange};
 use crate::message::{Content, Format, Message, Role};
 
 /// What the agent hands the memory at the end of a turn.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct TurnInput {
     /// Defaults to the turn after the last one recorded.
     pub turn_number: Option<u32>,
@@ -30,11 +32,13 @@ pub struct TurnInput {
 /// What a plugged-in summariser gets for the turn under way (`Session::turn_summary_request`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TurnSummaryRequest {
     pub id: String,
     pub turn_number: u32,
     pub message_ids: Vec<String>,
     /// One user message holding the turn's transcript and the instruction, in the requested format.
+    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
     pub messages: Value,
     pub prompt: String,
     pub max_tokens: u32,
@@ -122,7 +126,7 @@ impl Session {
     }
 
     /// Keyword search over snapshots, summaries and every logged message (dropped ones included).
-    pub fn search(&mut self, query: &str, limit: usize) -> Result<Vec<Value>> {
+    pub fn search(&mut self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         self.sync_index();
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
         let log = SessionLog { history: &self.history, memory };
@@ -130,12 +134,12 @@ impl Session {
             .index()
             .search(query, limit)
             .iter()
-            .filter_map(|hit| recall::describe_hit(memory, &log, hit).map(Value::Object))
+            .filter_map(|hit| recall::describe_hit(memory, &log, hit))
             .collect())
     }
 
     /// Executes a `recall_context` call (Anthropic's `input` object or OpenAI's `arguments` text).
-    pub fn recall(&mut self, input: &Value, max_tokens: usize) -> Result<Value> {
+    pub fn recall(&mut self, input: &Value, max_tokens: usize) -> Result<RecallResult> {
         let request: RecallRequest = recall::parse_request(input)?;
         self.sync_index();
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
@@ -162,12 +166,19 @@ impl Session {
             .and_then(Value::as_str)
             .ok_or_else(|| Error::invalid_argument("a recall_context call needs an `id` string"))?;
         let (content, is_error) = match self.recall(input.unwrap_or(&Value::Null), max_tokens) {
-            Ok(result) => (result.to_string(), false),
+            Ok(result) => (to_json_text(&result)?, false),
             Err(error) if error.kind == ErrorKind::Internal => return Err(error),
             Err(error) => (format!("Error: {error}"), true),
         };
         Ok(Message::tool_result(id, content, is_error, format.unwrap_or(own_format)))
     }
+}
+
+/// A value as JSON text, its keys in order (what `JSON.stringify` of the returned object gave).
+fn to_json_text<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_value(value)
+        .map(|v| v.to_string())
+        .map_err(|e| Error::internal(format!("serialising a recall result: {e}")))
 }
 
 struct SessionLog<'a> {
@@ -309,13 +320,14 @@ pub(crate) mod tests {
         assert!(first.summary.contains("tools: get_reservation"), "{}", first.summary);
         assert_eq!(session.memory_summary(1000).unwrap().lines().nth(1), Some("[Turn 2] cancelled ABC123"));
 
-        let recalled = session.recall(&json!({"turnNumbers": [1]}), 2000).unwrap();
+        let recalled = serde_json::to_value(session.recall(&json!({"turnNumbers": [1]}), 2000).unwrap()).unwrap();
         let ids: Vec<&str> =
             recalled["turns"][0]["messages"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ["m1", "m2", "m3", "m4"]);
         assert!(recalled["turns"][0]["messages"][1]["text"].as_str().unwrap().starts_with("get_reservation("));
 
-        let found = session.recall(&Value::from(r#"{"query": "cancel"}"#), 2000).unwrap();
+        let found =
+            serde_json::to_value(session.recall(&Value::from(r#"{"query": "cancel"}"#), 2000).unwrap()).unwrap();
         assert_eq!(found["results"][0]["id"], "m5");
         assert_eq!(found["results"][0]["turnNumber"], 2);
         assert!(session

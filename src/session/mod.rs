@@ -46,6 +46,8 @@ pub struct Session {
 /// The options of a session (`new Session(options)`), read as given: every field optional.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct SessionOptions {
     /// Letters, digits, '-', '_', '.' or ':' (default "main").
     pub id: Option<String>,
@@ -53,6 +55,7 @@ pub struct SessionOptions {
     pub max_loops: Option<u32>,
     /// Switches the memory module on (seed 003: only when configured).
     pub memory: Option<MemoryChoice>,
+    #[cfg_attr(test, ts(optional, type = "EncodingName"))]
     pub encoding: Option<Encoding>,
     /// The format appends and reads use when none is given (default OpenAI's).
     pub format: Option<Format>,
@@ -61,7 +64,10 @@ pub struct SessionOptions {
 /// The options of a plain history (`new ConversationHistory(options)`): a session's own two.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct HistoryOptions {
+    #[cfg_attr(test, ts(optional, type = "EncodingName"))]
     pub encoding: Option<Encoding>,
     pub format: Option<Format>,
 }
@@ -69,6 +75,7 @@ pub struct HistoryOptions {
 /// `memory`: `true`, `false`, or the memory's settings.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(untagged)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum MemoryChoice {
     On(bool),
     With(MemorySettings),
@@ -76,6 +83,8 @@ pub enum MemoryChoice {
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct MemorySettings {
     /// Refuse snapshots longer than this many characters (default 1,048,576).
     pub max_snapshot_chars: Option<usize>,
@@ -243,6 +252,7 @@ impl Session {
 
 /// What a sub-agent hands its parent (seed 000's call_subagent result).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SubagentResult {
     pub ok: bool,
     pub result: String,

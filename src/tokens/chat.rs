@@ -37,6 +37,8 @@ impl MessageTokens {
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "ChatTokenCount"))]
 pub struct ChatCount {
     pub total: usize,
     pub messages: Vec<u32>,

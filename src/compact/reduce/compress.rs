@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum TextMode {
     /// Seed 004: over `textMaxChars`, keep `textHead` + `textTail` characters and say how many were left out.
     HeadTail,

@@ -10,6 +10,7 @@ use crate::message::Format;
 /// One broken rule in a message list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Violation {
     /// Index in the message list, when one message is at fault.
     pub index: Option<usize>,
