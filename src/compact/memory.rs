@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::turn_line;
 use crate::message::{Content, Format, Message, Role};
 use crate::tokens::{self, Encoding};
 
@@ -43,11 +44,6 @@ pub struct MemoryUse {
 }
 
 const HEADER: &str = "Summaries of earlier turns whose messages are not all in this context:";
-
-/// Seed 003's line for a turn in the cumulative summary.
-pub fn turn_line(turn: u32, summary: &str) -> String {
-    format!("[Turn {turn}] {summary}")
-}
 
 fn message(lines: &[String], format: Format) -> Message {
     let mut text = String::from(HEADER);

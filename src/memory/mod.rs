@@ -190,11 +190,8 @@ impl MemoryStore {
     /// `[Turn 1] …` lines, the newest first when they do not all fit: at most `max_tokens`,
     /// counted exactly, with a line naming the omitted turns.
     pub fn cumulative_summary(&self, encoding: Encoding, max_tokens: usize) -> String {
-        let lines: Vec<(u32, String)> = self
-            .summaries
-            .values()
-            .map(|s| (s.turn_number, crate::compact::memory::turn_line(s.turn_number, &s.summary)))
-            .collect();
+        let lines: Vec<(u32, String)> =
+            self.summaries.values().map(|s| (s.turn_number, turn_line(s.turn_number, &s.summary))).collect();
         let compose = |kept: usize| {
             let (omitted, kept) = lines.split_at(lines.len() - kept);
             let mut out = String::new();
@@ -287,6 +284,11 @@ impl MemoryStore {
         *self = fresh;
         Ok(())
     }
+}
+
+/// Seed 003's line for a turn in the cumulative summary.
+pub fn turn_line(turn: u32, summary: &str) -> String {
+    format!("[Turn {turn}] {summary}")
 }
 
 /// The built-in summary of a turn, from its messages: what was asked, what the assistant
