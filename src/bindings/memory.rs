@@ -9,7 +9,9 @@ use super::errors::JsResult;
 use super::session::Shared;
 use crate::memory::recall;
 use crate::message::{self, Format};
-use crate::session::TurnInput;
+use crate::session::{
+    TurnInput, CUMULATIVE_SUMMARY_MAX_TOKENS, RECALL_MAX_TOKENS, TURN_SUMMARY_MAX_TOKENS, TURN_SUMMARY_MAX_TOKENS_LIMIT,
+};
 
 /// Options that only bound an output: `{ maxTokens?, limit?, format? }`, as each method takes.
 #[derive(Default, Deserialize)]
@@ -83,7 +85,12 @@ impl MemoryModule {
     ) -> JsResult<JsValue> {
         let workspace = string_arg(&workspace_context, "the workspace context")?;
         let options: TurnRequestOptions = super::conversion::options(&options, "options")?;
-        let max_tokens = count_in(options.max_tokens, "options.maxTokens", 300, 100_000)?;
+        let max_tokens = count_in(
+            options.max_tokens,
+            "options.maxTokens",
+            TURN_SUMMARY_MAX_TOKENS.into(),
+            TURN_SUMMARY_MAX_TOKENS_LIMIT.into(),
+        )?;
         let session = self.shared.get()?;
         let format = options.format.unwrap_or(session.format);
         Ok(to_js(&session.turn_summary_request(&workspace, format, max_tokens as u32)?)?)
@@ -96,7 +103,8 @@ impl MemoryModule {
         #[wasm_bindgen(unchecked_optional_param_type = "{ maxTokens?: number }")] options: JsValue,
     ) -> JsResult<String> {
         let options: MaxTokens = super::conversion::options(&options, "options")?;
-        let max_tokens = count_in(options.max_tokens, "options.maxTokens", 2_000, u64::MAX)?;
+        let max_tokens =
+            count_in(options.max_tokens, "options.maxTokens", CUMULATIVE_SUMMARY_MAX_TOKENS as u64, u64::MAX)?;
         Ok(self.shared.get()?.memory_summary(usize::try_from(max_tokens).unwrap_or(usize::MAX))?)
     }
 
@@ -126,7 +134,7 @@ impl MemoryModule {
             None => from_js(&input, "the recall_context input")?,
         };
         let options: MaxTokens = super::conversion::options(&options, "options")?;
-        let max_tokens = count_in(options.max_tokens, "options.maxTokens", 4_000, u64::MAX)?;
+        let max_tokens = count_in(options.max_tokens, "options.maxTokens", RECALL_MAX_TOKENS as u64, u64::MAX)?;
         Ok(to_js(&self.shared.get()?.recall(&input, usize::try_from(max_tokens).unwrap_or(usize::MAX))?)?)
     }
 
@@ -141,7 +149,7 @@ impl MemoryModule {
     ) -> JsResult<JsValue> {
         let call = from_js(&call, "the recall_context call")?;
         let options: AnswerOptions = super::conversion::options(&options, "options")?;
-        let max_tokens = count_in(options.max_tokens, "options.maxTokens", 4_000, u64::MAX)?;
+        let max_tokens = count_in(options.max_tokens, "options.maxTokens", RECALL_MAX_TOKENS as u64, u64::MAX)?;
         let message = self.shared.get()?.answer_recall(
             &call,
             options.format,

@@ -115,19 +115,20 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         _ => None,
     };
     let mut messages: Vec<ContextMessage> = Vec::new();
-    let mut summary_placed = summary_msgs.is_empty();
+    // The summary section goes before the first recent message (or last, if there is none).
+    let mut summary_section = Some(summary_msgs);
+    let place = |messages: &mut Vec<ContextMessage>, section: Option<Vec<Message>>| {
+        messages.extend(section.into_iter().flatten().map(|message| ContextMessage {
+            message: Arc::new(message),
+            sources: Vec::new(),
+            section: Section::Summary,
+            action: Action::Kept,
+        }));
+    };
     let mut after: HashMap<usize, (Action, u32)> = HashMap::new();
     for (plan, section) in &kept {
-        if *section == Section::Recent && !summary_placed {
-            for m in &summary_msgs {
-                messages.push(ContextMessage {
-                    message: Arc::new(m.clone()),
-                    sources: Vec::new(),
-                    section: Section::Summary,
-                    action: Action::Kept,
-                });
-            }
-            summary_placed = true;
+        if *section == Section::Recent {
+            place(&mut messages, summary_section.take());
         }
         if plan.member_tokens.len() != plan.members.len() {
             return Err(Error::internal(format!("unit {} is in the context but was not counted", plan.unit)));
@@ -146,16 +147,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             messages.push(ContextMessage { message, sources: vec![id], section: *section, action });
         }
     }
-    if !summary_placed {
-        for m in &summary_msgs {
-            messages.push(ContextMessage {
-                message: Arc::new(m.clone()),
-                sources: Vec::new(),
-                section: Section::Summary,
-                action: Action::Kept,
-            });
-        }
-    }
+    place(&mut messages, summary_section.take());
 
     // Anthropic: the first message must come from the user, and there must be one; no provider
     // takes an empty list.

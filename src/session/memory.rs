@@ -29,6 +29,13 @@ pub struct TurnInput {
     pub max_summary_tokens: Option<u32>,
 }
 
+/// The defaults of the memory's calls when the caller names no limit: a turn summary's budget
+/// (and the most a caller may ask for), the cumulative summary's, and a recall's.
+pub const TURN_SUMMARY_MAX_TOKENS: u32 = 300;
+pub const TURN_SUMMARY_MAX_TOKENS_LIMIT: u32 = 100_000;
+pub const CUMULATIVE_SUMMARY_MAX_TOKENS: usize = 2_000;
+pub const RECALL_MAX_TOKENS: usize = 4_000;
+
 /// What a plugged-in summariser gets for the turn under way (`Session::turn_summary_request`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,7 +18,10 @@ use crate::message::{Content, Format, Message, Role};
 use crate::tokens::Encoding;
 
 pub use export::{HistoryExport, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
-pub use memory::{TurnInput, TurnSummaryRequest};
+pub use memory::{
+    TurnInput, TurnSummaryRequest, CUMULATIVE_SUMMARY_MAX_TOKENS, RECALL_MAX_TOKENS, TURN_SUMMARY_MAX_TOKENS,
+    TURN_SUMMARY_MAX_TOKENS_LIMIT,
+};
 
 pub const MAIN_CONTEXT_ID: &str = "main";
 pub const DEFAULT_MAX_LOOPS: u32 = 10;
