@@ -24,13 +24,9 @@ fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
 /// Every string of the other fixtures (SWE-agent: code and tool output; Claude Code logs).
 fn others() -> Vec<String> {
     let mut out = Vec::new();
-    let s =
-        std::fs::read_to_string(fixtures().join("openai/swe-agent-marshmallow-1867.traj")).unwrap();
+    let s = std::fs::read_to_string(fixtures().join("openai/swe-agent-marshmallow-1867.traj")).unwrap();
     strings(&serde_json::from_str(&s).unwrap(), &mut out);
-    for f in [
-        "anthropic/claude-code-short.jsonl",
-        "anthropic/claude-code-tool-heavy.jsonl",
-    ] {
+    for f in ["anthropic/claude-code-short.jsonl", "anthropic/claude-code-tool-heavy.jsonl"] {
         for line in std::fs::read_to_string(fixtures().join(f)).unwrap().lines() {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
                 strings(&v, &mut out);
@@ -56,12 +52,7 @@ fn mbps(bytes: usize, budget: Duration, mut f: impl FnMut() -> usize) -> (f64, u
 }
 
 fn main() {
-    let budget = Duration::from_secs_f64(
-        std::env::args()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3.0),
-    );
+    let budget = Duration::from_secs_f64(std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3.0));
 
     // Cold start first, before anything else touches the encoders.
     let t = Instant::now();
@@ -82,16 +73,8 @@ fn main() {
     rc.encode_ordinary("hello world");
     let cold_rc = t.elapsed();
     println!("time to first count (ms)      bpe      tiktoken-rs");
-    println!(
-        "  o200k_base                {:>7.2}  {:>9.2}",
-        ms(cold_o),
-        ms(cold_ro)
-    );
-    println!(
-        "  cl100k_base (o200k built) {:>7.2}  {:>9.2}",
-        ms(cold_c),
-        ms(cold_rc)
-    );
+    println!("  o200k_base                {:>7.2}  {:>9.2}", ms(cold_o), ms(cold_ro));
+    println!("  cl100k_base (o200k built) {:>7.2}  {:>9.2}", ms(cold_c), ms(cold_rc));
 
     let tau = tau_bench_texts();
     let mut mix = tau.clone();
@@ -129,21 +112,14 @@ fn main() {
                 clear();
                 ours.encode(&bulk).len()
             });
-            let (ref_bulk, n3) = mbps(bulk.len(), budget, || {
-                reference.encode_ordinary(&bulk).len()
-            });
+            let (ref_bulk, n3) = mbps(bulk.len(), budget, || reference.encode_ordinary(&bulk).len());
             let (msg_new, _) = mbps(per_bytes, budget, || {
                 clear();
                 msgs.iter().map(|s| ours.count(s)).sum()
             });
-            let (msg_warm, _) = mbps(per_bytes, budget, || {
-                msgs.iter().map(|s| ours.count(s)).sum()
-            });
-            let (ref_msg, _) = mbps(per_bytes, budget, || {
-                msgs.iter()
-                    .map(|s| reference.encode_ordinary(s).len())
-                    .sum()
-            });
+            let (msg_warm, _) = mbps(per_bytes, budget, || msgs.iter().map(|s| ours.count(s)).sum());
+            let (ref_msg, _) =
+                mbps(per_bytes, budget, || msgs.iter().map(|s| reference.encode_ordinary(s).len()).sum());
             assert_eq!((n1, n2), (n3, n3), "token counts differ from tiktoken-rs");
             println!(
                 "  {enc:<8} {bulk_new:>10.2} {bulk_warm:>10.2} {enc_new:>10.2} {msg_new:>11.2} {msg_warm:>11.2} | {ref_bulk:>9.2} {ref_msg:>9.2} | {:>5.1}x {:>5.1}x   ({n1} tokens)",

@@ -6,14 +6,8 @@
 //! Writes `o200k_base.cctab` and `cl100k_base.cctab` (both standalone: neither needs the
 //! other loaded first).
 static TABLES: &[(&str, &[u8])] = &[
-    (
-        "o200k_base.cctab",
-        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab")),
-    ),
-    (
-        "cl100k_base.cctab",
-        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.cctab")),
-    ),
+    ("o200k_base.cctab", include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"))),
+    ("cl100k_base.cctab", include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.cctab"))),
 ];
 
 fn main() {

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use context_compactor::compact::{BudgetOptions, BuildOptions};
 use context_compactor::message::Format;
+use context_compactor::session::Session;
 use context_compactor::tokens::Encoding;
-use context_compactor::ConversationHistory;
 use serde_json::{json, Value};
 
 #[path = "../tests/common/mod.rs"]
@@ -35,17 +35,19 @@ fn main() {
     };
     let no_summary = BuildOptions { summary: None, ..options.clone() };
 
-    for (label, options) in [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)] {
-        let mut history = ConversationHistory::new(Encoding::O200kBase);
-        history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("append");
+    for (label, options) in
+        [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)]
+    {
+        let mut session = Session::with_encoding(Encoding::O200kBase);
+        session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("append");
         let start = Instant::now();
-        let cold = history.build(options).expect("cold build");
+        let cold = session.build(options).expect("cold build");
         let cold_ms = start.elapsed().as_secs_f64() * 1e3;
 
         let mut warm = Vec::new();
         for _ in 0..iterations {
             let start = Instant::now();
-            let outcome = history.build(options).expect("warm build");
+            let outcome = session.build(options).expect("warm build");
             warm.push(start.elapsed().as_secs_f64() * 1e3);
             std::hint::black_box(&outcome);
         }
@@ -55,18 +57,29 @@ fn main() {
 
         let mut appended = Vec::new();
         for i in 0..iterations {
-            let counted = history.counted_messages();
+            let counted = session.history.counted_messages();
             let start = Instant::now();
-            history.append_value(json!({"role": "user", "content": format!("One more question, number {i}.")}), Format::OpenAi).expect("append");
-            let outcome = history.build(options).expect("build after append");
+            session
+                .history
+                .append_value(
+                    json!({"role": "user", "content": format!("One more question, number {i}.")}),
+                    Format::OpenAi,
+                )
+                .expect("append");
+            let outcome = session.build(options).expect("build after append");
             appended.push(start.elapsed().as_secs_f64() * 1e3);
-            assert_eq!(history.counted_messages(), counted + 1);
+            assert_eq!(session.history.counted_messages(), counted + 1);
             std::hint::black_box(&outcome);
         }
         println!("== {label}");
-        println!("messages: {} ({} tokens stored), context: {} messages, {} tokens ({} emitted)",
-            history.len(), cold.context.receipt.tokens_before, cold.context.messages.len(), cold.context.tokens.total,
-            request.as_array().map_or(0, Vec::len));
+        println!(
+            "messages: {} ({} tokens stored), context: {} messages, {} tokens ({} emitted)",
+            session.history.len(),
+            cold.context.receipt.tokens_before,
+            cold.context.messages.len(),
+            cold.context.tokens.total,
+            request.as_array().map_or(0, Vec::len)
+        );
         println!("cold build (counting all {} messages): {cold_ms:.1} ms", messages.len());
         println!("warm build: median {:.2} ms over {iterations}", median(warm));
         println!("append one message + build: median {:.2} ms over {iterations}", median(appended));

@@ -2,16 +2,7 @@
  * The agent side of the memory module: a turn summarised by the caller's model, and a model's
  * `recall_context` call answered with the tool result to append.
  */
-import type {
-  AnthropicToolUseBlock,
-  ContextSnapshot,
-  Format,
-  MemoryModule,
-  Message,
-  OpenAIToolCall,
-  RecallInput,
-  TurnInput,
-} from "./wasm.js";
+import type { AnthropicToolUseBlock, ContextSnapshot, Format, MemoryModule, Message, OpenAIToolCall, TurnInput } from "./wasm.js";
 import { ContextCompactorError, SummarizerError } from "./errors.js";
 import type { Summarizer } from "./summarize.js";
 
@@ -56,23 +47,9 @@ export type RecallCall = OpenAIToolCall | AnthropicToolUseBlock;
 /**
  * Runs a model's `recall_context` call and returns the message that answers it, ready to append.
  * A call the memory refuses (an unknown turn, bad arguments) is answered with the error, marked
- * as one, so that the model can correct itself.
+ * as one, so that the model can correct itself. The message is built by the core, as a
+ * sub-agent's tool result is.
  */
 export function answerRecall(memory: MemoryModule, call: RecallCall, options: { format?: Format; maxTokens?: number } = {}): Message {
-  const openai = "function" in call;
-  const format = options.format ?? (openai ? "openai" : "anthropic");
-  let content: string;
-  let isError = false;
-  try {
-    // The memory checks the input itself: a model may send anything.
-    const input = openai ? (call as OpenAIToolCall).function.arguments : ((call as AnthropicToolUseBlock).input as RecallInput);
-    content = JSON.stringify(memory.recall(input, { maxTokens: options.maxTokens }));
-  } catch (error) {
-    if (!(error instanceof ContextCompactorError) || error.code === "Internal") throw error;
-    content = `Error: ${error.message}`;
-    isError = true;
-  }
-  return format === "openai"
-    ? { role: "tool", tool_call_id: call.id, content }
-    : { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content, ...(isError ? { is_error: true } : {}) }] };
+  return memory.answerRecall(call, options);
 }

@@ -36,7 +36,7 @@ export async function compact(history: ConversationHistory, options?: CompactOpt
 export async function compact(history: ConversationHistory, options: CompactOptions = {}): Promise<BuildResult | BuildResultIn<Format>> {
   const { summarize, ...build } = options;
   if (!summarize) return history.build(build);
-  const external: BuildOptions = { ...build, summary: { ...(build.summary ?? {}), summariser: "external" } };
+  const external: BuildOptions = { ...build, summary: { ...(build.summary ?? {}), summarizer: "external" } };
   const first = history.build(external);
   const request = first.summaryRequest;
   if (!request) return first;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing context-compactor needs, skipping what is already there.
-#   scripts/ensure-tools.sh            wasm32 target, wasm-bindgen-cli (= Cargo.lock), wasm-pack, npm packages
+#   scripts/ensure-tools.sh            wasm32 target, rustfmt, clippy, wasm-bindgen-cli (= Cargo.lock), wasm-pack, npm packages
 #   scripts/ensure-tools.sh --browser  the same, plus Debian's chromium (and a CJK font) for the browser tests
 # Prints one line per tool: found / installed / skipped.
 set -euo pipefail
@@ -54,6 +54,16 @@ else
   rustup target add wasm32-unknown-unknown >"$tmp_log" 2>&1 || { cat "$tmp_log" >&2; exit 1; }
   say "wasm32 target" "installed"
 fi
+
+# 1b. rustfmt and clippy (scripts/test.sh gates formatting and lints)
+for component in rustfmt clippy; do
+  if rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+    say "$component" "found"
+  else
+    rustup component add "$component" >"$tmp_log" 2>&1 || { cat "$tmp_log" >&2; exit 1; }
+    say "$component" "installed"
+  fi
+done
 
 # 2. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 wbg_version=$(awk '/^\[\[package\]\]/{name=""} /^name = "wasm-bindgen"$/{name=$3} name!="" && /^version = /{gsub(/"/,"",$3); print $3; exit}' Cargo.lock)

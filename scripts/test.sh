@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser), builds
-# the package (scripts/build.sh), then runs
+# `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser), checks
+# the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh),
+# type-checks the TypeScript layer and tests/types (tsc --noEmit), then runs
 #   1. cargo test                        the Rust core, natively
 #   2. node --test tests/js/             the package's Node entry against the shared fixtures
 #      tests/browser/ tests/pack/        the browser entry in headless Chromium, and npm pack
@@ -15,7 +16,19 @@ if [[ ! -d ../shared/fixtures ]]; then
 fi
 
 bash scripts/ensure-tools.sh --browser
+
+echo "test: cargo fmt --check"
+cargo fmt --check
+echo "test: cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
 SKIP_ENSURE_TOOLS=1 bash scripts/build.sh
+
+# The TypeScript layer (the build compiled it; this checks it on its own) and what a consumer
+# types against the providers' SDKs (tests/types, through the built package).
+echo "test: tsc --noEmit (js/, tests/types/)"
+node_modules/.bin/tsc -p tsconfig.json --noEmit
+node_modules/.bin/tsc -p tests/types/tsconfig.json
 
 echo "test: cargo test"
 cargo test ${CARGO_TEST_ARGS:-}

@@ -64,11 +64,7 @@ impl Error {
 
     /// An invalid message at `index`, with the path of the bad field relative to that message.
     pub fn invalid_message(index: usize, field: &str, message: impl Into<String>) -> Self {
-        let path = if field.is_empty() {
-            format!("messages[{index}]")
-        } else {
-            format!("messages[{index}].{field}")
-        };
+        let path = if field.is_empty() { format!("messages[{index}]") } else { format!("messages[{index}].{field}") };
         Error { kind: ErrorKind::InvalidMessage, message: message.into(), index: Some(index), path: Some(path) }
     }
 }

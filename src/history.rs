@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compact::{self, BuildOptions, BuildOutcome, Item, ReduceCache, SummaryRecord, SummarySource, SummaryState};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, Format, Message, PartKind};
 use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
@@ -41,39 +40,38 @@ pub struct ConversationHistory {
     calls: ToolCallIndex,
     next_sequence: u64,
     counted_messages: u64,
-    summary: SummaryState,
-    reduce_cache: ReduceCache,
-    /// The last summary request a build proposed (what `begin_summary` can start).
-    proposed: Option<compact::PendingSummary>,
-    /// The last build's receipt, for its entries message by message.
-    last_receipt: Option<compact::Receipt>,
 }
 
-/// A history as JSON: every message in the format it arrived in, with its id, and the summary
-/// state. It travels inside a session export, which carries the version.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct HistoryExport {
-    pub encoding: String,
-    pub messages: Vec<LoggedMessage>,
-    pub summary: SummaryState,
-}
-
+/// One stored message as JSON: its id, the format it arrived in, and the message as appended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LoggedMessage {
     pub id: String,
     pub format: Format,
+    #[cfg_attr(test, ts(type = "Message"))]
     pub message: Value,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokenReport {
     pub total: usize,
     pub messages: usize,
     pub reply_priming: usize,
+    #[cfg_attr(
+        test,
+        ts(type = "Partial<Record<\"system\" | \"developer\" | \"user\" | \"assistant\" | \"tool\", number>>")
+    )]
     pub by_role: BTreeMap<&'static str, usize>,
     /// Part kinds plus `overhead` (framing, role and name).
+    #[cfg_attr(
+        test,
+        ts(
+            type = "Partial<Record<\"overhead\" | \"text\" | \"image\" | \"toolCall\" | \"toolResult\" | \"thinking\" | \"other\", number>>"
+        )
+    )]
     pub by_part: BTreeMap<&'static str, usize>,
 }
 
@@ -86,10 +84,6 @@ impl ConversationHistory {
             calls: ToolCallIndex::default(),
             next_sequence: 1,
             counted_messages: 0,
-            summary: SummaryState::default(),
-            reduce_cache: ReduceCache::default(),
-            proposed: None,
-            last_receipt: None,
         }
     }
 
@@ -226,25 +220,28 @@ impl ConversationHistory {
         message::emit_one(&record.message, record.message.source)
     }
 
-    pub fn export(&self) -> Result<HistoryExport> {
+    /// Every message as appended, with its id and format (what an export holds).
+    pub fn logged(&self) -> Result<Vec<LoggedMessage>> {
         let messages = self
             .records
             .iter()
             .map(|r| {
-                let message = self.get_value(&r.id).ok_or_else(|| Error::internal(format!("message {} cannot be written out", r.id)))?;
+                let message = self
+                    .get_value(&r.id)
+                    .ok_or_else(|| Error::internal(format!("message {} cannot be written out", r.id)))?;
                 Ok(LoggedMessage { id: r.id.clone(), format: r.message.source, message })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(HistoryExport { encoding: self.encoding.as_str().to_string(), messages, summary: self.summary.clone() })
+        Ok(messages)
     }
 
-    /// Rebuilds a history from its export, checking it as appends are checked: valid messages,
-    /// tool results that answer earlier calls, ids in their order, a summary state that fits.
-    pub fn import(export: HistoryExport) -> Result<ConversationHistory> {
-        let mut history = ConversationHistory::new(Encoding::parse(&export.encoding)?);
-        let mut messages = Vec::with_capacity(export.messages.len());
-        let mut ids = Vec::with_capacity(export.messages.len());
-        for (i, logged) in export.messages.into_iter().enumerate() {
+    /// Rebuilds a history from its logged messages, checking them as appends are checked: valid
+    /// messages, tool results that answer earlier calls, ids in their order.
+    pub fn from_logged(encoding: Encoding, logged: Vec<LoggedMessage>) -> Result<ConversationHistory> {
+        let mut history = ConversationHistory::new(encoding);
+        let mut messages = Vec::with_capacity(logged.len());
+        let mut ids = Vec::with_capacity(logged.len());
+        for (i, logged) in logged.into_iter().enumerate() {
             let parsed = match logged.format {
                 Format::OpenAi => message::parse_openai_message(logged.message, i),
                 Format::Anthropic => message::parse_anthropic_message(logged.message, i),
@@ -258,7 +255,6 @@ impl ConversationHistory {
                 "corrupt export: message {found:?} is where {expected:?} belongs (ids run m1, m2, … in order)"
             )));
         }
-        history.set_summary_state(export.summary).map_err(|e| corrupt("its summary state", e))?;
         Ok(history)
     }
 
@@ -266,7 +262,8 @@ impl ConversationHistory {
         message::emit(self.records.iter().map(|r| &*r.message), format)
     }
 
-    fn ensure_counted(&mut self) {
+    /// Counts every message not counted yet (each is tokenized at most once).
+    pub fn count_all(&mut self) {
         let encoding = self.encoding;
         for record in &mut self.records {
             if record.tokens.is_none() {
@@ -278,7 +275,7 @@ impl ConversationHistory {
 
     /// Tokens of the whole history as one prompt; only messages not counted before are tokenized.
     pub fn token_count(&mut self) -> ChatCount {
-        self.ensure_counted();
+        self.count_all();
         let messages: Vec<u32> = self.records.iter().map(|r| r.tokens.map_or(0, |t| t.total)).collect();
         let total = messages.iter().map(|n| *n as usize).sum::<usize>() + REPLY_PRIMING;
         ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING }
@@ -286,7 +283,7 @@ impl ConversationHistory {
 
     /// Tokens broken down by role and by part kind.
     pub fn token_report(&mut self) -> TokenReport {
-        self.ensure_counted();
+        self.count_all();
         let mut by_role: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut by_part: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut total = REPLY_PRIMING;
@@ -306,121 +303,8 @@ impl ConversationHistory {
     }
 }
 
-impl ConversationHistory {
-    /// Builds the context for the next call (see `compact::build`). The stored messages never
-    /// change; a summary made by the extractive summariser during the build is stored.
-    pub fn build(&mut self, options: &BuildOptions) -> Result<BuildOutcome> {
-        self.build_with_notes(options, &[])
-    }
-
-    /// `build` with a session's recorded turns (see `compact::build_with_notes`).
-    pub fn build_with_notes(&mut self, options: &BuildOptions, notes: &[compact::TurnNote]) -> Result<BuildOutcome> {
-        self.ensure_counted();
-        let items: Vec<Item> = self
-            .records
-            .iter()
-            .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens.map_or(0, |t| t.total) })
-            .collect();
-        let outcome = compact::build_with_notes(&items, self.encoding, options, &self.summary, &mut self.reduce_cache, notes)?;
-        if let Some(record) = &outcome.new_summary {
-            self.summary.current = Some(record.clone());
-            self.summary.generation += 1;
-        }
-        self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
-        self.last_receipt = Some(outcome.context.receipt.clone());
-        Ok(outcome)
-    }
-
-    /// The last build's receipt message by message; empty before the first build.
-    pub fn last_receipt_entries(&self) -> Vec<compact::ReceiptEntry> {
-        self.last_receipt.as_ref().map(|r| self.receipt_entries(r)).unwrap_or_default()
-    }
-
-    /// A build's receipt, one entry (with its id) per message stored when it was built.
-    pub fn receipt_entries(&self, receipt: &compact::Receipt) -> Vec<compact::ReceiptEntry> {
-        receipt.entries(self.records.iter().map(|r| r.id.as_str()))
-    }
-
-    pub fn summary_state(&self) -> &SummaryState {
-        &self.summary
-    }
-
-    /// Restores a summary state (from storage). Refused if it names messages this history lacks.
-    pub fn set_summary_state(&mut self, state: SummaryState) -> Result<()> {
-        for (what, until, index) in state
-            .current
-            .iter()
-            .map(|c| ("summary", &c.summarised_until, c.until_index))
-            .chain(state.in_progress.iter().map(|p| ("compaction in progress", &p.until, p.until_index)))
-        {
-            if self.records.get(index).map(|r| &r.id) != Some(until) {
-                return Err(Error::invalid_argument(format!(
-                    "the {what} covers up to message {until:?} at position {index}, which this history does not have"
-                )));
-            }
-        }
-        self.summary = state;
-        self.proposed = None;
-        Ok(())
-    }
-
-    /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
-    /// one while the first is under way is a `Conflict` error.
-    pub fn begin_summary(&mut self, request_id: &str) -> Result<()> {
-        if let Some(pending) = &self.summary.in_progress {
-            return Err(Error::conflict(format!(
-                "compaction {} is already in progress; complete or cancel it first",
-                pending.request_id
-            )));
-        }
-        match &self.proposed {
-            Some(pending) if pending.request_id == request_id => {
-                self.summary.in_progress = Some(pending.clone());
-                Ok(())
-            }
-            _ => Err(Error::not_found(format!("no summary request {request_id:?}: build again for a current one"))),
-        }
-    }
-
-    /// Accepts the summary for `request_id` once it passes the request's checks (not empty,
-    /// within its budget, the required keys). On any error nothing stored changes.
-    pub fn complete_summary(&mut self, request_id: &str, text: &str, created_at: Option<String>) -> Result<SummaryRecord> {
-        let pending = match (&self.summary.in_progress, &self.proposed) {
-            (Some(pending), _) if pending.request_id == request_id => pending.clone(),
-            (Some(pending), _) => {
-                return Err(Error::conflict(format!("compaction {} is in progress, not {request_id}", pending.request_id)))
-            }
-            (None, Some(pending)) if pending.request_id == request_id => pending.clone(),
-            _ => return Err(Error::not_found(format!("no summary request {request_id:?}"))),
-        };
-        let tokens = compact::summary::validate_summary(text, self.encoding, pending.max_tokens, &pending.required_keys)?;
-        let created_at = created_at.unwrap_or_else(|| format!("seq:{}", self.summary.generation + 1));
-        let record = compact::summary::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
-        self.summary.current = Some(record.clone());
-        self.summary.generation += 1;
-        self.summary.in_progress = None;
-        self.proposed = None;
-        Ok(record)
-    }
-
-    /// Abandons the compaction under way (e.g. the summariser failed).
-    pub fn cancel_summary(&mut self, request_id: &str) -> Result<()> {
-        match &self.summary.in_progress {
-            Some(pending) if pending.request_id == request_id => {
-                self.summary.in_progress = None;
-                Ok(())
-            }
-            _ => Err(Error::not_found(format!("no compaction {request_id:?} in progress"))),
-        }
-    }
-
-    /// Reductions computed (not served from the cache) so far.
-    pub fn reductions_computed(&self) -> u64 {
-        self.reduce_cache.computed
-    }
-}
-
-fn corrupt(what: &str, error: Error) -> Error {
+/// The error for an export that cannot be what an export of this library wrote.
+pub fn corrupt(what: &str, error: Error) -> Error {
     Error::invalid_argument(format!("corrupt export: {what}: {error}"))
 }
 
@@ -448,7 +332,10 @@ mod tests {
     fn ids_are_stable_and_sequential() {
         let mut h = history();
         let ids = h
-            .append_values(json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]), Format::OpenAi)
+            .append_values(
+                json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
+                Format::OpenAi,
+            )
             .unwrap();
         assert_eq!(ids, ["m1", "m2"]);
         assert_eq!(h.append_value(json!({"role": "user", "content": "again"}), Format::OpenAi).unwrap(), "m3");
@@ -461,7 +348,10 @@ mod tests {
         let mut h = history();
         h.append_value(json!({"role": "user", "content": "hi"}), Format::OpenAi).unwrap();
         let error = h
-            .append_values(json!([{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}]), Format::OpenAi)
+            .append_values(
+                json!([{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}]),
+                Format::OpenAi,
+            )
             .unwrap_err();
         assert_eq!(error.index, Some(1));
         assert!(error.to_string().contains("unknown role \"robot\""), "{error}");
@@ -471,7 +361,8 @@ mod tests {
     #[test]
     fn dangling_and_double_answers_are_refused() {
         let mut h = history();
-        let error = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap_err();
+        let error =
+            h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap_err();
         assert!(error.message.contains("no earlier assistant message made"), "{error}");
         assert_eq!(error.index, None);
         h.append_value(
@@ -485,9 +376,13 @@ mod tests {
                 Format::OpenAi,
             )
             .unwrap_err();
-        assert!(open_reuse.message.contains("already used by message m1, whose call is not answered yet"), "{open_reuse}");
+        assert!(
+            open_reuse.message.contains("already used by message m1, whose call is not answered yet"),
+            "{open_reuse}"
+        );
         h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}), Format::OpenAi).unwrap();
-        let again = h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
+        let again =
+            h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "y"}), Format::OpenAi).unwrap_err();
         assert!(again.message.contains("already answered by message m2"), "{again}");
         assert_eq!(h.len(), 2);
         // Once answered, an id may be used again (as real GPT-4o logs do); its result answers the new call.
@@ -503,8 +398,11 @@ mod tests {
     #[test]
     fn counting_after_an_append_tokenizes_only_the_new_message() {
         let mut h = history();
-        h.append_values(json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]), Format::OpenAi)
-            .unwrap();
+        h.append_values(
+            json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]),
+            Format::OpenAi,
+        )
+        .unwrap();
         let before = h.token_count();
         assert_eq!(h.counted_messages(), 2);
         h.append_value(json!({"role": "user", "content": "three four five"}), Format::OpenAi).unwrap();

@@ -5,6 +5,8 @@ pub mod bindings;
 pub mod bpe;
 pub mod compact;
 pub mod error;
+pub mod extract;
+pub(crate) mod fasthash;
 pub mod history;
 pub mod ids;
 pub mod memory;

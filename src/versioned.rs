@@ -7,7 +7,13 @@ use crate::error::{Error, Result};
 /// Refuses a value that is not a `format` export this library can read: another format, a newer
 /// version (upgrade the library), or an unknown one.
 pub fn check_header(value: &Value, format: &str, version: u32, what: &str) -> Result<()> {
-    check(value.get("format").and_then(Value::as_str), value.get("version").and_then(Value::as_u64), format, version, what)
+    check(
+        value.get("format").and_then(Value::as_str),
+        value.get("version").and_then(Value::as_u64),
+        format,
+        version,
+        what,
+    )
 }
 
 /// `check_header` on a header already read.

@@ -204,18 +204,11 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn cases(default: u32) -> u32 {
-    std::env::var("BPE_PROP_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
+    std::env::var("BPE_PROP_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
 fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    })
+    TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() })
 }
 
 #[test]
@@ -227,14 +220,7 @@ fn ids_match_tiktoken_rs() {
         for enc in ENCODINGS {
             let want = reference(enc).encode_ordinary(&s);
             let ours = ours(enc);
-            prop_assert_eq!(
-                ours.encode(&s),
-                want.clone(),
-                "{:?} {:?} pieces {:?}",
-                enc,
-                s,
-                split_pieces(enc, &s)
-            );
+            prop_assert_eq!(ours.encode(&s), want.clone(), "{:?} {:?} pieces {:?}", enc, s, split_pieces(enc, &s));
             prop_assert_eq!(ours.count(&s), want.len());
         }
         Ok(())
@@ -251,10 +237,7 @@ fn pieces_match_fancy_regex() {
     let cl100k = fancy_regex::Regex::new(CL100K_PAT).unwrap();
     let mut r = runner(cases(1_000_000) / 5);
     r.run(&text(), |s| {
-        for (enc, re) in [
-            (BpeEncoding::O200kBase, &o200k),
-            (BpeEncoding::Cl100kBase, &cl100k),
-        ] {
+        for (enc, re) in [(BpeEncoding::O200kBase, &o200k), (BpeEncoding::Cl100kBase, &cl100k)] {
             let want: Vec<&str> = re.find_iter(&s).map(|m| m.unwrap().as_str()).collect();
             prop_assert_eq!(split_pieces(enc, &s), want, "{:?} {:?}", enc, s);
         }

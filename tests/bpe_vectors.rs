@@ -23,9 +23,7 @@ fn gpt_tokenizer_test_plans() {
 
 #[test]
 fn cookbook_vectors() {
-    let s =
-        std::fs::read_to_string(fixtures().join("tokens/openai-cookbook-chat-token-counts.json"))
-            .unwrap();
+    let s = std::fs::read_to_string(fixtures().join("tokens/openai-cookbook-chat-token-counts.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&s).unwrap();
     let mut n = 0;
     for vec in v["encoding_vectors"].as_array().unwrap() {
@@ -35,12 +33,7 @@ fn cookbook_vectors() {
             _ => continue,
         };
         let text = vec["text"].as_str().unwrap();
-        let ids: Vec<u32> = vec["ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap() as u32)
-            .collect();
+        let ids: Vec<u32> = vec["ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
         assert_same(enc, text);
         assert_eq!(ours(enc).encode(text), ids, "{text:?}");
         n += 1;
@@ -160,8 +153,8 @@ fn pattern_edge_cases() {
     }
     // Every pair and triple of a small alphabet of tricky chars.
     let alphabet = [
-        "a", "B", "ǅ", "ʰ", "ª", "\u{301}", "1", "٣", " ", "\t", "\n", "\r", "\u{a0}", "'", "s",
-        "L", "/", "!", "👋", "日", "\u{3000}", "ſ",
+        "a", "B", "ǅ", "ʰ", "ª", "\u{301}", "1", "٣", " ", "\t", "\n", "\r", "\u{a0}", "'", "s", "L", "/", "!", "👋",
+        "日", "\u{3000}", "ſ",
     ];
     for x in alphabet {
         for y in alphabet {

@@ -8,14 +8,58 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
 const KEYS: &[&str] = &[
-    "role", "content", "type", "text", "tool_calls", "id", "function", "name", "arguments", "tool_call_id",
-    "tool_use_id", "input", "source", "image_url", "url", "detail", "system", "messages", "is_error", "thinking",
-    "signature", "data", "media_type", "refusal", "cache_control",
+    "role",
+    "content",
+    "type",
+    "text",
+    "tool_calls",
+    "id",
+    "function",
+    "name",
+    "arguments",
+    "tool_call_id",
+    "tool_use_id",
+    "input",
+    "source",
+    "image_url",
+    "url",
+    "detail",
+    "system",
+    "messages",
+    "is_error",
+    "thinking",
+    "signature",
+    "data",
+    "media_type",
+    "refusal",
+    "cache_control",
 ];
 const WORDS: &[&str] = &[
-    "system", "developer", "user", "assistant", "tool", "function", "text", "image_url", "image", "tool_use",
-    "tool_result", "thinking", "redacted_thinking", "base64", "url", "low", "c1", "c2", "{}", "{\"a\":1}", "[1]",
-    "not json", "", "\u{1F600}", "data:image/png;base64,AAAA",
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+    "text",
+    "image_url",
+    "image",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "base64",
+    "url",
+    "low",
+    "c1",
+    "c2",
+    "{}",
+    "{\"a\":1}",
+    "[1]",
+    "not json",
+    "",
+    "\u{1F600}",
+    "data:image/png;base64,AAAA",
 ];
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -42,7 +86,11 @@ fn message_list() -> impl Strategy<Value = Value> {
     let content = prop_oneof![
         ".{0,12}".prop_map(Value::from),
         proptest::collection::vec(
-            (proptest::sample::select(&["text", "image_url", "tool_use", "tool_result", "thinking", "odd"][..]), ".{0,8}", json_value())
+            (
+                proptest::sample::select(&["text", "image_url", "tool_use", "tool_result", "thinking", "odd"][..]),
+                ".{0,8}",
+                json_value()
+            )
                 .prop_map(|(kind, text, extra)| json!({"type": kind, "text": text, "extra": extra})),
             0..3
         )
@@ -129,7 +177,10 @@ proptest! {
 fn openai_conversation() -> impl Strategy<Value = Value> {
     let step = (
         proptest::option::of(".{0,20}"),
-        proptest::collection::vec(("[a-z_]{1,10}", proptest::sample::select(vec!["{}", "{\"q\":\"x\"}", "{\"n\":[1,2]}"]), ".{0,40}"), 1..4),
+        proptest::collection::vec(
+            ("[a-z_]{1,10}", proptest::sample::select(vec!["{}", "{\"q\":\"x\"}", "{\"n\":[1,2]}"]), ".{0,40}"),
+            1..4,
+        ),
     );
     let turn = prop_oneof![
         ".{0,40}".prop_map(|t| vec![json!({"role": "user", "content": t})]),

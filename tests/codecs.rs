@@ -84,7 +84,12 @@ fn tau_bench_converts_to_anthropic_and_back_keeping_roles_texts_and_tool_ids() {
         };
         assert_eq!(ids(&back), ids(run));
         let texts = |list: &Value| -> Vec<String> {
-            list.as_array().unwrap().iter().filter_map(|m| m["content"].as_str().map(str::to_string)).filter(|t| !t.is_empty()).collect()
+            list.as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|m| m["content"].as_str().map(str::to_string))
+                .filter(|t| !t.is_empty())
+                .collect()
         };
         assert_eq!(texts(&back), texts(run));
     }

@@ -2,20 +2,21 @@ mod common;
 
 use context_compactor::compact::profile::{self, Profile};
 use context_compactor::compact::{
-    validate, Action, BudgetOptions, BuildOptions, DropReason, RepairKind, Section, Summariser, SummaryOptions,
+    validate, Action, BudgetOptions, BuildOptions, DropReason, RepairKind, Section, Summarizer, SummaryOptions,
 };
 use context_compactor::message::{Format, Role};
+use context_compactor::session::Session;
 use context_compactor::tokens::Encoding;
-use context_compactor::{ConversationHistory, ErrorKind};
+use context_compactor::ErrorKind;
 use serde_json::{json, Value};
 
 fn call(id: &str, name: &str, args: Value) -> Value {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
 }
 
-fn history(messages: Value) -> ConversationHistory {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    h.append_values(messages, Format::OpenAi).unwrap();
+fn history(messages: Value) -> Session {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    h.history.append_values(messages, Format::OpenAi).unwrap();
     h
 }
 
@@ -33,20 +34,29 @@ fn no_summary() -> BuildOptions {
 /// at idx 3, which is the very list its `clean_message_history` exists to prevent.
 #[test]
 fn seed_000_count_window_keeps_system_and_whole_chains() {
-    let mut list = vec![json!({"role": "system", "content": "You are helpful."}), json!({"role": "user", "content": "start"})];
+    let mut list =
+        vec![json!({"role": "system", "content": "You are helpful."}), json!({"role": "user", "content": "start"})];
     list.push(json!({"role": "assistant", "content": null, "tool_calls": [call("call_1", "search", json!({"q": "a"})), call("call_2", "search", json!({"q": "b"}))]}));
     list.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "result 1"}));
     while list.len() < 45 {
         let i = list.len();
-        list.push(if i % 2 == 0 { json!({"role": "user", "content": format!("question {i}")}) } else { json!({"role": "assistant", "content": format!("answer {i}")}) });
+        list.push(if i % 2 == 0 {
+            json!({"role": "user", "content": format!("question {i}")})
+        } else {
+            json!({"role": "assistant", "content": format!("answer {i}")})
+        });
     }
     list.push(json!({"role": "tool", "tool_call_id": "call_2", "content": "result 2 (late)"}));
     while list.len() < 50 {
         let i = list.len();
-        list.push(if i % 2 == 0 { json!({"role": "user", "content": format!("question {i}")}) } else { json!({"role": "assistant", "content": format!("answer {i}")}) });
+        list.push(if i % 2 == 0 {
+            json!({"role": "user", "content": format!("question {i}")})
+        } else {
+            json!({"role": "assistant", "content": format!("answer {i}")})
+        });
     }
     let mut h = history(Value::Array(list));
-    assert_eq!(h.len(), 50);
+    assert_eq!(h.history.len(), 50);
     let options = BuildOptions { max_messages: Some(10), compress: None, ..no_summary() };
     let outcome = h.build(&options).unwrap();
     let context = outcome.context;
@@ -55,13 +65,13 @@ fn seed_000_count_window_keeps_system_and_whole_chains() {
     assert_eq!(ids(&context), expected);
     let request = context.to_request().unwrap();
     assert_eq!(validate(&request, Format::OpenAi), Ok(()));
-    let entries = h.receipt_entries(&context.receipt);
+    let entries = context.receipt.entries(h.history.records().iter().map(|r| r.id.as_str()));
     let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap().clone();
     assert_eq!(entry("m2").action, Action::Dropped);
     assert_eq!(entry("m2").reason, Some(DropReason::Window));
     assert_eq!(entry("m4").action, Action::Kept);
     // The dropped message can be fetched back by id.
-    assert_eq!(h.get_value("m2"), Some(json!({"role": "user", "content": "start"})));
+    assert_eq!(h.history.get_value("m2"), Some(json!({"role": "user", "content": "start"})));
     // Out of range is a typed error.
     for bad in [9, 101] {
         let e = h.build(&BuildOptions { max_messages: Some(bad), ..no_summary() }).unwrap_err();
@@ -86,7 +96,7 @@ fn seed_000_unanswered_calls_are_dropped_and_reported() {
     }
 }
 
-fn seed_001_history(items: usize) -> ConversationHistory {
+fn seed_001_history(items: usize) -> Session {
     let mut list = vec![json!({"role": "system", "content": "You are an assistant. The time is 2026-01-20 10:00:00."})];
     for i in 0..items {
         list.push(json!({"role": "user", "content": format!("What is on my calendar for day {i}?")}));
@@ -110,7 +120,11 @@ fn seed_001_budget_split_and_tool_output_compression() {
     assert_eq!(report.max_tokens, 76_800);
     // What the system prompt leaves, less the reply priming (3) and the reserve for a
     // placeholder user message (which no provider takes an empty list without).
-    let placeholder = context_compactor::message::parse(json!([{"role": "user", "content": context_compactor::compact::PLACEHOLDER_TEXT}]), Format::OpenAi).unwrap();
+    let placeholder = context_compactor::message::parse(
+        json!([{"role": "user", "content": context_compactor::compact::PLACEHOLDER_TEXT}]),
+        Format::OpenAi,
+    )
+    .unwrap();
     let reserve = context_compactor::tokens::count_message(Encoding::O200kBase, &placeholder[0]).total as usize;
     let avail = 76_800 - report.system_tokens - 3 - reserve;
     assert_eq!(report.summary_budget, (avail as f64 * 0.26) as usize);
@@ -134,7 +148,10 @@ fn seed_001_budget_split_and_tool_output_compression() {
 #[test]
 fn seed_001_recent_selection_takes_chains_whole_newest_first() {
     let mut h = seed_001_history(30);
-    let options = BuildOptions { budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }), ..no_summary() };
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }),
+        ..no_summary()
+    };
     let context = h.build(&options).unwrap().context;
     let report = context.receipt.budget.unwrap();
     assert!(context.tokens.recent <= report.recent_budget);
@@ -173,33 +190,40 @@ fn seed_002_file_reads_become_digests_in_later_turns() {
     let options = BuildOptions { keep_recent_steps: 1, ..no_summary() };
     let context = h.build(&options).unwrap().context;
     assert_eq!(context.receipt.fates[2].action, Action::Kept, "same turn: still whole");
-    h.append_value(json!({"role": "user", "content": "Now make a chart"}), Format::OpenAi).unwrap();
+    h.history.append_value(json!({"role": "user", "content": "Now make a chart"}), Format::OpenAi).unwrap();
     let context = h.build(&options).unwrap().context;
     assert_eq!(context.receipt.fates[2].action, Action::Digested);
     let digest = context.messages[2].message.content.parts.iter().find_map(|p| match p {
         context_compactor::message::Part::ToolResult(r) => Some(r.content.joined_text()),
         _ => None,
     });
-    assert_eq!(digest.unwrap(), "[file read] sales_analysis.py (python, 30 lines, functions: load_data, clean_data, visualize)");
+    assert_eq!(
+        digest.unwrap(),
+        "[file read] sales_analysis.py (python, 30 lines, functions: load_data, clean_data, visualize)"
+    );
     context.to_request().unwrap();
 }
 
-fn seed_004_history(rounds: usize) -> ConversationHistory {
+fn seed_004_history(rounds: usize) -> Session {
     seed_004_history_with(rounds, "Read", 300)
 }
 
 /// Seed 004's Init agent: rounds of "read a trace", the tool result, "found a problem".
-fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> ConversationHistory {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    let mut list = vec![json!({"role": "user", "content": "<execute_to_init_context>iteration 12 feedback</execute_to_init_context>"}),
-                        json!({"role": "assistant", "content": "Feedback received, starting the analysis."})];
+fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> Session {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    let mut list = vec![
+        json!({"role": "user", "content": "<execute_to_init_context>iteration 12 feedback</execute_to_init_context>"}),
+        json!({"role": "assistant", "content": "Feedback received, starting the analysis."}),
+    ];
     for i in 0..rounds {
         list.push(json!({"role": "user", "content": format!("Read the trace of sample {i}")}));
         list.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": {"file_path": format!("scenarios/x/execution_outputs/iteration_12/trace_{i}.log")}}]}));
         list.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("step {i}: ").repeat(repeat)}]}));
-        list.push(json!({"role": "assistant", "content": format!("Found problem {i}: the checker threshold is too strict.")}));
+        list.push(
+            json!({"role": "assistant", "content": format!("Found problem {i}: the checker threshold is too strict.")}),
+        );
     }
-    h.append_values(Value::Array(list), Format::Anthropic).unwrap();
+    h.history.append_values(Value::Array(list), Format::Anthropic).unwrap();
     h
 }
 
@@ -216,7 +240,7 @@ fn seed_004_compaction_before_and_after() {
     let mut options = seed_004_profile().to_options().unwrap();
     options.thin = false;
     if let Some(summary) = options.summary.as_mut() {
-        summary.summariser = Summariser::External;
+        summary.summarizer = Summarizer::External;
         summary.min_messages = 10;
         summary.required_keys = vec!["pending".into()];
     }
@@ -234,18 +258,25 @@ fn seed_004_compaction_before_and_after() {
     assert!(before.context.receipt.fates.iter().any(|e| e.reason == Some(DropReason::Budget)));
 
     // Two compactions never run at once.
-    h.begin_summary(&request.id).unwrap();
-    assert_eq!(h.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
+    h.compactor.begin_summary(&request.id).unwrap();
+    assert_eq!(h.compactor.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
     let again = h.build(&options).unwrap();
     assert!(again.summary_request.is_none());
     // Bad summaries are refused and nothing changes.
-    let state = h.summary_state().clone();
+    let state = h.compactor.summary_state().clone();
     assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::InvalidArgument);
-    assert_eq!(h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(
+        h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind,
+        ErrorKind::InvalidArgument
+    );
     assert!(h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err().message.contains("pending"));
-    assert_eq!(h.summary_state(), &state);
+    assert_eq!(h.compactor.summary_state(), &state);
     let record = h
-        .complete_summary(&request.id, "{\"analysis_conclusions\": [\"thresholds too strict\"], \"pending_actions\": [\"fix checker\"]}", Some("2026-02-01T00:00:00Z".into()))
+        .complete_summary(
+            &request.id,
+            "{\"analysis_conclusions\": [\"thresholds too strict\"], \"pending_actions\": [\"fix checker\"]}",
+            Some("2026-02-01T00:00:00Z".into()),
+        )
         .unwrap();
     assert_eq!(record.summarised_until, request.until);
     assert!(record.compression_rate > 0.9);
@@ -262,8 +293,13 @@ fn seed_004_compaction_before_and_after() {
     assert_eq!(messages[2]["role"], "user");
     assert_eq!(context.messages[1].section, Section::Summary);
     // The last 3 steps (assistant messages with their results) stay whole.
-    let assistants: Vec<&String> = context.messages.iter().filter(|m| m.message.role == Role::Assistant && m.section == Section::Recent).flat_map(|m| &m.sources).collect();
-    let n = h.len();
+    let assistants: Vec<&String> = context
+        .messages
+        .iter()
+        .filter(|m| m.message.role == Role::Assistant && m.section == Section::Recent)
+        .flat_map(|m| &m.sources)
+        .collect();
+    let n = h.history.len();
     for id in [format!("m{}", n), format!("m{}", n - 2), format!("m{}", n - 4)] {
         assert!(assistants.contains(&&id), "{id} in {assistants:?}");
     }
@@ -279,14 +315,14 @@ fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
     let options = BuildOptions { thin: true, keep_recent_steps: 2, format: Format::Anthropic, ..no_summary() };
     let context = h.build(&options).unwrap().context;
     // Turn 2 (m3..m6): the request and the analysis stay, the Read call and its result go.
-    let entries = h.receipt_entries(&context.receipt);
+    let entries = context.receipt.entries(h.history.records().iter().map(|r| r.id.as_str()));
     let entry = |id: &str| entries.iter().find(|e| e.id == id).unwrap().clone();
     assert_eq!(entry("m3").action, Action::Kept);
     assert_eq!(entry("m4").reason, Some(DropReason::Thinning));
     assert_eq!(entry("m5").reason, Some(DropReason::Thinning));
     assert_eq!(entry("m6").action, Action::Kept);
     // The last two steps (the final turn's Read and its analysis) are whole.
-    let last = h.len();
+    let last = h.history.len();
     for i in [last - 2, last - 1, last] {
         assert_eq!(entry(&format!("m{i}")).action, Action::Kept, "m{i}");
     }
@@ -297,10 +333,15 @@ fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
 fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
     let mut h = seed_004_history_with(12, "Bash", 300);
     let mut options = BuildOptions { format: Format::Anthropic, ..BuildOptions::default() };
-    options.summary = Some(SummaryOptions { trigger_tokens: 3000, target_tokens: 1500, min_messages: 10, ..SummaryOptions::default() });
+    options.summary = Some(SummaryOptions {
+        trigger_tokens: 3000,
+        target_tokens: 1500,
+        min_messages: 10,
+        ..SummaryOptions::default()
+    });
     let first = h.build(&options).unwrap();
     let record = first.new_summary.clone().expect("extractive summary");
-    assert_eq!(h.summary_state().current.as_ref(), Some(&record));
+    assert_eq!(h.compactor.summary_state().current.as_ref(), Some(&record));
     let value: Value = serde_json::from_str(&record.text).unwrap();
     assert!(value["toolsUsed"]["Bash"].as_u64().unwrap() >= 8);
     assert!(value["filesAndPaths"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("trace_0.log")));
@@ -314,7 +355,7 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
         more.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "line ".repeat(400)}]}));
         more.push(json!({"role": "assistant", "content": format!("Problem {i} found.")}));
     }
-    h.append_values(Value::Array(more), Format::Anthropic).unwrap();
+    h.history.append_values(Value::Array(more), Format::Anthropic).unwrap();
     let second = h.build(&options).unwrap();
     let record2 = second.new_summary.clone().expect("second summary");
     assert!(record2.until_index > record.until_index);
@@ -328,23 +369,33 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
 #[test]
 fn bad_input_is_a_typed_error_and_changes_nothing() {
     let mut h = seed_001_history(3);
-    let before_len = h.len();
-    for (target, summary, recent) in [(0.0, 0.26, 0.65), (1.5, 0.26, 0.65), (0.6, -0.1, 0.65), (0.6, 0.5, 0.6), (0.6, 0.26, f64::NAN)] {
-        let budget = BudgetOptions { target_ratio: target, summary_ratio: summary, recent_ratio: recent, ..BudgetOptions::default() };
+    let before_len = h.history.len();
+    for (target, summary, recent) in
+        [(0.0, 0.26, 0.65), (1.5, 0.26, 0.65), (0.6, -0.1, 0.65), (0.6, 0.5, 0.6), (0.6, 0.26, f64::NAN)]
+    {
+        let budget = BudgetOptions {
+            target_ratio: target,
+            summary_ratio: summary,
+            recent_ratio: recent,
+            ..BudgetOptions::default()
+        };
         let error = h.build(&BuildOptions { budget: Some(budget), ..no_summary() }).unwrap_err();
         assert_eq!(error.kind, ErrorKind::InvalidArgument, "{target} {summary} {recent}");
     }
     let tiny = BudgetOptions { context_window: 20, ..BudgetOptions::default() };
     let error = h.build(&BuildOptions { budget: Some(tiny), ..no_summary() }).unwrap_err();
     assert!(error.message.contains("too small for the system prompt alone"), "{error}");
-    let error = Profile::from_value(json!({"name": "x", "contextWindow": 10000, "triggerFraction": 0.7, "keepRecentSteps": 3, "encoding": "gpt2"})).unwrap_err();
+    let error = Profile::from_value(
+        json!({"name": "x", "contextWindow": 10000, "triggerFraction": 0.7, "keepRecentSteps": 3, "encoding": "gpt2"}),
+    )
+    .unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidArgument);
     let error = BuildOptions::from_value(json!({"budget": {"targetRatio": 2}})).unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidArgument);
     let error = BuildOptions::from_value(json!({"maxMessage": 20})).unwrap_err();
     assert!(error.message.contains("maxMessage"), "{error}");
-    assert_eq!(h.len(), before_len);
-    assert_eq!(h.summary_state(), &Default::default());
+    assert_eq!(h.history.len(), before_len);
+    assert_eq!(h.compactor.summary_state(), &Default::default());
     assert_eq!(h.complete_summary("s1", "text", None).unwrap_err().kind, ErrorKind::NotFound);
 }
 
@@ -361,14 +412,14 @@ fn options_parse_from_camel_case_json() {
     assert_eq!(options.format, Format::Anthropic);
     assert_eq!(options.max_messages, Some(40));
     assert!(options.digest.is_none());
-    assert_eq!(options.summary.unwrap().summariser, Summariser::External);
+    assert_eq!(options.summary.unwrap().summarizer, Summarizer::External);
     assert_eq!(profile::resolve("gpt-4o").unwrap().to_options().unwrap().budget.unwrap().context_window, 128_000);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The shared fixtures.
 
-fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
+fn check_all_formats(h: &mut Session, options: &BuildOptions) {
     for format in [Format::OpenAi, Format::Anthropic] {
         let options = BuildOptions { format, ..options.clone() };
         let before = h.clone();
@@ -377,11 +428,20 @@ fn check_all_formats(h: &mut ConversationHistory, options: &BuildOptions) {
         let request = context.to_request().unwrap_or_else(|e| panic!("{format:?}: {e}"));
         assert_eq!(validate(&request, format), Ok(()));
         // Assembled from per-message forms, it is the request emitted whole.
-        assert_eq!(request, context_compactor::compact::emit_request(context.messages(), format).unwrap(), "{format:?}");
+        assert_eq!(
+            request,
+            context_compactor::compact::emit_request(context.messages(), format).unwrap(),
+            "{format:?}"
+        );
         if let Some(budget) = &context.receipt.budget {
-            assert!(context.tokens.total <= budget.max_tokens, "{format:?}: {} > {}", context.tokens.total, budget.max_tokens);
+            assert!(
+                context.tokens.total <= budget.max_tokens,
+                "{format:?}: {} > {}",
+                context.tokens.total,
+                budget.max_tokens
+            );
         }
-        assert_eq!(context.receipt.fates.len(), h.len());
+        assert_eq!(context.receipt.fates.len(), h.history.len());
         let mut twin = before.clone();
         let again = twin.build(&options).unwrap().context;
         assert_eq!(again, context, "deterministic");
@@ -397,8 +457,8 @@ fn every_tau_bench_run_builds_a_valid_context() {
         ..BuildOptions::default()
     };
     for (i, run) in common::tau_bench().into_iter().enumerate() {
-        let mut h = ConversationHistory::new(Encoding::O200kBase);
-        h.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
+        let mut h = Session::with_encoding(Encoding::O200kBase);
+        h.history.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
         check_all_formats(&mut h, &options);
     }
 }
@@ -407,29 +467,40 @@ fn every_tau_bench_run_builds_a_valid_context() {
 fn swe_agent_and_claude_code_build_valid_contexts() {
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }),
-        summary: Some(SummaryOptions { trigger_tokens: 3000, target_tokens: 1500, min_messages: 10, ..SummaryOptions::default() }),
+        summary: Some(SummaryOptions {
+            trigger_tokens: 3000,
+            target_tokens: 1500,
+            min_messages: 10,
+            ..SummaryOptions::default()
+        }),
         thin: true,
         ..BuildOptions::default()
     };
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    h.append_values(common::swe_agent(), Format::OpenAi).unwrap();
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    h.history.append_values(common::swe_agent(), Format::OpenAi).unwrap();
     check_all_formats(&mut h, &options);
     for log in common::CLAUDE_CODE_LOGS {
-        let mut h = ConversationHistory::new(Encoding::O200kBase);
-        h.append_values(Value::Array(common::claude_code(log)), Format::Anthropic).unwrap();
+        let mut h = Session::with_encoding(Encoding::O200kBase);
+        h.history.append_values(Value::Array(common::claude_code(log)), Format::Anthropic).unwrap();
         check_all_formats(&mut h, &BuildOptions { summary: None, ..options.clone() });
         check_all_formats(&mut h, &options);
         // Unbudgeted, every message survives (merged and cleaned for the request).
-        let context = h.build(&BuildOptions { format: Format::Anthropic, compress: None, digest: None, ..no_summary() }).unwrap().context;
+        let context = h
+            .build(&BuildOptions { format: Format::Anthropic, compress: None, digest: None, ..no_summary() })
+            .unwrap()
+            .context;
         context.to_request().unwrap();
     }
 }
 
 #[test]
 fn claude_code_file_reads_are_digested_and_paths_summarised() {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
-    h.append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic).unwrap();
-    let context = h.build(&BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..no_summary() }).unwrap().context;
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    h.history
+        .append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic)
+        .unwrap();
+    let context =
+        h.build(&BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..no_summary() }).unwrap().context;
     let digests: Vec<String> = context
         .messages
         .iter()
@@ -438,7 +509,8 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
         .collect();
     assert!(digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")), "{digests:?}");
     let mut options = BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..BuildOptions::default() };
-    options.summary = Some(SummaryOptions { trigger_tokens: 200, target_tokens: 100, min_messages: 5, ..SummaryOptions::default() });
+    options.summary =
+        Some(SummaryOptions { trigger_tokens: 200, target_tokens: 100, min_messages: 5, ..SummaryOptions::default() });
     let outcome = h.build(&options).unwrap();
     let summary: Value = serde_json::from_str(&outcome.new_summary.unwrap().text).unwrap();
     let files = summary["filesAndPaths"].to_string();
@@ -449,12 +521,15 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
 /// The 200 tau-bench runs as one 5,308-message conversation, built to 100k tokens.
 #[test]
 fn tau_bench_concatenated_to_a_100k_budget() {
-    let mut h = ConversationHistory::new(Encoding::O200kBase);
+    let mut h = Session::with_encoding(Encoding::O200kBase);
     for run in common::tau_bench() {
-        h.append_values(run, Format::OpenAi).unwrap();
+        h.history.append_values(run, Format::OpenAi).unwrap();
     }
-    assert_eq!(h.len(), 5308);
-    let options = BuildOptions { budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }), ..BuildOptions::default() };
+    assert_eq!(h.history.len(), 5308);
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
+        ..BuildOptions::default()
+    };
     let outcome = h.build(&options).unwrap();
     let context = &outcome.context;
     assert!(context.tokens.total <= 100_000);
@@ -466,14 +541,14 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 100);
     assert!(context.to_request().is_ok());
     // Warm, and after one append: only the new message is counted and no old reduction redone.
-    let computed = h.reductions_computed();
-    let counted = h.counted_messages();
+    let computed = h.compactor.reductions_computed();
+    let counted = h.history.counted_messages();
     let warm = h.build(&options).unwrap();
-    assert_eq!(h.reductions_computed(), computed);
+    assert_eq!(h.compactor.reductions_computed(), computed);
     assert_eq!(warm.context.tokens, context.tokens);
-    h.append_value(json!({"role": "user", "content": "One more question"}), Format::OpenAi).unwrap();
+    h.history.append_value(json!({"role": "user", "content": "One more question"}), Format::OpenAi).unwrap();
     let appended = h.build(&options).unwrap();
-    assert_eq!(h.counted_messages(), counted + 1);
-    assert!(h.reductions_computed() - computed <= 2, "{}", h.reductions_computed() - computed);
+    assert_eq!(h.history.counted_messages(), counted + 1);
+    assert!(h.compactor.reductions_computed() - computed <= 2, "{}", h.compactor.reductions_computed() - computed);
     assert_eq!(appended.context.receipt.fates.last().unwrap().action, Action::Kept);
 }

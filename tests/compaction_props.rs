@@ -5,7 +5,8 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, Summariser, TurnNote, SummaryOptions, SummarySource, SummaryState,
+    self, summary, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, Summarizer, SummaryOptions,
+    SummarySource, SummaryState, TurnNote,
 };
 use context_compactor::message::{self, Format, Message};
 use context_compactor::tokens::{self, Encoding, REPLY_PRIMING};
@@ -63,7 +64,9 @@ fn output_text(output: &Output, seed: usize) -> String {
         Output::Short => format!("result {seed}"),
         Output::LongText(n) => "x".repeat(*n as usize * 3) + &words(20, seed),
         Output::LongJson(n) => {
-            let items: Vec<Value> = (0..*n).map(|i| json!({"id": i, "name": format!("item {i}"), "detail": words(12, seed + i as usize)})).collect();
+            let items: Vec<Value> = (0..*n)
+                .map(|i| json!({"id": i, "name": format!("item {i}"), "detail": words(12, seed + i as usize)}))
+                .collect();
             json!({"success": true, "total": n, "items": items}).to_string()
         }
         Output::FileRead => "def main():\n    pass\n\nclass App:\n    pass\n".repeat(40),
@@ -113,7 +116,13 @@ fn history(events: &[Event], format: Format) -> Vec<Message> {
                 if chosen.is_empty() {
                     continue;
                 }
-                let text = |i: usize, file: bool| if file { output_text(&Output::FileRead, k + i) } else { output_text(output, k + i) };
+                let text = |i: usize, file: bool| {
+                    if file {
+                        output_text(&Output::FileRead, k + i)
+                    } else {
+                        output_text(output, k + i)
+                    }
+                };
                 match format {
                     Format::OpenAi => {
                         for (i, (id, file)) in chosen.iter().enumerate() {
@@ -170,7 +179,14 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         0u8..3,
         100u32..5000,
     )
-        .prop_map(|(window, max_messages, thin, steps, summary, trigger)| Knobs { window, max_messages, thin, steps, summary, trigger })
+        .prop_map(|(window, max_messages, thin, steps, summary, trigger)| Knobs {
+            window,
+            max_messages,
+            thin,
+            steps,
+            summary,
+            trigger,
+        })
 }
 
 fn options(knobs: &Knobs, format: Format) -> BuildOptions {
@@ -183,7 +199,7 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
         summary: match knobs.summary {
             0 => None,
             n => Some(SummaryOptions {
-                summariser: if n == 1 { Summariser::Extractive } else { Summariser::External },
+                summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
                 trigger_tokens: knobs.trigger,
                 target_tokens: knobs.trigger / 2,
                 min_messages: 8,
@@ -197,7 +213,11 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
 
 const ENCODING: Encoding = Encoding::Estimate;
 
-fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
+fn check(
+    messages: &[Message],
+    options: &BuildOptions,
+    state: &SummaryState,
+) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
     let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
     let shared: Vec<std::sync::Arc<Message>> = messages.iter().cloned().map(std::sync::Arc::new).collect();
     let items: Vec<Item> = shared
@@ -206,13 +226,21 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
         .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
         .collect();
     // A session's memory: a turn every four messages, with summaries of varied length.
-    let summaries: Vec<String> = (0..messages.len().div_ceil(4)).map(|t| format!("turn {t} looked up order {t}. ").repeat(1 + t % 7)).collect();
+    let summaries: Vec<String> =
+        (0..messages.len().div_ceil(4)).map(|t| format!("turn {t} looked up order {t}. ").repeat(1 + t % 7)).collect();
     let notes: Vec<TurnNote> = summaries
         .iter()
         .enumerate()
-        .map(|(t, summary)| TurnNote { turn: t as u32 + 1, first: 4 * t, last: (4 * t + 3).min(messages.len() - 1), summary })
+        .map(|(t, summary)| TurnNote {
+            turn: t as u32 + 1,
+            first: 4 * t,
+            last: (4 * t + 3).min(messages.len() - 1),
+            summary,
+        })
         .collect();
-    let build = |items: &[Item], cache: &mut ReduceCache| compact::build_with_notes(items, ENCODING, options, state, cache, &notes);
+    let build = |items: &[Item], cache: &mut ReduceCache| {
+        compact::build_with_notes(items, ENCODING, options, state, cache, &notes)
+    };
     let snapshot = messages.to_vec();
     let mut cache = ReduceCache::new();
     let result = build(&items, &mut cache);
@@ -231,10 +259,12 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
     prop_assert_eq!(validate(&request, options.format), Ok(()));
     // Assembled from cached per-message forms, the request is what emitting it whole gives,
     // whichever messages the cache held before (here: the second half of the context).
-    let whole = compact::emit_request(context.messages(), options.format).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let whole =
+        compact::emit_request(context.messages(), options.format).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&request, &whole);
     let mut forms = compact::EmitCache::default();
-    let later: Vec<&std::sync::Arc<Message>> = context.messages.iter().skip(context.messages.len() / 2).map(|m| &m.message).collect();
+    let later: Vec<&std::sync::Arc<Message>> =
+        context.messages.iter().skip(context.messages.len() / 2).map(|m| &m.message).collect();
     forms.assemble(&later, options.format).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let warm = context.request(&mut forms).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&forms.to_value(&warm), &whole);
@@ -242,7 +272,8 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
         prop_assert!(context.tokens.total <= budget.max_tokens, "{} > {}", context.tokens.total, budget.max_tokens);
     }
     // Counted exactly: the parts add up to a recount of the messages built.
-    let recount: usize = context.messages().map(|m| tokens::count_message(ENCODING, m).total as usize).sum::<usize>() + REPLY_PRIMING;
+    let recount: usize =
+        context.messages().map(|m| tokens::count_message(ENCODING, m).total as usize).sum::<usize>() + REPLY_PRIMING;
     prop_assert_eq!(recount, context.tokens.total);
     prop_assert_eq!(context.receipt.fates.len(), messages.len());
     // The runs tell the same story as the fates, by id: alike neighbours in one run, nothing missed.
@@ -261,8 +292,14 @@ fn check(messages: &[Message], options: &BuildOptions, state: &SummaryState) -> 
     }
     prop_assert_eq!(at, messages.len());
     // The memory speaks for exactly the turns the context does not wholly hold (thinned counts as not).
-    let whole: Vec<bool> = context.receipt.fates.iter().map(|f| matches!(f.action, Action::Kept | Action::Compressed | Action::Digested)).collect();
-    let memory = context.receipt.memory.clone().unwrap_or(compact::MemoryUse { turns: vec![], tokens: 0, omitted: vec![] });
+    let whole: Vec<bool> = context
+        .receipt
+        .fates
+        .iter()
+        .map(|f| matches!(f.action, Action::Kept | Action::Compressed | Action::Digested))
+        .collect();
+    let memory =
+        context.receipt.memory.clone().unwrap_or(compact::MemoryUse { turns: vec![], tokens: 0, omitted: vec![] });
     for note in &notes {
         let missing = (note.first..=note.last).any(|i| !whole[i]);
         let spoken = memory.turns.contains(&note.turn) || memory.omitted.contains(&note.turn);

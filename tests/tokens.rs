@@ -80,7 +80,8 @@ fn every_fixture_message_counts_its_strings() {
         for (message, raw) in parsed.iter().zip(run.as_array().unwrap()) {
             let counted = tokens::count_message(Encoding::O200kBase, message);
             if let (Some(text), None) = (raw["content"].as_str(), raw.get("tool_calls")) {
-                let mut expected = 3 + Encoding::O200kBase.count(raw["role"].as_str().unwrap()) + Encoding::O200kBase.count(text);
+                let mut expected =
+                    3 + Encoding::O200kBase.count(raw["role"].as_str().unwrap()) + Encoding::O200kBase.count(text);
                 if let Some(name) = raw["name"].as_str() {
                     expected += Encoding::O200kBase.count(name) + 1;
                 }

@@ -11,6 +11,7 @@
 //! user's page.
 
 mod format;
+mod merge;
 mod pretok;
 mod table;
 
@@ -86,10 +87,7 @@ pub struct BpeError {
 
 impl BpeError {
     fn new(kind: BpeErrorKind, message: impl Into<String>) -> BpeError {
-        BpeError {
-            kind,
-            message: message.into(),
-        }
+        BpeError { kind, message: message.into() }
     }
 
     pub fn kind(&self) -> BpeErrorKind {
@@ -115,8 +113,7 @@ impl std::error::Error for BpeError {}
 mod embedded {
     pub(super) static O200K: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.cctab"));
     /// cl100k_base coded against o200k_base (about 90 KB smaller gzipped than standalone).
-    pub(super) static CL100K_DELTA: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.delta.cctab"));
+    pub(super) static CL100K_DELTA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.delta.cctab"));
 }
 
 static O200K: OnceLock<Result<BpeEncoder, BpeError>> = OnceLock::new();
@@ -144,10 +141,7 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
         };
         return Err(BpeError::new(
             BpeErrorKind::InvalidTable,
-            format!(
-                "load_ranks({}): not this build's rank table: {what}",
-                enc.name()
-            ),
+            format!("load_ranks({}): not this build's rank table: {what}", enc.name()),
         ));
     }
     if let Some(Ok(_)) = cell(enc).get() {
@@ -173,10 +167,7 @@ pub struct BpeEncoder {
 
 impl fmt::Debug for BpeEncoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BpeEncoder")
-            .field("encoding", &self.enc)
-            .field("tokens", &self.store.len())
-            .finish()
+        f.debug_struct("BpeEncoder").field("encoding", &self.enc).field("tokens", &self.store.len()).finish()
     }
 }
 
@@ -200,12 +191,7 @@ struct CacheEntry {
 }
 
 impl CacheEntry {
-    const EMPTY: CacheEntry = CacheEntry {
-        key: [0; CACHE_KEY],
-        len: 0,
-        n: 0,
-        ids: [0; CACHE_IDS],
-    };
+    const EMPTY: CacheEntry = CacheEntry { key: [0; CACHE_KEY], len: 0, n: 0, ids: [0; CACHE_IDS] };
 }
 
 thread_local! {
@@ -229,14 +215,8 @@ fn slot_value(h: u64, r: u32) -> u32 {
 fn hash(b: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let n = b.len();
-    let rd8 = |i: usize| {
-        b.get(i..i + 8)
-            .map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
-    };
-    let rd4 = |i: usize| {
-        b.get(i..i + 4)
-            .map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]))) as u64
-    };
+    let rd8 = |i: usize| b.get(i..i + 8).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])));
+    let rd4 = |i: usize| b.get(i..i + 4).map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]))) as u64;
     let at = |i: usize| *b.get(i).unwrap_or(&0) as u64;
     let mut h = (n as u64).wrapping_mul(K) ^ 0x2d35_8dcc_aa6c_78a5;
     if n <= 8 {
@@ -269,14 +249,8 @@ fn eq_bytes(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    let w8 = |s: &[u8], i: usize| {
-        s.get(i..i + 8)
-            .map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])))
-    };
-    let w4 = |s: &[u8], i: usize| {
-        s.get(i..i + 4)
-            .map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])))
-    };
+    let w8 = |s: &[u8], i: usize| s.get(i..i + 8).map_or(0, |x| u64::from_le_bytes(x.try_into().unwrap_or([0; 8])));
+    let w4 = |s: &[u8], i: usize| s.get(i..i + 4).map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or([0; 4])));
     if n >= 8 {
         let mut i = 0;
         while i + 8 < n {
@@ -304,9 +278,7 @@ impl BpeEncoder {
                 // The embedded cl100k table is coded against o200k_base's tokens: reuse the
                 // o200k encoder's if it is built, else decode them just for this (~2 ms).
                 match O200K.get() {
-                    Some(Ok(o)) => {
-                        BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store))
-                    }
+                    Some(Ok(o)) => BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store)),
                     _ => {
                         let base = table::decode(embedded::O200K, None)?;
                         BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&base))
@@ -318,26 +290,16 @@ impl BpeEncoder {
         let r = cell(enc).get().ok_or_else(|| {
             BpeError::new(
                 BpeErrorKind::RanksNotLoaded,
-                format!(
-                    "no {} ranks in this build: pass them to load_ranks first",
-                    enc.name()
-                ),
+                format!("no {} ranks in this build: pass them to load_ranks first", enc.name()),
             )
         })?;
         r.as_ref().map_err(Clone::clone)
     }
 
-    fn from_table(
-        enc: BpeEncoding,
-        t: &[u8],
-        base: Option<&table::TokenStore>,
-    ) -> Result<BpeEncoder, BpeError> {
+    fn from_table(enc: BpeEncoding, t: &[u8], base: Option<&table::TokenStore>) -> Result<BpeEncoder, BpeError> {
         let h = table::parse_header(t)?;
         if h.encoding != enc.id() {
-            return Err(BpeError::new(
-                BpeErrorKind::InvalidTable,
-                "rank table of another encoding",
-            ));
+            return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table of another encoding"));
         }
         let base = if h.kind == 1 {
             match base {
@@ -352,10 +314,7 @@ impl BpeEncoder {
         };
         let store = table::decode(t, base)?;
         if store.len() != enc.n_tokens() as usize || store.len() > MAX_TOKENS {
-            return Err(BpeError::new(
-                BpeErrorKind::InvalidTable,
-                "rank table size mismatch",
-            ));
+            return Err(BpeError::new(BpeErrorKind::InvalidTable, "rank table size mismatch"));
         }
         Ok(BpeEncoder::from_store(enc, store))
     }
@@ -404,24 +363,10 @@ impl BpeEncoder {
         let mut r = 0;
         while r < n as u32 {
             let e = (r + table::CHUNK as u32).min(n as u32);
-            insert(
-                &store,
-                &mut slots,
-                shift,
-                r..e,
-                &mut byte_rank,
-                &mut max_token_len,
-            );
+            insert(&store, &mut slots, shift, r..e, &mut byte_rank, &mut max_token_len);
             r = e;
         }
-        BpeEncoder {
-            enc,
-            store,
-            slots,
-            shift,
-            byte_rank,
-            max_token_len,
-        }
+        BpeEncoder { enc, store, slots, shift, byte_rank, max_token_len }
     }
 
     pub fn encoding(&self) -> BpeEncoding {
@@ -459,143 +404,6 @@ impl BpeEncoder {
     }
 
     #[inline(always)]
-    fn rank_or_big(&self, piece: Option<&[u8]>) -> u32 {
-        piece.and_then(|p| self.rank(p)).unwrap_or(BIG)
-    }
-
-    /// tiktoken's `byte_pair_encode` for a piece that is not itself a token: emits the ranks.
-    fn bpe(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut impl FnMut(u32)) {
-        if piece.len() < 2 {
-            if let [b] = piece {
-                emit(self.byte_rank[*b as usize]);
-            }
-            return;
-        }
-        if piece.len() >= 100 {
-            return self.bpe_large(piece, emit);
-        }
-        // parts[i] = (start of part i, rank of merging part i with part i + 1).
-        parts.clear();
-        let mut min = (BIG, usize::MAX);
-        for i in 0..piece.len() - 1 {
-            let r = self.rank_or_big(piece.get(i..i + 2));
-            if r < min.0 {
-                min = (r, i);
-            }
-            parts.push((i, r));
-        }
-        parts.push((piece.len() - 1, BIG));
-        parts.push((piece.len(), BIG));
-        let get_rank = |parts: &[(usize, u32)], i: usize| -> u32 {
-            match (parts.get(i), parts.get(i + 3)) {
-                (Some(a), Some(b)) => self.rank_or_big(piece.get(a.0..b.0)),
-                _ => BIG,
-            }
-        };
-        while min.0 != BIG {
-            let i = min.1;
-            if i > 0 {
-                let r = get_rank(parts, i - 1);
-                if let Some(p) = parts.get_mut(i - 1) {
-                    p.1 = r;
-                }
-            }
-            let r = get_rank(parts, i);
-            if let Some(p) = parts.get_mut(i) {
-                p.1 = r;
-            }
-            if i + 1 < parts.len() {
-                parts.remove(i + 1);
-            }
-            min = (BIG, usize::MAX);
-            for (i, &(_, r)) in parts.iter().enumerate().take(parts.len().saturating_sub(1)) {
-                if r < min.0 {
-                    min = (r, i);
-                }
-            }
-        }
-        for w in parts.windows(2) {
-            self.emit_part(piece.get(w[0].0..w[1].0), emit);
-        }
-    }
-
-    /// A part the merge loop produced is a token by construction (a single byte, or a merge
-    /// found in the map). Should that ever fail, emit its bytes' ranks instead of panicking.
-    #[inline(always)]
-    fn emit_part(&self, part: Option<&[u8]>, emit: &mut impl FnMut(u32)) {
-        let Some(part) = part else { return };
-        if let [b] = part {
-            return emit(self.byte_rank[*b as usize]);
-        }
-        match self.rank(part) {
-            Some(r) => emit(r),
-            None => part.iter().for_each(|b| emit(self.byte_rank[*b as usize])),
-        }
-    }
-
-    /// tiktoken's `_byte_pair_merge_large` (pieces of 100+ bytes): the same merges, found
-    /// with a heap (lowest rank, then leftmost) over a linked list of parts.
-    fn bpe_large(&self, piece: &[u8], emit: &mut impl FnMut(u32)) {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
-        let n = piece.len();
-        // For the part starting at i: end, previous part's start, rank of merging with the next.
-        let mut end: Vec<usize> = (1..=n).collect();
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let mut next_rank: Vec<u32> = vec![BIG; n];
-        let mut heap = BinaryHeap::with_capacity(n);
-        for (i, nr) in next_rank.iter_mut().enumerate().take(n - 1) {
-            let r = self.rank_or_big(piece.get(i..i + 2));
-            *nr = r;
-            if r != BIG {
-                heap.push(Reverse((r, i)));
-            }
-        }
-        while let Some(Reverse((r, start))) = heap.pop() {
-            if next_rank.get(start) != Some(&r) {
-                continue; // stale
-            }
-            let Some(&right) = end.get(start) else {
-                continue;
-            };
-            let Some(&right_end) = end.get(right) else {
-                continue;
-            };
-            // Merge.
-            end[start] = right_end;
-            next_rank[right] = BIG;
-            if let Some(p) = prev.get_mut(right_end) {
-                *p = start;
-            }
-            let nr = match end.get(right_end) {
-                Some(&e2) => self.rank_or_big(piece.get(start..e2)),
-                None => BIG,
-            };
-            next_rank[start] = nr;
-            if nr != BIG {
-                heap.push(Reverse((nr, start)));
-            }
-            if start > 0 {
-                if let Some(&p) = prev.get(start) {
-                    let pr = self.rank_or_big(piece.get(p..right_end));
-                    if let Some(x) = next_rank.get_mut(p) {
-                        *x = pr;
-                        if pr != BIG {
-                            heap.push(Reverse((pr, p)));
-                        }
-                    }
-                }
-            }
-        }
-        let mut i = 0;
-        while i < n {
-            let e = end.get(i).copied().unwrap_or(n).max(i + 1);
-            self.emit_part(piece.get(i..e), emit);
-            i = e;
-        }
-    }
-
-    #[inline(always)]
     fn piece(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut impl FnMut(u32)) {
         if let [b] = piece {
             return emit(self.byte_rank[*b as usize]);
@@ -613,11 +421,7 @@ impl BpeEncoder {
             return self.bpe(piece, parts, emit);
         }
         let slot = (hash(piece) >> (64 - CACHE_BITS)) as usize
-            + if self.enc == BpeEncoding::O200kBase {
-                0
-            } else {
-                1 << CACHE_BITS
-            };
+            + if self.enc == BpeEncoding::O200kBase { 0 } else { 1 << CACHE_BITS };
         let hit = CACHE.with(|c| {
             let Ok(c) = c.try_borrow() else { return false };
             match c.get(slot) {
@@ -661,12 +465,8 @@ impl BpeEncoder {
     fn run(&self, text: &str, mut emit: impl FnMut(u32)) {
         let mut parts = Vec::new();
         match self.enc {
-            BpeEncoding::O200kBase => {
-                pretok::for_each_piece(text, true, |p| self.piece(p, &mut parts, &mut emit))
-            }
-            BpeEncoding::Cl100kBase => {
-                pretok::for_each_piece(text, false, |p| self.piece(p, &mut parts, &mut emit))
-            }
+            BpeEncoding::O200kBase => pretok::for_each_piece(text, true, |p| self.piece(p, &mut parts, &mut emit)),
+            BpeEncoding::Cl100kBase => pretok::for_each_piece(text, false, |p| self.piece(p, &mut parts, &mut emit)),
         }
     }
 

@@ -69,10 +69,7 @@ fn decode(t: &[u8], i: usize) -> (u32, usize) {
     } else if b0 < 0xf0 {
         (((b0 as u32 & 0x0f) << 12) | (cont(1) << 6) | cont(2), 3)
     } else {
-        (
-            ((b0 as u32 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
-            4,
-        )
+        (((b0 as u32 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3), 4)
     }
 }
 
@@ -318,20 +315,10 @@ pub(crate) fn next_o200k(t: &[u8], i: usize) -> usize {
     let other0 = f0 & (L | N | CRLF) == 0;
     if fast.is_none() && (other0 || f0 & (UP | LO) != 0) {
         let with_prefix = i + l0;
-        let end = (if other0 {
-            o200k_a(t, with_prefix)
-        } else {
-            None
-        })
-        .or_else(|| o200k_a(t, i))
-        .or_else(|| {
-            if other0 {
-                o200k_b(t, with_prefix)
-            } else {
-                None
-            }
-        })
-        .or_else(|| o200k_b(t, i));
+        let end = (if other0 { o200k_a(t, with_prefix) } else { None })
+            .or_else(|| o200k_a(t, i))
+            .or_else(|| if other0 { o200k_b(t, with_prefix) } else { None })
+            .or_else(|| o200k_b(t, i));
         if let Some(e) = end {
             // The optional suffix is greedy: taken whenever it matches.
             return contraction(t, e).unwrap_or(e);
@@ -421,11 +408,7 @@ pub(crate) fn for_each_piece<F: FnMut(&[u8])>(text: &str, o200k: bool, mut f: F)
     let t = text.as_bytes();
     let mut i = 0;
     while i < t.len() {
-        let e = if o200k {
-            next_o200k(t, i)
-        } else {
-            next_cl100k(t, i)
-        };
+        let e = if o200k { next_o200k(t, i) } else { next_cl100k(t, i) };
         // `e > i` always (see above); clamp so a bug could never loop or index out of range.
         let e = e.clamp(i + 1, t.len());
         if let Some(p) = t.get(i..e) {

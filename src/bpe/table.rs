@@ -74,9 +74,7 @@ fn u32_at(t: &[u8], at: usize) -> Option<u32> {
 
 pub(crate) fn parse_header(t: &[u8]) -> Result<Header, BpeError> {
     if t.len() < HEADER_LEN || t.get(0..4) != Some(MAGIC.as_slice()) {
-        return Err(invalid(
-            "not a context-compactor rank table (bad magic or too short)",
-        ));
+        return Err(invalid("not a context-compactor rank table (bad magic or too short)"));
     }
     if t[4] != VERSION {
         return Err(invalid(format!("unsupported rank table version {}", t[4])));
@@ -93,12 +91,7 @@ pub(crate) fn parse_header(t: &[u8]) -> Result<Header, BpeError> {
     {
         return Err(invalid("corrupt rank table header"));
     }
-    Ok(Header {
-        encoding,
-        kind,
-        n,
-        n_pairs,
-    })
+    Ok(Header { encoding, kind, n, n_pairs })
 }
 
 /// Rebuilds the token bytes. `base` is the o200k_base store, needed for kind 1 tables.
@@ -108,10 +101,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     let (n, m) = (h.n, h.n - 256);
     let mut seen = [false; 256];
     // o200k_base: 7.0 bytes a token, cl100k_base 6.4.
-    let mut buf = Buf {
-        v: vec![0; n * 7 + 64],
-        len: 0,
-    };
+    let mut buf = Buf { v: vec![0; n * 7 + 64], len: 0 };
     let mut offs: Vec<u32> = Vec::with_capacity(n + 1);
     offs.push(0);
     for &b in &t[16..HEADER_LEN] {
@@ -123,20 +113,14 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     }
     let mut at = HEADER_LEN;
     let flags: &[u8] = if h.kind == 1 {
-        let f = t
-            .get(at..at + m.div_ceil(8))
-            .ok_or_else(|| invalid("rank table truncated"))?;
+        let f = t.get(at..at + m.div_ceil(8)).ok_or_else(|| invalid("rank table truncated"))?;
         at += m.div_ceil(8);
         f
     } else {
         &[]
     };
     let n_shared = m - h.n_pairs;
-    let sh = if h.kind == 1 {
-        IdStream::new(t, &mut at, n_shared)?
-    } else {
-        IdStream::empty()
-    };
+    let sh = if h.kind == 1 { IdStream::new(t, &mut at, n_shared)? } else { IdStream::empty() };
     let la = IdStream::new(t, &mut at, h.n_pairs)?;
     let ra = IdStream::new(t, &mut at, h.n_pairs)?;
     if at != t.len() {
@@ -152,15 +136,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         }
         _ => None,
     };
-    let mut d = Decoder {
-        sh,
-        la,
-        ra,
-        flags,
-        base,
-        buf,
-        offs,
-    };
+    let mut d = Decoder { sh, la, ra, flags, base, buf, offs };
     // In chunks, through a function that is not inlined: wasm engines first run code from a
     // quick baseline compiler and swap in optimised code only at the next call, so one long
     // loop would run unoptimised from start to end (twice as slow in V8's Liftoff).
@@ -170,14 +146,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         d.run(r, e)?;
         r = e;
     }
-    let Decoder {
-        buf,
-        offs,
-        sh,
-        la,
-        ra,
-        ..
-    } = d;
+    let Decoder { buf, offs, sh, la, ra, .. } = d;
     if !(sh.done() && la.done() && ra.done()) {
         return Err(invalid("rank table bitmap disagrees with its counts"));
     }
@@ -198,11 +167,7 @@ const SYMBOLS: [(u8, u8); 256] = {
     let mut t = [(0u8, 0u8); 256];
     let mut s = 0;
     while s < 256 {
-        t[s] = if s < 32 {
-            (s as u8, 0)
-        } else {
-            (16 + ((s - 32) % 16) as u8, 1 + ((s - 32) / 16) as u8)
-        };
+        t[s] = if s < 32 { (s as u8, 0) } else { (16 + ((s - 32) % 16) as u8, 1 + ((s - 32) / 16) as u8) };
         s += 1;
     }
     t
@@ -223,29 +188,13 @@ impl<'a> IdStream<'a> {
         let truncated = || invalid("rank table truncated");
         let b = u32_at(t, *at).ok_or_else(truncated)? as usize;
         let syms = t.get(*at + 4..*at + 4 + count).ok_or_else(truncated)?;
-        let raw = t
-            .get(*at + 4 + count..*at + 4 + count + b)
-            .ok_or_else(truncated)?;
+        let raw = t.get(*at + 4 + count..*at + 4 + count + b).ok_or_else(truncated)?;
         *at += 4 + count + b;
-        Ok(IdStream {
-            syms,
-            pos: 0,
-            raw,
-            rpos: 0,
-            acc: 0,
-            nacc: 0,
-        })
+        Ok(IdStream { syms, pos: 0, raw, rpos: 0, acc: 0, nacc: 0 })
     }
 
     fn empty() -> IdStream<'static> {
-        IdStream {
-            syms: &[],
-            pos: 0,
-            raw: &[],
-            rpos: 0,
-            acc: 0,
-            nacc: 0,
-        }
+        IdStream { syms: &[], pos: 0, raw: &[], rpos: 0, acc: 0, nacc: 0 }
     }
 
     /// The next id; u32::MAX for a malformed symbol (callers reject ids >= their rank).
@@ -324,11 +273,7 @@ impl Decoder<'_> {
                 let (a, b) = (self.la.next(), self.ra.next());
                 let (a, b) = (a as usize, b as usize);
                 let span = |x: usize| Some((*self.offs.get(x)?, *self.offs.get(x + 1)?));
-                let spans = if a < r && b < r && self.offs.len() == r + 1 {
-                    span(a).zip(span(b))
-                } else {
-                    None
-                };
+                let spans = if a < r && b < r && self.offs.len() == r + 1 { span(a).zip(span(b)) } else { None };
                 let Some(((sa, ea), (sb, eb))) = spans else {
                     return Err(invalid(format!("token {r} refers to a rank >= {r}")));
                 };
@@ -336,9 +281,7 @@ impl Decoder<'_> {
                 // every rank). The longest token of both vocabularies has 128 bytes.
                 let (la, lb) = (ea.wrapping_sub(sa), eb.wrapping_sub(sb));
                 if la.saturating_add(lb) > MAX_TOKEN_BYTES {
-                    return Err(invalid(format!(
-                        "token {r} is longer than {MAX_TOKEN_BYTES} bytes"
-                    )));
+                    return Err(invalid(format!("token {r} is longer than {MAX_TOKEN_BYTES} bytes")));
                 }
                 self.buf.room(MAX_TOKEN_BYTES as usize);
                 self.buf.copy_back(sa as usize, la as usize);
@@ -380,11 +323,7 @@ impl Buf {
         loop {
             // The word may run past the end (into bytes not yet final, or the slack): the
             // extra bytes land past the new end and are overwritten or truncated later.
-            let w: [u8; 8] = self
-                .v
-                .get(s + k..s + k + 8)
-                .and_then(|x| x.try_into().ok())
-                .unwrap_or([0; 8]);
+            let w: [u8; 8] = self.v.get(s + k..s + k + 8).and_then(|x| x.try_into().ok()).unwrap_or([0; 8]);
             if let Some(out) = self.v.get_mut(d + k..d + k + 8) {
                 out.copy_from_slice(&w);
             }

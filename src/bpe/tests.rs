@@ -8,10 +8,7 @@ static O200K_STANDALONE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k
 #[test]
 fn load_ranks_installs_standalone_tables() {
     #[cfg(not(feature = "embedded-ranks"))]
-    assert_eq!(
-        BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap_err().kind(),
-        BpeErrorKind::RanksNotLoaded
-    );
+    assert_eq!(BpeEncoder::get(BpeEncoding::Cl100kBase).unwrap_err().kind(), BpeErrorKind::RanksNotLoaded);
     // cl100k first: the standalone table needs no o200k.
     load_ranks(BpeEncoding::Cl100kBase, CL100K_STANDALONE).unwrap();
     load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
@@ -29,20 +26,11 @@ fn load_ranks_checks_tables() {
     // checksum before decoding, whether or not the encoding is already installed.
     load_ranks(BpeEncoding::O200kBase, O200K_STANDALONE).unwrap();
     let refused = |enc, t: &[u8]| load_ranks(enc, t).unwrap_err().kind();
-    assert_eq!(
-        refused(BpeEncoding::Cl100kBase, O200K_STANDALONE),
-        BpeErrorKind::InvalidTable
-    );
-    assert_eq!(
-        refused(BpeEncoding::O200kBase, &O200K_STANDALONE[..1000]),
-        BpeErrorKind::InvalidTable
-    );
+    assert_eq!(refused(BpeEncoding::Cl100kBase, O200K_STANDALONE), BpeErrorKind::InvalidTable);
+    assert_eq!(refused(BpeEncoding::O200kBase, &O200K_STANDALONE[..1000]), BpeErrorKind::InvalidTable);
     let mut t = O200K_STANDALONE.to_vec();
     t[5000] ^= 1;
-    assert_eq!(
-        refused(BpeEncoding::O200kBase, &t),
-        BpeErrorKind::InvalidTable
-    );
+    assert_eq!(refused(BpeEncoding::O200kBase, &t), BpeErrorKind::InvalidTable);
 }
 
 #[test]
@@ -66,16 +54,10 @@ fn small_examples() {
     assert_eq!(o.count(""), 0);
     assert_eq!(o.encode("hello world"), vec![24912, 2375]);
     assert_eq!(c.encode("hello world"), vec![15339, 1917]);
-    assert_eq!(
-        o.decode_bytes(&o.encode("héllo 👋🏽 wörld")).unwrap(),
-        "héllo 👋🏽 wörld".as_bytes()
-    );
+    assert_eq!(o.decode_bytes(&o.encode("héllo 👋🏽 wörld")).unwrap(), "héllo 👋🏽 wörld".as_bytes());
     assert_eq!(c.decode_bytes(&[100257]).unwrap(), b"<|endoftext|>");
     assert_eq!(o.decode_bytes(&[199999]).unwrap(), b"<|endoftext|>");
-    assert_eq!(
-        o.decode_bytes(&[199998]).unwrap_err().kind(),
-        BpeErrorKind::UnknownToken
-    );
+    assert_eq!(o.decode_bytes(&[199998]).unwrap_err().kind(), BpeErrorKind::UnknownToken);
     assert_eq!(o.n_tokens(), 199_998);
     assert_eq!(c.n_tokens(), 100_256);
 }
@@ -105,9 +87,7 @@ fn table_decoding_is_checked() {
     let mut t = embedded::O200K.to_vec();
     let mut x = 12345u64;
     for _ in 0..200 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let i = (x >> 33) as usize % t.len();
         t[i] ^= (x >> 13) as u8 | 1;
         let _ = table::decode(&t, None);
@@ -117,10 +97,7 @@ fn table_decoding_is_checked() {
     let delta = table::decode(embedded::CL100K_DELTA, Some(&base)).unwrap();
     assert_eq!(delta.len(), 100_256);
     let standalone = table::decode(CL100K_STANDALONE, None).unwrap();
-    assert_eq!(
-        (&standalone.bytes, &standalone.offs),
-        (&delta.bytes, &delta.offs)
-    );
+    assert_eq!((&standalone.bytes, &standalone.offs), (&delta.bytes, &delta.offs));
     assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(CL100K_STANDALONE)));
     assert!(table::decode(embedded::CL100K_DELTA, None).is_err());
     assert!(generated::CL100K_CHECKSUMS.contains(&table::table_checksum(embedded::CL100K_DELTA)));
@@ -144,12 +121,7 @@ fn forged_tables_are_errors_not_aborts() {
     assert_eq!(ok.token(257).unwrap().len(), 3);
     // Token lengths doubling at every rank: refused long before memory runs out.
     let doubling: Vec<(u32, u32)> = (256..256 + 64).map(|r| (r - 1, r - 1)).collect();
-    assert_eq!(
-        table::decode(&forge(&doubling), None)
-            .err()
-            .map(|e| e.kind()),
-        Some(BpeErrorKind::InvalidTable)
-    );
+    assert_eq!(table::decode(&forge(&doubling), None).err().map(|e| e.kind()), Some(BpeErrorKind::InvalidTable));
     // Forward references, truncation, trailing bytes.
     assert!(table::decode(&forge(&[(300, 1)]), None).is_err());
     let t = forge(&[(0, 1), (256, 2)]);

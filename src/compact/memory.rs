@@ -4,10 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::turn_line;
 use crate::message::{Content, Format, Message, Role};
 use crate::tokens::{self, Encoding};
 
-use super::fasthash::FastMap;
+use crate::fasthash::FastMap;
 
 /// A recorded turn offered to the builder: its summary and the stored messages it covers
 /// (indices into the history, inclusive).
@@ -23,6 +24,8 @@ pub struct TurnNote<'a> {
 /// unless this is `null`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct MemoryOptions {
     /// At most this many tokens for the turn summaries (the summary budget's rest caps it too).
     pub max_tokens: Option<u32>,
@@ -31,6 +34,7 @@ pub struct MemoryOptions {
 /// What the receipt says about the turn summaries a build put in.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryUse {
     /// The turns whose summaries are in the context, in order.
     pub turns: Vec<u32>,
@@ -40,11 +44,6 @@ pub struct MemoryUse {
 }
 
 const HEADER: &str = "Summaries of earlier turns whose messages are not all in this context:";
-
-/// Seed 003's line for a turn in the cumulative summary.
-pub fn turn_line(turn: u32, summary: &str) -> String {
-    format!("[Turn {turn}] {summary}")
-}
 
 fn message(lines: &[String], format: Format) -> Message {
     let mut text = String::from(HEADER);
@@ -67,10 +66,7 @@ pub(crate) fn turn_summaries(
     format: Format,
     line_tokens: &mut FastMap<String, u32>,
 ) -> Option<(Option<Message>, MemoryUse)> {
-    let missing: Vec<&TurnNote> = notes
-        .iter()
-        .filter(|n| (n.first..=n.last).any(|i| !in_context(i)))
-        .collect();
+    let missing: Vec<&TurnNote> = notes.iter().filter(|n| (n.first..=n.last).any(|i| !in_context(i))).collect();
     if missing.is_empty() {
         return None;
     }
@@ -111,20 +107,9 @@ pub(crate) fn turn_summaries(
         chosen.remove(0);
     }
     let turns: Vec<u32> = chosen.iter().map(|(t, _)| *t).collect();
-    let omitted = missing
-        .iter()
-        .map(|n| n.turn)
-        .filter(|t| !turns.contains(t))
-        .collect();
+    let omitted = missing.iter().map(|n| n.turn).filter(|t| !turns.contains(t)).collect();
     let tokens = placed.as_ref().map_or(0, |(_, n)| *n);
-    Some((
-        placed.map(|(m, _)| m),
-        MemoryUse {
-            turns,
-            tokens,
-            omitted,
-        },
-    ))
+    Some((placed.map(|(m, _)| m), MemoryUse { turns, tokens, omitted }))
 }
 
 #[cfg(test)]
@@ -139,33 +124,16 @@ mod tests {
                 last: 3,
                 summary: "asked: find reservation ABC123; answered: it flies to Seattle.",
             },
-            TurnNote {
-                turn: 2,
-                first: 4,
-                last: 5,
-                summary: "cancelled ABC123",
-            },
-            TurnNote {
-                turn: 3,
-                first: 6,
-                last: 9,
-                summary: "booked a new flight to Portland",
-            },
+            TurnNote { turn: 2, first: 4, last: 5, summary: "cancelled ABC123" },
+            TurnNote { turn: 3, first: 6, last: 9, summary: "booked a new flight to Portland" },
         ]
     }
 
     #[test]
     fn only_turns_missing_from_the_context_are_summarised() {
         let mut cache = FastMap::default();
-        let (msg, used) = turn_summaries(
-            &notes(),
-            |i| i >= 5,
-            10_000,
-            Encoding::O200kBase,
-            Format::OpenAi,
-            &mut cache,
-        )
-        .unwrap();
+        let (msg, used) =
+            turn_summaries(&notes(), |i| i >= 5, 10_000, Encoding::O200kBase, Format::OpenAi, &mut cache).unwrap();
         let msg = msg.unwrap();
         assert_eq!(used.turns, vec![1, 2]);
         assert!(used.omitted.is_empty());
@@ -175,45 +143,18 @@ mod tests {
                 && text.contains("[Turn 2] cancelled")
                 && !text.contains("[Turn 3]")
         );
-        assert_eq!(
-            used.tokens,
-            tokens::count_message(Encoding::O200kBase, &msg).total as usize
-        );
-        assert!(turn_summaries(
-            &notes(),
-            |_| true,
-            10_000,
-            Encoding::O200kBase,
-            Format::OpenAi,
-            &mut cache
-        )
-        .is_none());
+        assert_eq!(used.tokens, tokens::count_message(Encoding::O200kBase, &msg).total as usize);
+        assert!(turn_summaries(&notes(), |_| true, 10_000, Encoding::O200kBase, Format::OpenAi, &mut cache).is_none());
     }
 
     #[test]
     fn the_newest_turns_win_when_not_all_fit_and_the_count_is_exact() {
         let mut cache = FastMap::default();
-        let all = turn_summaries(
-            &notes(),
-            |_| false,
-            10_000,
-            Encoding::O200kBase,
-            Format::Anthropic,
-            &mut cache,
-        )
-        .unwrap()
-        .1;
+        let all =
+            turn_summaries(&notes(), |_| false, 10_000, Encoding::O200kBase, Format::Anthropic, &mut cache).unwrap().1;
         assert_eq!(all.turns, vec![1, 2, 3]);
         for max in 0..all.tokens {
-            match turn_summaries(
-                &notes(),
-                |_| false,
-                max,
-                Encoding::O200kBase,
-                Format::Anthropic,
-                &mut cache,
-            )
-            .unwrap()
+            match turn_summaries(&notes(), |_| false, max, Encoding::O200kBase, Format::Anthropic, &mut cache).unwrap()
             {
                 (None, used) => {
                     assert!(used.turns.is_empty() && used.tokens == 0 && used.omitted == [1, 2, 3])
@@ -221,8 +162,7 @@ mod tests {
                 (Some(msg), used) => {
                     assert!(
                         used.tokens <= max
-                            && used.tokens
-                                == tokens::count_message(Encoding::O200kBase, &msg).total as usize
+                            && used.tokens == tokens::count_message(Encoding::O200kBase, &msg).total as usize
                     );
                     assert_eq!(used.turns.last(), Some(&3), "the newest turn goes first");
                     assert_eq!(used.turns.len() + used.omitted.len(), 3);

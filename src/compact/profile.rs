@@ -12,6 +12,7 @@ use crate::tokens::Encoding;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Profile {
     pub name: String,
     pub context_window: u32,
@@ -19,12 +20,15 @@ pub struct Profile {
     pub trigger_fraction: f64,
     /// After compaction, aim below this fraction (default: 0.6 × the trigger, seed 001's 30k/50k).
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub target_fraction: Option<f64>,
     /// Recent steps kept whole (Init 3, Execute 5).
     pub keep_recent_steps: usize,
     /// `o200k_base`, `cl100k_base` or `estimate`.
-    pub encoding: String,
+    #[cfg_attr(test, ts(type = "EncodingName"))]
+    pub encoding: Encoding,
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub format: Option<Format>,
 }
 
@@ -34,7 +38,10 @@ impl Profile {
             return Err(Error::invalid_argument("a profile needs a name"));
         }
         if self.context_window < 1000 {
-            return Err(Error::invalid_argument(format!("profile {:?}: contextWindow must be at least 1000", self.name)));
+            return Err(Error::invalid_argument(format!(
+                "profile {:?}: contextWindow must be at least 1000",
+                self.name
+            )));
         }
         if !(self.trigger_fraction > 0.0 && self.trigger_fraction <= 1.0) {
             return Err(Error::invalid_argument(format!(
@@ -51,9 +58,11 @@ impl Profile {
             }
         }
         if !(1..=1000).contains(&self.keep_recent_steps) {
-            return Err(Error::invalid_argument(format!("profile {:?}: keepRecentSteps must be between 1 and 1000", self.name)));
+            return Err(Error::invalid_argument(format!(
+                "profile {:?}: keepRecentSteps must be between 1 and 1000",
+                self.name
+            )));
         }
-        Encoding::parse(&self.encoding).map_err(|e| Error::invalid_argument(format!("profile {:?}: {}", self.name, e.message)))?;
         Ok(())
     }
 
@@ -64,8 +73,8 @@ impl Profile {
         Ok(profile)
     }
 
-    pub fn encoding(&self) -> Result<Encoding> {
-        Encoding::parse(&self.encoding)
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
     }
 
     pub fn trigger_tokens(&self) -> u32 {
@@ -83,7 +92,11 @@ impl Profile {
         self.validate()?;
         let options = BuildOptions {
             format: self.format.unwrap_or(Format::OpenAi),
-            budget: Some(BudgetOptions { context_window: self.context_window, target_ratio: self.trigger_fraction, ..BudgetOptions::default() }),
+            budget: Some(BudgetOptions {
+                context_window: self.context_window,
+                target_ratio: self.trigger_fraction,
+                ..BudgetOptions::default()
+            }),
             keep_recent_steps: self.keep_recent_steps,
             thin: true,
             summary: Some(SummaryOptions {
@@ -99,35 +112,35 @@ impl Profile {
 }
 
 /// (name, window, trigger fraction, recent steps, encoding, format)
-const BUILTINS: &[(&str, u32, f64, usize, &str, Format)] = &[
+const BUILTINS: &[(&str, u32, f64, usize, Encoding, Format)] = &[
     // Seed 004's two agents.
-    ("init", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("execute", 1_000_000, 0.70, 5, "o200k_base", Format::Anthropic),
+    ("init", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("execute", 1_000_000, 0.70, 5, Encoding::O200kBase, Format::Anthropic),
     // Anthropic (no public tokenizer: o200k_base is the stand-in).
-    ("claude-opus-4-5", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-sonnet-4-5", 1_000_000, 0.70, 5, "o200k_base", Format::Anthropic),
-    ("claude-opus-4-6", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-opus-4-1", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-opus-4", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-sonnet-4", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-haiku-4-5", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-3-7-sonnet", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
-    ("claude-3-5-haiku", 200_000, 0.75, 3, "o200k_base", Format::Anthropic),
+    ("claude-opus-4-5", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-sonnet-4-5", 1_000_000, 0.70, 5, Encoding::O200kBase, Format::Anthropic),
+    ("claude-opus-4-6", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-opus-4-1", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-opus-4", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-sonnet-4", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-haiku-4-5", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-3-7-sonnet", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
+    ("claude-3-5-haiku", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
     // OpenAI.
-    ("gpt-5", 272_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-5-mini", 272_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-5-nano", 272_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-4.1", 1_047_576, 0.70, 5, "o200k_base", Format::OpenAi),
-    ("gpt-4.1-mini", 1_047_576, 0.70, 5, "o200k_base", Format::OpenAi),
-    ("gpt-4.1-nano", 1_047_576, 0.70, 5, "o200k_base", Format::OpenAi),
-    ("gpt-4o", 128_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-4o-mini", 128_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("o3", 200_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("o4-mini", 200_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("o1", 200_000, 0.75, 3, "o200k_base", Format::OpenAi),
-    ("gpt-4-turbo", 128_000, 0.75, 3, "cl100k_base", Format::OpenAi),
-    ("gpt-4", 8_192, 0.75, 3, "cl100k_base", Format::OpenAi),
-    ("gpt-3.5-turbo", 16_385, 0.75, 3, "cl100k_base", Format::OpenAi),
+    ("gpt-5", 272_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-5-mini", 272_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-5-nano", 272_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4.1", 1_047_576, 0.70, 5, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4.1-mini", 1_047_576, 0.70, 5, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4.1-nano", 1_047_576, 0.70, 5, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4o", 128_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4o-mini", 128_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("o3", 200_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("o4-mini", 200_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("o1", 200_000, 0.75, 3, Encoding::O200kBase, Format::OpenAi),
+    ("gpt-4-turbo", 128_000, 0.75, 3, Encoding::Cl100kBase, Format::OpenAi),
+    ("gpt-4", 8_192, 0.75, 3, Encoding::Cl100kBase, Format::OpenAi),
+    ("gpt-3.5-turbo", 16_385, 0.75, 3, Encoding::Cl100kBase, Format::OpenAi),
 ];
 
 /// The names of the built-in profiles.
@@ -141,7 +154,9 @@ pub fn builtin(model: &str) -> Option<Profile> {
     let model = model.trim().to_ascii_lowercase();
     let found = BUILTINS
         .iter()
-        .filter(|b| model == b.0 || model.strip_prefix(b.0).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('@')))
+        .filter(|b| {
+            model == b.0 || model.strip_prefix(b.0).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('@'))
+        })
         .max_by_key(|b| b.0.len())?;
     let (name, window, trigger, steps, encoding, format) = *found;
     Some(Profile {
@@ -150,7 +165,7 @@ pub fn builtin(model: &str) -> Option<Profile> {
         trigger_fraction: trigger,
         target_fraction: None,
         keep_recent_steps: steps,
-        encoding: encoding.to_string(),
+        encoding,
         format: Some(format),
     })
 }
@@ -172,7 +187,10 @@ mod tests {
         let init = resolve("init").unwrap();
         assert_eq!((init.context_window, init.trigger_tokens(), init.keep_recent_steps), (200_000, 150_000, 3));
         let execute = resolve("execute").unwrap();
-        assert_eq!((execute.context_window, execute.trigger_tokens(), execute.keep_recent_steps), (1_000_000, 700_000, 5));
+        assert_eq!(
+            (execute.context_window, execute.trigger_tokens(), execute.keep_recent_steps),
+            (1_000_000, 700_000, 5)
+        );
         let options = init.to_options().unwrap();
         assert_eq!(options.summary.as_ref().unwrap().trigger_tokens, 150_000);
         assert_eq!(options.budget.as_ref().unwrap().max_tokens(), 150_000);

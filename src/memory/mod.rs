@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compact::summary::{extract, squash};
 use crate::error::{Error, Result};
+use crate::extract::{extract, squash};
 use crate::ids::fnv1a;
 use crate::message::Message;
 use crate::tokens::Encoding;
@@ -26,6 +26,7 @@ pub const DEFAULT_MAX_SNAPSHOT_CHARS: usize = 1 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ContextSnapshot {
     pub id: String,
     pub turn_number: u32,
@@ -33,11 +34,13 @@ pub struct ContextSnapshot {
     pub summary: String,
     /// The conversation messages of this turn (first and last id), if it had any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub messages: Option<MessageRange>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MessageRange {
     pub from: String,
     pub until: String,
@@ -45,6 +48,7 @@ pub struct MessageRange {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemorySummary {
     pub id: String,
     pub context_id: String,
@@ -57,8 +61,11 @@ pub struct MemorySummary {
 /// The versioned JSON form of a memory store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryExport {
+    #[cfg_attr(test, ts(type = "\"context-compactor/memory\""))]
     pub format: String,
+    #[cfg_attr(test, ts(type = "1"))]
     pub version: u32,
     pub contexts: Vec<ContextSnapshot>,
     pub summaries: Vec<MemorySummary>,
@@ -147,9 +154,9 @@ impl MemoryStore {
             return Err(Error::invalid_argument(format!("the summary of turn {turn_number} is empty")));
         }
         let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&[&full_context]));
-        let snapshot = ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
-        let memory_summary =
-            MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
+        let snapshot =
+            ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
+        let memory_summary = MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
         self.insert(snapshot, memory_summary);
         self.contexts.get(&turn_number).ok_or_else(|| Error::internal("a recorded turn vanished"))
     }
@@ -164,7 +171,8 @@ impl MemoryStore {
             .chain(summary.insights.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join("\n");
-        self.index.add(Document { kind: DocumentKind::Summary, id: summary.id.clone(), turn_number: turn }, &summary_text);
+        self.index
+            .add(Document { kind: DocumentKind::Summary, id: summary.id.clone(), turn_number: turn }, &summary_text);
         self.summaries.insert(snapshot.turn_number, summary);
         self.contexts.insert(snapshot.turn_number, snapshot);
     }
@@ -183,7 +191,7 @@ impl MemoryStore {
     /// counted exactly, with a line naming the omitted turns.
     pub fn cumulative_summary(&self, encoding: Encoding, max_tokens: usize) -> String {
         let lines: Vec<(u32, String)> =
-            self.summaries.values().map(|s| (s.turn_number, crate::compact::memory::turn_line(s.turn_number, &s.summary))).collect();
+            self.summaries.values().map(|s| (s.turn_number, turn_line(s.turn_number, &s.summary))).collect();
         let compose = |kept: usize| {
             let (omitted, kept) = lines.split_at(lines.len() - kept);
             let mut out = String::new();
@@ -237,7 +245,13 @@ impl MemoryStore {
     /// Replaces the store with an export already read; on any error the
     /// store is left as it was.
     pub fn restore(&mut self, export: MemoryExport) -> Result<()> {
-        crate::versioned::check(Some(&export.format), Some(u64::from(export.version)), EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
+        crate::versioned::check(
+            Some(&export.format),
+            Some(u64::from(export.version)),
+            EXPORT_FORMAT,
+            EXPORT_VERSION,
+            "memory",
+        )?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
         let mut summaries: BTreeMap<u32, MemorySummary> =
             export.summaries.into_iter().map(|s| (s.turn_number, s)).collect();
@@ -270,6 +284,11 @@ impl MemoryStore {
         *self = fresh;
         Ok(())
     }
+}
+
+/// Seed 003's line for a turn in the cumulative summary.
+pub fn turn_line(turn: u32, summary: &str) -> String {
+    format!("[Turn {turn}] {summary}")
 }
 
 /// The built-in summary of a turn, from its messages: what was asked, what the assistant
@@ -311,7 +330,10 @@ const TRANSCRIPT_CHARS: usize = 24_000;
 /// messages as a transcript, then the instruction.
 pub fn turn_prompt<M: Borrow<Message>>(turn_number: u32, messages: &[M], workspace_context: &str) -> String {
     let per_message = (TRANSCRIPT_CHARS / messages.len().max(1)).max(200);
-    let mut out = format!("Workspace at turn {turn_number}:\n{}\n\nConversation of turn {turn_number}:\n", squash(workspace_context, 4_000));
+    let mut out = format!(
+        "Workspace at turn {turn_number}:\n{}\n\nConversation of turn {turn_number}:\n",
+        squash(workspace_context, 4_000)
+    );
     for message in messages {
         let message: &Message = message.borrow();
         out.push_str(&format!("[{}] {}\n", message.role.as_str(), squash(&message.readable_text(), per_message)));
@@ -329,13 +351,31 @@ mod tests {
     fn seed_003_store() -> MemoryStore {
         let mut store = MemoryStore::default();
         store
-            .record_turn(1, "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(), "分析了代码库结构".into(), vec!["3个模块".into(), "main.ts是入口".into()], None)
+            .record_turn(
+                1,
+                "Files: [main.ts, utils.ts, config.ts]\nState: { initialized: true }".into(),
+                "分析了代码库结构".into(),
+                vec!["3个模块".into(), "main.ts是入口".into()],
+                None,
+            )
             .unwrap();
         store
-            .record_turn(2, "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(), "发现性能瓶颈".into(), vec![], None)
+            .record_turn(
+                2,
+                "Files: [main.ts, utils.ts, config.ts, benchmark.ts]\nState: { benchmarked: true }".into(),
+                "发现性能瓶颈".into(),
+                vec![],
+                None,
+            )
             .unwrap();
         store
-            .record_turn(3, "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(), "实施了优化".into(), vec![], None)
+            .record_turn(
+                3,
+                "Content of utils.ts: ... (已优化)\nState: { optimized: true }".into(),
+                "实施了优化".into(),
+                vec![],
+                None,
+            )
             .unwrap();
         store
     }

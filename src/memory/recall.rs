@@ -1,7 +1,8 @@
 //! `recall_context`: the tool the model calls to bring back what compaction left out, by turn
 //! number (whole snapshots) or by query (ranked snapshots, summaries and messages).
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use super::search::{DocumentKind, Hit};
 use super::{MemoryStore, MessageRange};
@@ -60,7 +61,10 @@ pub fn parse_request(input: &Value) -> Result<RecallRequest> {
         other => other,
     };
     let Value::Object(fields) = input else {
-        return Err(Error::invalid_argument(format!("recall_context input must be an object, got {}", type_name(input))));
+        return Err(Error::invalid_argument(format!(
+            "recall_context input must be an object, got {}",
+            type_name(input)
+        )));
     };
     if let Some(key) = fields.keys().find(|k| !matches!(k.as_str(), "turnNumbers" | "query" | "limit")) {
         return Err(Error::invalid_argument(format!("recall_context has no parameter `{key}`")));
@@ -77,11 +81,11 @@ pub fn parse_request(input: &Value) -> Result<RecallRequest> {
         (None, Some(Value::String(query))) if !query.trim().is_empty() => {
             let limit = match fields.get("limit") {
                 None | Some(Value::Null) => DEFAULT_LIMIT,
-                Some(limit) => limit
-                    .as_u64()
-                    .filter(|n| (1..=MAX_LIMIT as u64).contains(n))
-                    .map(|n| n as usize)
-                    .ok_or_else(|| Error::invalid_argument(format!("recall_context limit must be from 1 to {MAX_LIMIT}")))?,
+                Some(limit) => {
+                    limit.as_u64().filter(|n| (1..=MAX_LIMIT as u64).contains(n)).map(|n| n as usize).ok_or_else(
+                        || Error::invalid_argument(format!("recall_context limit must be from 1 to {MAX_LIMIT}")),
+                    )?
+                }
             };
             Ok(RecallRequest::Query { query: query.clone(), limit })
         }
@@ -102,7 +106,13 @@ pub trait Log {
 
 /// Runs a recall within `max_tokens`: whole turns (snapshot, summary and the turn's messages)
 /// or the best search hits.
-pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, encoding: Encoding, max_tokens: usize) -> Result<Value> {
+pub fn execute(
+    store: &MemoryStore,
+    request: &RecallRequest,
+    log: &dyn Log,
+    encoding: Encoding,
+    max_tokens: usize,
+) -> Result<RecallResult> {
     let mut budget = Budget { encoding, left: max_tokens, truncated: false };
     match request {
         RecallRequest::Turns(turns) => {
@@ -121,49 +131,103 @@ pub fn execute(store: &MemoryStore, request: &RecallRequest, log: &dyn Log, enco
                 for id in snapshot.messages.as_ref().map(|range| log.ids_in(range)).unwrap_or_default() {
                     let Some((role, text)) = log.message(&id) else { continue };
                     let Some(text) = budget.take(&text) else { break };
-                    messages.push(json!({"id": id, "role": role, "text": text}));
+                    messages.push(RecalledMessage { id, role: role.to_string(), text });
                 }
                 // A message that did not fit emptied the budget: the next turn's snapshot stops the loop.
-                items.push(json!({"turnNumber": turn, "summary": snapshot.summary, "fullContext": full_context, "messages": messages}));
+                items.push(RecalledTurn {
+                    turn_number: *turn,
+                    summary: snapshot.summary.clone(),
+                    full_context,
+                    messages,
+                });
             }
-            Ok(json!({"turns": items, "truncated": budget.truncated}))
+            Ok(RecallResult::Turns { turns: items, truncated: budget.truncated })
         }
         RecallRequest::Query { query, limit } => {
             let mut results = Vec::new();
             for hit in store.index().search(query, *limit) {
-                let Some(mut result) = describe_hit(store, log, &hit) else { continue };
+                let Some(hit_described) = describe_hit(store, log, &hit) else { continue };
                 let Some(document) = store.index().document(hit.document) else { continue };
                 let text = match document.kind {
-                    DocumentKind::Snapshot => document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone()),
+                    DocumentKind::Snapshot => {
+                        document.turn_number.and_then(|t| store.context(t)).map(|s| s.full_context.clone())
+                    }
                     DocumentKind::Summary => document.turn_number.and_then(|t| store.summary(t)).map(|s| {
-                        std::iter::once(s.summary.clone()).chain(s.insights.iter().cloned()).collect::<Vec<_>>().join("\n")
+                        std::iter::once(s.summary.clone())
+                            .chain(s.insights.iter().cloned())
+                            .collect::<Vec<_>>()
+                            .join("\n")
                     }),
                     DocumentKind::Message => log.message(&document.id).map(|(_, text)| text),
                 };
                 let Some(text) = text else { continue };
                 let Some(text) = budget.take(&text) else { break };
-                result.insert("text".into(), Value::from(text));
-                results.push(Value::Object(result));
+                results.push(RecallHit { hit: hit_described, text });
             }
-            Ok(json!({"query": query, "results": results, "truncated": budget.truncated}))
+            Ok(RecallResult::Query { query: query.clone(), results, truncated: budget.truncated })
         }
     }
 }
 
 /// A search hit as the caller sees it: kind, id, turn (a logged message's from the log) and score.
-pub fn describe_hit(store: &MemoryStore, log: &dyn Log, hit: &Hit) -> Option<Map<String, Value>> {
+pub fn describe_hit(store: &MemoryStore, log: &dyn Log, hit: &Hit) -> Option<SearchHit> {
     let document = store.index().document(hit.document)?;
-    let turn_number = document.turn_number.or_else(|| log.turn_of(&document.id));
-    let described = json!({
-        "kind": document.kind,
-        "id": document.id,
-        "turnNumber": turn_number,
-        "score": (hit.score * 1000.0).round() / 1000.0,
-    });
-    match described {
-        Value::Object(map) => Some(map),
-        _ => None,
-    }
+    Some(SearchHit {
+        kind: document.kind,
+        id: document.id.clone(),
+        turn_number: document.turn_number.or_else(|| log.turn_of(&document.id)),
+        score: (hit.score * 1000.0).round() / 1000.0,
+    })
+}
+
+/// One search hit (`memory.search`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct SearchHit {
+    pub kind: DocumentKind,
+    pub id: String,
+    pub turn_number: Option<u32>,
+    pub score: f64,
+}
+
+/// A search hit with its text, within the recall's budget.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RecallHit {
+    #[serde(flatten)]
+    pub hit: SearchHit,
+    pub text: String,
+}
+
+/// One logged message of a recalled turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RecalledMessage {
+    pub id: String,
+    pub role: String,
+    pub text: String,
+}
+
+/// A recalled turn: its snapshot, summary and messages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RecalledTurn {
+    pub turn_number: u32,
+    pub summary: String,
+    pub full_context: String,
+    pub messages: Vec<RecalledMessage>,
+}
+
+/// What `recall_context` returns: whole turns, or search hits; `truncated` when the token limit
+/// cut something.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum RecallResult {
+    Turns { turns: Vec<RecalledTurn>, truncated: bool },
+    Query { query: String, results: Vec<RecallHit>, truncated: bool },
 }
 
 fn describe_turns(turns: &[u32]) -> String {
@@ -201,7 +265,10 @@ impl Budget {
             let head: String = text.chars().take(chars).collect();
             if chars == 0 || self.encoding.count(&head) <= room {
                 self.left = 0;
-                return Some(format!("{head}\n[… {} more characters cut to fit the recall limit]", total_chars - chars.min(total_chars)));
+                return Some(format!(
+                    "{head}\n[… {} more characters cut to fit the recall limit]",
+                    total_chars - chars.min(total_chars)
+                ));
             }
             chars = chars * 3 / 4;
         }
@@ -212,6 +279,10 @@ impl Budget {
 mod tests {
     use super::*;
 
+    fn to_value(result: RecallResult) -> Value {
+        serde_json::to_value(result).unwrap()
+    }
+
     /// One logged message, m7, in turn 2.
     struct OneMessage;
 
@@ -220,7 +291,11 @@ mod tests {
             (id == "m7").then(|| ("user", "please cancel reservation ABC123".to_string()))
         }
         fn ids_in(&self, range: &MessageRange) -> Vec<String> {
-            if range.from == "m7" { vec!["m7".into()] } else { vec![] }
+            if range.from == "m7" {
+                vec!["m7".into()]
+            } else {
+                vec![]
+            }
         }
         fn turn_of(&self, id: &str) -> Option<u32> {
             (id == "m7").then_some(2)
@@ -229,7 +304,9 @@ mod tests {
 
     fn store() -> MemoryStore {
         let mut store = MemoryStore::default();
-        store.record_turn(1, "Files: [main.ts]\nthe flight to Seattle".into(), "looked up flights".into(), vec![], None).unwrap();
+        store
+            .record_turn(1, "Files: [main.ts]\nthe flight to Seattle".into(), "looked up flights".into(), vec![], None)
+            .unwrap();
         store
             .record_turn(
                 2,
@@ -252,11 +329,25 @@ mod tests {
     #[test]
     fn recall_by_turn_returns_snapshots_and_refuses_unknown_turns() {
         let store = store();
-        let out = execute(&store, &parse_request(&json!({"turnNumbers": [1]})).unwrap(), &OneMessage, Encoding::O200kBase, 1000).unwrap();
+        let out = to_value(
+            execute(
+                &store,
+                &parse_request(&json!({"turnNumbers": [1]})).unwrap(),
+                &OneMessage,
+                Encoding::O200kBase,
+                1000,
+            )
+            .unwrap(),
+        );
         assert_eq!(out["turns"][0]["fullContext"], "Files: [main.ts]\nthe flight to Seattle");
-        let out = execute(&store, &RecallRequest::Turns(vec![2]), &OneMessage, Encoding::O200kBase, 5000).unwrap();
-        assert_eq!(out["turns"][0]["messages"], json!([{"id": "m7", "role": "user", "text": "please cancel reservation ABC123"}]));
-        let error = execute(&store, &RecallRequest::Turns(vec![9]), &OneMessage, Encoding::O200kBase, 1000).unwrap_err();
+        let out =
+            to_value(execute(&store, &RecallRequest::Turns(vec![2]), &OneMessage, Encoding::O200kBase, 5000).unwrap());
+        assert_eq!(
+            out["turns"][0]["messages"],
+            json!([{"id": "m7", "role": "user", "text": "please cancel reservation ABC123"}])
+        );
+        let error =
+            execute(&store, &RecallRequest::Turns(vec![9]), &OneMessage, Encoding::O200kBase, 1000).unwrap_err();
         assert!(error.message.contains("turn 9 is not in memory (recorded turns: 1–2)"), "{error}");
     }
 
@@ -264,7 +355,7 @@ mod tests {
     fn recall_by_query_ranks_and_reaches_logged_messages() {
         let store = store();
         let request = parse_request(&Value::from(r#"{"query": "cancel reservation"}"#)).unwrap();
-        let out = execute(&store, &request, &OneMessage, Encoding::O200kBase, 1000).unwrap();
+        let out = to_value(execute(&store, &request, &OneMessage, Encoding::O200kBase, 1000).unwrap());
         assert_eq!(out["results"][0]["id"], "m7");
         assert_eq!(out["results"][0]["kind"], "message");
         assert_eq!(out["results"][0]["turnNumber"], 2);
@@ -273,7 +364,9 @@ mod tests {
     #[test]
     fn results_respect_the_token_limit() {
         let store = store();
-        let out = execute(&store, &RecallRequest::Turns(vec![2, 1]), &OneMessage, Encoding::O200kBase, 100).unwrap();
+        let out = to_value(
+            execute(&store, &RecallRequest::Turns(vec![2, 1]), &OneMessage, Encoding::O200kBase, 100).unwrap(),
+        );
         assert_eq!(out["truncated"], true);
         let text = out["turns"][0]["fullContext"].as_str().unwrap();
         assert!(Encoding::O200kBase.count(text) <= 100, "{}", Encoding::O200kBase.count(text));

@@ -11,6 +11,7 @@ const B: f64 = 0.75;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum DocumentKind {
     Snapshot,
     Summary,

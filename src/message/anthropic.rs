@@ -26,10 +26,9 @@ pub fn parse_anthropic(value: Value) -> Result<Vec<Message>> {
             }
             match request.remove("messages") {
                 Some(Value::Array(items)) => parse_list(items, 0, out),
-                Some(other) => Err(Error::invalid_argument(format!(
-                    "`messages` must be an array, got {}",
-                    type_name(&other)
-                ))),
+                Some(other) => {
+                    Err(Error::invalid_argument(format!("`messages` must be an array, got {}", type_name(&other))))
+                }
                 None => Err(Error::invalid_argument("missing `messages`: pass { system, messages }")),
             }
         }
@@ -49,12 +48,8 @@ fn parse_list(items: Vec<Value>, first_index: usize, mut out: Vec<Message>) -> R
 }
 
 fn parse_system(system: Value) -> Result<Message> {
-    let system_error = |message: String| Error {
-        kind: ErrorKind::InvalidMessage,
-        message,
-        index: None,
-        path: Some("system".into()),
-    };
+    let system_error =
+        |message: String| Error { kind: ErrorKind::InvalidMessage, message, index: None, path: Some("system".into()) };
     let content = match system {
         Value::String(text) => Content::text(text),
         Value::Array(blocks) => {

@@ -28,11 +28,9 @@ impl Fields {
     pub fn new(value: Value, index: usize, base: &str, what: &str) -> Result<Fields> {
         match value {
             Value::Object(map) => Ok(Fields { map, index, base: base.to_string() }),
-            other => Err(Error::invalid_message(
-                index,
-                base,
-                format!("{what} must be an object, got {}", type_name(&other)),
-            )),
+            other => {
+                Err(Error::invalid_message(index, base, format!("{what} must be an object, got {}", type_name(&other))))
+            }
         }
     }
 

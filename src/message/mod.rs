@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 
 /// The wire formats the package reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Format {
     #[serde(rename = "openai")]
     OpenAi,
@@ -28,9 +29,9 @@ impl Format {
         match name {
             "openai" => Ok(Format::OpenAi),
             "anthropic" => Ok(Format::Anthropic),
-            other => Err(Error::invalid_argument(format!(
-                "unknown format {other:?}: expected \"openai\" or \"anthropic\""
-            ))),
+            other => {
+                Err(Error::invalid_argument(format!("unknown format {other:?}: expected \"openai\" or \"anthropic\"")))
+            }
         }
     }
 
@@ -190,12 +191,27 @@ pub struct ToolResult {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Part {
-    Text { text: String, extra: Map<String, Value> },
-    Image { source: ImageSource, detail: Option<String>, extra: Map<String, Value>, source_extra: Map<String, Value> },
+    Text {
+        text: String,
+        extra: Map<String, Value>,
+    },
+    Image {
+        source: ImageSource,
+        detail: Option<String>,
+        extra: Map<String, Value>,
+        source_extra: Map<String, Value>,
+    },
     ToolCall(ToolCall),
     ToolResult(ToolResult),
-    Thinking { thinking: String, signature: Option<String>, extra: Map<String, Value> },
-    RedactedThinking { data: String, extra: Map<String, Value> },
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+        extra: Map<String, Value>,
+    },
+    RedactedThinking {
+        data: String,
+        extra: Map<String, Value>,
+    },
     /// A part type this model does not know, kept verbatim (audio, files, documents, server tools…).
     Other(Value),
 }
@@ -229,8 +245,14 @@ pub enum PartKind {
 }
 
 impl PartKind {
-    pub const ALL: [PartKind; 6] =
-        [PartKind::Text, PartKind::Image, PartKind::ToolCall, PartKind::ToolResult, PartKind::Thinking, PartKind::Other];
+    pub const ALL: [PartKind; 6] = [
+        PartKind::Text,
+        PartKind::Image,
+        PartKind::ToolCall,
+        PartKind::ToolResult,
+        PartKind::Thinking,
+        PartKind::Other,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -259,6 +281,19 @@ pub struct Message {
 impl Message {
     pub fn new(role: Role, content: Content, source: Format) -> Self {
         Message { role, content, name: None, extra: Map::new(), source }
+    }
+
+    /// The message that answers tool call `call_id` with `text`: OpenAI's tool message, or an
+    /// Anthropic user message holding one `tool_result` block (marked as an error if it is one).
+    pub fn tool_result(call_id: &str, text: String, is_error: bool, format: Format) -> Self {
+        let result = ToolResult {
+            call_id: call_id.to_string(),
+            content: Content::text(text),
+            is_error: is_error.then_some(true),
+            extra: Map::new(),
+        };
+        let role = if format == Format::OpenAi { Role::Tool } else { Role::User };
+        Message::new(role, Content::parts(vec![Part::ToolResult(result)]), format)
     }
 
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {

@@ -13,10 +13,9 @@ pub fn parse_openai(value: Value) -> Result<Vec<Message>> {
         Value::Array(items) => {
             items.into_iter().enumerate().map(|(index, item)| parse_openai_message(item, index)).collect()
         }
-        other => Err(Error::invalid_argument(format!(
-            "expected an array of OpenAI messages, got {}",
-            type_name(&other)
-        ))),
+        other => {
+            Err(Error::invalid_argument(format!("expected an array of OpenAI messages, got {}", type_name(&other))))
+        }
     }
 }
 
@@ -35,22 +34,21 @@ pub fn parse_openai_message(value: Value, index: usize) -> Result<Message> {
             ))
         }
         other => {
-            return Err(fields.error(
-                "role",
-                format!("unknown role {other:?}: expected system, developer, user, assistant or tool"),
-            ))
+            return Err(fields
+                .error("role", format!("unknown role {other:?}: expected system, developer, user, assistant or tool")))
         }
     };
     let name = fields.optional_str("name")?;
     let content = if role == Role::Tool {
         let call_id = match fields.take("tool_call_id") {
             Some(Value::String(id)) if !id.is_empty() => id,
-            Some(Value::String(_)) => return Err(fields.error("tool_call_id", "tool message has an empty tool_call_id")),
+            Some(Value::String(_)) => {
+                return Err(fields.error("tool_call_id", "tool message has an empty tool_call_id"))
+            }
             Some(other) => {
-                return Err(fields.error(
-                    "tool_call_id",
-                    format!("`tool_call_id` must be a string, got {}", type_name(&other)),
-                ))
+                return Err(
+                    fields.error("tool_call_id", format!("`tool_call_id` must be a string, got {}", type_name(&other)))
+                )
             }
             None => return Err(fields.error("tool_call_id", "tool message has no tool_call_id")),
         };
@@ -82,10 +80,9 @@ pub fn parse_openai_message(value: Value, index: usize) -> Result<Message> {
             Some(Value::Array(empty)) => fields.keep("tool_calls", Value::Array(empty)),
             Some(Value::Null) => fields.keep("tool_calls", Value::Null),
             Some(other) => {
-                return Err(fields.error(
-                    "tool_calls",
-                    format!("`tool_calls` must be an array, got {}", type_name(&other)),
-                ))
+                return Err(
+                    fields.error("tool_calls", format!("`tool_calls` must be an array, got {}", type_name(&other)))
+                )
             }
             None => {}
         }
@@ -166,10 +163,8 @@ fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall>
     let arguments = match function.take("arguments") {
         Some(Value::String(arguments)) => arguments,
         Some(other) => {
-            return Err(function.error(
-                "arguments",
-                format!("`arguments` must be a string of JSON text, got {}", type_name(&other)),
-            ))
+            return Err(function
+                .error("arguments", format!("`arguments` must be a string of JSON text, got {}", type_name(&other))))
         }
         None => return Err(function.error("arguments", "tool call has no `arguments`")),
     };
@@ -222,12 +217,8 @@ pub fn emit_openai_message(message: &Message, out: &mut Vec<Value>) {
         object.insert("name".into(), Value::from(name.clone()));
     }
     let calls: Vec<Value> = message.tool_calls().map(|call| tool_call(call, native)).collect();
-    let content_parts: Vec<&Part> = message
-        .content
-        .parts
-        .iter()
-        .filter(|part| !matches!(part, Part::ToolCall(_)))
-        .collect();
+    let content_parts: Vec<&Part> =
+        message.content.parts.iter().filter(|part| !matches!(part, Part::ToolCall(_))).collect();
     let form = if native { message.content.form } else { foreign_form(&content_parts, !calls.is_empty()) };
     if let Some(content) = content_value(form, &content_parts, native) {
         object.insert("content".into(), content);

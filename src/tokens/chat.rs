@@ -35,7 +35,10 @@ impl MessageTokens {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "ChatTokenCount"))]
 pub struct ChatCount {
     pub total: usize,
     pub messages: Vec<u32>,
@@ -44,7 +47,8 @@ pub struct ChatCount {
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
-    let mut tokens = MessageTokens { overhead: saturate(message_overhead(encoding, message)), ..MessageTokens::default() };
+    let mut tokens =
+        MessageTokens { overhead: saturate(message_overhead(encoding, message)), ..MessageTokens::default() };
     for part in &message.content.parts {
         let count = saturate(count_part(encoding, part, message.source));
         let slot = &mut tokens.by_part[part.kind() as usize];
@@ -73,7 +77,9 @@ pub fn count_part(encoding: Encoding, part: &Part, source: Format) -> usize {
             (Format::OpenAi, _) => OPENAI_IMAGE_DEFAULT,
         },
         // Call ids are not shown to the model; the name and the arguments are.
-        Part::ToolCall(call) => TOKENS_PER_TOOL_CALL + encoding.count(&call.name) + encoding.count(&call.input.to_text()),
+        Part::ToolCall(call) => {
+            TOKENS_PER_TOOL_CALL + encoding.count(&call.name) + encoding.count(&call.input.to_text())
+        }
         Part::ToolResult(ToolResult { content, .. }) => {
             content.parts.iter().map(|inner| count_part(encoding, inner, source)).sum()
         }

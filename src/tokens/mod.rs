@@ -3,7 +3,10 @@
 
 mod chat;
 
-pub use chat::{count_message, count_messages, count_part, count_tools, message_overhead, ChatCount, MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE};
+pub use chat::{
+    count_message, count_messages, count_part, count_tools, message_overhead, ChatCount, MessageTokens, REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+};
 
 use crate::bpe::{BpeEncoder, BpeEncoding};
 use crate::error::{Error, Result};
@@ -20,8 +23,17 @@ pub enum Encoding {
 
 impl Encoding {
     /// The encoding called `name`, ready to count with (in the lite build, its ranks loaded).
+    /// The one place encoding names are read: options, profiles and exports deserialise through
+    /// it (see the `Deserialize` impl below).
     pub fn parse(name: &str) -> Result<Encoding> {
-        let encoding = match name {
+        let encoding = Encoding::named(name)?;
+        encoding.ready()?;
+        Ok(encoding)
+    }
+
+    /// The encoding called `name`, whether or not it is ready (`loadRanks` names one that is not).
+    pub fn named(name: &str) -> Result<Encoding> {
+        Ok(match name {
             "o200k_base" => Encoding::O200kBase,
             "cl100k_base" => Encoding::Cl100kBase,
             "estimate" => Encoding::Estimate,
@@ -30,12 +42,11 @@ impl Encoding {
                     "unknown encoding {other:?}: expected \"o200k_base\", \"cl100k_base\" or \"estimate\""
                 )))
             }
-        };
-        encoding.ready()?;
-        Ok(encoding)
+        })
     }
 
-    fn bpe(self) -> Option<BpeEncoding> {
+    /// The BPE table behind the encoding (none for the estimate).
+    pub fn bpe(self) -> Option<BpeEncoding> {
         match self {
             Encoding::O200kBase => Some(BpeEncoding::O200kBase),
             Encoding::Cl100kBase => Some(BpeEncoding::Cl100kBase),
@@ -83,6 +94,19 @@ impl Encoding {
                 "the \"estimate\" encoding counts without tokenizing, so it has no token ids: use o200k_base or cl100k_base",
             )),
         }
+    }
+}
+
+impl serde::Serialize for Encoding {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Encoding {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Encoding, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Encoding::parse(&name).map_err(|e| serde::de::Error::custom(e.message))
     }
 }
 

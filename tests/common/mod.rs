@@ -137,10 +137,7 @@ pub fn json_texts(v: &serde_json::Value, out: &mut Vec<String>) {
 pub fn fixture_texts() -> Vec<(String, Vec<String>)> {
     let dir = fixtures();
     let mut files = Vec::new();
-    for name in [
-        "openai/tau-bench-gpt-4o-airline.json",
-        "openai/swe-agent-marshmallow-1867.traj",
-    ] {
+    for name in ["openai/tau-bench-gpt-4o-airline.json", "openai/swe-agent-marshmallow-1867.traj"] {
         let s = std::fs::read_to_string(dir.join(name)).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         let mut out = Vec::new();
@@ -169,9 +166,7 @@ pub fn assert_same(enc: BpeEncoding, text: &str) {
     let got = ours.encode(text);
     if got != want {
         let pieces = context_compactor::bpe::split_pieces(enc, text);
-        panic!(
-            "{enc:?} differs on {text:?}\n ours {got:?}\n want {want:?}\n our pieces {pieces:?}"
-        );
+        panic!("{enc:?} differs on {text:?}\n ours {got:?}\n want {want:?}\n our pieces {pieces:?}");
     }
     assert_eq!(ours.count(text), want.len(), "{enc:?} count of {text:?}");
 }

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum TextMode {
     /// Seed 004: over `textMaxChars`, keep `textHead` + `textTail` characters and say how many were left out.
     HeadTail,
@@ -117,7 +118,8 @@ fn compress_value(value: &Value, options: &CompressOptions, depth: usize, projec
             }
         }
         Value::Object(map) => {
-            let identifying: Vec<&String> = if project { map.keys().filter(|k| is_identifying(k)).collect() } else { Vec::new() };
+            let identifying: Vec<&String> =
+                if project { map.keys().filter(|k| is_identifying(k)).collect() } else { Vec::new() };
             let mut out = Map::new();
             if identifying.is_empty() {
                 for (key, inner) in map {

@@ -30,7 +30,8 @@ pub fn is_file_read(call: &ToolCall, tools: &[String]) -> bool {
         return false;
     }
     if name.eq_ignore_ascii_case("str_replace_based_edit_tool") || name.eq_ignore_ascii_case("str_replace_editor") {
-        return input_object(&call.input).and_then(|o| o.get("command").and_then(Value::as_str).map(|c| c == "view")) == Some(true);
+        return input_object(&call.input).and_then(|o| o.get("command").and_then(Value::as_str).map(|c| c == "view"))
+            == Some(true);
     }
     true
 }
@@ -45,7 +46,9 @@ fn input_object(input: &ToolInput) -> Option<Value> {
 /// The path a file-read call names, if any.
 pub fn call_path(call: &ToolCall) -> Option<String> {
     let input = input_object(&call.input)?;
-    for key in ["file_path", "path", "filename", "file", "notebook_path", "target_file", "file_name", "uri", "name", "id"] {
+    for key in
+        ["file_path", "path", "filename", "file", "notebook_path", "target_file", "file_name", "uri", "name", "id"]
+    {
         if let Some(Value::String(path)) = input.get(key) {
             if !path.is_empty() {
                 return Some(path.clone());
@@ -193,7 +196,21 @@ fn language_of(extension: &str) -> Option<&'static str> {
 fn is_code(language: &str) -> bool {
     matches!(
         language,
-        "python" | "javascript" | "typescript" | "rust" | "go" | "java" | "kotlin" | "c" | "c++" | "c#" | "ruby" | "php" | "swift" | "elixir" | "shell"
+        "python"
+            | "javascript"
+            | "typescript"
+            | "rust"
+            | "go"
+            | "java"
+            | "kotlin"
+            | "c"
+            | "c++"
+            | "c#"
+            | "ruby"
+            | "php"
+            | "swift"
+            | "elixir"
+            | "shell"
     )
 }
 
@@ -207,7 +224,8 @@ fn after_keyword<'a>(line: &'a str, keyword: &str) -> Option<&'a str> {
     loop {
         let position = rest.find(keyword)?;
         // `find` gives a char boundary, and the keyword's end is one too.
-        let before_ok = position == 0 || rest.get(..position).is_some_and(|b| b.ends_with(|c: char| c.is_whitespace() || c == '('));
+        let before_ok =
+            position == 0 || rest.get(..position).is_some_and(|b| b.ends_with(|c: char| c.is_whitespace() || c == '('));
         let after = rest.get(position + keyword.len()..)?;
         if before_ok && after.starts_with(|c: char| c.is_whitespace()) {
             return Some(after.trim_start());
@@ -229,7 +247,13 @@ pub fn outline(language: &str, contents: &str) -> (Vec<String>, Vec<String>) {
     };
     for raw in contents.lines() {
         let line = raw.trim();
-        if line.starts_with("//") || line.starts_with('#') && language != "python" && language != "ruby" && language != "elixir" && language != "shell" {
+        if line.starts_with("//")
+            || line.starts_with('#')
+                && language != "python"
+                && language != "ruby"
+                && language != "elixir"
+                && language != "shell"
+        {
             continue;
         }
         match language {
@@ -251,7 +275,9 @@ pub fn outline(language: &str, contents: &str) -> (Vec<String>, Vec<String>) {
                     if let Some((name, value)) = rest.split_once('=') {
                         let value = value.trim_start();
                         let value = value.strip_prefix("async").map(str::trim_start).unwrap_or(value);
-                        if value.starts_with("function") || (value.starts_with('(') || identifier(value).is_some()) && value.contains("=>") {
+                        if value.starts_with("function")
+                            || (value.starts_with('(') || identifier(value).is_some()) && value.contains("=>")
+                        {
                             push(&mut functions, identifier(name.trim()));
                         }
                     }
@@ -260,13 +286,20 @@ pub fn outline(language: &str, contents: &str) -> (Vec<String>, Vec<String>) {
             "rust" => {
                 if let Some(rest) = after_keyword(line, "fn") {
                     push(&mut functions, identifier(rest));
-                } else if let Some(rest) = after_keyword(line, "struct").or_else(|| after_keyword(line, "enum")).or_else(|| after_keyword(line, "trait")) {
+                } else if let Some(rest) = after_keyword(line, "struct")
+                    .or_else(|| after_keyword(line, "enum"))
+                    .or_else(|| after_keyword(line, "trait"))
+                {
                     push(&mut classes, identifier(rest));
                 }
             }
             "go" => {
                 if let Some(rest) = line.strip_prefix("func ") {
-                    let rest = if rest.starts_with('(') { rest.split_once(')').map_or("", |(_, r)| r.trim_start()) } else { rest };
+                    let rest = if rest.starts_with('(') {
+                        rest.split_once(')').map_or("", |(_, r)| r.trim_start())
+                    } else {
+                        rest
+                    };
                     push(&mut functions, identifier(rest));
                 } else if let Some(rest) = line.strip_prefix("type ") {
                     if rest.contains(" struct") || rest.contains(" interface") {
@@ -282,7 +315,10 @@ pub fn outline(language: &str, contents: &str) -> (Vec<String>, Vec<String>) {
                     .or_else(|| after_keyword(line, "struct"))
                 {
                     push(&mut classes, identifier(rest));
-                } else if let Some(rest) = after_keyword(line, "fun").or_else(|| after_keyword(line, "func")).or_else(|| after_keyword(line, "function")) {
+                } else if let Some(rest) = after_keyword(line, "fun")
+                    .or_else(|| after_keyword(line, "func"))
+                    .or_else(|| after_keyword(line, "function"))
+                {
                     push(&mut functions, identifier(rest));
                 } else {
                     push(&mut functions, c_like_method(line));
@@ -299,7 +335,8 @@ pub fn outline(language: &str, contents: &str) -> (Vec<String>, Vec<String>) {
                 if let Some(rest) = line.strip_prefix("defp ").or_else(|| line.strip_prefix("def ")) {
                     push(&mut functions, identifier(rest));
                 } else if let Some(rest) = line.strip_prefix("defmodule ") {
-                    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
+                    let name: String =
+                        rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
                     push(&mut classes, (!name.is_empty()).then_some(name));
                 }
             }
@@ -332,7 +369,21 @@ fn c_like_method(line: &str) -> Option<String> {
         return None;
     }
     let first = words.first()?;
-    if matches!(*first, "if" | "for" | "while" | "switch" | "return" | "new" | "else" | "catch" | "do" | "case" | "throw" | "synchronized" | "try") {
+    if matches!(
+        *first,
+        "if" | "for"
+            | "while"
+            | "switch"
+            | "return"
+            | "new"
+            | "else"
+            | "catch"
+            | "do"
+            | "case"
+            | "throw"
+            | "synchronized"
+            | "try"
+    ) {
         return None;
     }
     let name = words.last()?.trim_start_matches(['*', '&']);
@@ -359,16 +410,27 @@ mod tests {
         for i in 0..5000 {
             csv.push_str(&format!("2024-01-01,p{i},{i},north\n"));
         }
-        assert_eq!(digest(Some("data.csv"), &csv), "[file read] data.csv (CSV, 5000 rows, columns: date, product, amount, region)");
+        assert_eq!(
+            digest(Some("data.csv"), &csv),
+            "[file read] data.csv (CSV, 5000 rows, columns: date, product, amount, region)"
+        );
         let json = format!("{{\"config\": {{}}, \"data\": [{}], \"options\": {{}}}}", "1,".repeat(1200) + "1");
-        assert_eq!(digest(Some("chart_result.json"), &json), "[file read] chart_result.json (JSON, 2.4KB, keys: config, data, options)");
+        assert_eq!(
+            digest(Some("chart_result.json"), &json),
+            "[file read] chart_result.json (JSON, 2.4KB, keys: config, data, options)"
+        );
     }
 
     #[test]
     fn code_outlines_for_each_language() {
-        let js = "export async function load(a) {}\nclass Store {}\nconst handler = async (e) => e\nfunction* gen() {}\n";
-        assert_eq!(outline("javascript", js), (vec!["load".into(), "handler".into(), "gen".into()], vec!["Store".into()]));
-        let ts = "export interface Props { a: string }\nexport const f = (x: number) => x\nexport default class App {}\n";
+        let js =
+            "export async function load(a) {}\nclass Store {}\nconst handler = async (e) => e\nfunction* gen() {}\n";
+        assert_eq!(
+            outline("javascript", js),
+            (vec!["load".into(), "handler".into(), "gen".into()], vec!["Store".into()])
+        );
+        let ts =
+            "export interface Props { a: string }\nexport const f = (x: number) => x\nexport default class App {}\n";
         assert_eq!(outline("typescript", ts), (vec!["f".into()], vec!["Props".into(), "App".into()]));
         let rs = "pub struct Budget {}\nenum Kind { A }\npub(crate) async fn build() {}\nimpl Budget {\n    fn new() -> Self {}\n}\n";
         assert_eq!(outline("rust", rs), (vec!["build".into(), "new".into()], vec!["Budget".into(), "Kind".into()]));

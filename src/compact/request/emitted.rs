@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::fasthash::FastMap;
-use super::request::{emit_request, validate_parts, Violation};
+use super::{emit_request, validate_parts, Violation};
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
 
 /// One stretch of the request's messages.
@@ -40,7 +40,7 @@ type Forms = FastMap<usize, (Arc<Message>, Vec<Value>)>;
 
 /// Request forms of the messages of the last context assembled, by message identity. Holding
 /// the `Arc` keeps the address from being reused by another message while the entry lives.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct EmitCache {
     format: Option<Format>,
     forms: Forms,
@@ -73,7 +73,8 @@ fn independent(before: Option<&Value>, after: Option<&Value>, format: Format) ->
     let (Some(before), Some(after)) = (before, after) else { return false };
     match format {
         Format::OpenAi => {
-            let continues_calls = role(after) == Some("assistant") && matches!(before.get("tool_calls"), Some(Value::Array(calls)) if !calls.is_empty());
+            let continues_calls = role(after) == Some("assistant")
+                && matches!(before.get("tool_calls"), Some(Value::Array(calls)) if !calls.is_empty());
             !continues_calls
         }
         Format::Anthropic => role(before) != role(after),
@@ -144,9 +145,11 @@ impl EmitCache {
                 [only] => Some(independent(self.own(only).last(), self.own(message).first(), format)),
                 // A run's last request message has the role of its last member with a form
                 // (Anthropic merges blocks; blank ones are dropped): no need to emit the run.
-                _ if format == Format::Anthropic => {
-                    Some(independent(run.iter().rev().find_map(|m| self.own(m).last()), self.own(message).first(), format))
-                }
+                _ if format == Format::Anthropic => Some(independent(
+                    run.iter().rev().find_map(|m| self.own(m).last()),
+                    self.own(message).first(),
+                    format,
+                )),
                 _ => {
                     if joined.is_none() {
                         joined = Some(emit_messages(run.iter().map(|m| &***m), format)?);
@@ -287,7 +290,10 @@ mod tests {
 
     #[test]
     fn a_message_is_emitted_once_while_it_stays() {
-        let messages = arcs(json!([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]), Format::OpenAi);
+        let messages = arcs(
+            json!([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]),
+            Format::OpenAi,
+        );
         let mut cache = EmitCache::default();
         check(&messages[..2], Format::OpenAi, &mut cache);
         assert_eq!(cache.emitted, 2);

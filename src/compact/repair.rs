@@ -1,4 +1,4 @@
-//! Repair and structure: which parts of which messages survive (seed 000's
+//! Repair: the first stage, and structure: which parts of which messages survive (seed 000's
 //! `clean_message_history`, and what it misses), and how the survivors group into the units
 //! the rest of the pipeline keeps or drops whole.
 //!
@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::fasthash::{FastMap, FastSet, FxHasher};
+use super::reduce::ReduceCache;
+use crate::fasthash::{FastMap, FastSet, FxHasher};
 
 use crate::message::{Message, Part, Role};
 
@@ -76,6 +77,7 @@ impl Unit {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum RepairKind {
     /// An assistant tool call that no later message answers: the call is left out.
     UnansweredCall,
@@ -93,10 +95,12 @@ pub enum RepairKind {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Repair {
     pub id: String,
     pub kind: RepairKind,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub call_id: Option<String>,
 }
 
@@ -177,8 +181,12 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                                 RepairKind::OrphanResult
                             };
                             dropped_parts.insert((i, j));
-                        mark(&mut touched, i);
-                            repairs.push(Repair { id: item.id.to_string(), kind, call_id: Some(result.call_id.clone()) });
+                            mark(&mut touched, i);
+                            repairs.push(Repair {
+                                id: item.id.to_string(),
+                                kind,
+                                call_id: Some(result.call_id.clone()),
+                            });
                         }
                     }
                 }
@@ -195,7 +203,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             if let Part::ToolCall(call) = part {
                 if !answered.contains(&(i, j)) {
                     dropped_parts.insert((i, j));
-                        mark(&mut touched, i);
+                    mark(&mut touched, i);
                     repairs.push(Repair {
                         id: item.id.to_string(),
                         kind: RepairKind::UnansweredCall,
@@ -222,14 +230,23 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 if dedupe_system {
                     let key = system_key(message);
                     let earlier = seen_system.entry(key).or_default();
-                    let duplicate = earlier.iter().any(|&k| items.get(k).is_some_and(|e| same_instruction(e.message, message)));
+                    let duplicate =
+                        earlier.iter().any(|&k| items.get(k).is_some_and(|e| same_instruction(e.message, message)));
                     if duplicate {
-                        repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        repairs.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::DuplicateSystem,
+                            call_id: None,
+                        });
                         continue;
                     }
                     earlier.push(i);
                 }
-                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
+                let kept: Vec<usize> = if had_drops {
+                    (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect()
+                } else {
+                    Vec::new()
+                };
                 if had_drops && kept.is_empty() {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
@@ -239,7 +256,11 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 // A system message does not break a run of assistant messages.
             }
             Role::Assistant => {
-                let kept: Vec<usize> = if had_drops { (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect() } else { Vec::new() };
+                let kept: Vec<usize> = if had_drops {
+                    (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect()
+                } else {
+                    Vec::new()
+                };
                 if had_drops && !kept.iter().any(|&j| parts.get(j).is_some_and(is_substantive)) {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
@@ -316,7 +337,12 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 } else if message.role == Role::User && !has_results {
                     // A user message with no parts at all still starts a turn.
                     turn += 1;
-                    units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    units.push(Unit {
+                        kind: UnitKind::User,
+                        members: vec![Member { msg: i, parts: None }],
+                        turn,
+                        first: i,
+                    });
                     open_step = None;
                 } else if has_results {
                     open_step = None;
@@ -337,7 +363,10 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
         return false;
     }
     let new = items.get(from..).unwrap_or(&[]);
-    if new.iter().any(|item| item.message.content.parts.iter().any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)))) {
+    if new
+        .iter()
+        .any(|item| item.message.content.parts.iter().any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_))))
+    {
         return false;
     }
     if new.iter().any(|item| item.message.role == Role::Tool) {
@@ -350,15 +379,27 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
             Role::System | Role::Developer => {
                 if dedupe {
                     let duplicate = structure.units.iter().filter(|u| u.kind == UnitKind::System).any(|u| {
-                        u.members.first().and_then(|m| items.get(m.msg)).is_some_and(|e| same_instruction(e.message, message))
+                        u.members
+                            .first()
+                            .and_then(|m| items.get(m.msg))
+                            .is_some_and(|e| same_instruction(e.message, message))
                     });
                     if duplicate {
-                        structure.repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::DuplicateSystem, call_id: None });
+                        structure.repairs.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::DuplicateSystem,
+                            call_id: None,
+                        });
                         continue;
                     }
                 }
                 let turn = structure.last_turn;
-                structure.units.push(Unit { kind: UnitKind::System, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                structure.units.push(Unit {
+                    kind: UnitKind::System,
+                    members: vec![Member { msg: i, parts: None }],
+                    turn,
+                    first: i,
+                });
             }
             Role::Assistant => {
                 let member = Member { msg: i, parts: None };
@@ -371,14 +412,24 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
                 };
                 if !joined {
                     let turn = structure.last_turn;
-                    structure.units.push(Unit { kind: UnitKind::Assistant, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                    structure.units.push(Unit {
+                        kind: UnitKind::Assistant,
+                        members: vec![Member { msg: i, parts: None }],
+                        turn,
+                        first: i,
+                    });
                     structure.open_step = Some(structure.units.len() - 1);
                 }
             }
             Role::User | Role::Tool => {
                 structure.last_turn += 1;
                 let turn = structure.last_turn;
-                structure.units.push(Unit { kind: UnitKind::User, members: vec![Member { msg: i, parts: None }], turn, first: i });
+                structure.units.push(Unit {
+                    kind: UnitKind::User,
+                    members: vec![Member { msg: i, parts: None }],
+                    turn,
+                    first: i,
+                });
                 structure.open_step = None;
             }
         }
@@ -408,6 +459,34 @@ fn system_key(message: &Message) -> u64 {
 
 fn same_instruction(a: &Message, b: &Message) -> bool {
     a.role == b.role && a.name == b.name && a.content.parts == b.content.parts
+}
+
+/// The structure of `items`, from the cache when it is the history built last time (append-only:
+/// same length and same ends), else analysed afresh.
+pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCache) -> Arc<Structure> {
+    let first = items.first().map_or("", |i| i.id);
+    let last = items.last().map_or("", |i| i.id);
+    if let Some((len, cached_first, cached_last, cached_dedupe, structure)) = cache.structure.as_mut() {
+        if *len == items.len() && cached_first == first && cached_last == last && *cached_dedupe == dedupe {
+            return Arc::clone(structure);
+        }
+        // Appended to since: extend in place when the new messages carry no tool traffic.
+        let prefix =
+            *len > 0 && *len < items.len() && items.get(*len - 1).is_some_and(|i| i.id == cached_last.as_str());
+        if prefix && cached_first == first && *cached_dedupe == dedupe {
+            let from = *len;
+            // Unshared between builds, so this extends in place without copying.
+            // `extend` changes nothing when it declines.
+            if extend(Arc::make_mut(structure), items, from, dedupe) {
+                *len = items.len();
+                *cached_last = last.to_string();
+                return Arc::clone(structure);
+            }
+        }
+    }
+    let structure = Arc::new(analyze(items, dedupe));
+    cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
+    structure
 }
 
 #[cfg(test)]

@@ -1,0 +1,178 @@
+//! The JSON boundary: values cross it once per call, as JSON text. The engine's `JSON.stringify`
+//! rejects what JSON cannot hold (cycles, BigInt) before Rust sees it, and serde_json's depth
+//! limit keeps a hostile nesting from exhausting the wasm stack. Options objects are read into
+//! the core's serde structs, which refuse unknown fields.
+
+use js_sys::JSON;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use wasm_bindgen::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::message::{self, Format};
+
+fn js_type(value: &JsValue) -> String {
+    if value.is_null() {
+        "null".into()
+    } else if js_sys::Array::is_array(value) {
+        "an array".into()
+    } else {
+        value.js_typeof().as_string().unwrap_or_else(|| "an unknown value".into())
+    }
+}
+
+/// Reads a JS value as JSON, once, with errors that say what was wrong with it.
+pub(crate) fn from_js(value: &JsValue, what: &str) -> Result<Value> {
+    if value.is_undefined() {
+        return Err(Error::invalid_argument(format!("{what} is missing (got undefined)")));
+    }
+    let text = JSON::stringify(value).map_err(|thrown| {
+        let reason = thrown
+            .dyn_ref::<js_sys::Error>()
+            .and_then(|e| e.message().as_string())
+            .unwrap_or_else(|| "it cannot be serialised".into());
+        Error::invalid_argument(format!("{what} cannot be read as JSON: {reason}"))
+    })?;
+    let Some(text) = JsValue::from(text).as_string() else {
+        return Err(Error::invalid_argument(format!("{what} cannot be read as JSON: it is {}", js_type(value))));
+    };
+    parse_json_text(&text, what)
+}
+
+pub(crate) fn parse_json_text(text: &str, what: &str) -> Result<Value> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(error) if error.to_string().contains("recursion limit") => {
+            Err(Error::invalid_argument(format!("{what} is nested more than 128 levels deep")))
+        }
+        Err(error) => match replace_lone_surrogates(text) {
+            // JS strings may hold unpaired surrogates, which JSON.stringify escapes and
+            // serde_json (rightly) refuses; they become U+FFFD, as any UTF-8 conversion would.
+            Some(repaired) => parse_json_text(&repaired, what),
+            None => Err(Error::invalid_argument(format!("{what} is not valid JSON: {error}"))),
+        },
+    }
+}
+
+/// Rewrites `\uD800`-style escapes that are not half of a pair as `\uFFFD`; `None` if there are none.
+fn replace_lone_surrogates(json: &str) -> Option<String> {
+    fn escape_at(bytes: &[u8], i: usize) -> Option<u16> {
+        if bytes.get(i) == Some(&b'\\') && bytes.get(i + 1) == Some(&b'u') {
+            let hex = std::str::from_utf8(bytes.get(i + 2..i + 6)?).ok()?;
+            u16::from_str_radix(hex, 16).ok()
+        } else {
+            None
+        }
+    }
+    let bytes = json.as_bytes();
+    let mut out = String::with_capacity(json.len());
+    let mut changed = false;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(bytes, i) {
+            Some(0xD800..=0xDBFF) if matches!(escape_at(bytes, i + 6), Some(0xDC00..=0xDFFF)) => i += 12,
+            Some(0xD800..=0xDFFF) => {
+                out.push_str(&json[copied..i]);
+                out.push_str("\\uFFFD");
+                i += 6;
+                copied = i;
+                changed = true;
+            }
+            // Any other escape is two characters or a \uXXXX that is not a surrogate.
+            Some(_) => i += 6,
+            None => i += 2,
+        }
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&json[copied..]);
+    Some(out)
+}
+
+/// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
+pub(crate) fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
+    let text = serde_json::to_string(value).map_err(|e| Error::internal(format!("serialising a result: {e}")))?;
+    JSON::parse(&text).map_err(|_| Error::internal("the engine could not parse a result the library serialised"))
+}
+
+pub(crate) fn string_arg(value: &JsValue, what: &str) -> Result<String> {
+    value.as_string().ok_or_else(|| Error::invalid_argument(format!("{what} must be a string, got {}", js_type(value))))
+}
+
+/// An optional format argument: the session's when left out.
+pub(crate) fn format_arg(value: &JsValue, default: Format) -> Result<Format> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(default);
+    }
+    Format::parse(&string_arg(value, "the format")?)
+}
+
+/// An options object (or nothing: all defaults) read into `T`, whose serde attributes refuse
+/// unknown fields; errors name `what`.
+pub(crate) fn options<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T> {
+    let map = if value.is_undefined() || value.is_null() {
+        Map::new()
+    } else {
+        match from_js(value, what)? {
+            Value::Object(map) => map,
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "{what} must be an object, got {}",
+                    message::json::type_name(&other)
+                )))
+            }
+        }
+    };
+    serde_json::from_value(Value::Object(map)).map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+}
+
+/// A value of a core type, read from JS (`what` names it in errors).
+pub(crate) fn typed<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T> {
+    serde_json::from_value(from_js(value, what)?).map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+}
+
+/// An export given as an object or as the JSON text of one.
+pub(crate) fn export_arg(data: &JsValue) -> Result<Value> {
+    match data.as_string() {
+        Some(text) => parse_json_text(&text, "the export"),
+        None => from_js(data, "the export"),
+    }
+}
+
+/// A count option: a whole number from 1 to `max`.
+pub(crate) fn count_in(value: Option<u64>, what: &str, default: u64, max: u64) -> Result<u64> {
+    match value {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(Error::invalid_argument(format!("{what} must be a whole number from 1 to {max}, got {n}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        assert_eq!(replace_lone_surrogates(r#""ok""#), None);
+        assert_eq!(replace_lone_surrogates(r#""\ud83d\ude00""#), None, "a pair stays");
+        assert_eq!(replace_lone_surrogates(r#""a\ud800b""#).as_deref(), Some(r#""a\uFFFDb""#));
+        assert_eq!(replace_lone_surrogates(r#""\udc00\\u""#).as_deref(), Some(r#""\uFFFD\\u""#));
+        assert_eq!(replace_lone_surrogates(r#""\\ud800""#), None, "an escaped backslash is not an escape");
+        let value = parse_json_text(r#"{"t":"x\ud800"}"#, "message").unwrap();
+        assert_eq!(value["t"], "x\u{FFFD}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_recursed() {
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        let error = parse_json_text(&deep, "messages").unwrap_err();
+        assert!(error.message.contains("nested more than 128 levels"), "{error}");
+    }
+}

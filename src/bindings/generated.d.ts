@@ -1,0 +1,390 @@
+// Generated from the Rust types by src/bindings/typescript.rs (ts-rs): do not edit.
+// `UPDATE_TYPES=1 cargo test --lib typescript` rewrites it.
+
+export type Format = "openai" | "anthropic";
+
+export type CountOptions = { 
+/**
+ * The messages' format (default OpenAI's).
+ */
+format?: Format, 
+/**
+ * Tool definitions, counted by the cookbook's rules.
+ */
+tools?: ToolDefinition[], };
+
+export type ChatTokenCount = { total: number, messages: Array<number>, tools: number, replyPriming: number, };
+
+export type TokenReport = { total: number, messages: number, replyPriming: number, byRole: Partial<Record<"system" | "developer" | "user" | "assistant" | "tool", number>>, 
+/**
+ * Part kinds plus `overhead` (framing, role and name).
+ */
+byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>, };
+
+export type HistoryOptions = { encoding?: EncodingName, format?: Format, };
+
+export type BuildOptions = { 
+/**
+ * A built-in profile's name (`profileNames()`), or a profile of your own.
+ */
+profile?: string | Profile, 
+/**
+ * The format of the context (default: the history's; with a profile, the profile's).
+ */
+format?: Format, 
+/**
+ * Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+ */
+maxMessages?: number | null, 
+/**
+ * Seed 001's token budget.
+ */
+budget?: BudgetOptions | null, 
+/**
+ * Seed 004: the last N steps stay whole and are never summarised (default 3).
+ */
+keepRecentSteps?: number, 
+/**
+ * Identical system messages are kept once (default true).
+ */
+dedupeSystem?: boolean, 
+/**
+ * Tool-output compression (on by default).
+ */
+compress?: CompressOptions | null, 
+/**
+ * File-read digests in later turns (on by default).
+ */
+digest?: DigestOptions | null, 
+/**
+ * Seed 004's history thinning of older turns (default false; profiles turn it on).
+ */
+thin?: boolean, 
+/**
+ * Summary compaction (on by default, with the extractive summariser).
+ */
+summary?: SummaryOptions | null, 
+/**
+ * A session with memory: summaries of recorded turns the context does not wholly hold, in the
+ * summary section within what the summary budget leaves (newest turns first); `null` leaves
+ * them out.
+ */
+memory?: MemoryOptions | null, 
+/**
+ * Timestamp recorded on a summary made during this build (the core has no clock).
+ */
+now?: string, };
+
+export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, };
+
+export type CompressOptions = { maxTokens?: number, arrayKeep?: number, stringMaxChars?: number, maxDepth?: number, textMode?: TextMode, textMaxChars?: number, textHead?: number, textTail?: number, };
+
+export type TextMode = "headTail" | "truncate";
+
+export type DigestOptions = { tools?: Array<string>, };
+
+export type SummaryOptions = { 
+/**
+ * Who writes the summary: the built-in extractive summary, or the caller's model (the build
+ * returns a `summaryRequest`).
+ */
+summarizer?: Summarizer, 
+/**
+ * @deprecated Spelled `summarizer` now; still read.
+ */
+summariser?: Summarizer, 
+/**
+ * Compaction is due past this many tokens (seed 001: 50,000).
+ */
+triggerTokens?: number, 
+/**
+ * After compaction the recent messages plus the summary aim below this (seed 001: 30,000).
+ */
+targetTokens?: number, 
+/**
+ * The first summary needs at least this many messages (20).
+ */
+minMessages?: number, 
+/**
+ * A new summary needs at least this many new messages (10)…
+ */
+minNewMessages?: number, 
+/**
+ * …whose tokens exceed this fraction of the current summary's (0.5).
+ */
+newTokenRatio?: number, 
+/**
+ * The most tokens a summary may have (4,000).
+ */
+maxTokens?: number, 
+/**
+ * The compact instruction; seed 004's by default.
+ */
+prompt?: string, 
+/**
+ * Words a summary must contain (case-insensitive).
+ */
+requiredKeys?: Array<string>, placement?: SummaryPlacement, };
+
+export type Summarizer = "extractive" | "external";
+
+export type SummaryPlacement = "auto" | "system" | "exchange";
+
+export type MemoryOptions = { 
+/**
+ * At most this many tokens for the turn summaries (the summary budget's rest caps it too).
+ */
+maxTokens?: number, };
+
+export type Profile = { name: string, contextWindow: number, 
+/**
+ * Compaction is due past this fraction of the window (Init 0.75, Execute 0.70).
+ */
+triggerFraction: number, 
+/**
+ * After compaction, aim below this fraction (default: 0.6 × the trigger, seed 001's 30k/50k).
+ */
+targetFraction?: number, 
+/**
+ * Recent steps kept whole (Init 3, Execute 5).
+ */
+keepRecentSteps: number, 
+/**
+ * `o200k_base`, `cl100k_base` or `estimate`.
+ */
+encoding: EncodingName, format?: Format, };
+
+export type BuildResult = { 
+/**
+ * What to send: validated against the provider's rules. The list is new on every build; the
+ * message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
+ */
+messages: OpenAIMessage[] | AnthropicRequest, 
+/**
+ * Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
+ */
+layout: Array<Readonly<LayoutEntry>>, tokens: TokensByPart, receipt: Receipt, 
+/**
+ * Compaction is due: summarise these messages and hand the text to `completeSummary`.
+ */
+summaryRequest: SummaryRequest | null, 
+/**
+ * The summary the extractive summariser made during this build, if it did.
+ */
+newSummary: SummaryRecord | null, };
+
+export type LayoutEntry = { 
+/**
+ * The stored messages it comes from (none for the summary and the placeholder).
+ */
+sources: readonly string[], section: Section, action: Action, };
+
+export type Section = "system" | "summary" | "recent";
+
+export type Action = "dropped" | "summarised" | "thinned" | "digested" | "compressed" | "kept";
+
+export type DropReason = "repair" | "thinning" | "window" | "budget";
+
+export type TokensByPart = { system: number, summary: number, recent: number, 
+/**
+ * All of the above plus the reply priming.
+ */
+total: number, };
+
+export type Receipt = { 
+/**
+ * The whole stored history as one prompt.
+ */
+tokensBefore: number, tokensAfter: number, messagesBefore: number, messagesAfter: number, byPart: TokensByPart, budget: BudgetReport | null, withinBudget: boolean, 
+/**
+ * What happened to every stored message, as runs of alike messages in history order.
+ */
+runs: Array<Readonly<ReceiptRun>>, repairs: Array<Repair>, summary: SummaryUse | null, 
+/**
+ * The memory's turn summaries the context holds (a session with memory).
+ */
+memory: MemoryUse | null, 
+/**
+ * A placeholder user message was put first (Anthropic needs one and none was left).
+ */
+placeholder: boolean, notes: Array<string>, };
+
+export type ReceiptRun = { 
+/**
+ * The first and last ids of the run (the same for a run of one).
+ */
+from: string, to: string, count: number, action: Action, reason?: DropReason, tokensBefore: number, tokensAfter: number, };
+
+export type ReceiptEntry = { id: string, action: Action, reason?: DropReason, tokensBefore: number, tokensAfter: number, };
+
+export type BudgetReport = { maxTokens: number, systemTokens: number, summaryBudget: number, recentBudget: number, };
+
+export type Repair = { id: string, kind: RepairKind, callId?: string, };
+
+export type RepairKind = "unansweredCall" | "orphanResult" | "duplicateResult" | "misplacedPart" | "duplicateSystem" | "emptyAfterRepair";
+
+export type SummaryUse = { requestId: string, summarisedUntil: string, tokens: number, 
+/**
+ * Made during this build (the extractive summariser).
+ */
+fresh: boolean, };
+
+export type MemoryUse = { 
+/**
+ * The turns whose summaries are in the context, in order.
+ */
+turns: Array<number>, tokens: number, 
+/**
+ * Turns not wholly in the context whose summaries did not fit.
+ */
+omitted: Array<number>, };
+
+export type SummaryRequest = { id: string, 
+/**
+ * First and last history ids covered by this compaction (after the previous summary).
+ */
+from: string, until: string, messageIds: Array<string>, 
+/**
+ * Ready to send: OpenAI an array, Anthropic `{system?, messages}`; ends with the prompt.
+ */
+messages: OpenAIMessage[] | AnthropicRequest, 
+/**
+ * The compact prompt with the previous summary folded in.
+ */
+prompt: string, previousSummary: string | null, maxTokens: number, requiredKeys: Array<string>, 
+/**
+ * Tokens of what the new summary will stand for, previous summary's originals included.
+ */
+originalTokens: number, messageCount: number, };
+
+export type SummaryRecord = { 
+/**
+ * The request that produced it.
+ */
+requestId: string, 
+/**
+ * The id of the last message it covers.
+ */
+summarisedUntil: string, 
+/**
+ * That message's position in the history.
+ */
+untilIndex: number, text: string, tokens: number, 
+/**
+ * Tokens of everything it stands for (all summarised messages, across compactions).
+ */
+originalTokens: number, 
+/**
+ * 1 − tokens / original tokens.
+ */
+compressionRate: number, 
+/**
+ * Messages it stands for, across compactions.
+ */
+messageCount: number, 
+/**
+ * Caller-supplied timestamp, or `seq:N` (the core has no clock).
+ */
+createdAt: string, source: SummarySource, };
+
+export type SummarySource = "extractive" | "external";
+
+export type SummaryState = { current: SummaryRecord | null, 
+/**
+ * The compaction under way, if any: while set, no second one starts.
+ */
+inProgress: PendingSummary | null, 
+/**
+ * Summaries made so far (numbers request ids and `seq:` timestamps).
+ */
+generation: number, };
+
+export type PendingSummary = { requestId: string, until: string, untilIndex: number, originalTokens: number, messageCount: number, maxTokens: number, requiredKeys: Array<string>, };
+
+export type Violation = { 
+/**
+ * Index in the message list, when one message is at fault.
+ */
+index: number | null, rule: string, message: string, };
+
+export type SessionOptions = { 
+/**
+ * Letters, digits, '-', '_', '.' or ':' (default "main").
+ */
+id?: string, 
+/**
+ * Agent loops allowed (default 10).
+ */
+maxLoops?: number, 
+/**
+ * Switches the memory module on (seed 003: only when configured).
+ */
+memory?: MemoryChoice, encoding?: EncodingName, 
+/**
+ * The format appends and reads use when none is given (default OpenAI's).
+ */
+format?: Format, };
+
+export type MemoryChoice = boolean | MemorySettings;
+
+export type MemorySettings = { 
+/**
+ * Refuse snapshots longer than this many characters (default 1,048,576).
+ */
+maxSnapshotChars?: number, };
+
+export type ContextSnapshot = { id: string, turnNumber: number, fullContext: string, summary: string, 
+/**
+ * The conversation messages of this turn (first and last id), if it had any.
+ */
+messages?: MessageRange, };
+
+export type MessageRange = { from: string, until: string, };
+
+export type MemorySummary = { id: string, contextId: string, turnNumber: number, summary: string, insights: Array<string>, };
+
+export type TurnInput = { 
+/**
+ * Defaults to the turn after the last one recorded.
+ */
+turnNumber?: number, 
+/**
+ * The workspace the agent rendered this turn (seed 003's `fullContext`).
+ */
+workspaceContext: string, 
+/**
+ * The turn's summary; the built-in one when absent.
+ */
+summary?: string, insights?: Array<string>, 
+/**
+ * Refuse a given summary longer than this (what a summariser was asked for).
+ */
+maxSummaryTokens?: number, };
+
+export type TurnSummaryRequest = { id: string, turnNumber: number, messageIds: Array<string>, 
+/**
+ * One user message holding the turn's transcript and the instruction, in the requested format.
+ */
+messages: OpenAIMessage[] | AnthropicRequest, prompt: string, maxTokens: number, requiredKeys: Array<string>, };
+
+export type SearchHit = { kind: DocumentKind, id: string, turnNumber: number | null, score: number, };
+
+export type DocumentKind = "snapshot" | "summary" | "message";
+
+export type RecallResult = { turns: Array<RecalledTurn>, truncated: boolean, } | { query: string, results: Array<RecallHit>, truncated: boolean, };
+
+export type RecalledTurn = { turnNumber: number, summary: string, fullContext: string, messages: Array<RecalledMessage>, };
+
+export type RecalledMessage = { id: string, role: string, text: string, };
+
+export type RecallHit = { text: string, kind: DocumentKind, id: string, turnNumber: number | null, score: number, };
+
+export type SubagentResult = { ok: boolean, result: string, context_id: string, loops: number, };
+
+export type MemoryExport = { format: "context-compactor/memory", version: 1, contexts: Array<ContextSnapshot>, summaries: Array<MemorySummary>, };
+
+export type SessionExport = { format: "context-compactor/session", version: 1, id: string, parentId: string | null, messageFormat: Format, loops: number, maxLoops: number, subagentsSpawned: number, turnStart: number, metadata: Record<string, unknown>, history: HistoryExport, memory: MemoryExport | null, maxSnapshotChars: number | null, };
+
+export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMessage>, summary: SummaryState, };
+
+export type LoggedMessage = { id: string, format: Format, message: Message, };

@@ -1,0 +1,259 @@
+//! `ConversationHistory` for JS: the log (append, read back, count) and the builds of the
+//! session it belongs to (a history made on its own is the "main" session's).
+
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use super::conversion::{export_arg, format_arg, from_js, string_arg, to_js, typed};
+use super::errors::JsResult;
+use super::interning::LayoutEntry;
+use super::session::Shared;
+use crate::compact::{BuildOutcome, BuildSpec, Receipt, SummaryRecord, SummaryRequest, SummaryState, TokensByPart};
+use crate::error::{Error, Result};
+use crate::history::TokenReport;
+use crate::session::{HistoryOptions, Session as CoreSession, SessionOptions};
+use crate::tokens::ChatCount;
+
+/// The whole conversation, append-only: stable ids, lossless read-back in either format, and
+/// token counts cached per message.
+#[wasm_bindgen]
+pub struct ConversationHistory {
+    pub(crate) session: Shared,
+}
+
+/// What `build` returns. `messages`, `layout` and `receipt.runs` are set afterwards, from the
+/// interned JS objects (null here keeps the keys in order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub(crate) struct BuildResult<'a> {
+    /// What to send: validated against the provider's rules. The list is new on every build; the
+    /// message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
+    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
+    messages: (),
+    /// Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
+    #[cfg_attr(test, ts(type = "Array<Readonly<LayoutEntry>>"))]
+    layout: (),
+    tokens: &'a TokensByPart,
+    receipt: &'a Receipt,
+    /// Compaction is due: summarise these messages and hand the text to `completeSummary`.
+    summary_request: &'a Option<SummaryRequest>,
+    /// The summary the extractive summariser made during this build, if it did.
+    new_summary: &'a Option<SummaryRecord>,
+}
+
+#[wasm_bindgen]
+impl ConversationHistory {
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "HistoryOptions")] options: JsValue,
+    ) -> JsResult<ConversationHistory> {
+        let HistoryOptions { encoding, format } = super::conversion::options(&options, "options")?;
+        let session = CoreSession::from_options(SessionOptions { encoding, format, ..SessionOptions::default() })?;
+        Ok(ConversationHistory { session: Shared::new(session) })
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> u32 {
+        self.session.get().map_or(0, |s| u32::try_from(s.history.len()).unwrap_or(u32::MAX))
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "EncodingName")]
+    pub fn encoding(&self) -> JsResult<String> {
+        Ok(self.session.get()?.history.encoding().as_str().to_string())
+    }
+
+    /// The format `append`, `appendMany` and `messages` use when none is given.
+    #[wasm_bindgen(getter, unchecked_return_type = "Format")]
+    pub fn format(&self) -> JsResult<String> {
+        Ok(self.session.get()?.format.as_str().to_string())
+    }
+
+    /// How many messages have been tokenized so far: each at most once.
+    #[wasm_bindgen(getter, js_name = countedMessages)]
+    pub fn counted_messages(&self) -> JsResult<f64> {
+        Ok(self.session.get()?.history.counted_messages() as f64)
+    }
+
+    /// Validates and appends one message; returns its id.
+    pub fn append(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Message")] message: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+    ) -> JsResult<String> {
+        let value = from_js(&message, "message")?;
+        let mut session = self.session.get()?;
+        let format = format_arg(&format, session.format)?;
+        Ok(session.history.append_value(value, format)?)
+    }
+
+    /// Validates and appends a list in one call; all or nothing.
+    #[wasm_bindgen(js_name = appendMany)]
+    pub fn append_many(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+    ) -> JsResult<Vec<String>> {
+        let value = from_js(&messages, "messages")?;
+        let mut session = self.session.get()?;
+        let format = format_arg(&format, session.format)?;
+        Ok(session.history.append_values(value, format)?)
+    }
+
+    pub fn ids(&self) -> JsResult<Vec<String>> {
+        Ok(self.session.get()?.history.ids())
+    }
+
+    /// The message with `id` exactly as it was appended, or `undefined`.
+    #[wasm_bindgen(unchecked_return_type = "Message | undefined")]
+    pub fn get(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<JsValue> {
+        let id = string_arg(&id, "id")?;
+        match self.session.get()?.history.get_value(&id) {
+            Some(value) => Ok(to_js(&value)?),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// Every message: an OpenAI array, or Anthropic's `{ system?, messages }`.
+    #[wasm_bindgen(unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
+    pub fn messages(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+    ) -> JsResult<JsValue> {
+        let session = self.session.get()?;
+        Ok(to_js(&session.history.emit(format_arg(&format, session.format)?))?)
+    }
+
+    /// The history as one prompt; only messages appended since the last count are tokenized.
+    #[wasm_bindgen(js_name = tokenCount, unchecked_return_type = "ChatTokenCount")]
+    pub fn token_count(&self) -> JsResult<JsValue> {
+        let count: ChatCount = self.session.get()?.history.token_count();
+        Ok(to_js(&count)?)
+    }
+
+    /// Tokens by role and by part kind.
+    #[wasm_bindgen(js_name = tokenReport, unchecked_return_type = "TokenReport")]
+    pub fn token_report(&self) -> JsResult<JsValue> {
+        let report: TokenReport = self.session.get()?.history.token_report();
+        Ok(to_js(&report)?)
+    }
+
+    /// The context for the next call: `[system] + [summary] + [recent]`, reduced and checked
+    /// against the provider's rules, with a receipt of what happened to every stored message.
+    /// The stored history never changes.
+    #[wasm_bindgen(unchecked_return_type = "BuildResult")]
+    pub fn build(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "BuildOptions & { format?: undefined }")] options: JsValue,
+    ) -> JsResult<JsValue> {
+        Ok(self.build_result(&options)?)
+    }
+
+    /// The last build's receipt message by message (its `runs` expanded, with each message's
+    /// tokens); empty before the first build.
+    #[wasm_bindgen(js_name = receiptEntries, unchecked_return_type = "ReceiptEntry[]")]
+    pub fn receipt_entries(&self) -> JsResult<JsValue> {
+        Ok(to_js(&self.session.get()?.receipt_entries())?)
+    }
+
+    /// Marks the compaction the last build asked for as under way; a second one is a `ConflictError`.
+    #[wasm_bindgen(js_name = beginSummary)]
+    pub fn begin_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
+        let id = string_arg(&request_id, "the request id")?;
+        Ok(self.session.get()?.compactor.begin_summary(&id)?)
+    }
+
+    /// Hands back the summary text; checked (not empty, within budget, required keys) before it is stored.
+    #[wasm_bindgen(js_name = completeSummary, unchecked_return_type = "SummaryRecord")]
+    pub fn complete_summary(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] created_at: JsValue,
+    ) -> JsResult<JsValue> {
+        let id = string_arg(&request_id, "the request id")?;
+        let text = string_arg(&text, "the summary")?;
+        let created_at = match created_at.is_undefined() || created_at.is_null() {
+            true => None,
+            false => Some(string_arg(&created_at, "createdAt")?),
+        };
+        let record = self.session.get()?.complete_summary(&id, &text, created_at)?;
+        Ok(to_js(&record)?)
+    }
+
+    /// Abandons the compaction under way (the summariser failed); the next build asks again.
+    #[wasm_bindgen(js_name = cancelSummary)]
+    pub fn cancel_summary(&self, #[wasm_bindgen(unchecked_param_type = "string")] request_id: JsValue) -> JsResult<()> {
+        let id = string_arg(&request_id, "the request id")?;
+        Ok(self.session.get()?.compactor.cancel_summary(&id)?)
+    }
+
+    /// The summary in force and any compaction under way, for storage.
+    #[wasm_bindgen(js_name = summaryState, unchecked_return_type = "SummaryState")]
+    pub fn summary_state(&self) -> JsResult<JsValue> {
+        Ok(to_js(self.session.get()?.compactor.summary_state())?)
+    }
+
+    #[wasm_bindgen(js_name = setSummaryState)]
+    pub fn set_summary_state(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "SummaryState")] state: JsValue,
+    ) -> JsResult<()> {
+        let state: SummaryState = typed(&state, "summary state")?;
+        Ok(self.session.get()?.set_summary_state(state)?)
+    }
+
+    /// The history (with its summary state) as one versioned JSON document: a session export.
+    #[wasm_bindgen(unchecked_return_type = "SessionExport")]
+    pub fn export(&self) -> JsResult<JsValue> {
+        Ok(to_js(&self.session.get()?.export()?)?)
+    }
+
+    /// A history from `export()`'s output (an object or its JSON text); throws on a corrupt,
+    /// truncated or newer export.
+    #[wasm_bindgen(js_name = import)]
+    pub fn import(
+        #[wasm_bindgen(unchecked_param_type = "SessionExport | string")] data: JsValue,
+    ) -> JsResult<ConversationHistory> {
+        Ok(ConversationHistory { session: Shared::new(CoreSession::import(export_arg(&data)?)?) })
+    }
+}
+
+impl ConversationHistory {
+    fn build_result(&self, options: &JsValue) -> Result<JsValue> {
+        let spec: BuildSpec = super::conversion::options(options, "build options")?;
+        let mut session = self.session.get()?;
+        let options = spec.resolve(session.history.encoding(), session.format)?;
+        let BuildOutcome { mut context, summary_request, new_summary } = session.build(&options)?;
+        let mut cache = self.session.request_cache()?;
+        let assembled = session.compactor.request(&context)?;
+        let messages = cache.request_js(&assembled, session.compactor.forms())?;
+        drop(session);
+        let layout: Vec<LayoutEntry> = context
+            .messages
+            .iter_mut()
+            .map(|m| LayoutEntry { sources: std::mem::take(&mut m.sources), section: m.section, action: m.action })
+            .collect();
+        let layout = cache.layout.array(layout)?;
+        let runs = cache.runs.array(std::mem::take(&mut context.receipt.runs))?;
+        let result = BuildResult {
+            messages: (),
+            layout: (),
+            tokens: &context.tokens,
+            receipt: &context.receipt,
+            summary_request: &summary_request,
+            new_summary: &new_summary,
+        };
+        let value = to_js(&result)?;
+        let set = |target: &JsValue, key: &str, value: &JsValue| {
+            js_sys::Reflect::set(target, &key.into(), value)
+                .map_err(|_| Error::internal(format!("could not set the result's {key}")))
+        };
+        set(&value, "messages", &messages)?;
+        set(&value, "layout", &layout)?;
+        let receipt = js_sys::Reflect::get(&value, &"receipt".into())
+            .map_err(|_| Error::internal("the result has no receipt"))?;
+        set(&receipt, "runs", &runs)?;
+        Ok(value)
+    }
+}

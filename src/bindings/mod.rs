@@ -1,0 +1,89 @@
+//! The JavaScript surface, and the only module that knows wasm-bindgen. One file per JS class
+//! (`tokenizer`, `history`, `session`, `memory`), the JSON boundary (`conversion`), the error
+//! bridge (`errors`) and the JS objects a build reuses (`interning`); the functions below.
+//! No domain logic: every method reads its arguments, calls the core, and hands back its result.
+
+mod conversion;
+mod errors;
+mod history;
+mod interning;
+mod memory;
+mod session;
+mod tokenizer;
+#[cfg(test)]
+mod typescript;
+
+use wasm_bindgen::prelude::*;
+
+pub use errors::set_error_factory;
+pub use history::ConversationHistory;
+pub use memory::{recall_context_tool, MemoryModule};
+pub use session::Session;
+pub use tokenizer::Tokenizer;
+
+use crate::compact::{profile, validate};
+use crate::error::Error;
+use crate::message::{self, Format};
+use crate::tokens::Encoding;
+use conversion::{from_js, string_arg, to_js};
+use errors::JsResult;
+
+/// The declarations of the values the package takes and returns: those with a Rust type are
+/// generated from it (`typescript.rs`), the providers' message shapes and the overloads are
+/// written by hand.
+#[wasm_bindgen(typescript_custom_section)]
+const GENERATED_TYPES: &'static str = include_str!("generated.d.ts");
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &'static str = include_str!("types.d.ts");
+
+/// Every rule of the provider's API that a message list breaks (empty when it is valid).
+#[wasm_bindgen(js_name = validateMessages, unchecked_return_type = "Violation[]")]
+pub fn validate_messages(
+    #[wasm_bindgen(unchecked_param_type = "OpenAIMessage[] | AnthropicRequest")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] format: JsValue,
+) -> JsResult<JsValue> {
+    let format = Format::parse(&string_arg(&format, "the format")?)?;
+    let value = from_js(&messages, "messages")?;
+    let violations = validate(&value, format).err().unwrap_or_default();
+    Ok(to_js(&violations)?)
+}
+
+/// The built-in profiles' names (models, and seed 004's `init` and `execute` agents).
+#[wasm_bindgen(js_name = profileNames)]
+pub fn profile_names() -> Vec<String> {
+    profile::builtin_names().into_iter().map(str::to_string).collect()
+}
+
+/// The profile for a model: its exact name or the longest built-in prefix.
+#[wasm_bindgen(js_name = resolveProfile, unchecked_return_type = "Profile")]
+pub fn resolve_profile(#[wasm_bindgen(unchecked_param_type = "string")] model: JsValue) -> JsResult<JsValue> {
+    Ok(to_js(&profile::resolve(&string_arg(&model, "the model")?)?)?)
+}
+
+/// Installs an encoding's rank table (the `.cctab` files shipped with the package) in the lite
+/// build, which embeds none; the full build already has both and ignores the call.
+#[wasm_bindgen(js_name = loadRanks)]
+pub fn load_ranks(
+    #[wasm_bindgen(unchecked_param_type = "EncodingName")] encoding: JsValue,
+    table: &[u8],
+) -> JsResult<()> {
+    let name = string_arg(&encoding, "the encoding")?;
+    let bpe = Encoding::named(&name).ok().and_then(Encoding::bpe).ok_or_else(|| {
+        Error::invalid_argument(format!("no rank table for {name:?}: expected \"o200k_base\" or \"cl100k_base\""))
+    })?;
+    crate::bpe::load_ranks(bpe, table).map_err(|e| Error::invalid_argument(e.to_string()))?;
+    Ok(())
+}
+
+/// Converts a message list between formats, for what both can express.
+#[wasm_bindgen(js_name = convertMessages, unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
+pub fn convert_messages(
+    #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] from: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] to: JsValue,
+) -> JsResult<JsValue> {
+    let from = Format::parse(&string_arg(&from, "from")?)?;
+    let to = Format::parse(&string_arg(&to, "to")?)?;
+    Ok(to_js(&message::convert(from_js(&messages, "messages")?, from, to)?)?)
+}

@@ -1,0 +1,76 @@
+// Written by hand: what has no Rust type (the providers' message shapes, which the codecs read
+// and write as JSON) and the overloads. The declarations of the Rust types are generated
+// (generated.d.ts, src/bindings/typescript.rs).
+export type EncodingName = "o200k_base" | "cl100k_base" | "estimate";
+
+export interface OpenAITextPart { type: "text"; text: string; [key: string]: unknown }
+export interface OpenAIImagePart { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high"; [key: string]: unknown }; [key: string]: unknown }
+export type OpenAIContentPart = OpenAITextPart | OpenAIImagePart | { type: string; [key: string]: unknown };
+export interface OpenAIToolCall { id: string; type: "function"; function: { name: string; arguments: string; [key: string]: unknown }; [key: string]: unknown }
+export type OpenAIMessage =
+  | { role: "system" | "developer"; content: string | OpenAITextPart[]; name?: string; [key: string]: unknown }
+  | { role: "user"; content: string | OpenAIContentPart[]; name?: string; [key: string]: unknown }
+  | { role: "assistant"; content?: string | OpenAIContentPart[] | null; tool_calls?: OpenAIToolCall[]; name?: string; [key: string]: unknown }
+  | { role: "tool"; tool_call_id: string; content: string | OpenAITextPart[]; [key: string]: unknown };
+
+export interface AnthropicTextBlock { type: "text"; text: string; [key: string]: unknown }
+export interface AnthropicImageBlock { type: "image"; source: { type: "base64"; media_type: string; data: string } | { type: "url"; url: string }; [key: string]: unknown }
+export interface AnthropicToolUseBlock { type: "tool_use"; id: string; name: string; input: Record<string, unknown>; [key: string]: unknown }
+export interface AnthropicToolResultBlock { type: "tool_result"; tool_use_id: string; content?: string | Array<AnthropicTextBlock | AnthropicImageBlock>; is_error?: boolean; [key: string]: unknown }
+export interface AnthropicThinkingBlock { type: "thinking"; thinking: string; signature?: string; [key: string]: unknown }
+export interface AnthropicRedactedThinkingBlock { type: "redacted_thinking"; data: string; [key: string]: unknown }
+export type AnthropicBlock = AnthropicTextBlock | AnthropicImageBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
+export interface AnthropicMessage { role: "user" | "assistant"; content: string | AnthropicBlock[]; [key: string]: unknown }
+export interface AnthropicRequest { system?: string | AnthropicTextBlock[]; messages: AnthropicMessage[] }
+
+export type Message = OpenAIMessage | AnthropicMessage;
+export type ToolDefinition =
+  | { type: "function"; function: { name: string; description?: string; parameters?: Record<string, unknown> } }
+  | { name: string; description?: string; input_schema: Record<string, unknown> };
+
+export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal";
+
+/**
+ * What a build hands over, by format: request-mode messages, with only the fields each API
+ * accepts in a request (response-only and unknown fields are stripped), so that they type-check
+ * against the providers' own SDK parameter types.
+ */
+export interface OpenAIOutputText { type: "text"; text: string }
+export interface OpenAIOutputImage { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } }
+export interface OpenAIOutputToolCall { id: string; type: "function"; function: { name: string; arguments: string } }
+export type OpenAIOutputMessage =
+  | { role: "system"; content: string | OpenAIOutputText[]; name?: string }
+  | { role: "developer"; content: string | OpenAIOutputText[]; name?: string }
+  | { role: "user"; content: string | Array<OpenAIOutputText | OpenAIOutputImage>; name?: string }
+  | { role: "assistant"; content?: string | OpenAIOutputText[] | null; tool_calls?: OpenAIOutputToolCall[]; name?: string; refusal?: string | null }
+  | { role: "tool"; tool_call_id: string; content: string | OpenAIOutputText[] };
+export interface AnthropicOutputText { type: "text"; text: string }
+export interface AnthropicOutputImage { type: "image"; source: { type: "base64"; media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp"; data: string } | { type: "url"; url: string } }
+export type AnthropicOutputBlock =
+  | AnthropicOutputText
+  | AnthropicOutputImage
+  | { type: "tool_use"; id: string; name: string; input: unknown }
+  | { type: "tool_result"; tool_use_id: string; content?: string | Array<AnthropicOutputText | AnthropicOutputImage>; is_error?: boolean }
+  | { type: "thinking"; thinking: string; signature: string }
+  | { type: "redacted_thinking"; data: string };
+export interface AnthropicOutputRequest {
+  system?: string | AnthropicOutputText[];
+  messages: Array<{ role: "user" | "assistant"; content: string | AnthropicOutputBlock[] }>;
+}
+export type BuildResultIn<F extends Format> = Omit<BuildResult, "messages"> & {
+  messages: F extends "anthropic" ? AnthropicOutputRequest : OpenAIOutputMessage[];
+};
+// Declaration merging adds this overload after the class's own (which takes no `format`), so a
+// build that names its format gets messages typed for that provider's SDK.
+export interface ConversationHistory {
+  /** With the format named, the messages are typed for that provider's SDK. */
+  build<F extends Format>(options: BuildOptions & { format: F }): BuildResultIn<F>;
+  build(options?: BuildOptions): BuildResult;
+}
+export type RecallInput = { turnNumbers: number[] } | { query: string; limit?: number };
+export interface RecallContextToolOpenAI { type: "function"; function: { name: "recall_context"; description: string; parameters: { [key: string]: unknown } } }
+export interface RecallContextToolAnthropic { name: "recall_context"; description: string; input_schema: { type: "object"; [key: string]: unknown } }
+export type RecallContextTool = RecallContextToolOpenAI | RecallContextToolAnthropic;
+/** The `recall_context` tool definition, typed for the named provider. */
+export function recallContextTool(format: "openai"): RecallContextToolOpenAI;
+export function recallContextTool(format: "anthropic"): RecallContextToolAnthropic;

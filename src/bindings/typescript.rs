@@ -1,0 +1,132 @@
+//! The TypeScript declarations of every value the package takes or returns that has a Rust type,
+//! generated from those types (ts-rs, derived under `cfg(test)` only) into `generated.d.ts`,
+//! which the wasm's declarations include. `types.d.ts` holds what has no Rust type: the
+//! providers' message shapes and the overloads.
+//!
+//! `cargo test` fails when the committed file differs from what the types generate;
+//! `UPDATE_TYPES=1 cargo test --lib typescript` rewrites it.
+
+use ts_rs::{Config, TS};
+
+use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, SummaryPatch};
+use crate::compact::profile::Profile;
+use crate::compact::reduce::compress::TextMode;
+use crate::compact::{
+    Action, BudgetReport, DropReason, MemoryOptions, MemoryUse, PendingSummary, Receipt, ReceiptEntry, ReceiptRun,
+    Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
+    SummaryState, SummaryUse, TokensByPart, Violation,
+};
+use crate::history::{LoggedMessage, TokenReport};
+use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
+use crate::memory::search::DocumentKind;
+use crate::memory::{ContextSnapshot, MemoryExport, MemorySummary, MessageRange};
+use crate::message::Format;
+use crate::session::{
+    HistoryExport, HistoryOptions, MemoryChoice, MemorySettings, SessionExport, SessionOptions, SubagentResult,
+    TurnInput, TurnSummaryRequest,
+};
+use crate::tokens::ChatCount;
+
+use super::history::BuildResult;
+use super::interning::LayoutEntry;
+use super::tokenizer::CountOptions;
+
+const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bindings/generated.d.ts");
+
+fn declarations() -> String {
+    // JS numbers: the counts never come near 2^53.
+    let cfg = Config::new().with_large_int("number");
+    let decls = [
+        // Shared names.
+        Format::decl(&cfg),
+        // Counting.
+        CountOptions::decl(&cfg),
+        ChatCount::decl(&cfg),
+        TokenReport::decl(&cfg),
+        HistoryOptions::decl(&cfg),
+        // Build options.
+        BuildSpec::decl(&cfg),
+        BudgetPatch::decl(&cfg),
+        CompressPatch::decl(&cfg),
+        TextMode::decl(&cfg),
+        DigestPatch::decl(&cfg),
+        SummaryPatch::decl(&cfg),
+        Summarizer::decl(&cfg),
+        SummaryPlacement::decl(&cfg),
+        MemoryOptions::decl(&cfg),
+        Profile::decl(&cfg),
+        // Build results.
+        BuildResult::decl(&cfg),
+        LayoutEntry::decl(&cfg),
+        Section::decl(&cfg),
+        Action::decl(&cfg),
+        DropReason::decl(&cfg),
+        TokensByPart::decl(&cfg),
+        Receipt::decl(&cfg),
+        ReceiptRun::decl(&cfg),
+        ReceiptEntry::decl(&cfg),
+        BudgetReport::decl(&cfg),
+        Repair::decl(&cfg),
+        RepairKind::decl(&cfg),
+        SummaryUse::decl(&cfg),
+        MemoryUse::decl(&cfg),
+        SummaryRequest::decl(&cfg),
+        SummaryRecord::decl(&cfg),
+        SummarySource::decl(&cfg),
+        SummaryState::decl(&cfg),
+        PendingSummary::decl(&cfg),
+        Violation::decl(&cfg),
+        // Sessions and memory.
+        SessionOptions::decl(&cfg),
+        MemoryChoice::decl(&cfg),
+        MemorySettings::decl(&cfg),
+        ContextSnapshot::decl(&cfg),
+        MessageRange::decl(&cfg),
+        MemorySummary::decl(&cfg),
+        TurnInput::decl(&cfg),
+        TurnSummaryRequest::decl(&cfg),
+        SearchHit::decl(&cfg),
+        DocumentKind::decl(&cfg),
+        RecallResult::decl(&cfg),
+        RecalledTurn::decl(&cfg),
+        RecalledMessage::decl(&cfg),
+        RecallHit::decl(&cfg),
+        SubagentResult::decl(&cfg),
+        MemoryExport::decl(&cfg),
+        SessionExport::decl(&cfg),
+        HistoryExport::decl(&cfg),
+        LoggedMessage::decl(&cfg),
+    ];
+    let mut out = String::from(
+        "// Generated from the Rust types by src/bindings/typescript.rs (ts-rs): do not edit.\n\
+         // `UPDATE_TYPES=1 cargo test --lib typescript` rewrites it.\n",
+    );
+    for decl in decls {
+        out.push('\n');
+        // ts-rs puts the doc comment first: `export` goes before the `type` keyword.
+        match decl.find("type ") {
+            Some(at) if decl[..at].trim().is_empty() || decl[..at].trim_end().ends_with("*/") => {
+                out.push_str(&decl[..at]);
+                out.push_str("export ");
+                out.push_str(&decl[at..]);
+            }
+            _ => out.push_str(&decl),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_declarations_are_generated_from_the_rust_types() {
+    let generated = declarations();
+    if std::env::var_os("UPDATE_TYPES").is_some() {
+        std::fs::write(FILE, &generated).expect("write generated.d.ts");
+        return;
+    }
+    let committed = std::fs::read_to_string(FILE).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "src/bindings/generated.d.ts is not what the Rust types generate: run `UPDATE_TYPES=1 cargo test --lib typescript`"
+    );
+}

@@ -1,0 +1,173 @@
+//! The compactor: what lives beside a history between builds. The summary state and its
+//! lifecycle (a request proposed by a build, begun, completed or cancelled), the reductions of
+//! earlier builds, the request forms of the last context (so that a warm build emits only the
+//! messages that changed, for a native caller as for JS), and the last receipt.
+
+use serde_json::Value;
+
+use super::{
+    build_with_notes, Assembled, BuildOptions, BuildOutcome, CompactedContext, EmitCache, Item, PendingSummary,
+    Receipt, ReceiptEntry, ReduceCache, SummaryRecord, SummarySource, SummaryState, TurnNote,
+};
+use crate::error::{Error, Result};
+use crate::history::ConversationHistory;
+use crate::tokens::Encoding;
+
+#[derive(Clone, Debug, Default)]
+pub struct Compactor {
+    summary: SummaryState,
+    reduce: ReduceCache,
+    forms: EmitCache,
+    /// The last summary request a build proposed (what `begin_summary` can start).
+    proposed: Option<PendingSummary>,
+    /// The last build's receipt, for its entries message by message.
+    last_receipt: Option<Receipt>,
+}
+
+impl Compactor {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds the context for the next call from `history` (see `compact::build`); `turns` are a
+    /// session's recorded turns. The stored messages never change; a summary made by the
+    /// extractive summariser during the build is kept.
+    pub fn build(
+        &mut self,
+        history: &mut ConversationHistory,
+        options: &BuildOptions,
+        turns: &[TurnNote],
+    ) -> Result<BuildOutcome> {
+        history.count_all();
+        let items: Vec<Item> = history
+            .records()
+            .iter()
+            .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens().map_or(0, |t| t.total) })
+            .collect();
+        let outcome = build_with_notes(&items, history.encoding(), options, &self.summary, &mut self.reduce, turns)?;
+        if let Some(record) = &outcome.new_summary {
+            self.summary.current = Some(record.clone());
+            self.summary.generation += 1;
+        }
+        self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
+        self.last_receipt = Some(outcome.context.receipt.clone());
+        Ok(outcome)
+    }
+
+    /// The context's request in pieces, checked against the provider's rules: the forms of the
+    /// messages the last context had are reused, the others emitted (and kept for the next).
+    pub fn request(&mut self, context: &CompactedContext) -> Result<Assembled> {
+        context.request(&mut self.forms)
+    }
+
+    /// `request` as one value: OpenAI's message array, or Anthropic's `{ system?, messages }`.
+    pub fn request_value(&mut self, context: &CompactedContext) -> Result<Value> {
+        let assembled = self.request(context)?;
+        Ok(self.forms.to_value(&assembled))
+    }
+
+    /// The request forms of the last context (`Piece::Own` pieces point into them).
+    pub fn forms(&self) -> &EmitCache {
+        &self.forms
+    }
+
+    /// The last build's receipt message by message; empty before the first build.
+    pub fn last_receipt_entries(&self, history: &ConversationHistory) -> Vec<ReceiptEntry> {
+        self.last_receipt
+            .as_ref()
+            .map(|r| r.entries(history.records().iter().map(|r| r.id.as_str())))
+            .unwrap_or_default()
+    }
+
+    pub fn summary_state(&self) -> &SummaryState {
+        &self.summary
+    }
+
+    /// Restores a summary state (from storage). Refused if it names messages `history` lacks.
+    pub fn set_summary_state(&mut self, state: SummaryState, history: &ConversationHistory) -> Result<()> {
+        for (what, until, index) in state
+            .current
+            .iter()
+            .map(|c| ("summary", &c.summarised_until, c.until_index))
+            .chain(state.in_progress.iter().map(|p| ("compaction in progress", &p.until, p.until_index)))
+        {
+            if history.records().get(index).map(|r| &r.id) != Some(until) {
+                return Err(Error::invalid_argument(format!(
+                    "the {what} covers up to message {until:?} at position {index}, which this history does not have"
+                )));
+            }
+        }
+        self.summary = state;
+        self.proposed = None;
+        Ok(())
+    }
+
+    /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
+    /// one while the first is under way is a `Conflict` error.
+    pub fn begin_summary(&mut self, request_id: &str) -> Result<()> {
+        if let Some(pending) = &self.summary.in_progress {
+            return Err(Error::conflict(format!(
+                "compaction {} is already in progress; complete or cancel it first",
+                pending.request_id
+            )));
+        }
+        match &self.proposed {
+            Some(pending) if pending.request_id == request_id => {
+                self.summary.in_progress = Some(pending.clone());
+                Ok(())
+            }
+            _ => Err(Error::not_found(format!("no summary request {request_id:?}: build again for a current one"))),
+        }
+    }
+
+    /// Accepts the summary for `request_id` once it passes the request's checks (not empty,
+    /// within its budget counted with `encoding`, the required keys). On any error nothing changes.
+    pub fn complete_summary(
+        &mut self,
+        request_id: &str,
+        text: &str,
+        created_at: Option<String>,
+        encoding: Encoding,
+    ) -> Result<SummaryRecord> {
+        let pending = match (&self.summary.in_progress, &self.proposed) {
+            (Some(pending), _) if pending.request_id == request_id => pending.clone(),
+            (Some(pending), _) => {
+                return Err(Error::conflict(format!(
+                    "compaction {} is in progress, not {request_id}",
+                    pending.request_id
+                )))
+            }
+            (None, Some(pending)) if pending.request_id == request_id => pending.clone(),
+            _ => return Err(Error::not_found(format!("no summary request {request_id:?}"))),
+        };
+        let tokens = super::summary::validate_summary(text, encoding, pending.max_tokens, &pending.required_keys)?;
+        let created_at = created_at.unwrap_or_else(|| format!("seq:{}", self.summary.generation + 1));
+        let record = super::summary::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
+        self.summary.current = Some(record.clone());
+        self.summary.generation += 1;
+        self.summary.in_progress = None;
+        self.proposed = None;
+        Ok(record)
+    }
+
+    /// Abandons the compaction under way (e.g. the summariser failed).
+    pub fn cancel_summary(&mut self, request_id: &str) -> Result<()> {
+        match &self.summary.in_progress {
+            Some(pending) if pending.request_id == request_id => {
+                self.summary.in_progress = None;
+                Ok(())
+            }
+            _ => Err(Error::not_found(format!("no compaction {request_id:?} in progress"))),
+        }
+    }
+
+    /// Reductions computed (not served from the cache) so far.
+    pub fn reductions_computed(&self) -> u64 {
+        self.reduce.computed
+    }
+
+    /// Request forms emitted (not served from the cache) so far.
+    pub fn forms_emitted(&self) -> u64 {
+        self.forms.emitted
+    }
+}

@@ -1,0 +1,475 @@
+//! The options of a build: as the core takes them (`BuildOptions`, every field set, validated),
+//! and as a caller gives them (`BuildSpec`: a profile and explicit settings, merged field by
+//! field in `BuildSpec::resolve`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::memory::MemoryOptions;
+use super::profile::Profile;
+use super::reduce::compress::CompressOptions;
+use super::reduce::DigestOptions;
+use super::summary::{Summarizer, SummaryOptions, SummaryPlacement};
+use crate::error::{Error, Result};
+use crate::message::Format;
+use crate::tokens::Encoding;
+
+/// Seed 001's token budget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct BudgetOptions {
+    /// The model's context window, in tokens.
+    pub context_window: u32,
+    /// Share of the window the context may use (seed 001: 0.6).
+    pub target_ratio: f64,
+    /// Share of what the system prompt leaves, for the summary (0.26)…
+    pub summary_ratio: f64,
+    /// …and for the recent messages (0.65); the rest is a buffer.
+    pub recent_ratio: f64,
+    /// Up to this many messages, nothing is optimised if they fit (seed 001: 10).
+    pub min_messages: usize,
+}
+
+impl Default for BudgetOptions {
+    fn default() -> Self {
+        BudgetOptions {
+            context_window: 128_000,
+            target_ratio: 0.6,
+            summary_ratio: 0.26,
+            recent_ratio: 0.65,
+            min_messages: 10,
+        }
+    }
+}
+
+fn check_ratio(name: &str, value: f64) -> Result<()> {
+    if value > 0.0 && value <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!("{name} must be in (0, 1], got {value}")))
+    }
+}
+
+impl BudgetOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.context_window == 0 {
+            return Err(Error::invalid_argument("budget.contextWindow must be positive"));
+        }
+        check_ratio("budget.targetRatio", self.target_ratio)?;
+        check_ratio("budget.summaryRatio", self.summary_ratio)?;
+        check_ratio("budget.recentRatio", self.recent_ratio)?;
+        if self.summary_ratio + self.recent_ratio > 1.0 + 1e-9 {
+            return Err(Error::invalid_argument(format!(
+                "budget.summaryRatio + budget.recentRatio must not exceed 1, got {}",
+                self.summary_ratio + self.recent_ratio
+            )));
+        }
+        Ok(())
+    }
+
+    /// The most tokens the whole context may have.
+    pub fn max_tokens(&self) -> usize {
+        (f64::from(self.context_window) * self.target_ratio).floor() as usize
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct BuildOptions {
+    /// The format of the context (and of a summary request's messages).
+    pub format: Format,
+    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    pub max_messages: Option<usize>,
+    /// Seed 001's token budget.
+    pub budget: Option<BudgetOptions>,
+    /// Seed 004: the last N steps stay whole (no thinning, no digests) and are never summarised.
+    pub keep_recent_steps: usize,
+    /// Identical system messages are kept once.
+    pub dedupe_system: bool,
+    pub compress: Option<CompressOptions>,
+    pub digest: Option<DigestOptions>,
+    /// Seed 004's history thinning of older turns.
+    pub thin: bool,
+    pub summary: Option<SummaryOptions>,
+    /// A session's memory: summaries of recorded turns not wholly in the context (`None`: left out).
+    pub memory: Option<MemoryOptions>,
+    /// Timestamp recorded on a summary made during this build (the core has no clock).
+    pub now: Option<String>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            format: Format::OpenAi,
+            max_messages: None,
+            budget: None,
+            keep_recent_steps: 3,
+            dedupe_system: true,
+            compress: Some(CompressOptions::default()),
+            digest: Some(DigestOptions::default()),
+            thin: false,
+            summary: Some(SummaryOptions::default()),
+            memory: Some(MemoryOptions::default()),
+            now: None,
+        }
+    }
+}
+
+impl BuildOptions {
+    pub fn validate(&self) -> Result<()> {
+        if let Some(n) = self.max_messages {
+            if !(10..=100).contains(&n) {
+                return Err(Error::invalid_argument(format!("maxMessages must be between 10 and 100, got {n}")));
+            }
+        }
+        if let Some(budget) = &self.budget {
+            budget.validate()?;
+        }
+        if let Some(compress) = &self.compress {
+            compress.validate()?;
+        }
+        if let Some(digest) = &self.digest {
+            digest.validate()?;
+        }
+        if let Some(summary) = &self.summary {
+            summary.validate()?;
+        }
+        Ok(())
+    }
+
+    /// Parses camelCase JSON options, refusing unknown keys.
+    pub fn from_value(value: Value) -> Result<BuildOptions> {
+        let options: BuildOptions = serde_json::from_value(value)
+            .map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))?;
+        options.validate()?;
+        Ok(options)
+    }
+
+    pub(crate) fn fingerprint(&self, encoding: Encoding) -> String {
+        format!("{encoding:?}|{:?}|{:?}", self.compress, self.digest)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The options as a caller gives them: a profile and explicit settings, merged field by field.
+
+/// A field of the options as given: left out, `null` (the section is off), or a value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Patch<T> {
+    #[default]
+    Unset,
+    Null,
+    Set(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        Ok(Option::<T>::deserialize(deserializer)?.map_or(Patch::Null, Patch::Set))
+    }
+}
+
+impl<T> Patch<T> {
+    /// The section after this patch: unchanged when left out, off when `null`, else the section
+    /// (the profile's, or the default one) with the given fields replaced by `apply`.
+    fn merge<S: Default>(self, section: Option<S>, apply: impl FnOnce(T, &mut S)) -> Option<S> {
+        match self {
+            Patch::Unset => section,
+            Patch::Null => None,
+            Patch::Set(patch) => {
+                let mut section = section.unwrap_or_default();
+                apply(patch, &mut section);
+                Some(section)
+            }
+        }
+    }
+}
+
+/// Declares the partial form of an options section (every field optional) and how it applies.
+macro_rules! partial {
+    ($(#[$meta:meta])* $name:ident as $ts:literal for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+        #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
+        #[cfg_attr(test, ts(rename = $ts, optional_fields))]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: Option<$ty>,)*
+        }
+
+        impl $name {
+            /// Replaces the fields given, keeps the others.
+            pub fn apply(self, target: &mut $target) {
+                $(if let Some(value) = self.$field {
+                    target.$field = value;
+                })*
+            }
+        }
+    };
+}
+
+partial!(
+    /// `budget` as given.
+    BudgetPatch as "BudgetOptions" for BudgetOptions {
+        context_window: u32,
+        target_ratio: f64,
+        summary_ratio: f64,
+        recent_ratio: f64,
+        min_messages: usize,
+    }
+);
+
+partial!(
+    /// `compress` as given.
+    CompressPatch as "CompressOptions" for CompressOptions {
+        max_tokens: u32,
+        array_keep: usize,
+        string_max_chars: usize,
+        max_depth: usize,
+        text_mode: super::reduce::compress::TextMode,
+        text_max_chars: usize,
+        text_head: usize,
+        text_tail: usize,
+    }
+);
+
+partial!(
+    /// `digest` as given.
+    DigestPatch as "DigestOptions" for DigestOptions { tools: Vec<String> }
+);
+
+/// `summary` as given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "SummaryOptions", optional_fields))]
+pub struct SummaryPatch {
+    /// Who writes the summary: the built-in extractive summary, or the caller's model (the build
+    /// returns a `summaryRequest`).
+    pub summarizer: Option<Summarizer>,
+    /// @deprecated Spelled `summarizer` now; still read.
+    pub summariser: Option<Summarizer>,
+    /// Compaction is due past this many tokens (seed 001: 50,000).
+    pub trigger_tokens: Option<u32>,
+    /// After compaction the recent messages plus the summary aim below this (seed 001: 30,000).
+    pub target_tokens: Option<u32>,
+    /// The first summary needs at least this many messages (20).
+    pub min_messages: Option<usize>,
+    /// A new summary needs at least this many new messages (10)…
+    pub min_new_messages: Option<usize>,
+    /// …whose tokens exceed this fraction of the current summary's (0.5).
+    pub new_token_ratio: Option<f64>,
+    /// The most tokens a summary may have (4,000).
+    pub max_tokens: Option<u32>,
+    /// The compact instruction; seed 004's by default.
+    pub prompt: Option<String>,
+    /// Words a summary must contain (case-insensitive).
+    pub required_keys: Option<Vec<String>>,
+    pub placement: Option<SummaryPlacement>,
+}
+
+impl SummaryPatch {
+    /// Replaces the fields given, keeps the others.
+    pub fn apply(self, target: &mut SummaryOptions) {
+        if let Some(summarizer) = self.summarizer.or(self.summariser) {
+            target.summarizer = summarizer;
+        }
+        macro_rules! set {
+            ($($field:ident),*) => {$(if let Some(value) = self.$field { target.$field = value; })*};
+        }
+        set!(
+            trigger_tokens,
+            target_tokens,
+            min_messages,
+            min_new_messages,
+            new_token_ratio,
+            max_tokens,
+            required_keys,
+            placement
+        );
+        if self.prompt.is_some() {
+            target.prompt = self.prompt;
+        }
+    }
+}
+
+/// `profile`: a built-in's name, or a profile of the caller's own.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProfileRef {
+    Named(String),
+    Custom(Box<Profile>),
+}
+
+impl<'de> Deserialize<'de> for ProfileRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(name) => Ok(ProfileRef::Named(name)),
+            other => Profile::from_value(other)
+                .map(|p| ProfileRef::Custom(Box::new(p)))
+                .map_err(|e| serde::de::Error::custom(e.message)),
+        }
+    }
+}
+
+/// The options of a build as a caller gives them (`history.build(options)`): a profile, and
+/// explicit settings that win over it field by field. A section left out keeps the profile's
+/// (or the default) settings, a section given replaces only the fields it names, and `null`
+/// turns a section off.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "BuildOptions", optional_fields))]
+pub struct BuildSpec {
+    /// A built-in profile's name (`profileNames()`), or a profile of your own.
+    #[cfg_attr(test, ts(type = "string | Profile", optional))]
+    pub profile: Option<ProfileRef>,
+    /// The format of the context (default: the history's; with a profile, the profile's).
+    pub format: Option<Format>,
+    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    #[cfg_attr(test, ts(as = "Option<usize>", optional = nullable))]
+    pub max_messages: Patch<usize>,
+    /// Seed 001's token budget.
+    #[cfg_attr(test, ts(as = "Option<BudgetPatch>", optional = nullable))]
+    pub budget: Patch<BudgetPatch>,
+    /// Seed 004: the last N steps stay whole and are never summarised (default 3).
+    pub keep_recent_steps: Option<usize>,
+    /// Identical system messages are kept once (default true).
+    pub dedupe_system: Option<bool>,
+    /// Tool-output compression (on by default).
+    #[cfg_attr(test, ts(as = "Option<CompressPatch>", optional = nullable))]
+    pub compress: Patch<CompressPatch>,
+    /// File-read digests in later turns (on by default).
+    #[cfg_attr(test, ts(as = "Option<DigestPatch>", optional = nullable))]
+    pub digest: Patch<DigestPatch>,
+    /// Seed 004's history thinning of older turns (default false; profiles turn it on).
+    pub thin: Option<bool>,
+    /// Summary compaction (on by default, with the extractive summariser).
+    #[cfg_attr(test, ts(as = "Option<SummaryPatch>", optional = nullable))]
+    pub summary: Patch<SummaryPatch>,
+    /// A session with memory: summaries of recorded turns the context does not wholly hold, in the
+    /// summary section within what the summary budget leaves (newest turns first); `null` leaves
+    /// them out.
+    #[cfg_attr(test, ts(as = "Option<MemoryOptions>", optional = nullable))]
+    pub memory: Patch<MemoryOptions>,
+    /// Timestamp recorded on a summary made during this build (the core has no clock).
+    pub now: Option<String>,
+}
+
+impl BuildSpec {
+    /// Parses camelCase JSON options, refusing unknown keys.
+    pub fn from_value(value: Value) -> Result<BuildSpec> {
+        serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))
+    }
+
+    /// The options to build with, for a history counted with `encoding` whose messages are in
+    /// `format` unless the options or the profile say otherwise. A profile of another encoding
+    /// is refused.
+    pub fn resolve(self, encoding: Encoding, format: Format) -> Result<BuildOptions> {
+        let mut options = match self.profile {
+            None => BuildOptions { format, ..BuildOptions::default() },
+            Some(profile) => {
+                let profile = match profile {
+                    ProfileRef::Named(name) => super::profile::resolve(&name)?,
+                    ProfileRef::Custom(profile) => *profile,
+                };
+                if profile.encoding() != encoding {
+                    return Err(Error::invalid_argument(format!(
+                        "profile {:?} counts with {} but this history counts with {}",
+                        profile.name,
+                        profile.encoding().as_str(),
+                        encoding.as_str()
+                    )));
+                }
+                profile.to_options()?
+            }
+        };
+        if let Some(format) = self.format {
+            options.format = format;
+        }
+        options.max_messages = match self.max_messages {
+            Patch::Unset => options.max_messages,
+            Patch::Null => None,
+            Patch::Set(n) => Some(n),
+        };
+        options.budget = self.budget.merge(options.budget, BudgetPatch::apply);
+        if let Some(steps) = self.keep_recent_steps {
+            options.keep_recent_steps = steps;
+        }
+        if let Some(dedupe) = self.dedupe_system {
+            options.dedupe_system = dedupe;
+        }
+        options.compress = self.compress.merge(options.compress, CompressPatch::apply);
+        options.digest = self.digest.merge(options.digest, DigestPatch::apply);
+        if let Some(thin) = self.thin {
+            options.thin = thin;
+        }
+        options.summary = self.summary.merge(options.summary, SummaryPatch::apply);
+        options.memory = self.memory.merge(options.memory, |given, memory| *memory = given);
+        if self.now.is_some() {
+            options.now = self.now;
+        }
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::Summarizer;
+    use serde_json::json;
+
+    fn resolve(value: Value) -> Result<BuildOptions> {
+        BuildSpec::from_value(value)?.resolve(Encoding::O200kBase, Format::Anthropic)
+    }
+
+    #[test]
+    fn explicit_fields_win_and_the_profiles_other_fields_stay() {
+        // compact(history, { profile: "gpt-4o", summarize }) asks for an external summariser:
+        // the profile's trigger (0.75 × 128,000) must stay, not fall to the default 50,000.
+        let options = resolve(json!({"profile": "gpt-4o", "summary": {"summarizer": "external"}})).unwrap();
+        let summary = options.summary.unwrap();
+        assert_eq!(summary.summarizer, Summarizer::External);
+        let gpt4o = super::super::profile::resolve("gpt-4o").unwrap();
+        assert_eq!((summary.trigger_tokens, summary.target_tokens), (96_000, gpt4o.target_tokens()));
+        // The deprecated spelling is read too.
+        let old = resolve(json!({"profile": "gpt-4o", "summary": {"summariser": "external"}})).unwrap();
+        assert_eq!(old.summary.unwrap().summarizer, Summarizer::External);
+        // A partial budget keeps the profile's window and ratio.
+        let budget = resolve(json!({"profile": "gpt-4o", "budget": {"minMessages": 4}})).unwrap().budget.unwrap();
+        assert_eq!((budget.context_window, budget.target_ratio, budget.min_messages), (128_000, 0.75, 4));
+        // Scalars win; the rest is the profile's.
+        let options = resolve(json!({"profile": "gpt-4o", "keepRecentSteps": 7, "format": "anthropic"})).unwrap();
+        assert_eq!((options.keep_recent_steps, options.format, options.thin), (7, Format::Anthropic, true));
+    }
+
+    #[test]
+    fn null_turns_a_section_off_and_no_profile_means_the_defaults() {
+        let options =
+            resolve(json!({"profile": "gpt-4o", "summary": null, "compress": null, "maxMessages": null})).unwrap();
+        assert!(options.summary.is_none() && options.compress.is_none() && options.max_messages.is_none());
+        assert!(options.budget.is_some() && options.digest.is_some());
+        let plain = resolve(json!({"summary": {"triggerTokens": 10_000, "targetTokens": 6_000}})).unwrap();
+        assert_eq!(plain.format, Format::Anthropic, "the history's format");
+        let summary = plain.summary.unwrap();
+        assert_eq!((summary.trigger_tokens, summary.min_messages), (10_000, SummaryOptions::default().min_messages));
+        assert_eq!(plain.budget, None);
+        assert_eq!(
+            BuildSpec::from_value(json!({})).unwrap().resolve(Encoding::O200kBase, Format::OpenAi).unwrap(),
+            BuildOptions::default()
+        );
+    }
+
+    #[test]
+    fn unknown_fields_bad_values_and_other_encodings_are_refused() {
+        assert!(resolve(json!({"sumary": {}})).unwrap_err().message.contains("sumary"));
+        assert!(resolve(json!({"summary": {"trigger": 1}})).unwrap_err().message.contains("trigger"));
+        assert!(resolve(json!({"profile": "no-such-model"})).is_err());
+        let error = resolve(json!({"profile": "gpt-4"})).unwrap_err();
+        assert!(error.message.contains("counts with cl100k_base"), "{error}");
+        // The merged options are validated: a trigger below the profile's target is refused.
+        assert!(resolve(json!({"profile": "gpt-4o", "summary": {"triggerTokens": 10_000}}))
+            .unwrap_err()
+            .message
+            .contains("targetTokens"));
+    }
+}

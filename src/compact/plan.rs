@@ -1,0 +1,486 @@
+//! The plan of one build: for each unit the repair stage formed, which of its members go into the
+//! context and in what form (whole, some parts, reduced, text only), and what they cost. `Pass`
+//! carries what one pass of the pipeline knows from stage to stage; `Ctx` what does not change
+//! during a build (the stored messages, the encoding, the options).
+
+use std::sync::Arc;
+
+use super::receipt::{Action, BudgetReport, DropReason};
+use super::reduce::ReduceCache;
+use super::repair::{Item, Structure, Unit, UnitKind};
+use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
+use super::{BuildOptions, TurnNote};
+use crate::error::{Error, Result};
+use crate::message::{Content, ContentForm, Message, Part};
+use crate::tokens::{self, Encoding};
+
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct MemberPlan {
+    pub(crate) msg: usize,
+    pub(crate) parts: Option<Vec<usize>>,
+    /// Part indices replaced by their compressed or digested form.
+    pub(crate) replace: Vec<(usize, Action)>,
+    /// Only the text parts (history thinning).
+    pub(crate) text_only: bool,
+}
+
+impl MemberPlan {
+    pub(crate) fn whole(&self) -> bool {
+        self.parts.is_none() && self.replace.is_empty() && !self.text_only
+    }
+
+    pub(crate) fn action(&self) -> Action {
+        if self.text_only {
+            Action::Thinned
+        } else if self.replace.iter().any(|(_, a)| *a == Action::Compressed) {
+            Action::Compressed
+        } else if !self.replace.is_empty() {
+            Action::Digested
+        } else {
+            Action::Kept
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    pub(crate) unit: usize,
+    pub(crate) members: Vec<MemberPlan>,
+    pub(crate) member_tokens: Vec<u32>,
+    pub(crate) tokens: usize,
+    pub(crate) dropped: Option<DropReason>,
+    /// Reductions still to apply: (digest allowed, compression allowed).
+    pub(crate) pending: Option<(bool, bool)>,
+}
+
+/// What stays the same during a build.
+pub(crate) struct Ctx<'a, 'b> {
+    pub(crate) items: &'a [Item<'b>],
+    pub(crate) encoding: Encoding,
+    pub(crate) options: &'a BuildOptions,
+    /// A session's recorded turns (`memory`), whose summaries stand in for turns not held whole.
+    pub(crate) turns: &'a [TurnNote<'b>],
+}
+
+pub(crate) fn part_indices(message: &Message, member: &MemberPlan) -> Vec<usize> {
+    match &member.parts {
+        Some(list) => list.clone(),
+        None => (0..message.content.parts.len()).collect(),
+    }
+}
+
+impl Ctx<'_, '_> {
+    pub(crate) fn item(&self, msg: usize) -> Result<&Item<'_>> {
+        self.items.get(msg).ok_or_else(|| Error::internal(format!("message index {msg} out of range")))
+    }
+
+    pub(crate) fn overhead(&self, cache: &mut ReduceCache, msg: usize) -> Result<u32> {
+        let item = self.item(msg)?;
+        if let Some(n) = cache.overheads.get(item.id) {
+            return Ok(*n);
+        }
+        let n = u32::try_from(tokens::message_overhead(self.encoding, item.message)).unwrap_or(u32::MAX);
+        cache.overheads.insert(item.id.to_string(), n);
+        Ok(n)
+    }
+
+    pub(crate) fn part_tokens(&self, cache: &mut ReduceCache, msg: usize, j: usize) -> Result<u32> {
+        let item = *self.item(msg)?;
+        let len = item.message.content.parts.len();
+        if let Some(n) = cache.part(item.id, j, len).tokens {
+            return Ok(n);
+        }
+        let n = if len == 1 {
+            item.tokens.saturating_sub(self.overhead(cache, msg)?)
+        } else {
+            let part = item.message.content.parts.get(j).ok_or_else(|| Error::internal("part index out of range"))?;
+            u32::try_from(tokens::count_part(self.encoding, part, item.message.source)).unwrap_or(u32::MAX)
+        };
+        cache.part(item.id, j, len).tokens = Some(n);
+        Ok(n)
+    }
+
+    pub(crate) fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Arc<Message>> {
+        let item = *self.item(member.msg)?;
+        if member.whole() {
+            return Ok(Arc::clone(item.message));
+        }
+        // The same variant is the same `Arc` build after build: its request form is kept by
+        // identity (`EmitCache`).
+        let key = member_key(item.id, member);
+        let builds = cache.builds;
+        if let Some((used, message)) = cache.materialized.get_mut(&key) {
+            *used = builds;
+            return Ok(Arc::clone(message));
+        }
+        let source = item.message;
+        let mut parts = Vec::new();
+        for j in part_indices(source, member) {
+            let Some(original) = source.content.parts.get(j) else { continue };
+            if member.text_only && !matches!(original, Part::Text { .. }) {
+                continue;
+            }
+            let replaced = match member.replace.iter().find(|(k, _)| *k == j) {
+                Some((_, action)) => self.reduced(cache, member.msg, j, *action)?,
+                None => None,
+            };
+            parts.push(replaced.unwrap_or_else(|| original.clone()));
+        }
+        let form = if member.parts.is_none() && !member.text_only {
+            source.content.form
+        } else if source.content.form == ContentForm::Text && parts.iter().all(|p| matches!(p, Part::Text { .. })) {
+            ContentForm::Text
+        } else if parts.is_empty() && matches!(source.content.form, ContentForm::Null | ContentForm::Absent) {
+            source.content.form
+        } else {
+            ContentForm::Parts
+        };
+        let message = Arc::new(Message {
+            role: source.role,
+            content: Content { form, parts },
+            name: source.name.clone(),
+            extra: source.extra.clone(),
+            source: source.source,
+        });
+        cache.materialized.insert(key, (builds, Arc::clone(&message)));
+        Ok(message)
+    }
+
+    pub(crate) fn member_tokens(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<u32> {
+        let item = *self.item(member.msg)?;
+        if member.whole() {
+            return Ok(item.tokens);
+        }
+        let key = member_key(item.id, member);
+        if let Some(n) = cache.members.get(&key) {
+            return Ok(*n);
+        }
+        let message = self.materialize(cache, member)?;
+        let n = tokens::count_message(self.encoding, &message).total;
+        cache.members.insert(key, n);
+        Ok(n)
+    }
+
+    pub(crate) fn plan_tokens(&self, cache: &mut ReduceCache, plan: &mut Plan) -> Result<()> {
+        plan.member_tokens.clear();
+        let mut total = 0usize;
+        for member in &plan.members {
+            let n = self.member_tokens(cache, member)?;
+            plan.member_tokens.push(n);
+            total += n as usize;
+        }
+        plan.tokens = total;
+        Ok(())
+    }
+}
+
+/// A cache key for a member's variant: the id, the parts, the replacements, text-only or not.
+pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
+    use std::fmt::Write;
+    let mut key = String::with_capacity(id.len() + 16);
+    key.push_str(id);
+    key.push('|');
+    if let Some(parts) = &member.parts {
+        for j in parts {
+            let _ = write!(key, "{j},");
+        }
+    } else {
+        key.push('*');
+    }
+    key.push('|');
+    for (j, action) in &member.replace {
+        let _ = write!(key, "{j}{}", if *action == Action::Compressed { 'c' } else { 'd' });
+    }
+    if member.text_only {
+        key.push_str("|t");
+    }
+    key
+}
+
+pub(crate) fn base_members(unit: &Unit) -> Vec<MemberPlan> {
+    unit.members
+        .iter()
+        .map(|m| MemberPlan { msg: m.msg, parts: m.parts.clone(), replace: Vec::new(), text_only: false })
+        .collect()
+}
+
+pub(crate) fn has_text(message: &Message, member: &MemberPlan) -> bool {
+    part_indices(message, member)
+        .iter()
+        .any(|j| matches!(message.content.parts.get(*j), Some(Part::Text { text, .. }) if !text.trim().is_empty()))
+}
+
+/// The tokens of a message the build makes up (summary, placeholder, prompt), counted once.
+pub(crate) fn made_up_tokens(ctx: &Ctx, cache: &mut ReduceCache, message: &Message) -> usize {
+    let text = message.content.joined_text();
+    let key = (message.role, message.source, text);
+    if let Some(n) = cache.made_up.get(&key) {
+        return *n as usize;
+    }
+    let n = tokens::count_message(ctx.encoding, message).total;
+    // Summaries come and go; a few dozen texts is all a history ever needs at once.
+    if cache.made_up.len() >= 64 {
+        cache.made_up.clear();
+    }
+    cache.made_up.insert(key, n);
+    n as usize
+}
+
+/// What one pass of the pipeline over the history knows, stage by stage: each stage reads what
+/// the stages before it set and adds its own (see `super::build_once` for the order).
+pub(crate) struct Pass<'s> {
+    /// Repair: the units and what was left out.
+    pub(crate) structure: Arc<Structure>,
+    /// The summary in force, if it still matches the history.
+    pub(crate) summary: Option<&'s SummaryRecord>,
+    /// The system units, whole, in history order.
+    pub(crate) system: Vec<Plan>,
+    pub(crate) system_tokens: usize,
+    /// Units the summary in force stands for.
+    pub(crate) covered: Vec<usize>,
+    /// The other units (not system, not covered), in order: what the later stages decide on.
+    pub(crate) active: Vec<usize>,
+    /// Select (`allot`): the summary's messages, their tokens, whether they are in the context,
+    /// the budget (with a budget) and what the recent messages may use.
+    pub(crate) summary_messages: Vec<Message>,
+    pub(crate) summary_tokens: usize,
+    pub(crate) summary_in_context: bool,
+    pub(crate) budget: Option<BudgetReport>,
+    pub(crate) recent_cap: usize,
+    /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
+    /// active messages and their tokens before any reduction, and whether to optimise at all.
+    pub(crate) tail_start: usize,
+    pub(crate) active_messages: usize,
+    pub(crate) unreduced: usize,
+    pub(crate) optimise: bool,
+    /// Reduce: reductions wait for the selection (a budget and no compaction in sight).
+    pub(crate) lazy: bool,
+    /// One plan per active unit, in order.
+    pub(crate) plans: Vec<Plan>,
+    /// Summarise: the request for the caller's summariser, when compaction is due.
+    pub(crate) summary_request: Option<SummaryRequest>,
+    pub(crate) notes: Vec<String>,
+}
+
+impl<'s> Pass<'s> {
+    /// The first stage after repair: the summary in force, and the units split into system
+    /// (counted now: they are always kept), covered by that summary, and active.
+    pub(crate) fn new(
+        ctx: &Ctx,
+        cache: &mut ReduceCache,
+        structure: Arc<Structure>,
+        state: &'s SummaryState,
+    ) -> Result<Pass<'s>> {
+        let items = ctx.items;
+        let mut notes = Vec::new();
+        let summary = state
+            .current
+            .as_ref()
+            .filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
+        if state.current.is_some() && summary.is_none() {
+            notes.push("the stored summary does not match this history and was ignored".to_string());
+        }
+        let boundary = summary.map_or(0, |s| s.until_index + 1);
+
+        let mut system: Vec<Plan> = Vec::new();
+        let mut covered: Vec<usize> = Vec::new();
+        let mut active: Vec<usize> = Vec::new();
+        for (u, unit) in structure.units.iter().enumerate() {
+            if unit.kind == UnitKind::System {
+                let mut plan = Plan::of(u, unit);
+                ctx.plan_tokens(cache, &mut plan)?;
+                system.push(plan);
+            } else if unit.first < boundary {
+                covered.push(u);
+            } else {
+                active.push(u);
+            }
+        }
+        let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
+        Ok(Pass {
+            structure,
+            summary,
+            system,
+            system_tokens,
+            covered,
+            active,
+            summary_messages: Vec::new(),
+            summary_tokens: 0,
+            summary_in_context: false,
+            budget: None,
+            recent_cap: usize::MAX,
+            tail_start: 0,
+            active_messages: 0,
+            unreduced: 0,
+            optimise: true,
+            lazy: false,
+            plans: Vec::new(),
+            summary_request: None,
+            notes,
+        })
+    }
+
+    pub(crate) fn unit(&self, u: usize) -> Option<&Unit> {
+        self.structure.units.get(u)
+    }
+}
+
+impl Plan {
+    /// The unit whole: every member as the repair stage formed it, not yet counted.
+    pub(crate) fn of(u: usize, unit: &Unit) -> Plan {
+        Plan {
+            unit: u,
+            members: base_members(unit),
+            member_tokens: Vec::new(),
+            tokens: 0,
+            dropped: None,
+            pending: None,
+        }
+    }
+}
+
+/// Stored messages and a way to run the stages one by one, for the stages' own tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use serde_json::Value;
+
+    use super::{Ctx, Pass};
+    use crate::compact::reduce::ReduceCache;
+    use crate::compact::repair::{structure_for, Item};
+    use crate::compact::summary::SummaryState;
+    use crate::compact::{reduce, select, summarise};
+    use crate::message::{parse, Format, Message};
+    use crate::tokens::{count_message, Encoding};
+
+    pub(crate) const ENCODING: Encoding = Encoding::O200kBase;
+
+    /// A stored history: ids `m1`, `m2`, … and each message's tokens.
+    pub(crate) struct Log {
+        ids: Vec<String>,
+        messages: Vec<Arc<Message>>,
+        tokens: Vec<u32>,
+    }
+
+    impl Log {
+        pub(crate) fn openai(value: Value) -> Log {
+            let messages: Vec<Arc<Message>> =
+                parse(value, Format::OpenAi).expect("valid messages").into_iter().map(Arc::new).collect();
+            let tokens = messages.iter().map(|m| count_message(ENCODING, m).total).collect();
+            let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
+            Log { ids, messages, tokens }
+        }
+
+        pub(crate) fn items(&self) -> Vec<Item<'_>> {
+            (0..self.ids.len())
+                .map(|i| Item { id: &self.ids[i], message: &self.messages[i], tokens: self.tokens[i] })
+                .collect()
+        }
+    }
+
+    /// The stages before summarise and the second selection, as `build_once` runs them.
+    pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
+        let structure = structure_for(ctx.items, ctx.options.dedupe_system, cache);
+        let mut pass = Pass::new(ctx, cache, structure, state).expect("plan");
+        select::allot(ctx, cache, &mut pass).expect("allot");
+        select::measure(ctx, cache, &mut pass).expect("measure");
+        pass.lazy =
+            ctx.options.budget.is_some() && pass.optimise && !summarise::could_summarise(ctx, &pass, state, true);
+        reduce::plan_active(ctx, cache, &mut pass).expect("reduce");
+        pass
+    }
+
+    /// A user request, then `steps` tool steps (a call, its result of `result_words` words) and
+    /// a closing answer: one turn.
+    pub(crate) fn turn(n: usize, steps: usize, result_words: usize) -> Vec<Value> {
+        let mut out = vec![serde_json::json!({"role": "user", "content": format!("request {n}")})];
+        for s in 0..steps {
+            let id = format!("c{n}_{s}");
+            out.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\": \"/src/f{n}_{s}.rs\"}}")}}]}));
+            out.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": format!("line {n} {s} ").repeat(result_words)}));
+        }
+        out.push(serde_json::json!({"role": "assistant", "content": format!("answer {n}")}));
+        out
+    }
+
+    pub(crate) fn turns(count: usize, steps: usize, result_words: usize) -> Log {
+        let mut all = vec![serde_json::json!({"role": "system", "content": "Be brief."})];
+        for n in 1..=count {
+            all.extend(turn(n, steps, result_words));
+        }
+        Log::openai(Value::Array(all))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{turns, Log, ENCODING};
+    use super::*;
+    use crate::compact::repair::structure_for;
+    use crate::compact::summary::{SummarySource, SummaryState};
+    use serde_json::json;
+
+    fn record(until: &str, until_index: usize) -> SummaryRecord {
+        let pending = crate::compact::summary::PendingSummary {
+            request_id: "s1".into(),
+            until: until.into(),
+            until_index,
+            original_tokens: 100,
+            message_count: until_index + 1,
+            max_tokens: 100,
+            required_keys: Vec::new(),
+        };
+        crate::compact::summary::record(&pending, "earlier".into(), 1, "t".into(), SummarySource::External)
+    }
+
+    #[test]
+    fn a_pass_splits_the_units_into_system_covered_and_active() {
+        let log = turns(3, 1, 5);
+        let items = log.items();
+        let options = BuildOptions::default();
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+        let mut cache = ReduceCache::default();
+        // The summary covers the first turn (m2..m5).
+        let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
+        let structure = structure_for(&items, true, &mut cache);
+        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
+        assert!(pass.summary.is_some() && pass.notes.is_empty());
+        assert_eq!(pass.system.len(), 1);
+        assert_eq!(pass.system_tokens, items[0].tokens as usize, "system units are counted at once");
+        let first = |units: &[usize]| units.iter().map(|u| pass.unit(*u).unwrap().first).collect::<Vec<_>>();
+        assert_eq!(first(&pass.covered), [1, 2, 4]);
+        assert_eq!(first(&pass.active)[0], 5);
+
+        // A summary of another history is ignored, and said so.
+        let stale = SummaryState { current: Some(record("m9", 4)), ..Default::default() };
+        let structure = structure_for(&items, true, &mut cache);
+        let pass = Pass::new(&ctx, &mut cache, structure, &stale).unwrap();
+        assert!(pass.summary.is_none() && pass.covered.is_empty());
+        assert!(pass.notes[0].contains("does not match"));
+    }
+
+    #[test]
+    fn a_member_materialises_its_parts_and_counts_them_exactly() {
+        let log = Log::openai(json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "reading", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"}
+        ]));
+        let items = log.items();
+        let options = BuildOptions::default();
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+        let mut cache = ReduceCache::default();
+        let text_only = MemberPlan { msg: 1, parts: None, replace: Vec::new(), text_only: true };
+        let message = ctx.materialize(&mut cache, &text_only).unwrap();
+        assert_eq!(message.content.joined_text(), "reading");
+        assert!(message.tool_calls().next().is_none());
+        assert_eq!(ctx.member_tokens(&mut cache, &text_only).unwrap(), tokens::count_message(ENCODING, &message).total);
+        let again = ctx.materialize(&mut cache, &text_only).unwrap();
+        assert!(Arc::ptr_eq(&message, &again), "the same variant is the same message build after build");
+        let whole = MemberPlan { msg: 1, parts: None, replace: Vec::new(), text_only: false };
+        assert!(Arc::ptr_eq(&ctx.materialize(&mut cache, &whole).unwrap(), items[1].message));
+    }
+}

@@ -1,0 +1,305 @@
+//! The receipt: what happened to every stored message in a build (kept, reduced, summarised or
+//! dropped, and why), the tokens by part, the budget, the repairs, the summary and the memory.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::memory::MemoryUse;
+use super::plan::Plan;
+use super::repair::{Item, Repair, Structure};
+
+/// Which part of the context a message belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Section {
+    System,
+    Summary,
+    Recent,
+}
+
+/// What happened to a stored message in this build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Action {
+    Dropped,
+    Summarised,
+    /// Kept, with its tool calls and thinking removed (history thinning).
+    Thinned,
+    Digested,
+    Compressed,
+    Kept,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum DropReason {
+    /// Left out by repair (see the receipt's `repairs`).
+    Repair,
+    /// An older turn's tool traffic (history thinning).
+    Thinning,
+    /// Outside the count window.
+    Window,
+    /// Did not fit the token budget.
+    Budget,
+}
+
+/// What happened to one stored message; `Receipt::fates` has one per stored message, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fate {
+    pub action: Action,
+    pub reason: Option<DropReason>,
+    pub tokens_before: u32,
+    pub tokens_after: u32,
+}
+
+/// Consecutive stored messages that fared alike: the receipt by id, at the size of its changes
+/// rather than of the history (a long conversation is mostly one run of dropped messages).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ReceiptRun {
+    /// The first and last ids of the run (the same for a run of one).
+    pub from: String,
+    pub to: String,
+    pub count: usize,
+    pub action: Action,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub reason: Option<DropReason>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// One stored message's line of the receipt, with its id (`Receipt::entries`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ReceiptEntry {
+    pub id: String,
+    pub action: Action,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub reason: Option<DropReason>,
+    pub tokens_before: u32,
+    pub tokens_after: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct TokensByPart {
+    pub system: usize,
+    pub summary: usize,
+    pub recent: usize,
+    /// All of the above plus the reply priming.
+    pub total: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BudgetReport {
+    pub max_tokens: usize,
+    pub system_tokens: usize,
+    pub summary_budget: usize,
+    pub recent_budget: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct SummaryUse {
+    pub request_id: String,
+    pub summarised_until: String,
+    pub tokens: u32,
+    /// Made during this build (the extractive summariser).
+    pub fresh: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Receipt {
+    /// The whole stored history as one prompt.
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    pub by_part: TokensByPart,
+    pub budget: Option<BudgetReport>,
+    pub within_budget: bool,
+    /// What happened to every stored message, as runs of alike messages in history order.
+    #[cfg_attr(test, ts(type = "Array<Readonly<ReceiptRun>>"))]
+    pub runs: Vec<ReceiptRun>,
+    /// The same per message, in history order (ids by position: `Receipt::entries`).
+    #[serde(skip)]
+    pub fates: Vec<Fate>,
+    pub repairs: Vec<Repair>,
+    pub summary: Option<SummaryUse>,
+    /// The memory's turn summaries the context holds (a session with memory).
+    pub memory: Option<MemoryUse>,
+    /// A placeholder user message was put first (Anthropic needs one and none was left).
+    pub placeholder: bool,
+    pub notes: Vec<String>,
+}
+
+impl Receipt {
+    /// One entry per stored message: `ids` are the stored messages' ids, in history order.
+    pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
+        self.fates
+            .iter()
+            .zip(ids)
+            .map(|(f, id)| ReceiptEntry {
+                id: id.to_string(),
+                action: f.action,
+                reason: f.reason,
+                tokens_before: f.tokens_before,
+                tokens_after: f.tokens_after,
+            })
+            .collect()
+    }
+}
+
+/// Groups per-message fates into runs; ids only at run ends.
+pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
+    let mut runs: Vec<ReceiptRun> = Vec::new();
+    let mut start = 0usize;
+    for (i, fate) in fates.iter().enumerate() {
+        let same = fates.get(start).is_some_and(|s| (s.action, s.reason) == (fate.action, fate.reason));
+        if i > start && same {
+            continue;
+        }
+        if i > start {
+            runs.push(run(items, fates, start, i));
+        }
+        start = i;
+    }
+    if start < fates.len() {
+        runs.push(run(items, fates, start, fates.len()));
+    }
+    runs
+}
+
+fn run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> ReceiptRun {
+    let slice = fates.get(start..end).unwrap_or(&[]);
+    let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
+    let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
+    ReceiptRun {
+        from: id(start),
+        to: id(end.saturating_sub(1)),
+        count: slice.len(),
+        action,
+        reason,
+        tokens_before: slice.iter().map(|f| u64::from(f.tokens_before)).sum(),
+        tokens_after: slice.iter().map(|f| u64::from(f.tokens_after)).sum(),
+    }
+}
+
+/// Each stored message's fate: summarised (covered by the summary in force), dropped (by repair,
+/// thinning, the window or the budget), or what its members in the context (`after`: the action
+/// and the tokens of each message in the context) became.
+pub(crate) fn fates(
+    items: &[Item],
+    structure: &Structure,
+    covered: &[usize],
+    plans: &[Plan],
+    after: &HashMap<usize, (Action, u32)>,
+) -> Vec<Fate> {
+    let mut fate: Vec<(Action, Option<DropReason>)> = vec![(Action::Dropped, Some(DropReason::Repair)); items.len()];
+    let covered_set: Vec<usize> = covered.to_vec();
+    for &u in &covered_set {
+        if let Some(unit) = structure.units.get(u) {
+            for m in &unit.members {
+                if let Some(slot) = fate.get_mut(m.msg) {
+                    *slot = (Action::Summarised, None);
+                }
+            }
+        }
+    }
+    for plan in plans {
+        if let Some(reason) = plan.dropped {
+            let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
+            for m in unit_members {
+                if let Some(slot) = fate.get_mut(m.msg) {
+                    if slot.0 == Action::Dropped {
+                        *slot = (Action::Dropped, Some(reason));
+                    }
+                }
+            }
+        } else if let Some(unit) = structure.units.get(plan.unit) {
+            // Members of a kept unit that thinning left out.
+            for m in &unit.members {
+                if !plan.members.iter().any(|p| p.msg == m.msg) {
+                    if let Some(slot) = fate.get_mut(m.msg) {
+                        if slot.0 == Action::Dropped {
+                            *slot = (Action::Dropped, Some(DropReason::Thinning));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (msg, (action, _)) in after {
+        if let Some(slot) = fate.get_mut(*msg) {
+            *slot = (*action, None);
+        }
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let (action, reason) = fate.get(i).copied().unwrap_or((Action::Dropped, Some(DropReason::Repair)));
+            Fate { action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::plan::testing::Log;
+    use serde_json::json;
+
+    #[test]
+    fn runs_group_alike_neighbours_and_expand_to_entries() {
+        let log = Log::openai(json!([
+            {"role": "user", "content": "a"}, {"role": "user", "content": "b"},
+            {"role": "user", "content": "c"}, {"role": "user", "content": "d"}
+        ]));
+        let items = log.items();
+        let fate = |action, reason, after| Fate { action, reason, tokens_before: 5, tokens_after: after };
+        let fates = vec![
+            fate(Action::Dropped, Some(DropReason::Budget), 0),
+            fate(Action::Dropped, Some(DropReason::Budget), 0),
+            fate(Action::Kept, None, 5),
+            fate(Action::Kept, None, 5),
+        ];
+        let runs = runs(&items, &fates);
+        assert_eq!(runs.len(), 2);
+        assert_eq!((runs[0].from.as_str(), runs[0].to.as_str(), runs[0].count), ("m1", "m2", 2));
+        assert_eq!((runs[1].tokens_before, runs[1].tokens_after), (10, 10));
+        let receipt = Receipt {
+            tokens_before: 23,
+            tokens_after: 13,
+            messages_before: 4,
+            messages_after: 2,
+            by_part: TokensByPart::default(),
+            budget: None,
+            within_budget: true,
+            runs,
+            fates,
+            repairs: Vec::new(),
+            summary: None,
+            memory: None,
+            placeholder: false,
+            notes: Vec::new(),
+        };
+        let entries = receipt.entries(items.iter().map(|i| i.id));
+        assert_eq!(entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["m1", "m2", "m3", "m4"]);
+        assert_eq!(entries[1].reason, Some(DropReason::Budget));
+    }
+}

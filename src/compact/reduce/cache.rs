@@ -1,0 +1,73 @@
+//! The reductions and token counts of earlier builds, by record id, so that a warm build
+//! computes only what is new.
+
+use crate::fasthash::FastMap;
+
+/// Per-part results, computed at most once.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PartCache {
+    pub tokens: Option<u32>,
+    pub compressed: Option<Option<crate::message::Part>>,
+    pub digested: Option<Option<crate::message::Part>>,
+}
+
+/// Reductions and token counts computed for earlier builds, by record id. Valid for one set of
+/// options: a build with other reducer options or another encoding starts it afresh.
+#[derive(Clone, Debug, Default)]
+pub struct ReduceCache {
+    pub(crate) fingerprint: String,
+    pub(crate) parts: FastMap<String, Vec<PartCache>>,
+    pub(crate) members: FastMap<String, u32>,
+    /// Reduced messages by the same key as `members`, with the last build that used each: a
+    /// message keeps its identity from build to build (its request form is kept by identity).
+    pub(crate) materialized: FastMap<String, (u64, std::sync::Arc<crate::message::Message>)>,
+    /// Builds made with this cache.
+    pub(crate) builds: u64,
+    pub(crate) overheads: FastMap<String, u32>,
+    /// The structure of the last history built, with what identifies that history: its length,
+    /// first and last ids, and the dedupe flag (an append-only history with the same length and
+    /// ends is the same history).
+    pub(crate) structure: Option<(usize, String, String, bool, std::sync::Arc<crate::compact::repair::Structure>)>,
+    /// Tokens of the messages a build makes up (summary, placeholder, prompt), by role, format and text:
+    /// a summary is thousands of tokens, and it stays the same build after build.
+    pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
+    /// Tokens of the memory's turn-summary lines, by text.
+    pub(crate) memory_lines: FastMap<String, u32>,
+    scratch: PartCache,
+    /// How many reductions were computed (not served from the cache): for tests and benchmarks.
+    pub computed: u64,
+}
+
+impl ReduceCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn prepare(&mut self, fingerprint: String) {
+        if self.fingerprint != fingerprint {
+            *self = ReduceCache { fingerprint, computed: self.computed, ..Default::default() };
+        }
+    }
+
+    pub(crate) fn part(&mut self, id: &str, index: usize, len: usize) -> &mut PartCache {
+        if !self.parts.contains_key(id) {
+            self.parts.insert(id.to_string(), Vec::new());
+        }
+        let Some(slots) = self.parts.get_mut(id) else {
+            // Inserted just above; a scratch slot keeps this total without a panic path.
+            self.scratch = PartCache::default();
+            return &mut self.scratch;
+        };
+        let needed = len.max(index + 1);
+        if slots.len() < needed {
+            slots.resize(needed, PartCache::default());
+        }
+        match slots.get_mut(index) {
+            Some(slot) => slot,
+            None => {
+                self.scratch = PartCache::default();
+                &mut self.scratch
+            }
+        }
+    }
+}
