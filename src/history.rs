@@ -281,7 +281,8 @@ impl ConversationHistory {
         self.ensure_counted();
         let messages: Vec<u32> = self.records.iter().map(|r| r.tokens.map_or(0, |t| t.total)).collect();
         let total = messages.iter().map(|n| *n as usize).sum::<usize>() + REPLY_PRIMING;
-        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING }
+        let estimate = self.records.iter().any(|r| r.message.source == Format::Anthropic || r.tokens.is_some_and(|t| t.estimated));
+        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING, estimate }
     }
 
     /// Tokens broken down by role and by part kind.
