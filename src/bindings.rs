@@ -20,7 +20,7 @@ use crate::compact::{request as provider_request, BuildOptions, BuildOutcome};
 use crate::error::{Error, Result};
 use crate::session::{Session as CoreSession, DEFAULT_MAX_LOOPS, MAIN_CONTEXT_ID};
 use crate::message::{self, Format};
-use crate::tokens::{self, ChatCount, Encoding};
+use crate::tokens::{self, ChatCount, Encoding, RequestOptions};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
@@ -34,7 +34,7 @@ export interface OpenAIToolCall { id: string; type: "function"; function: { name
 export type OpenAIMessage =
   | { role: "system" | "developer"; content: string | OpenAITextPart[]; name?: string; [key: string]: unknown }
   | { role: "user"; content: string | OpenAIContentPart[]; name?: string; [key: string]: unknown }
-  | { role: "assistant"; content?: string | OpenAIContentPart[] | null; tool_calls?: OpenAIToolCall[]; name?: string; [key: string]: unknown }
+  | { role: "assistant"; content?: string | OpenAIContentPart[] | null; tool_calls?: OpenAIToolCall[]; function_call?: { name: string; arguments: string }; name?: string; [key: string]: unknown }
   | { role: "tool"; tool_call_id: string; content: string | OpenAITextPart[]; [key: string]: unknown };
 
 export interface AnthropicTextBlock { type: "text"; text: string; [key: string]: unknown }
@@ -54,7 +54,65 @@ export type ToolDefinition =
 
 export interface CountOptions { format?: Format; tools?: ToolDefinition[] }
 export interface HistoryOptions { encoding?: EncodingName; format?: Format }
-export interface ChatTokenCount { total: number; messages: number[]; tools: number; replyPriming: number }
+/** `estimate`: some part is not exact (Anthropic messages, an image of unknown size, a tool that is not a function). */
+export interface ChatTokenCount { total: number; messages: number[]; tools: number; replyPriming: number; estimate: boolean }
+
+/** OpenAI's legacy function result: counted by `countRequest`/`countMessages`, refused by a history. */
+export interface OpenAIFunctionMessage { role: "function"; name: string; content: string | null; [key: string]: unknown }
+export type CountableMessage = Message | OpenAIFunctionMessage;
+/** Any message shape: this package's, or either SDK's parameter types (counting reads what it knows). */
+export interface MessageLike { role: string; content?: unknown }
+export type ToolChoice =
+  | "auto" | "none" | "required"
+  | { type: "function"; function: { name: string } }
+  | { type: "auto" | "any" | "none"; disable_parallel_tool_use?: boolean }
+  | { type: "tool"; name: string; disable_parallel_tool_use?: boolean }
+  | { type: string };
+/**
+ * A request as sent to the provider: an OpenAI `ChatCompletionCreateParams` or an Anthropic
+ * `MessageCreateParams` is accepted as it stands (fields that do not change the prompt, such as
+ * `temperature`, are ignored).
+ */
+export interface TokenCountRequest {
+  messages: ReadonlyArray<CountableMessage | MessageLike>;
+  /** Anthropic's top-level system prompt; for OpenAI, a system message before the others. */
+  system?: string | ReadonlyArray<{ type: "text"; text: string }>;
+  tools?: ReadonlyArray<ToolDefinition | object>;
+  tool_choice?: ToolChoice;
+  /** OpenAI's legacy function definitions and forcing. */
+  functions?: ReadonlyArray<{ name: string; description?: string; parameters?: object }>;
+  function_call?: "auto" | "none" | { name: string };
+  /** Used when `options.model` is not given. */
+  model?: string;
+}
+export interface RequestCountOptions {
+  format?: Format;
+  /** Picks the image rule (OpenAI's tiles or patches by model) and Anthropic's tool-use prompt. */
+  model?: string;
+  /** Pixel sizes of images given by URL (base64 images are measured from their bytes). */
+  imageSizes?: Record<string, { width: number; height: number }>;
+  /** Image data that cannot be read throws instead of being counted at the default size. */
+  strictImages?: boolean;
+}
+/** `total = system + messages + tools + toolChoice + replyPriming`; `images` is the images' share of system and messages. */
+export interface RequestTokenCount {
+  total: number;
+  /** System and developer messages, and a top-level `system`. */
+  system: number;
+  /** Every other message. */
+  messages: number;
+  /** One entry per element of the request's `messages`. */
+  perMessage: number[];
+  /** Tool (and legacy function) definitions, with their framing. */
+  tools: number;
+  /** Forcing with `tool_choice` / `function_call`. */
+  toolChoice: number;
+  replyPriming: number;
+  images: number;
+  /** Some part is not exact: `estimates` says which and why. */
+  estimate: boolean;
+  estimates: string[];
+}
 export interface TokenReport {
   total: number;
   messages: number;
@@ -378,6 +436,7 @@ fn chat_count_value(count: &ChatCount) -> Value {
         "messages": count.messages,
         "tools": count.tools,
         "replyPriming": count.reply_priming,
+        "estimate": count.estimate,
     })
 }
 
@@ -415,10 +474,21 @@ impl Tokenizer {
     #[wasm_bindgen(js_name = countMessages, unchecked_return_type = "ChatTokenCount")]
     pub fn count_messages(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "CountableMessage[] | AnthropicRequest")] messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CountOptions")] options: JsValue,
     ) -> JsResult<JsValue> {
         throw(self.count_messages_inner(&messages, &options))
+    }
+
+    /// A whole request counted as the provider bills it: system, messages, tool definitions,
+    /// forcing and reply priming, broken down, with every estimate said.
+    #[wasm_bindgen(js_name = countRequest, unchecked_return_type = "RequestTokenCount")]
+    pub fn count_request(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "TokenCountRequest | ReadonlyArray<CountableMessage | MessageLike>")] request: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestCountOptions")] options: JsValue,
+    ) -> JsResult<JsValue> {
+        throw(self.count_request_inner(&request, &options))
     }
 }
 
@@ -431,9 +501,13 @@ impl Tokenizer {
         };
         let tools = options.take("tools");
         options.finish()?;
-        let messages = message::parse(from_js(messages, "messages")?, format)?;
-        let count = tokens::count_messages(self.encoding, &messages, tools.as_ref())?;
+        let count = tokens::count_message_list(self.encoding, from_js(messages, "messages")?, format, tools)?;
         to_js(&chat_count_value(&count))
+    }
+
+    fn count_request_inner(&self, request: &JsValue, options: &JsValue) -> Result<JsValue> {
+        let options = if options.is_undefined() { RequestOptions::default() } else { RequestOptions::read(from_js(options, "options")?)? };
+        to_js(&tokens::count_request(self.encoding, from_js(request, "the request")?, &options)?)
     }
 }
 

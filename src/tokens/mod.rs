@@ -13,7 +13,7 @@ pub use chat::{
     count_message, count_message_with, count_messages, count_part, count_tools, message_overhead, ChatCount, ImageCounting, ImageNote,
     MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE,
 };
-pub use request::{count_request, RequestCount, RequestOptions};
+pub use request::{count_message_list, count_request, RequestCount, RequestOptions};
 
 use crate::bpe::{BpeEncoder, BpeEncoding};
 use crate::error::{Error, Result};

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::chat::{count_message_with, saturate, ImageCounting, ImageNote, REPLY_PRIMING, TOKENS_PER_MESSAGE};
+use super::chat::{count_message_with, count_messages, saturate, ChatCount, ImageCounting, ImageNote, REPLY_PRIMING, TOKENS_PER_MESSAGE};
 use super::images::ImageRule;
 use super::tools::{anthropic_tool_prompt, anthropic_tool_tokens, openai_choice_tokens, openai_tool_tokens, ToolList};
 use super::Encoding;
@@ -34,6 +34,60 @@ pub struct RequestOptions {
 impl Default for RequestOptions {
     fn default() -> Self {
         RequestOptions { format: Format::OpenAi, model: None, image_sizes: HashMap::new(), strict_images: false }
+    }
+}
+
+impl RequestOptions {
+    /// Reads `{ format?, model?, imageSizes?: { [url]: { width, height } }, strictImages? }`.
+    pub fn read(options: Value) -> Result<RequestOptions> {
+        let mut map = match options {
+            Value::Null => return Ok(RequestOptions::default()),
+            Value::Object(map) => map,
+            other => return Err(Error::invalid_argument(format!("options must be an object, got {}", type_name(&other)))),
+        };
+        let mut take = |key: &str| map.remove(key).filter(|v| !v.is_null());
+        let mut options = RequestOptions::default();
+        match take("format") {
+            Some(Value::String(name)) => options.format = Format::parse(&name)?,
+            Some(other) => return Err(Error::invalid_argument(format!("options.format must be a string, got {}", type_name(&other)))),
+            None => {}
+        }
+        match take("model") {
+            Some(Value::String(model)) => options.model = Some(model),
+            Some(other) => return Err(Error::invalid_argument(format!("options.model must be a string, got {}", type_name(&other)))),
+            None => {}
+        }
+        match take("strictImages") {
+            Some(Value::Bool(strict)) => options.strict_images = strict,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!("options.strictImages must be a boolean, got {}", type_name(&other))))
+            }
+            None => {}
+        }
+        match take("imageSizes") {
+            Some(Value::Object(sizes)) => {
+                for (url, size) in sizes {
+                    let side = |key: &str| {
+                        size.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0).ok_or_else(|| {
+                            Error::invalid_argument(format!("options.imageSizes[{url:?}].{key} must be a positive whole number of pixels"))
+                        })
+                    };
+                    let dimensions = (side("width")?, side("height")?);
+                    options.image_sizes.insert(url, dimensions);
+                }
+            }
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "options.imageSizes must map image URLs to {{ width, height }}, got {}",
+                    type_name(&other)
+                )))
+            }
+            None => {}
+        }
+        match map.keys().next() {
+            Some(key) => Err(Error::invalid_argument(format!("options has an unknown option `{key}`"))),
+            None => Ok(options),
+        }
     }
 }
 
@@ -84,6 +138,31 @@ pub fn count_request(encoding: Encoding, request: Value, options: &RequestOption
     count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
     count.estimate = !count.estimates.is_empty();
     Ok(count)
+}
+
+/// `Tokenizer.countMessages`: a message list (OpenAI, legacy `function` messages included; or
+/// Anthropic, an array or `{ system, messages }`) with optional tools, counted as one prompt.
+pub fn count_message_list(encoding: Encoding, messages: Value, format: Format, tools: Option<Value>) -> Result<ChatCount> {
+    match format {
+        Format::OpenAi => {
+            if !messages.is_array() {
+                return Err(Error::invalid_argument(format!("expected an array of OpenAI messages, got {}", type_name(&messages))));
+            }
+            let mut request = Map::from_iter([("messages".to_string(), messages)]);
+            if let Some(tools) = tools {
+                request.insert("tools".into(), tools);
+            }
+            let count = count_request(encoding, Value::Object(request), &RequestOptions::default())?;
+            Ok(ChatCount {
+                total: count.total,
+                messages: count.per_message,
+                tools: count.tools,
+                reply_priming: count.reply_priming,
+                estimate: count.estimate,
+            })
+        }
+        Format::Anthropic => count_messages(encoding, &message::parse_anthropic(messages)?, tools.as_ref()),
+    }
 }
 
 struct Counting<'a> {
@@ -332,6 +411,30 @@ mod tests {
         assert_eq!(count.per_message.len(), 1);
         assert!(count.system > 0);
         assert_eq!(count.total, count.system + count.messages + count.tools + count.reply_priming);
+    }
+
+    #[test]
+    fn options_are_read_and_typos_refused() {
+        let options = RequestOptions::read(json!({
+            "format": "anthropic", "model": "claude-sonnet-4-5", "strictImages": true,
+            "imageSizes": {"https://x/a.png": {"width": 640, "height": 480}}
+        }))
+        .unwrap();
+        assert_eq!(options.format, Format::Anthropic);
+        assert_eq!(options.image_sizes["https://x/a.png"], (640, 480));
+        assert!(options.strict_images);
+        assert_eq!(RequestOptions::read(Value::Null).unwrap(), RequestOptions::default());
+        for (bad, says) in [
+            (json!({"fromat": "openai"}), "unknown option `fromat`"),
+            (json!({"format": "gemini"}), "unknown format"),
+            (json!({"imageSizes": {"u": {"width": 0, "height": 3}}}), "positive whole number"),
+            (json!({"imageSizes": []}), "must map image URLs"),
+            (json!({"strictImages": "yes"}), "must be a boolean"),
+            (json!(3), "must be an object"),
+        ] {
+            let error = RequestOptions::read(bad).unwrap_err();
+            assert!(error.message.contains(says), "{says}: {error}");
+        }
     }
 
     #[test]
