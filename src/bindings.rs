@@ -119,7 +119,25 @@ export interface TokenReport {
   replyPriming: number;
   byRole: Partial<Record<"system" | "developer" | "user" | "assistant" | "tool", number>>;
   byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>;
+  /** Some message is counted by an estimate (Anthropic messages, images of unknown size). */
+  estimate: boolean;
+  /** `total` as the provider will likely bill it, once `recordUsage` calibrated the history; else null. */
+  calibration: CalibratedCount | null;
 }
+/** A usage object as either provider reports it. */
+export type ProviderUsage =
+  | { prompt_tokens: number; [key: string]: unknown }
+  | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null; [key: string]: unknown };
+export interface RecordUsageOptions {
+  /** The model the request went to (else the response's `model`). */
+  model?: string;
+  /** What was counted for that request (default: the last build's context, else the whole history). */
+  counted?: number;
+}
+/** Reported ÷ counted tokens for a model: the median of its recent requests, and their range widened by 2%. */
+export interface CalibrationFactor { model: string; factor: number; low: number; high: number; observations: number }
+/** `counted` tokens as the provider will likely bill them (`tokens`) and at most (`upper`). */
+export interface CalibratedCount extends CalibrationFactor { counted: number; tokens: number; upper: number }
 export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal";
 
 export interface BudgetOptions { contextWindow: number; targetRatio?: number; summaryRatio?: number; recentRatio?: number; minMessages?: number }
@@ -169,6 +187,8 @@ export interface Receipt {
   memory: { turns: number[]; tokens: number; omitted: number[] } | null;
   placeholder: boolean;
   notes: string[];
+  /** After `recordUsage`: the calibration the budget used (`budget` is then in counted tokens: the billed budget over `high`). */
+  calibration: CalibratedCount | null;
 }
 export interface SummaryRequest {
   id: string; from: string; until: string; messageIds: string[];
@@ -816,8 +836,34 @@ impl ConversationHistory {
                 "replyPriming": report.reply_priming,
                 "byRole": report.by_role,
                 "byPart": report.by_part,
+                "estimate": report.estimate,
+                "calibration": report.calibration,
             }))
         }))
+    }
+
+    /// Records what the provider reported for a request (its `usage`, or the whole response):
+    /// calibrates this history's counts for that model; later builds budget with it.
+    #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "CalibrationFactor")]
+    pub fn record_usage(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ProviderUsage | { model?: string; usage: ProviderUsage }")] usage: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RecordUsageOptions")] options: JsValue,
+    ) -> JsResult<JsValue> {
+        throw((|| {
+            let mut options = Options::read(&options, "options")?;
+            let model = options.take_str("model")?;
+            let counted = match options.take("counted") {
+                None => None,
+                Some(value) => Some(value.as_u64().and_then(|n| usize::try_from(n).ok()).ok_or_else(|| {
+                    Error::invalid_argument("options.counted must be a whole number of tokens")
+                })?),
+            };
+            options.finish()?;
+            let usage = from_js(&usage, "usage")?;
+            let mut session = self.session.get()?;
+            to_js(&session.history.record_usage(&usage, model.as_deref(), counted)?)
+        })())
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::compact::{self, BuildOptions, BuildOutcome, Item, ReduceCache, SummaryRecord, SummarySource, SummaryState};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, Format, Message, PartKind};
+use crate::tokens::calibration::{Calibrated, Calibration, Factor, ReportedUsage};
 use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
 
 #[derive(Clone, Debug)]
@@ -47,6 +48,8 @@ pub struct ConversationHistory {
     proposed: Option<compact::PendingSummary>,
     /// The last build's receipt, for its entries message by message.
     last_receipt: Option<compact::Receipt>,
+    /// Reported usage against our counts, per model (not exported: it is learnt again).
+    calibration: Calibration,
 }
 
 /// A history as JSON: every message in the format it arrived in, with its id, and the summary
@@ -67,7 +70,7 @@ pub struct LoggedMessage {
     pub message: Value,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TokenReport {
     pub total: usize,
     pub messages: usize,
@@ -75,6 +78,10 @@ pub struct TokenReport {
     pub by_role: BTreeMap<&'static str, usize>,
     /// Part kinds plus `overhead` (framing, role and name).
     pub by_part: BTreeMap<&'static str, usize>,
+    /// Some message is counted by an estimate (Anthropic messages, images of unknown size).
+    pub estimate: bool,
+    /// `total` as the provider will likely bill it, once usage was recorded.
+    pub calibration: Option<Calibrated>,
 }
 
 impl ConversationHistory {
@@ -90,6 +97,7 @@ impl ConversationHistory {
             reduce_cache: ReduceCache::default(),
             proposed: None,
             last_receipt: None,
+            calibration: Calibration::default(),
         }
     }
 
@@ -281,8 +289,7 @@ impl ConversationHistory {
         self.ensure_counted();
         let messages: Vec<u32> = self.records.iter().map(|r| r.tokens.map_or(0, |t| t.total)).collect();
         let total = messages.iter().map(|n| *n as usize).sum::<usize>() + REPLY_PRIMING;
-        let estimate = self.records.iter().any(|r| r.message.source == Format::Anthropic || r.tokens.is_some_and(|t| t.estimated));
-        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING, estimate }
+        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING, estimate: self.is_estimate() }
     }
 
     /// Tokens broken down by role and by part kind.
@@ -303,7 +310,36 @@ impl ConversationHistory {
             }
             total += tokens.total as usize;
         }
-        TokenReport { total, messages: self.records.len(), reply_priming: REPLY_PRIMING, by_role, by_part }
+        let estimate = self.is_estimate();
+        let calibration = self.calibration.latest().map(|f| f.apply(total));
+        TokenReport { total, messages: self.records.len(), reply_priming: REPLY_PRIMING, by_role, by_part, estimate, calibration }
+    }
+
+    fn is_estimate(&self) -> bool {
+        self.records.iter().any(|r| r.message.source == Format::Anthropic || r.tokens.is_some_and(|t| t.estimated))
+    }
+
+    /// Records what the provider reported for a request (a usage object, or the whole response
+    /// with its `model`): `counted` is what we counted for it, by default the last build's
+    /// context (else the whole history). Returns the model's calibration.
+    pub fn record_usage(&mut self, usage: &Value, model: Option<&str>, counted: Option<usize>) -> Result<Factor> {
+        let reported = ReportedUsage::read(usage)?;
+        let model = model.or(reported.model.as_deref()).ok_or_else(|| {
+            Error::invalid_argument("usage must name its model: pass `model`, or the whole response (it has `model`)")
+        })?;
+        let counted = match counted {
+            Some(counted) => counted,
+            None => match &self.last_receipt {
+                Some(receipt) => receipt.tokens_after,
+                None => self.token_count().total,
+            },
+        };
+        self.calibration.record(model, counted, reported.input_tokens)
+    }
+
+    /// The calibration budgets use: that of the model usage was last recorded for.
+    pub fn calibration(&self) -> Option<Factor> {
+        self.calibration.latest()
     }
 }
 
@@ -322,7 +358,20 @@ impl ConversationHistory {
             .iter()
             .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens.map_or(0, |t| t.total) })
             .collect();
-        let outcome = compact::build_with_notes(&items, self.encoding, options, &self.summary, &mut self.reduce_cache, notes)?;
+        // A calibrated history budgets in counted tokens: the billed budget over the top of the band.
+        let factor = self.calibration.latest();
+        let calibrated_options;
+        let options = match (&factor, &options.budget) {
+            (Some(factor), Some(budget)) => {
+                let window = factor.counted_budget(budget.context_window as usize).clamp(1, u32::MAX as usize) as u32;
+                calibrated_options =
+                    BuildOptions { budget: Some(compact::BudgetOptions { context_window: window, ..budget.clone() }), ..options.clone() };
+                &calibrated_options
+            }
+            _ => options,
+        };
+        let mut outcome = compact::build_with_notes(&items, self.encoding, options, &self.summary, &mut self.reduce_cache, notes)?;
+        outcome.context.receipt.calibration = factor.map(|f| f.apply(outcome.context.tokens.total));
         if let Some(record) = &outcome.new_summary {
             self.summary.current = Some(record.clone());
             self.summary.generation += 1;

@@ -294,6 +294,9 @@ pub struct Receipt {
     /// A placeholder user message was put first (Anthropic needs one and none was left).
     pub placeholder: bool,
     pub notes: Vec<String>,
+    /// The history's calibration against reported usage, when there is one: the budget above is
+    /// then in counted tokens (the billed budget over the top of the band).
+    pub calibration: Option<crate::tokens::calibration::Calibrated>,
 }
 
 impl Receipt {
@@ -1362,6 +1365,7 @@ fn assemble(
         memory: memory_use,
         placeholder: placeholder_used,
         notes,
+        calibration: None,
     };
     let context = CompactedContext { format, messages, tokens, receipt };
     Ok(Step::Done(Box::new(BuildOutcome { context, summary_request, new_summary: None })))

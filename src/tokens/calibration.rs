@@ -108,6 +108,11 @@ impl Factor {
         (budget as f64 / self.high).floor() as usize
     }
 
+    /// `counted` tokens as the provider will likely bill them, and at most.
+    pub fn apply(&self, counted: usize) -> Calibrated {
+        Calibrated { factor: self.clone(), counted, tokens: self.calibrated(counted), upper: self.upper(counted) }
+    }
+
     fn from_window(model: &str, window: &VecDeque<Observation>) -> Option<Factor> {
         let mut ratios: Vec<f64> = window.iter().map(|o| o.ratio()).collect();
         ratios.sort_by(f64::total_cmp);
@@ -122,6 +127,18 @@ impl Factor {
             observations: ratios.len(),
         })
     }
+}
+
+/// A count with its calibration: `tokens` is what the provider will likely bill for `counted`,
+/// `upper` the most it should.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calibrated {
+    #[serde(flatten)]
+    pub factor: Factor,
+    pub counted: usize,
+    pub tokens: usize,
+    pub upper: usize,
 }
 
 /// Recent observations per model.

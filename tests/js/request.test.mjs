@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { Tokenizer, InvalidArgumentError, InvalidMessageError } from "context-compactor";
+import { Tokenizer, ConversationHistory, InvalidArgumentError, InvalidMessageError } from "context-compactor";
 import { cookbook } from "./fixtures.mjs";
 
 const apiCounts = JSON.parse(readFileSync(new URL("../data/openai-prompt-tokens.json", import.meta.url), "utf8"));
@@ -129,4 +129,39 @@ test("bad requests and options are typed errors", () => {
   assert.throws(() => tok.countRequest([{ role: "robot", content: "x" }]), InvalidMessageError);
   // A bare list is a request too; nothing thrown leaves the tokenizer unusable.
   assert.equal(tok.countRequest(hello).total, tok.countMessages(hello).total);
+});
+
+test("a history calibrated by reported usage budgets with the top of the band", () => {
+  const history = new ConversationHistory({ format: "anthropic" });
+  for (let i = 0; i < 60; i++) {
+    history.append({ role: i % 2 ? "assistant" : "user", content: `turn ${i}: ${"a fairly ordinary sentence of prose. ".repeat(1 + (i % 5))}` });
+  }
+  const report = history.tokenReport();
+  assert.equal(report.estimate, true, "Anthropic counts are estimates");
+  assert.equal(report.calibration, null, "no usage recorded yet");
+  assert.equal(history.tokenCount().estimate, true);
+  const options = { format: "anthropic", budget: { contextWindow: 3000, targetRatio: 1 }, summary: null };
+  const before = history.build(options);
+  assert.equal(before.receipt.calibration, null);
+
+  // What an Anthropic response reports: input, cache writes and cache reads together are the bill.
+  const response = { model: "claude-sonnet-4-5", usage: { input_tokens: 40, cache_creation_input_tokens: 0, cache_read_input_tokens: Math.round(before.tokens.total * 1.3) - 40, output_tokens: 12 } };
+  const factor = history.recordUsage(response);
+  assert.equal(factor.model, "claude-sonnet-4-5");
+  assert.equal(factor.observations, 1);
+  assert.ok(Math.abs(factor.factor - 1.3) < 0.01 && factor.high > factor.factor && factor.low < factor.factor);
+
+  const after = history.build(options);
+  const { calibration, budget, withinBudget } = after.receipt;
+  assert.equal(calibration.model, "claude-sonnet-4-5");
+  assert.ok(withinBudget && calibration.upper <= 3000, `billed at most ${calibration.upper} of 3000`);
+  assert.ok(budget.maxTokens < 3000 / 1.3, `counted budget ${budget.maxTokens}`);
+  assert.ok(after.tokens.total < before.tokens.total);
+  assert.equal(history.tokenReport().calibration.model, "claude-sonnet-4-5");
+
+  assert.throws(() => history.recordUsage({ input_tokens: 10 }), /model/);
+  assert.throws(() => history.recordUsage({ output_tokens: 10 }, { model: "m" }), InvalidArgumentError);
+  assert.throws(() => history.recordUsage({ input_tokens: 10 }, { model: "m", counted: -3 }), /whole number/);
+  assert.throws(() => history.recordUsage({ prompt_tokens: 10 }, { modle: "m" }), /unknown option/);
+  assert.equal(history.recordUsage({ prompt_tokens: 500 }, { model: "gpt-4o", counted: 400 }).factor, 1.25);
 });
