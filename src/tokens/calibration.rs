@@ -117,6 +117,7 @@ impl Factor {
         let mut ratios: Vec<f64> = window.iter().map(|o| o.ratio()).collect();
         ratios.sort_by(f64::total_cmp);
         let (first, last) = (*ratios.first()?, *ratios.last()?);
+        // `ratios` is not empty (`first` above), so `mid` and, for an even length, `mid - 1` index it.
         let mid = ratios.len() / 2;
         let factor = if ratios.len() % 2 == 1 { ratios[mid] } else { (ratios[mid - 1] + ratios[mid]) / 2.0 };
         Some(Factor {
@@ -179,6 +180,7 @@ impl Calibration {
                 self.models.len() - 1
             }
         };
+        // `slot` was just found or pushed.
         let window = &mut self.models[slot].1;
         if window.len() == self.window {
             window.pop_front();

@@ -371,7 +371,7 @@ mod tests {
             let n = left.min(65_000);
             b.extend([0xFF, 0xE1]);
             b.extend(((n + 2) as u16).to_be_bytes());
-            b.extend(std::iter::repeat(0xAB).take(n));
+            b.extend(std::iter::repeat_n(0xAB, n));
             left -= n;
         }
         b.extend([0xFF, 0xFF, 0xDB, 0x00, 0x04, 0x00, 0x00]);
