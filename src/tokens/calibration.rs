@@ -115,7 +115,7 @@ impl Factor {
 
     fn from_window(model: &str, window: &VecDeque<Observation>) -> Option<Factor> {
         let mut ratios: Vec<f64> = window.iter().map(|o| o.ratio()).collect();
-        ratios.sort_by(f64::total_cmp);
+        ratios.sort_unstable_by(f64::total_cmp);
         let (first, last) = (*ratios.first()?, *ratios.last()?);
         // `ratios` is not empty (`first` above), so `mid` and, for an even length, `mid - 1` index it.
         let mid = ratios.len() / 2;
