@@ -20,7 +20,9 @@
 //! } // namespace functions
 //! ```
 //!
-//! Descriptions and defaults are comments of the top-level properties only (nested ones are
+//! Properties keep the order they were given in (serde_json's `preserve_order`: the order
+//! changes how the lines' ends merge into tokens). Descriptions and defaults are comments of the
+//! top-level properties only (nested ones are
 //! not shown to the model: the API-reported counts of nested definitions say so), `?` marks a
 //! property not in `required`, enums are unions of their JSON literals, arrays `T[]`, nested
 //! objects `{…}` indented by two, `anyOf`/`oneOf` unions, `const` is not shown.
@@ -418,9 +420,9 @@ mod tests {
         }]));
         assert_eq!(
             rendered,
-            "namespace functions {\n\ntype f = (_: {\nfree?: object,\n// top\nitems: {\n  n: number,\n  tags?: string[],\n}[],\n\
-             missing?: any,\nmode?: string | null, // default: \"a\"\nmulti?: string | number,\nref?: \"m\" | 2 | true,\n}) => any;\n\n\
-             } // namespace functions"
+            "namespace functions {\n\ntype f = (_: {\n// top\nitems: {\n  n: number,\n  tags?: string[],\n}[],\n\
+             mode?: string | null, // default: \"a\"\nfree?: object,\nref?: \"m\" | 2 | true,\nmissing?: any,\n\
+             multi?: string | number,\n}) => any;\n\n} // namespace functions"
         );
     }
 
