@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, Format, Message, PartKind};
+use crate::tokens::calibration::Calibrated;
 use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
 
 #[derive(Clone, Debug)]
@@ -53,7 +54,7 @@ pub struct LoggedMessage {
     pub message: Value,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokenReport {
@@ -73,6 +74,10 @@ pub struct TokenReport {
         )
     )]
     pub by_part: BTreeMap<&'static str, usize>,
+    /// Some message is counted by an estimate (Anthropic messages, images of unknown size).
+    pub estimate: bool,
+    /// `total` as the provider will likely bill it, once usage was recorded.
+    pub calibration: Option<Calibrated>,
 }
 
 impl ConversationHistory {
@@ -278,7 +283,7 @@ impl ConversationHistory {
         self.count_all();
         let messages: Vec<u32> = self.records.iter().map(|r| r.tokens.map_or(0, |t| t.total)).collect();
         let total = messages.iter().map(|n| *n as usize).sum::<usize>() + REPLY_PRIMING;
-        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING }
+        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING, estimate: self.is_estimate() }
     }
 
     /// Tokens broken down by role and by part kind.
@@ -299,7 +304,22 @@ impl ConversationHistory {
             }
             total += tokens.total as usize;
         }
-        TokenReport { total, messages: self.records.len(), reply_priming: REPLY_PRIMING, by_role, by_part }
+        let estimate = self.is_estimate();
+        // The history knows no bills: a session fills this in from its compactor.
+        let calibration = None;
+        TokenReport {
+            total,
+            messages: self.records.len(),
+            reply_priming: REPLY_PRIMING,
+            by_role,
+            by_part,
+            estimate,
+            calibration,
+        }
+    }
+
+    fn is_estimate(&self) -> bool {
+        self.records.iter().any(|r| r.message.source == Format::Anthropic || r.tokens.is_some_and(|t| t.estimated))
     }
 }
 

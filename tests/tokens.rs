@@ -1,8 +1,8 @@
 mod common;
 
 use context_compactor::message::{self, Format};
-use context_compactor::tokens::{self, Encoding};
-use serde_json::Value;
+use context_compactor::tokens::{self, Encoding, RequestOptions};
+use serde_json::{json, Value};
 
 #[test]
 fn every_cl100k_and_o200k_vector_matches_id_for_id() {
@@ -88,5 +88,63 @@ fn every_fixture_message_counts_its_strings() {
                 assert_eq!(counted.total as usize, expected);
             }
         }
+    }
+}
+
+/// tests/data/openai-prompt-tokens.json: requests with the prompt tokens the OpenAI API reported
+/// for them (each vector names its source; see the file's `sources`).
+fn api_vectors() -> Vec<(String, Value, usize)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openai-prompt-tokens.json");
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    data["vectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["source"].as_str().unwrap().to_string(),
+                v["request"].clone(),
+                v["prompt_tokens"].as_u64().unwrap() as usize,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_api_reported_prompt_count_is_matched_exactly() {
+    let vectors = api_vectors();
+    assert_eq!(vectors.len(), 38);
+    for (i, (source, request, expected)) in vectors.iter().enumerate() {
+        let count = tokens::count_request(Encoding::Cl100kBase, request.clone(), &RequestOptions::default()).unwrap();
+        assert_eq!(count.total, *expected, "vector {i} ({source}): {request}");
+        assert!(!count.estimate, "vector {i}: {:?}", count.estimates);
+        assert_eq!(count.total, count.system + count.messages + count.tools + count.tool_choice + count.reply_priming);
+    }
+}
+
+#[test]
+fn legacy_functions_and_tools_are_one_namespace() {
+    // Definitions sent as `tools` render exactly as the same ones sent as `functions`.
+    for (_, request, _) in api_vectors().into_iter().filter(|(_, r, _)| r.get("functions").is_some()) {
+        let mut as_tools = request.clone();
+        let functions = as_tools.as_object_mut().unwrap().remove("functions").unwrap();
+        let tools: Vec<Value> =
+            functions.as_array().unwrap().iter().map(|f| json!({"type": "function", "function": f})).collect();
+        as_tools["tools"] = Value::from(tools);
+        let count = |r: &Value| {
+            tokens::count_request(Encoding::O200kBase, r.clone(), &RequestOptions::default()).unwrap().total
+        };
+        assert_eq!(count(&request), count(&as_tools));
+    }
+}
+
+#[test]
+fn the_cookbook_tool_example_counts_through_the_request_call_too() {
+    let cookbook = common::read_json("tokens/openai-cookbook-chat-token-counts.json");
+    let example = &cookbook["tools_example"];
+    let request = json!({"messages": example["messages"], "tools": example["tools"]});
+    for (encoding, model) in [(Encoding::O200kBase, "gpt-4o"), (Encoding::Cl100kBase, "gpt-4")] {
+        let count = tokens::count_request(encoding, request.clone(), &RequestOptions::default()).unwrap();
+        assert_eq!(count.total as u64, example["expected_prompt_tokens"][model].as_u64().unwrap(), "{model}");
     }
 }

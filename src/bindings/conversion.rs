@@ -129,12 +129,12 @@ pub(crate) fn options<T: DeserializeOwned>(value: &JsValue, what: &str) -> Resul
             }
         }
     };
-    serde_json::from_value(Value::Object(map)).map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+    crate::error::from_json(Value::Object(map), &format!("invalid {what}"))
 }
 
 /// A value of a core type, read from JS (`what` names it in errors).
 pub(crate) fn typed<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T> {
-    serde_json::from_value(from_js(value, what)?).map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+    crate::error::from_json(from_js(value, what)?, &format!("invalid {what}"))
 }
 
 /// An export given as an object or as the JSON text of one.

@@ -9,17 +9,49 @@ export type CountOptions = {
  */
 format?: Format, 
 /**
- * Tool definitions, counted by the cookbook's rules.
+ * Tool definitions, counted as OpenAI renders them (src/tokens/tools.rs).
  */
 tools?: ToolDefinition[], };
 
-export type ChatTokenCount = { total: number, messages: Array<number>, tools: number, replyPriming: number, };
+export type ChatTokenCount = { total: number, messages: Array<number>, tools: number, replyPriming: number, 
+/**
+ * Some part of the count is an estimate (see `RequestCount::estimates` for why).
+ */
+estimate: boolean, };
+
+export type RequestTokenCount = { total: number, system: number, messages: number, perMessage: Array<number>, tools: number, toolChoice: number, replyPriming: number, images: number, 
+/**
+ * Some part is not exact; `estimates` says which and why.
+ */
+estimate: boolean, estimates: Array<string>, };
 
 export type TokenReport = { total: number, messages: number, replyPriming: number, byRole: Partial<Record<"system" | "developer" | "user" | "assistant" | "tool", number>>, 
 /**
  * Part kinds plus `overhead` (framing, role and name).
  */
-byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>, };
+byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>, 
+/**
+ * Some message is counted by an estimate (Anthropic messages, images of unknown size).
+ */
+estimate: boolean, 
+/**
+ * `total` as the provider will likely bill it, once usage was recorded.
+ */
+calibration: CalibratedCount | null, };
+
+export type RecordUsageOptions = { 
+/**
+ * The model the request went to (else the response's `model`).
+ */
+model?: string, 
+/**
+ * What was counted for that request (default: the last build's context, else the whole history).
+ */
+counted?: number, };
+
+export type CalibrationFactor = { model: string, factor: number, low: number, high: number, observations: number, };
+
+export type CalibratedCount = { counted: number, tokens: number, upper: number, model: string, factor: number, low: number, high: number, observations: number, };
 
 export type HistoryOptions = { encoding?: EncodingName, format?: Format, };
 
@@ -207,7 +239,12 @@ memory: MemoryUse | null,
 /**
  * A placeholder user message was put first (Anthropic needs one and none was left).
  */
-placeholder: boolean, notes: Array<string>, };
+placeholder: boolean, notes: Array<string>, 
+/**
+ * The history's calibration against reported usage, when there is one: the budget above is
+ * then in counted tokens (the billed budget over the top of the band).
+ */
+calibration: CalibratedCount | null, };
 
 export type ReceiptRun = { 
 /**

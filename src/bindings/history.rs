@@ -4,7 +4,7 @@
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use super::conversion::{export_arg, format_arg, from_js, string_arg, to_js, typed};
+use super::conversion::{self, export_arg, format_arg, from_js, string_arg, to_js, typed};
 use super::errors::JsResult;
 use super::interning::LayoutEntry;
 use super::session::Shared;
@@ -19,6 +19,18 @@ use crate::tokens::ChatCount;
 #[wasm_bindgen]
 pub struct ConversationHistory {
     pub(crate) session: Shared,
+}
+
+/// `recordUsage`'s options.
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+pub(crate) struct RecordUsageOptions {
+    /// The model the request went to (else the response's `model`).
+    model: Option<String>,
+    /// What was counted for that request (default: the last build's context, else the whole history).
+    counted: Option<usize>,
 }
 
 /// What `build` returns. `messages`, `layout` and `receipt.runs` are set afterwards, from the
@@ -134,8 +146,23 @@ impl ConversationHistory {
     /// Tokens by role and by part kind.
     #[wasm_bindgen(js_name = tokenReport, unchecked_return_type = "TokenReport")]
     pub fn token_report(&self) -> JsResult<JsValue> {
-        let report: TokenReport = self.session.get()?.history.token_report();
+        let report: TokenReport = self.session.get()?.token_report();
         Ok(to_js(&report)?)
+    }
+
+    /// Records what the provider reported for a request (its `usage`, or the whole response):
+    /// calibrates this history's counts for that model; later builds budget with it.
+    #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "CalibrationFactor")]
+    pub fn record_usage(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ProviderUsage | { model?: string; usage: ProviderUsage }")]
+        usage: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RecordUsageOptions")] options: JsValue,
+    ) -> JsResult<JsValue> {
+        let options: RecordUsageOptions = conversion::options(&options, "options")?;
+        let usage = conversion::from_js(&usage, "usage")?;
+        let factor = self.session.get()?.record_usage(&usage, options.model.as_deref(), options.counted)?;
+        Ok(to_js(&factor)?)
     }
 
     /// The context for the next call: `[system] + [summary] + [recent]`, reduced and checked

@@ -6,8 +6,8 @@ use wasm_bindgen::prelude::*;
 
 use super::conversion::{from_js, string_arg, to_js};
 use super::errors::JsResult;
-use crate::message::{self, Format};
-use crate::tokens::{self, Encoding};
+use crate::message::Format;
+use crate::tokens::{self, Encoding, RequestOptions};
 
 /// `countMessages`' options.
 #[derive(Default, Deserialize)]
@@ -17,7 +17,7 @@ use crate::tokens::{self, Encoding};
 pub(crate) struct CountOptions {
     /// The messages' format (default OpenAI's).
     format: Option<Format>,
-    /// Tool definitions, counted by the cookbook's rules.
+    /// Tool definitions, counted as OpenAI renders them (src/tokens/tools.rs).
     #[cfg_attr(test, ts(type = "ToolDefinition[]", optional))]
     tools: Option<Value>,
 }
@@ -56,13 +56,29 @@ impl Tokenizer {
     #[wasm_bindgen(js_name = countMessages, unchecked_return_type = "ChatTokenCount")]
     pub fn count_messages(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "CountableMessage[] | AnthropicRequest")] messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CountOptions")] options: JsValue,
     ) -> JsResult<JsValue> {
         let options: CountOptions = super::conversion::options(&options, "options")?;
         let format = options.format.unwrap_or(Format::OpenAi);
-        let messages = message::parse(from_js(&messages, "messages")?, format)?;
-        let count = tokens::count_messages(self.encoding, &messages, options.tools.as_ref())?;
+        let count = tokens::count_message_list(self.encoding, from_js(&messages, "messages")?, format, options.tools)?;
         Ok(to_js(&count)?)
+    }
+
+    /// A whole request counted as the provider bills it: system, messages, tool definitions,
+    /// forcing and reply priming, broken down, with every estimate said.
+    #[wasm_bindgen(js_name = countRequest, unchecked_return_type = "RequestTokenCount")]
+    pub fn count_request(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "TokenCountRequest | ReadonlyArray<CountableMessage | MessageLike>")]
+        request: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestCountOptions")] options: JsValue,
+    ) -> JsResult<JsValue> {
+        let options = if options.is_undefined() {
+            RequestOptions::default()
+        } else {
+            RequestOptions::read(from_js(&options, "options")?)?
+        };
+        Ok(to_js(&tokens::count_request(self.encoding, from_js(&request, "the request")?, &options)?)?)
     }
 }

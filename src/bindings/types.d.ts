@@ -10,7 +10,7 @@ export interface OpenAIToolCall { id: string; type: "function"; function: { name
 export type OpenAIMessage =
   | { role: "system" | "developer"; content: string | OpenAITextPart[]; name?: string; [key: string]: unknown }
   | { role: "user"; content: string | OpenAIContentPart[]; name?: string; [key: string]: unknown }
-  | { role: "assistant"; content?: string | OpenAIContentPart[] | null; tool_calls?: OpenAIToolCall[]; name?: string; [key: string]: unknown }
+  | { role: "assistant"; content?: string | OpenAIContentPart[] | null; tool_calls?: OpenAIToolCall[]; function_call?: { name: string; arguments: string }; name?: string; [key: string]: unknown }
   | { role: "tool"; tool_call_id: string; content: string | OpenAITextPart[]; [key: string]: unknown };
 
 export interface AnthropicTextBlock { type: "text"; text: string; [key: string]: unknown }
@@ -27,6 +27,49 @@ export type Message = OpenAIMessage | AnthropicMessage;
 export type ToolDefinition =
   | { type: "function"; function: { name: string; description?: string; parameters?: Record<string, unknown> } }
   | { name: string; description?: string; input_schema: Record<string, unknown> };
+
+/** OpenAI's legacy function result: counted by `countRequest`/`countMessages`, refused by a history. */
+export interface OpenAIFunctionMessage { role: "function"; name: string; content: string | null; [key: string]: unknown }
+export type CountableMessage = Message | OpenAIFunctionMessage;
+/** Any message shape: this package's, or either SDK's parameter types (counting reads what it knows). */
+export interface MessageLike { role: string; content?: unknown }
+export type ToolChoice =
+  | "auto" | "none" | "required"
+  | { type: "function"; function: { name: string } }
+  | { type: "auto" | "any" | "none"; disable_parallel_tool_use?: boolean }
+  | { type: "tool"; name: string; disable_parallel_tool_use?: boolean }
+  | { type: string };
+/**
+ * A request as sent to the provider: an OpenAI `ChatCompletionCreateParams` or an Anthropic
+ * `MessageCreateParams` is accepted as it stands (fields that do not change the prompt, such as
+ * `temperature`, are ignored).
+ */
+export interface TokenCountRequest {
+  messages: ReadonlyArray<CountableMessage | MessageLike>;
+  /** Anthropic's top-level system prompt; for OpenAI, a system message before the others. */
+  system?: string | ReadonlyArray<{ type: "text"; text: string }>;
+  tools?: ReadonlyArray<ToolDefinition | object>;
+  tool_choice?: ToolChoice;
+  /** OpenAI's legacy function definitions and forcing. */
+  functions?: ReadonlyArray<{ name: string; description?: string; parameters?: object }>;
+  function_call?: "auto" | "none" | { name: string };
+  /** Used when `options.model` is not given. */
+  model?: string;
+}
+/** Read by the core (src/tokens/request.rs `RequestOptions::read`), unknown keys refused. */
+export interface RequestCountOptions {
+  format?: Format;
+  /** Picks the image rule (OpenAI's tiles or patches by model) and Anthropic's tool-use prompt. */
+  model?: string;
+  /** Pixel sizes of images given by URL (base64 images are measured from their bytes). */
+  imageSizes?: Record<string, { width: number; height: number }>;
+  /** Image data that cannot be read throws instead of being counted at the default size. */
+  strictImages?: boolean;
+}
+/** A usage object as either provider reports it. */
+export type ProviderUsage =
+  | { prompt_tokens: number; [key: string]: unknown }
+  | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null; [key: string]: unknown };
 
 export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal";
 

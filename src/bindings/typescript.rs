@@ -25,9 +25,10 @@ use crate::session::{
     HistoryExport, HistoryOptions, MemoryChoice, MemorySettings, SessionExport, SessionOptions, SubagentResult,
     TurnInput, TurnSummaryRequest,
 };
-use crate::tokens::ChatCount;
+use crate::tokens::calibration::{Calibrated, Factor};
+use crate::tokens::{ChatCount, RequestCount};
 
-use super::history::BuildResult;
+use super::history::{BuildResult, RecordUsageOptions};
 use super::interning::LayoutEntry;
 use super::tokenizer::CountOptions;
 
@@ -42,7 +43,11 @@ fn declarations() -> String {
         // Counting.
         CountOptions::decl(&cfg),
         ChatCount::decl(&cfg),
+        RequestCount::decl(&cfg),
         TokenReport::decl(&cfg),
+        RecordUsageOptions::decl(&cfg),
+        Factor::decl(&cfg),
+        Calibrated::decl(&cfg),
         HistoryOptions::decl(&cfg),
         // Build options.
         BuildSpec::decl(&cfg),

@@ -200,6 +200,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         memory: memory_use,
         placeholder: placeholder_used,
         notes: std::mem::take(&mut pass.notes),
+        calibration: None,
     };
     let context = CompactedContext { format, messages, tokens, receipt };
     Ok(BuildOutcome { context, summary_request: pass.summary_request.take(), new_summary: None })

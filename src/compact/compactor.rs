@@ -10,7 +10,8 @@ use super::{
     Receipt, ReceiptEntry, ReduceCache, SummaryRecord, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, Result};
-use crate::history::ConversationHistory;
+use crate::history::{ConversationHistory, TokenReport};
+use crate::tokens::calibration::{Calibration, Factor, ReportedUsage};
 use crate::tokens::Encoding;
 
 #[derive(Clone, Debug, Default)]
@@ -22,6 +23,8 @@ pub struct Compactor {
     proposed: Option<PendingSummary>,
     /// The last build's receipt, for its entries message by message.
     last_receipt: Option<Receipt>,
+    /// Reported usage against our counts, per model (not exported: it is learnt again).
+    calibration: Calibration,
 }
 
 impl Compactor {
@@ -44,7 +47,23 @@ impl Compactor {
             .iter()
             .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens().map_or(0, |t| t.total) })
             .collect();
-        let outcome = build_with_notes(&items, history.encoding(), options, &self.summary, &mut self.reduce, turns)?;
+        // Calibrated, a budget is in counted tokens: the billed budget over the top of the band.
+        let factor = self.calibration.latest();
+        let calibrated;
+        let options = match (&factor, &options.budget) {
+            (Some(factor), Some(budget)) => {
+                let window = factor.counted_budget(budget.context_window as usize).clamp(1, u32::MAX as usize) as u32;
+                calibrated = BuildOptions {
+                    budget: Some(super::BudgetOptions { context_window: window, ..budget.clone() }),
+                    ..options.clone()
+                };
+                &calibrated
+            }
+            _ => options,
+        };
+        let mut outcome =
+            build_with_notes(&items, history.encoding(), options, &self.summary, &mut self.reduce, turns)?;
+        outcome.context.receipt.calibration = factor.map(|f| f.apply(outcome.context.tokens.total));
         if let Some(record) = &outcome.new_summary {
             self.summary.current = Some(record.clone());
             self.summary.generation += 1;
@@ -159,6 +178,40 @@ impl Compactor {
             }
             _ => Err(Error::not_found(format!("no compaction {request_id:?} in progress"))),
         }
+    }
+
+    /// Records what the provider reported for a request (a usage object, or the whole response
+    /// with its `model`): `counted` is what we counted for it, by default the last build's
+    /// context (else the whole history). Returns the model's calibration.
+    pub fn record_usage(
+        &mut self,
+        history: &mut ConversationHistory,
+        usage: &Value,
+        model: Option<&str>,
+        counted: Option<usize>,
+    ) -> Result<Factor> {
+        let reported = ReportedUsage::read(usage)?;
+        let model = model.or(reported.model.as_deref()).ok_or_else(|| {
+            Error::invalid_argument("usage must name its model: pass `model`, or the whole response (it has `model`)")
+        })?;
+        let counted = match (counted, &self.last_receipt) {
+            (Some(counted), _) => counted,
+            (None, Some(receipt)) => receipt.tokens_after,
+            (None, None) => history.token_count().total,
+        };
+        self.calibration.record(model, counted, reported.input_tokens)
+    }
+
+    /// The calibration budgets use: that of the model usage was last recorded for.
+    pub fn calibration(&self) -> Option<Factor> {
+        self.calibration.latest()
+    }
+
+    /// `history`'s token report, with what the provider will likely bill once usage was recorded.
+    pub fn token_report(&self, history: &mut ConversationHistory) -> TokenReport {
+        let mut report = history.token_report();
+        report.calibration = self.calibration.latest().map(|f| f.apply(report.total));
+        report
     }
 
     /// Reductions computed (not served from the cache) so far.

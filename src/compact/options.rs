@@ -139,8 +139,7 @@ impl BuildOptions {
 
     /// Parses camelCase JSON options, refusing unknown keys.
     pub fn from_value(value: Value) -> Result<BuildOptions> {
-        let options: BuildOptions = serde_json::from_value(value)
-            .map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))?;
+        let options: BuildOptions = crate::error::from_json(value, "invalid build options")?;
         options.validate()?;
         Ok(options)
     }
@@ -357,7 +356,7 @@ pub struct BuildSpec {
 impl BuildSpec {
     /// Parses camelCase JSON options, refusing unknown keys.
     pub fn from_value(value: Value) -> Result<BuildSpec> {
-        serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("invalid build options: {e}")))
+        crate::error::from_json(value, "invalid build options")
     }
 
     /// The options to build with, for a history counted with `encoding` whose messages are in

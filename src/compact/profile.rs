@@ -67,8 +67,7 @@ impl Profile {
     }
 
     pub fn from_value(value: Value) -> Result<Profile> {
-        let profile: Profile =
-            serde_json::from_value(value).map_err(|e| Error::invalid_argument(format!("invalid profile: {e}")))?;
+        let profile: Profile = crate::error::from_json(value, "invalid profile")?;
         profile.validate()?;
         Ok(profile)
     }

@@ -145,6 +145,9 @@ pub struct Receipt {
     /// A placeholder user message was put first (Anthropic needs one and none was left).
     pub placeholder: bool,
     pub notes: Vec<String>,
+    /// The history's calibration against reported usage, when there is one: the budget above is
+    /// then in counted tokens (the billed budget over the top of the band).
+    pub calibration: Option<crate::tokens::calibration::Calibrated>,
 }
 
 impl Receipt {
@@ -297,6 +300,7 @@ mod tests {
             memory: None,
             placeholder: false,
             notes: Vec::new(),
+            calibration: None,
         };
         let entries = receipt.entries(items.iter().map(|i| i.id));
         assert_eq!(entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["m1", "m2", "m3", "m4"]);

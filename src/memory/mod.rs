@@ -237,8 +237,7 @@ impl MemoryStore {
     /// Message documents are not part of a memory export: the session re-indexes its log.
     pub fn import(&mut self, value: Value) -> Result<()> {
         crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
-        let export: MemoryExport = serde_json::from_value(value)
-            .map_err(|e| Error::invalid_argument(format!("corrupt memory export: {e}")))?;
+        let export: MemoryExport = crate::error::from_json(value, "corrupt memory export")?;
         self.restore(export)
     }
 

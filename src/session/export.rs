@@ -76,8 +76,7 @@ impl Session {
     /// or newer export is an error that names what is wrong.
     pub fn import(value: Value) -> Result<Session> {
         crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
-        let export: SessionExport = serde_json::from_value(value)
-            .map_err(|e| Error::invalid_argument(format!("corrupt session export: {e}")))?;
+        let export: SessionExport = crate::error::from_json(value, "corrupt session export")?;
         let mut session = Session::new(&export.id, export.history.encoding, export.max_loops)?;
         if let Some(parent) = &export.parent_id {
             validate_session_id(parent)?;

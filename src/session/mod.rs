@@ -11,10 +11,11 @@ use serde_json::{Map, Value};
 
 use crate::compact::{BuildOptions, BuildOutcome, Compactor, ReceiptEntry, SummaryRecord, SummaryState, TurnNote};
 use crate::error::{Error, Result};
-use crate::history::ConversationHistory;
+use crate::history::{ConversationHistory, TokenReport};
 use crate::ids::fnv1a;
 use crate::memory::MemoryStore;
 use crate::message::{Content, Format, Message, Role};
+use crate::tokens::calibration::Factor;
 use crate::tokens::Encoding;
 
 pub use export::{HistoryExport, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
@@ -310,6 +311,16 @@ impl Session {
     /// Restores a summary state that fits this history.
     pub fn set_summary_state(&mut self, state: SummaryState) -> Result<()> {
         self.compactor.set_summary_state(state, &self.history)
+    }
+
+    /// Tokens by role and part, with the calibrated bill once usage was recorded.
+    pub fn token_report(&mut self) -> TokenReport {
+        self.compactor.token_report(&mut self.history)
+    }
+
+    /// Calibrates the counts against a provider's reported usage (`Compactor::record_usage`).
+    pub fn record_usage(&mut self, usage: &Value, model: Option<&str>, counted: Option<usize>) -> Result<Factor> {
+        self.compactor.record_usage(&mut self.history, usage, model, counted)
     }
 }
 

@@ -1,32 +1,36 @@
 //! OpenAI's published chat rules (openai-cookbook, "How to count tokens with tiktoken"):
 //! 3 tokens a message, the encoded value of each field, 1 more for a `name`, 3 to prime the
-//! reply; and the cookbook's rules for tool definitions. Where OpenAI publishes nothing (how a
-//! tool call or an image is framed), the rule used is stated next to the code.
+//! reply; a legacy `function_call` as the API reported it billed. Where OpenAI publishes nothing
+//! (how a tool call is framed), the rule used is stated next to the code.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::images::{base64_image_size, data_url_base64, ImageError, ImageRule};
+use super::tools::{openai_tool_tokens, ToolList};
 use super::Encoding;
-use crate::error::{Error, Result};
-use crate::message::{Format, Message, Part, PartKind, ToolResult};
+use crate::error::Result;
+use crate::message::{Format, ImageSource, Message, Part, PartKind, Role, ToolResult};
 
 pub const TOKENS_PER_MESSAGE: usize = 3;
 pub const TOKENS_PER_NAME: usize = 1;
 pub const REPLY_PRIMING: usize = 3;
 /// Not published: the framing around one tool call, besides its name and arguments.
 pub const TOKENS_PER_TOOL_CALL: usize = 3;
-/// OpenAI: a low-detail image costs 85 tokens; at high or auto detail, without its pixel size,
-/// we count a 1024×1024 image (85 + 4 tiles × 170).
-pub const OPENAI_IMAGE_LOW: usize = 85;
-pub const OPENAI_IMAGE_DEFAULT: usize = 765;
-/// Anthropic: about width × height / 750, and images are scaled to at most ~1.15 megapixels.
-pub const ANTHROPIC_IMAGE_DEFAULT: usize = 1600;
+/// A legacy `function_call` on an assistant message: its name, its arguments and 3 tokens
+/// (API-reported, hmarr/openai-chat-tokens: 26 and 25 prompt tokens for its two examples).
+pub const TOKENS_PER_FUNCTION_CALL: usize = 3;
 
-/// A message's tokens, broken down: `overhead` is the framing, role and name.
+/// A message's tokens, broken down: `overhead` is the framing, role, name and any legacy
+/// `function_call` (message-level fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MessageTokens {
     pub total: u32,
     pub overhead: u32,
     pub by_part: [u32; PartKind::ALL.len()],
+    /// An image whose size is unknown (a URL) or unreadable was counted at the stated default.
+    pub estimated: bool,
 }
 
 impl MessageTokens {
@@ -44,48 +48,166 @@ pub struct ChatCount {
     pub messages: Vec<u32>,
     pub tools: usize,
     pub reply_priming: usize,
+    /// Some part of the count is an estimate (see `RequestCount::estimates` for why).
+    pub estimate: bool,
+}
+
+/// How images are counted: the rule (by default, per message: gpt-4o's for OpenAI messages,
+/// Anthropic's for Anthropic ones) and the pixel sizes of URL images, when the caller knows them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImageCounting<'a> {
+    pub rule: Option<ImageRule>,
+    pub sizes: Option<&'a HashMap<String, (u32, u32)>>,
+}
+
+/// An image counted at the default size, and why: where it is, relative to its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageNote {
+    pub path: String,
+    /// `None`: a URL whose size the caller did not give; otherwise why its data was unreadable.
+    pub unreadable: Option<ImageError>,
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
+    count_message_with(encoding, message, ImageCounting::default(), &mut Vec::new())
+}
+
+/// `count_message` with the image rule and sizes given, noting every image counted at a default.
+pub fn count_message_with(
+    encoding: Encoding,
+    message: &Message,
+    images: ImageCounting,
+    notes: &mut Vec<ImageNote>,
+) -> MessageTokens {
     let mut tokens =
         MessageTokens { overhead: saturate(message_overhead(encoding, message)), ..MessageTokens::default() };
-    for part in &message.content.parts {
-        let count = saturate(count_part(encoding, part, message.source));
+    let noted = notes.len();
+    for (i, part) in message.content.parts.iter().enumerate() {
+        let path = || format!("content[{i}]");
+        let count = saturate(part_tokens(
+            encoding,
+            part,
+            message.source,
+            images,
+            &mut Located { notes: &mut *notes, path: &path },
+        ));
         let slot = &mut tokens.by_part[part.kind() as usize];
         *slot = slot.saturating_add(count);
     }
     tokens.total = tokens.by_part.iter().fold(tokens.overhead, |sum, n| sum.saturating_add(*n));
+    tokens.estimated = notes.len() > noted;
     tokens
 }
 
-/// The framing of a message: 3 tokens, its role, and its name (1 more) if it has one.
+/// The framing of a message: 3 tokens, its role, its name (1 more) if it has one, and a legacy
+/// `function_call` (name, arguments and 3) if it carries one.
 pub fn message_overhead(encoding: Encoding, message: &Message) -> usize {
     let mut overhead = TOKENS_PER_MESSAGE + encoding.count(message.role.as_str());
     if let Some(name) = &message.name {
         overhead += encoding.count(name) + TOKENS_PER_NAME;
     }
+    if message.source == Format::OpenAi {
+        if let Some(call) = message.extra.get("function_call").filter(|c| !c.is_null()) {
+            overhead += function_call_tokens(encoding, call);
+        }
+    }
     overhead
+}
+
+/// A legacy `{name, arguments}` call; anything else it holds is counted as its JSON, never ignored.
+fn function_call_tokens(encoding: Encoding, call: &Value) -> usize {
+    let text = |key: &str| match call.get(key) {
+        Some(Value::String(text)) => encoding.count(text),
+        None | Some(Value::Null) => 0,
+        Some(other) => encoding.count(&other.to_string()),
+    };
+    match call {
+        Value::Object(fields) => {
+            let rest: usize = fields
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "name" | "arguments"))
+                .map(|(_, v)| encoding.count(&v.to_string()))
+                .sum();
+            TOKENS_PER_FUNCTION_CALL + text("name") + text("arguments") + rest
+        }
+        other => TOKENS_PER_FUNCTION_CALL + encoding.count(&other.to_string()),
+    }
 }
 
 /// The tokens of one part, as `count_message` counts it.
 pub fn count_part(encoding: Encoding, part: &Part, source: Format) -> usize {
+    let mut notes = Vec::new();
+    part_tokens(
+        encoding,
+        part,
+        source,
+        ImageCounting::default(),
+        &mut Located { notes: &mut notes, path: &|| String::new() },
+    )
+}
+
+/// The notes of one message, and the path of the part being counted (built only when needed).
+struct Located<'n, 'p> {
+    notes: &'n mut Vec<ImageNote>,
+    path: &'p dyn Fn() -> String,
+}
+
+fn part_tokens(encoding: Encoding, part: &Part, source: Format, images: ImageCounting, at: &mut Located) -> usize {
     match part {
         Part::Text { text, .. } => encoding.count(text),
-        Part::Image { detail, .. } => match (source, detail.as_deref()) {
-            (_, Some("low")) => OPENAI_IMAGE_LOW,
-            (Format::Anthropic, _) => ANTHROPIC_IMAGE_DEFAULT,
-            (Format::OpenAi, _) => OPENAI_IMAGE_DEFAULT,
-        },
+        Part::Image { source: image, detail, .. } => image_tokens(image, detail.as_deref(), source, images, at),
         // Call ids are not shown to the model; the name and the arguments are.
         Part::ToolCall(call) => {
             TOKENS_PER_TOOL_CALL + encoding.count(&call.name) + encoding.count(&call.input.to_text())
         }
         Part::ToolResult(ToolResult { content, .. }) => {
-            content.parts.iter().map(|inner| count_part(encoding, inner, source)).sum()
+            let mut sum = 0;
+            for (j, inner) in content.parts.iter().enumerate() {
+                let path = || format!("{}.content[{j}]", (at.path)());
+                sum += part_tokens(encoding, inner, source, images, &mut Located { notes: at.notes, path: &path });
+            }
+            sum
         }
         Part::Thinking { thinking, .. } => encoding.count(thinking),
         Part::RedactedThinking { data, .. } => encoding.count(data),
+        // Anthropic images from the Files API: an image of unknown size.
+        Part::Other(value) if value.get("type").and_then(Value::as_str) == Some("image") => {
+            at.notes.push(ImageNote { path: (at.path)(), unreadable: None });
+            images.rule.unwrap_or(ImageRule::Anthropic).tokens(None, None)
+        }
         Part::Other(value) => other_part_tokens(encoding, value),
+    }
+}
+
+fn image_tokens(
+    image: &ImageSource,
+    detail: Option<&str>,
+    source: Format,
+    images: ImageCounting,
+    at: &mut Located,
+) -> usize {
+    let rule = images.rule.unwrap_or(match source {
+        Format::OpenAi => ImageRule::openai(None).0,
+        Format::Anthropic => ImageRule::Anthropic,
+    });
+    if !rule.needs_size(detail) {
+        return rule.tokens(None, detail);
+    }
+    let data = match image {
+        ImageSource::Base64 { data, .. } => Some(data.as_str()),
+        ImageSource::Url(url) => data_url_base64(url),
+    };
+    let size = match (data, image) {
+        (Some(data), _) => base64_image_size(data).map_err(Some),
+        (None, ImageSource::Url(url)) => images.sizes.and_then(|sizes| sizes.get(url).copied()).ok_or(None),
+        (None, ImageSource::Base64 { .. }) => Err(None),
+    };
+    match size {
+        Ok(size) => rule.tokens(Some(size), detail),
+        Err(unreadable) => {
+            at.notes.push(ImageNote { path: (at.path)(), unreadable });
+            rule.tokens(None, detail)
+        }
     }
 }
 
@@ -99,103 +221,120 @@ fn other_part_tokens(encoding: Encoding, value: &Value) -> usize {
     encoding.count(&value.to_string())
 }
 
-fn saturate(n: usize) -> u32 {
+pub(crate) fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// A whole prompt: every message, the tool definitions, and the reply priming.
+/// A whole prompt: every message, the tool definitions (OpenAI's rendering), the reply priming.
 pub fn count_messages(encoding: Encoding, messages: &[Message], tools: Option<&Value>) -> Result<ChatCount> {
-    let per_message: Vec<u32> = messages.iter().map(|m| count_message(encoding, m).total).collect();
+    let mut notes = Vec::new();
+    let per_message: Vec<u32> =
+        messages.iter().map(|m| count_message_with(encoding, m, ImageCounting::default(), &mut notes).total).collect();
     let tools = match tools {
-        Some(tools) => count_tools(encoding, tools)?,
-        None => 0,
+        Some(tools) => {
+            let mut list = ToolList::default();
+            ToolList::read(tools, "tools", &mut list)?;
+            openai_tool_tokens(encoding, &list, first_system_text(messages).as_deref())
+        }
+        None => Default::default(),
     };
-    let total = per_message.iter().map(|n| *n as usize).sum::<usize>() + tools + REPLY_PRIMING;
-    Ok(ChatCount { total, messages: per_message, tools, reply_priming: REPLY_PRIMING })
+    let total = per_message.iter().map(|n| *n as usize).sum::<usize>() + tools.tokens + REPLY_PRIMING;
+    let estimate = !notes.is_empty() || tools.estimated || messages.iter().any(|m| m.source == Format::Anthropic);
+    Ok(ChatCount { total, messages: per_message, tools: tools.tokens, reply_priming: REPLY_PRIMING, estimate })
 }
 
-struct ToolConstants {
-    func_init: isize,
-    prop_init: isize,
-    prop_key: isize,
-    enum_init: isize,
-    enum_item: isize,
-    func_end: isize,
+/// The text of the first system message: OpenAI appends the tool namespace to it.
+pub(crate) fn first_system_text(messages: &[Message]) -> Option<String> {
+    messages.iter().find(|m| m.role == Role::System).map(|m| m.content.joined_text())
 }
 
-fn tool_constants(encoding: Encoding) -> ToolConstants {
-    match encoding {
-        // gpt-3.5-turbo and gpt-4 open each function with 10 tokens; gpt-4o and later with 7.
-        Encoding::Cl100kBase => {
-            ToolConstants { func_init: 10, prop_init: 3, prop_key: 3, enum_init: -3, enum_item: 3, func_end: 12 }
-        }
-        Encoding::O200kBase | Encoding::Estimate => {
-            ToolConstants { func_init: 7, prop_init: 3, prop_key: 3, enum_init: -3, enum_item: 3, func_end: 12 }
-        }
-    }
-}
-
-/// Tool definitions, by the cookbook's rules: each function costs `func_init` plus
-/// `name:description`; each top-level property `prop_key` plus `name:type:description`; enums
-/// their items. Accepts OpenAI's `{type: "function", function: {…}}` and Anthropic's
-/// `{name, description, input_schema}`.
+/// Tool definitions as OpenAI bills them on their own (no system message in the request).
 pub fn count_tools(encoding: Encoding, tools: &Value) -> Result<usize> {
-    let Value::Array(tools) = tools else {
-        return Err(Error::invalid_argument(format!(
-            "`tools` must be an array of tool definitions, got {}",
-            crate::message::json::type_name(tools)
-        )));
-    };
-    if tools.is_empty() {
-        return Ok(0);
+    let mut list = ToolList::default();
+    ToolList::read(tools, "tools", &mut list)?;
+    Ok(openai_tool_tokens(encoding, &list, None).tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::parse;
+    use serde_json::json;
+
+    #[test]
+    fn a_legacy_function_call_is_counted_as_the_api_billed_it() {
+        // hmarr/openai-chat-tokens: 26 prompt tokens (gpt-3.5-turbo, cl100k_base).
+        let messages = parse(
+            json!([{"role": "assistant", "content": "", "function_call": {"name": "do_stuff", "arguments": "{\"foo\": \"bar\", \"baz\": 1.5}"}}]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        assert_eq!(count_messages(Encoding::Cl100kBase, &messages, None).unwrap().total, 26);
+        let counted = count_message(Encoding::Cl100kBase, &messages[0]);
+        assert_eq!(counted.overhead as usize, message_overhead(Encoding::Cl100kBase, &messages[0]));
+        assert_eq!(counted.total, 23);
     }
-    let c = tool_constants(encoding);
-    let count = |text: &str| encoding.count(text) as isize;
-    let mut total: isize = 0;
-    for (i, tool) in tools.iter().enumerate() {
-        let (name, description, parameters) = match (tool.get("function"), tool.get("input_schema")) {
-            (Some(function), _) => (function.get("name"), function.get("description"), function.get("parameters")),
-            (None, Some(schema)) => (tool.get("name"), tool.get("description"), Some(schema)),
-            (None, None) => (tool.get("name"), tool.get("description"), tool.get("parameters")),
-        };
-        let Some(Value::String(name)) = name else {
-            return Err(Error::invalid_argument(format!("tools[{i}] has no function name")));
-        };
-        total += c.func_init;
-        total += count(&format!("{name}:{}", trim_period(as_text(description))));
-        let properties = parameters.and_then(|p| p.get("properties")).and_then(Value::as_object);
-        if let Some(properties) = properties.filter(|p| !p.is_empty()) {
-            total += c.prop_init;
-            for (key, property) in properties {
-                total += c.prop_key;
-                if let Some(Value::Array(items)) = property.get("enum") {
-                    total += c.enum_init;
-                    for item in items {
-                        total += c.enum_item;
-                        total += count(&as_text(Some(item)));
-                    }
-                }
-                let kind = as_text(property.get("type"));
-                let description = as_text(property.get("description"));
-                total += count(&format!("{key}:{kind}:{}", trim_period(description)));
-            }
+
+    #[test]
+    fn odd_function_calls_are_counted_not_ignored() {
+        for call in [json!("do_stuff"), json!({"name": "f", "arguments": {"a": 1}}), json!({"name": "f", "extra": "x"})]
+        {
+            let message =
+                parse(json!([{"role": "assistant", "content": null, "function_call": call}]), Format::OpenAi).unwrap();
+            assert!(count_message(Encoding::O200kBase, &message[0]).total > 7);
         }
     }
-    total += c.func_end;
-    Ok(total.max(0) as usize)
-}
 
-fn as_text(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+    #[test]
+    fn images_are_counted_by_their_size_or_noted() {
+        // A 1x1 PNG: one tile on gpt-4o, 1 token on Claude.
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let openai = parse(
+            json!([{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/b.png", "detail": "low"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@@"}}
+            ]}]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        let sizes: HashMap<String, (u32, u32)> = [("https://example.com/a.png".to_string(), (2048, 4096))].into();
+        let counted = count_message_with(
+            Encoding::O200kBase,
+            &openai[0],
+            ImageCounting { rule: None, sizes: Some(&sizes) },
+            &mut notes,
+        );
+        assert_eq!(counted.part(PartKind::Image), 255 + 1105 + 85 + 765);
+        assert_eq!(notes, [ImageNote { path: "content[3]".into(), unreadable: Some(ImageError::Unrecognised) }]);
+        assert!(counted.estimated);
+        let without_sizes = count_message(Encoding::O200kBase, &openai[0]);
+        assert_eq!(without_sizes.part(PartKind::Image), 255 + 765 + 85 + 765);
+
+        let claude = parse(
+            json!([{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+                {"type": "image", "source": {"type": "file", "file_id": "file_1"}}
+            ]}]),
+            Format::Anthropic,
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        let counted = count_message_with(Encoding::O200kBase, &claude[0], ImageCounting::default(), &mut notes);
+        assert_eq!(counted.part(PartKind::Image), 1);
+        assert_eq!(counted.part(PartKind::Other), 1600);
+        assert_eq!(notes, [ImageNote { path: "content[1]".into(), unreadable: None }]);
     }
-}
 
-fn trim_period(text: String) -> String {
-    match text.strip_suffix('.') {
-        Some(trimmed) => trimmed.to_string(),
-        None => text,
+    #[test]
+    fn a_count_adds_up_and_is_exact_without_images() {
+        let messages = parse(json!([{"role": "user", "name": "ann", "content": "hello"}]), Format::OpenAi).unwrap();
+        let counted = count_message(Encoding::O200kBase, &messages[0]);
+        assert!(!counted.estimated);
+        assert_eq!(counted.total, counted.overhead + counted.by_part.iter().sum::<u32>());
+        let count = count_messages(Encoding::O200kBase, &messages, None).unwrap();
+        assert!(!count.estimate);
     }
 }

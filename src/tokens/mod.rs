@@ -1,12 +1,19 @@
-//! Exact token counts: the tiktoken encodings, OpenAI's published per-message rules, and an
-//! explicit estimate that is only ever used when asked for by name.
+//! Exact token counts: the tiktoken encodings, OpenAI's published per-message rules, tool
+//! definitions as OpenAI renders them, images by their size, whole requests in one call, a
+//! calibration against the usage providers report, and an explicit estimate that is only ever
+//! used when asked for by name.
 
+pub mod calibration;
 mod chat;
+pub mod images;
+mod request;
+pub mod tools;
 
 pub use chat::{
-    count_message, count_messages, count_part, count_tools, message_overhead, ChatCount, MessageTokens, REPLY_PRIMING,
-    TOKENS_PER_MESSAGE,
+    count_message, count_message_with, count_messages, count_part, count_tools, message_overhead, ChatCount,
+    ImageCounting, ImageNote, MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE,
 };
+pub use request::{count_message_list, count_request, RequestCount, RequestOptions};
 
 use crate::bpe::{BpeEncoder, BpeEncoding};
 use crate::error::{Error, Result};

@@ -164,7 +164,7 @@ test("corrupt, truncated or newer exports are typed errors and build nothing", (
     [text.slice(0, text.length / 2), /the export is not valid JSON/],
     [{ ...JSON.parse(text), version: 2 }, /newer than this library reads \(1\): upgrade context-compactor/],
     [{ ...JSON.parse(text), format: "other" }, /not a session export/],
-    [{ ...JSON.parse(text), loops: "many" }, /corrupt session export: invalid type/],
+    [{ ...JSON.parse(text), loops: "many" }, /corrupt session export: loops: invalid type/],
     [text.replace('"m3"', '"m33"'), /corrupt export/],
     [text.replace('"tool_call_id":"c1"', '"tool_call_id":"c2"'), /which no earlier assistant message made/],
     [42, /corrupt session export|not a session export/],

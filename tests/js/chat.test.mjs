@@ -10,7 +10,7 @@ const book = cookbook();
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 function checkShape(count, n) {
-  assert.deepEqual(Object.keys(count).sort(), ["messages", "replyPriming", "tools", "total"]);
+  assert.deepEqual(Object.keys(count).sort(), ["estimate", "messages", "replyPriming", "tools", "total"]);
   assert.equal(count.messages.length, n);
   assert.equal(count.replyPriming, 3);
   assert.equal(count.total, sum(count.messages) + count.tools + count.replyPriming, "total = messages + tools + priming");
@@ -28,6 +28,7 @@ for (const [encoding, model, expected] of [
     checkShape(count, messages.length);
     assert.equal(count.tools, 0);
     assert.equal(count.total, expected);
+    assert.equal(count.estimate, false, "OpenAI's rules are exact");
     // Each message: 3 + tokens of every value (role, content, name) + 1 per name.
     for (const [i, m] of messages.entries()) {
       const byHand = 3 + tok.count(m.role) + tok.count(m.content) + (m.name ? tok.count(m.name) + 1 : 0);
@@ -79,4 +80,5 @@ test("Anthropic messages are counted too (format: anthropic)", () => {
   const count = tok.countMessages(request, { format: "anthropic" });
   assert.equal(count.total, sum(count.messages) + count.tools + count.replyPriming);
   assert.ok(count.total > 3);
+  assert.equal(count.estimate, true, "Claude's tokenizer is not public: the count says it is an estimate");
 });

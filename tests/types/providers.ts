@@ -2,7 +2,8 @@
 // accepted, as typed, by the providers' own SDK parameter types.
 import type OpenAI from "openai";
 import type Anthropic from "@anthropic-ai/sdk";
-import { ConversationHistory, Session, compact, recallContextTool, answerRecall } from "context-compactor";
+import { ConversationHistory, Session, Tokenizer, compact, recallContextTool, answerRecall } from "context-compactor";
+import type { RequestTokenCount } from "context-compactor";
 
 const history = new ConversationHistory({ format: "openai" });
 
@@ -39,3 +40,10 @@ const loose = history.build();
 // @ts-expect-error the messages may be Anthropic's `{ system, messages }`
 const notChat: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = loose.messages;
 void notChat;
+
+// A request typed by either SDK is counted as it stands.
+const tokenizer = new Tokenizer("o200k_base");
+const openAICount: RequestTokenCount = tokenizer.countRequest(chat);
+const anthropicCount: RequestTokenCount = tokenizer.countRequest(request, { format: "anthropic", model: request.model });
+void openAICount.toolChoice;
+void anthropicCount.estimates;

@@ -1,0 +1,294 @@
+//! Calibration against the usage a provider reports.
+//!
+//! Claude's tokenizer is not public: counting Anthropic messages with `o200k_base` misses by a
+//! margin that depends on the content. So each time a provider reports what a request cost
+//! (`input_tokens` plus cache reads and writes; OpenAI's `prompt_tokens`), the ratio of that to
+//! what we counted for the same request is kept, per model, over the last few requests. The
+//! factor is their median; the band their range, widened by 2%. Budgets use the top of the band,
+//! so that what the provider bills stays within them; before any usage, counts are estimates.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::message::json::type_name;
+
+/// Observations kept per model: recent enough to follow a change of tokenizer or prompt.
+pub const DEFAULT_WINDOW: usize = 20;
+/// The observed range of ratios, widened by this much on each side.
+pub const BAND_MARGIN: f64 = 0.02;
+
+/// Input tokens a provider reported for one request, and the model it names (if it was given
+/// the whole response).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportedUsage {
+    pub input_tokens: u64,
+    pub model: Option<String>,
+}
+
+impl ReportedUsage {
+    /// Reads a usage object or a whole response (`{model, usage}`): OpenAI Chat Completions'
+    /// `prompt_tokens` (cached tokens included), the Responses API's `input_tokens`, Anthropic's
+    /// `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`.
+    pub fn read(value: &Value) -> Result<ReportedUsage> {
+        let (usage, model) = match value.get("usage") {
+            Some(usage) => (usage, value.get("model").and_then(Value::as_str).map(str::to_string)),
+            None => (value, None),
+        };
+        if !usage.is_object() {
+            return Err(Error::invalid_argument(format!("usage must be an object, got {}", type_name(usage))));
+        }
+        let field = |key: &str| -> Result<Option<u64>> {
+            match usage.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
+                    Error::invalid_argument(format!("usage.{key} must be a whole number of tokens, got {n}"))
+                }),
+                Some(other) => {
+                    Err(Error::invalid_argument(format!("usage.{key} must be a number, got {}", type_name(other))))
+                }
+            }
+        };
+        let input_tokens = match field("prompt_tokens")? {
+            Some(prompt) => prompt,
+            None => {
+                let Some(input) = field("input_tokens")? else {
+                    return Err(Error::invalid_argument(
+                        "usage has neither `prompt_tokens` (OpenAI) nor `input_tokens` (Anthropic, OpenAI Responses)",
+                    ));
+                };
+                let cache_writes = field("cache_creation_input_tokens")?.unwrap_or(0);
+                let cache_reads = field("cache_read_input_tokens")?.unwrap_or(0);
+                input.saturating_add(cache_writes).saturating_add(cache_reads)
+            }
+        };
+        Ok(ReportedUsage { input_tokens, model })
+    }
+}
+
+/// One request: what we counted for it and what the provider reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Observation {
+    pub counted: u64,
+    pub reported: u64,
+}
+
+impl Observation {
+    fn ratio(self) -> f64 {
+        self.reported as f64 / self.counted as f64
+    }
+}
+
+/// A model's calibration: `factor` turns our count into the provider's, `low`..`high` is the
+/// band the observed requests fell in (widened by `BAND_MARGIN`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "CalibrationFactor"))]
+pub struct Factor {
+    pub model: String,
+    pub factor: f64,
+    pub low: f64,
+    pub high: f64,
+    pub observations: usize,
+}
+
+impl Factor {
+    /// What the provider will likely bill for `counted` tokens.
+    pub fn calibrated(&self, counted: usize) -> usize {
+        (counted as f64 * self.factor).round() as usize
+    }
+
+    /// The most it should bill for `counted` tokens: the count a budget must hold.
+    pub fn upper(&self, counted: usize) -> usize {
+        (counted as f64 * self.high).ceil() as usize
+    }
+
+    /// How many of our tokens fit a budget of `budget` billed tokens.
+    pub fn counted_budget(&self, budget: usize) -> usize {
+        (budget as f64 / self.high).floor() as usize
+    }
+
+    /// `counted` tokens as the provider will likely bill them, and at most.
+    pub fn apply(&self, counted: usize) -> Calibrated {
+        Calibrated { factor: self.clone(), counted, tokens: self.calibrated(counted), upper: self.upper(counted) }
+    }
+
+    fn from_window(model: &str, window: &VecDeque<Observation>) -> Option<Factor> {
+        let mut ratios: Vec<f64> = window.iter().map(|o| o.ratio()).collect();
+        ratios.sort_unstable_by(f64::total_cmp);
+        let (first, last) = (*ratios.first()?, *ratios.last()?);
+        // `ratios` is not empty (`first` above), so `mid` and, for an even length, `mid - 1` index it.
+        let mid = ratios.len() / 2;
+        let factor = if ratios.len() % 2 == 1 { ratios[mid] } else { (ratios[mid - 1] + ratios[mid]) / 2.0 };
+        Some(Factor {
+            model: model.to_string(),
+            factor,
+            low: first * (1.0 - BAND_MARGIN),
+            high: last * (1.0 + BAND_MARGIN),
+            observations: ratios.len(),
+        })
+    }
+}
+
+/// A count with its calibration: `tokens` is what the provider will likely bill for `counted`,
+/// `upper` the most it should.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "CalibratedCount"))]
+pub struct Calibrated {
+    #[serde(flatten)]
+    pub factor: Factor,
+    pub counted: usize,
+    pub tokens: usize,
+    pub upper: usize,
+}
+
+/// Recent observations per model.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    window: usize,
+    models: Vec<(String, VecDeque<Observation>)>,
+    /// The model usage was last recorded for: the one budgets use unless told otherwise.
+    latest: Option<usize>,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration::new(DEFAULT_WINDOW)
+    }
+}
+
+impl Calibration {
+    pub fn new(window: usize) -> Self {
+        Calibration { window: window.max(1), models: Vec::new(), latest: None }
+    }
+
+    /// Records that a request we counted as `counted` tokens was billed `reported` input tokens.
+    pub fn record(&mut self, model: &str, counted: usize, reported: u64) -> Result<Factor> {
+        if model.is_empty() {
+            return Err(Error::invalid_argument("usage must name its model (pass `model`, or the whole response)"));
+        }
+        if counted == 0 {
+            return Err(Error::invalid_argument(
+                "nothing was counted for this request: a calibration needs the tokens counted for it",
+            ));
+        }
+        if reported == 0 {
+            return Err(Error::invalid_argument("the usage reports no input tokens"));
+        }
+        let slot = match self.models.iter().position(|(m, _)| m == model) {
+            Some(slot) => slot,
+            None => {
+                self.models.push((model.to_string(), VecDeque::new()));
+                self.models.len() - 1
+            }
+        };
+        // `slot` was just found or pushed.
+        let window = &mut self.models[slot].1;
+        if window.len() == self.window {
+            window.pop_front();
+        }
+        window.push_back(Observation { counted: counted as u64, reported });
+        self.latest = Some(slot);
+        Factor::from_window(model, window)
+            .ok_or_else(|| Error::internal("a calibration window was empty after a record"))
+    }
+
+    /// The calibration of `model`, once usage was recorded for it.
+    pub fn factor(&self, model: &str) -> Option<Factor> {
+        self.models.iter().find(|(m, _)| m == model).and_then(|(m, window)| Factor::from_window(m, window))
+    }
+
+    /// The calibration of the model usage was last recorded for.
+    pub fn latest(&self) -> Option<Factor> {
+        let (model, window) = self.models.get(self.latest?)?;
+        Factor::from_window(model, window)
+    }
+
+    pub fn observations(&self, model: &str) -> Vec<Observation> {
+        self.models.iter().find(|(m, _)| m == model).map(|(_, w)| w.iter().copied().collect()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn usage_is_read_from_every_provider_shape() {
+        let anthropic = json!({"input_tokens": 3, "cache_creation_input_tokens": 13835, "cache_read_input_tokens": 11515, "output_tokens": 13});
+        assert_eq!(ReportedUsage::read(&anthropic).unwrap().input_tokens, 25353);
+        let chat = json!({"model": "gpt-4o-2024-08-06", "usage": {"prompt_tokens": 101, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 0}}});
+        assert_eq!(
+            ReportedUsage::read(&chat).unwrap(),
+            ReportedUsage { input_tokens: 101, model: Some("gpt-4o-2024-08-06".into()) }
+        );
+        let responses = json!({"input_tokens": 86, "input_tokens_details": {"cached_tokens": 64}, "output_tokens": 25});
+        assert_eq!(ReportedUsage::read(&responses).unwrap().input_tokens, 86);
+        for (bad, says) in [
+            (json!("x"), "must be an object"),
+            (json!({"output_tokens": 3}), "neither"),
+            (json!({"prompt_tokens": -1}), "whole number"),
+            (json!({"input_tokens": "12"}), "must be a number"),
+            (json!({"input_tokens": 1.5}), "whole number"),
+        ] {
+            let error = ReportedUsage::read(&bad).unwrap_err();
+            assert!(error.message.contains(says), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_factor_is_the_median_ratio_and_the_band_its_range() {
+        let mut calibration = Calibration::new(5);
+        let first = calibration.record("claude", 100, 120).unwrap();
+        assert_eq!((first.factor, first.observations), (1.2, 1));
+        assert!((first.low - 1.2 * 0.98).abs() < 1e-12 && (first.high - 1.2 * 1.02).abs() < 1e-12);
+        calibration.record("claude", 200, 220).unwrap();
+        let third = calibration.record("claude", 100, 150).unwrap();
+        assert_eq!(third.factor, 1.2);
+        assert!((third.high - 1.5 * 1.02).abs() < 1e-12);
+        assert_eq!(third.upper(1000), 1530);
+        assert_eq!(third.calibrated(1000), 1200);
+        assert_eq!(third.counted_budget(1530), 1000);
+        // Only the last five requests count.
+        for _ in 0..5 {
+            calibration.record("claude", 100, 100).unwrap();
+        }
+        assert_eq!(calibration.factor("claude").map(|f| (f.factor, f.observations)), Some((1.0, 5)));
+        assert_eq!(calibration.observations("claude").len(), 5);
+    }
+
+    #[test]
+    fn models_are_kept_apart_and_the_latest_is_remembered() {
+        let mut calibration = Calibration::default();
+        assert!(calibration.latest().is_none());
+        calibration.record("a", 10, 20).unwrap();
+        calibration.record("b", 10, 5).unwrap();
+        assert_eq!(calibration.factor("a").map(|f| f.factor), Some(2.0));
+        assert_eq!(calibration.latest().map(|f| f.model), Some("b".to_string()));
+        assert!(calibration.factor("c").is_none());
+        assert!(calibration.record("", 1, 1).is_err());
+        assert!(calibration.record("a", 0, 1).is_err());
+        assert!(calibration.record("a", 1, 0).is_err());
+        assert_eq!(calibration.observations("a").len(), 1, "refused records change nothing");
+    }
+
+    #[test]
+    fn every_recorded_request_fits_under_the_top_of_the_band() {
+        let mut calibration = Calibration::default();
+        let observed = [(1000, 1180), (5000, 6100), (200, 265), (12_000, 14_300), (800, 930)];
+        for (counted, reported) in observed {
+            calibration.record("m", counted, reported).unwrap();
+        }
+        let factor = calibration.latest().unwrap();
+        for (counted, reported) in observed {
+            assert!(factor.upper(counted) as u64 >= reported, "{counted} -> {reported}: {}", factor.upper(counted));
+            assert!((factor.low * counted as f64) <= reported as f64);
+        }
+    }
+}

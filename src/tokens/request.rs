@@ -1,0 +1,516 @@
+//! One call for a whole request, counted as the provider bills it: system, messages, tool
+//! definitions, forcing and reply priming, with the parts broken down and every estimate said.
+//!
+//! Counting accepts more than a history stores: OpenAI's legacy role `function` (a function's
+//! result: `<|start|>{name}<|message|>{content}<|end|>`, the name in the role's place; 3 tokens,
+//! the name and the content, as the API reported it) is counted here, while appending it to a
+//! history is refused (it has no call id to pair with).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::chat::{
+    count_message_with, count_messages, saturate, ChatCount, ImageCounting, ImageNote, REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+};
+use super::images::ImageRule;
+use super::tools::{anthropic_tool_prompt, anthropic_tool_tokens, openai_choice_tokens, openai_tool_tokens, ToolList};
+use super::Encoding;
+use crate::error::{Error, Result};
+use crate::message::json::type_name;
+use crate::message::{self, Format, Message, PartKind};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestOptions {
+    pub format: Format,
+    /// The model the request is for (else the request's own `model`): picks the image rule and
+    /// Anthropic's tool-use prompt.
+    pub model: Option<String>,
+    /// Pixel sizes (width, height) of images given by URL.
+    pub image_sizes: HashMap<String, (u32, u32)>,
+    /// Image data that cannot be read is an error rather than an estimate.
+    pub strict_images: bool,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions { format: Format::OpenAi, model: None, image_sizes: HashMap::new(), strict_images: false }
+    }
+}
+
+impl RequestOptions {
+    /// Reads `{ format?, model?, imageSizes?: { [url]: { width, height } }, strictImages? }`.
+    pub fn read(options: Value) -> Result<RequestOptions> {
+        let mut map = match options {
+            Value::Null => return Ok(RequestOptions::default()),
+            Value::Object(map) => map,
+            other => {
+                return Err(Error::invalid_argument(format!("options must be an object, got {}", type_name(&other))))
+            }
+        };
+        let mut take = |key: &str| map.remove(key).filter(|v| !v.is_null());
+        let mut options = RequestOptions::default();
+        match take("format") {
+            Some(Value::String(name)) => options.format = Format::parse(&name)?,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "options.format must be a string, got {}",
+                    type_name(&other)
+                )))
+            }
+            None => {}
+        }
+        match take("model") {
+            Some(Value::String(model)) => options.model = Some(model),
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "options.model must be a string, got {}",
+                    type_name(&other)
+                )))
+            }
+            None => {}
+        }
+        match take("strictImages") {
+            Some(Value::Bool(strict)) => options.strict_images = strict,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "options.strictImages must be a boolean, got {}",
+                    type_name(&other)
+                )))
+            }
+            None => {}
+        }
+        match take("imageSizes") {
+            Some(Value::Object(sizes)) => {
+                for (url, size) in sizes {
+                    let side = |key: &str| {
+                        size.get(key)
+                            .and_then(Value::as_u64)
+                            .and_then(|n| u32::try_from(n).ok())
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| {
+                                Error::invalid_argument(format!(
+                                    "options.imageSizes[{url:?}].{key} must be a positive whole number of pixels"
+                                ))
+                            })
+                    };
+                    let dimensions = (side("width")?, side("height")?);
+                    options.image_sizes.insert(url, dimensions);
+                }
+            }
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "options.imageSizes must map image URLs to {{ width, height }}, got {}",
+                    type_name(&other)
+                )))
+            }
+            None => {}
+        }
+        match map.keys().next() {
+            Some(key) => Err(Error::invalid_argument(format!("options has an unknown option `{key}`"))),
+            None => Ok(options),
+        }
+    }
+}
+
+/// A request's tokens. `total = system + messages + tools + tool_choice + reply_priming`;
+/// `per_message` follows the request's `messages` (its system and developer messages included,
+/// which `system` counts, with a top-level `system`); `images` is the share of images in them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "RequestTokenCount"))]
+pub struct RequestCount {
+    pub total: usize,
+    pub system: usize,
+    pub messages: usize,
+    pub per_message: Vec<u32>,
+    pub tools: usize,
+    pub tool_choice: usize,
+    pub reply_priming: usize,
+    pub images: usize,
+    /// Some part is not exact; `estimates` says which and why.
+    pub estimate: bool,
+    pub estimates: Vec<String>,
+}
+
+/// Counts `request`: `{ messages, system?, tools?, tool_choice?, functions?, function_call?, model? }`
+/// (other request fields are ignored), or a bare message list.
+pub fn count_request(encoding: Encoding, request: Value, options: &RequestOptions) -> Result<RequestCount> {
+    let mut request = match request {
+        Value::Object(map) => map,
+        Value::Array(messages) => Map::from_iter([("messages".to_string(), Value::Array(messages))]),
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "the request must be an object with `messages` (or a list of messages), got {}",
+                type_name(&other)
+            )))
+        }
+    };
+    let model = options.model.clone().or_else(|| request.get("model").and_then(Value::as_str).map(str::to_string));
+    let mut count = RequestCount { reply_priming: REPLY_PRIMING, ..RequestCount::default() };
+    let messages = match request.remove("messages") {
+        Some(Value::Array(messages)) => messages,
+        Some(other) => {
+            return Err(Error::invalid_argument(format!("`messages` must be an array, got {}", type_name(&other))))
+        }
+        None => return Err(Error::invalid_argument("the request has no `messages`")),
+    };
+    let counting = Counting { encoding, options, model: model.as_deref() };
+    match options.format {
+        Format::OpenAi => counting.openai(&mut request, messages, &mut count)?,
+        Format::Anthropic => counting.anthropic(&mut request, messages, &mut count)?,
+    }
+    count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
+    count.estimate = !count.estimates.is_empty();
+    Ok(count)
+}
+
+/// `Tokenizer.countMessages`: a message list (OpenAI, legacy `function` messages included; or
+/// Anthropic, an array or `{ system, messages }`) with optional tools, counted as one prompt.
+pub fn count_message_list(
+    encoding: Encoding,
+    messages: Value,
+    format: Format,
+    tools: Option<Value>,
+) -> Result<ChatCount> {
+    match format {
+        Format::OpenAi => {
+            if !messages.is_array() {
+                return Err(Error::invalid_argument(format!(
+                    "expected an array of OpenAI messages, got {}",
+                    type_name(&messages)
+                )));
+            }
+            let mut request = Map::from_iter([("messages".to_string(), messages)]);
+            if let Some(tools) = tools {
+                request.insert("tools".into(), tools);
+            }
+            let count = count_request(encoding, Value::Object(request), &RequestOptions::default())?;
+            Ok(ChatCount {
+                total: count.total,
+                messages: count.per_message,
+                tools: count.tools,
+                reply_priming: count.reply_priming,
+                estimate: count.estimate,
+            })
+        }
+        Format::Anthropic => count_messages(encoding, &message::parse_anthropic(messages)?, tools.as_ref()),
+    }
+}
+
+struct Counting<'a> {
+    encoding: Encoding,
+    options: &'a RequestOptions,
+    model: Option<&'a str>,
+}
+
+impl Counting<'_> {
+    fn openai(&self, request: &mut Map<String, Value>, messages: Vec<Value>, count: &mut RequestCount) -> Result<()> {
+        let (rule, known) = ImageRule::openai(self.model);
+        let images = ImageCounting { rule: Some(rule), sizes: Some(&self.options.image_sizes) };
+        let mut first_system: Option<String> = None;
+        if let Some(system) = request.remove("system").filter(|s| !s.is_null()) {
+            let message = message::parse_openai_message(
+                Value::Object(Map::from_iter([
+                    ("role".to_string(), Value::from("system")),
+                    ("content".to_string(), system),
+                ])),
+                0,
+            )
+            .map_err(|e| Error::invalid_argument(format!("`system`: {}", e.message)))?;
+            first_system = Some(message.content.joined_text());
+            count.system += self.message(&message, None, images, count)?;
+        }
+        for (i, value) in messages.into_iter().enumerate() {
+            if value.get("role").and_then(Value::as_str) == Some("function") {
+                let tokens = self.function_result(&value, i)?;
+                count.per_message.push(saturate(tokens));
+                count.messages += tokens;
+                continue;
+            }
+            let message = message::parse_openai_message(value, i)?;
+            let tokens = self.message(&message, Some(i), images, count)?;
+            count.per_message.push(saturate(tokens));
+            if message.role.is_instruction() {
+                if first_system.is_none() && message.role == message::Role::System {
+                    first_system = Some(message.content.joined_text());
+                }
+                count.system += tokens;
+            } else {
+                count.messages += tokens;
+            }
+        }
+        if count.images > 0 && !known {
+            count.estimates.push(format!(
+                "images: model {:?} has no published image rule; counted by gpt-4o's",
+                self.model.unwrap_or_default()
+            ));
+        }
+        let mut tools = ToolList::default();
+        if let Some(functions) = request.get("functions").filter(|f| !f.is_null()) {
+            ToolList::read(functions, "functions", &mut tools)?;
+        }
+        if let Some(list) = request.get("tools").filter(|t| !t.is_null()) {
+            ToolList::read(list, "tools", &mut tools)?;
+        }
+        let counted = openai_tool_tokens(self.encoding, &tools, first_system.as_deref());
+        count.tools = counted.tokens;
+        if counted.estimated {
+            count.estimates.push("tools: tools other than functions are counted as their JSON".into());
+        }
+        count.tool_choice = openai_choice_tokens(
+            self.encoding,
+            request.get("tool_choice").filter(|c| !c.is_null()),
+            request.get("function_call").filter(|c| !c.is_null()),
+        )?;
+        Ok(())
+    }
+
+    fn anthropic(
+        &self,
+        request: &mut Map<String, Value>,
+        messages: Vec<Value>,
+        count: &mut RequestCount,
+    ) -> Result<()> {
+        count.estimates.push(format!(
+            "Anthropic's tokenizer is not public: counted with {} (calibrate with reported usage)",
+            self.encoding.as_str()
+        ));
+        let images = ImageCounting { rule: Some(ImageRule::Anthropic), sizes: Some(&self.options.image_sizes) };
+        let mut input = Map::new();
+        let has_system = request.get("system").is_some_and(|s| !s.is_null());
+        if has_system {
+            input.insert("system".into(), request.remove("system").unwrap_or_default());
+        }
+        input.insert("messages".into(), Value::Array(messages));
+        let parsed = message::parse_anthropic(Value::Object(input))?;
+        for (i, message) in parsed.iter().enumerate() {
+            let index = if has_system { i.checked_sub(1) } else { Some(i) };
+            let tokens = self.message(message, index, images, count)?;
+            if index.is_some() {
+                count.per_message.push(saturate(tokens));
+            }
+            if message.role.is_instruction() {
+                count.system += tokens;
+            } else {
+                count.messages += tokens;
+            }
+        }
+        let choice = request.get("tool_choice").filter(|c| !c.is_null());
+        if let Some(tools) = request.get("tools").filter(|t| !t.is_null()) {
+            count.tools = anthropic_tool_tokens(self.encoding, tools, self.model, choice)?;
+            if count.tools > 0 && !anthropic_tool_prompt(self.model, choice).1 {
+                count.estimates.push(format!(
+                    "tools: no published tool-use prompt size for model {:?}; counted Claude Sonnet 4.6's",
+                    self.model.unwrap_or_default()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One parsed message; its images' estimates go to `count.estimates` (or fail, if strict).
+    fn message(
+        &self,
+        message: &Message,
+        index: Option<usize>,
+        images: ImageCounting,
+        count: &mut RequestCount,
+    ) -> Result<usize> {
+        let mut notes = Vec::new();
+        let tokens = count_message_with(self.encoding, message, images, &mut notes);
+        count.images += tokens.part(PartKind::Image) as usize;
+        for note in notes {
+            self.note(note, index, count)?;
+        }
+        Ok(tokens.total as usize)
+    }
+
+    fn note(&self, note: ImageNote, index: Option<usize>, count: &mut RequestCount) -> Result<()> {
+        let place = match index {
+            Some(i) => format!("messages[{i}].{}", note.path),
+            None => format!("system.{}", note.path),
+        };
+        match note.unreadable {
+            Some(problem) if self.options.strict_images => Err(match index {
+                Some(i) => Error::invalid_message(i, &note.path, format!("image: {}", problem.describe())),
+                None => Error::invalid_argument(format!("{place}: image: {}", problem.describe())),
+            }),
+            Some(problem) => {
+                count.estimates.push(format!("{place}: image counted at the default size: {}", problem.describe()));
+                Ok(())
+            }
+            None => {
+                count.estimates.push(format!(
+                    "{place}: image counted at the default size: its pixel size is unknown (pass it in imageSizes)"
+                ));
+                Ok(())
+            }
+        }
+    }
+
+    /// A legacy `{role: "function", name, content}` message: 3, the name (in the role's place) and the content.
+    fn function_result(&self, value: &Value, index: usize) -> Result<usize> {
+        let name = match value.get("name") {
+            Some(Value::String(name)) if !name.is_empty() => name,
+            _ => {
+                return Err(Error::invalid_message(
+                    index,
+                    "name",
+                    "a message of the legacy role \"function\" needs the function's `name`",
+                ))
+            }
+        };
+        let content = match value.get("content") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(text)) => self.encoding.count(text),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .map(|part| match part.get("text") {
+                    Some(Value::String(text)) => self.encoding.count(text),
+                    _ => self.encoding.count(&part.to_string()),
+                })
+                .sum(),
+            Some(other) => {
+                return Err(Error::invalid_message(
+                    index,
+                    "content",
+                    format!("`content` must be a string, null or an array of parts, got {}", type_name(other)),
+                ))
+            }
+        };
+        Ok(TOKENS_PER_MESSAGE + self.encoding.count(name) + content)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn openai(request: Value) -> RequestCount {
+        count_request(Encoding::Cl100kBase, request, &RequestOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn the_parts_add_up() {
+        let count = openai(json!({
+            "model": "gpt-3.5-turbo",
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": "Hello:"},
+                {"role": "system", "content": "Hello"},
+                {"role": "user", "content": "Hi there"}
+            ],
+            "functions": [{"name": "do_stuff", "parameters": {"type": "object", "properties": {}}},
+                          {"name": "do_other_stuff", "parameters": {"type": "object", "properties": {}}}],
+            "function_call": {"name": "do_stuff"}
+        }));
+        // hmarr/openai-chat-tokens, API-reported for gpt-3.5-turbo.
+        assert_eq!(count.total, 55);
+        assert_eq!(count.total, count.system + count.messages + count.tools + count.tool_choice + count.reply_priming);
+        assert_eq!(count.per_message.iter().map(|n| *n as usize).sum::<usize>(), count.system + count.messages);
+        assert!(!count.estimate, "{:?}", count.estimates);
+    }
+
+    #[test]
+    fn function_messages_are_counted_and_need_a_name() {
+        let count = openai(
+            json!([{"role": "user", "content": "hello world"}, {"role": "function", "name": "do_stuff", "content": "{}"}]),
+        );
+        assert_eq!(count.total, 15);
+        let error = count_request(
+            Encoding::O200kBase,
+            json!([{"role": "function", "content": "{}"}]),
+            &RequestOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(error.index, Some(0));
+        assert!(error.message.contains("name"), "{error}");
+    }
+
+    #[test]
+    fn a_top_level_system_counts_as_the_first_system_message() {
+        let with_key = openai(json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}));
+        let in_list = openai(json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]));
+        assert_eq!(with_key.total, in_list.total);
+        assert_eq!(with_key.system, in_list.system);
+        assert_eq!(with_key.per_message.len(), 1);
+    }
+
+    #[test]
+    fn images_are_estimates_unless_sized_and_strict_mode_refuses_bad_data() {
+        let request = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+        ]}]});
+        let loose = count_request(Encoding::O200kBase, request.clone(), &RequestOptions::default()).unwrap();
+        assert_eq!(loose.images, 765 * 2);
+        assert!(loose.estimate);
+        assert_eq!(loose.estimates.len(), 2, "{:?}", loose.estimates);
+        assert!(loose.estimates[0].starts_with("messages[0].content[0]"), "{:?}", loose.estimates);
+        let mut options = RequestOptions { strict_images: true, ..RequestOptions::default() };
+        options.image_sizes.insert("https://example.com/cat.png".into(), (512, 512));
+        let error = count_request(Encoding::O200kBase, request, &options).unwrap_err();
+        assert_eq!(error.path.as_deref(), Some("messages[0].content[1]"));
+    }
+
+    #[test]
+    fn anthropic_requests_are_estimates_with_the_tool_prompt() {
+        let request = json!({
+            "model": "claude-3-5-sonnet-20241022",
+            "system": "You are a scientist",
+            "tools": [{"name": "get_weather", "description": "Get the weather", "input_schema": {"type": "object", "properties": {}}}],
+            "messages": [{"role": "user", "content": "Hello, Claude"}]
+        });
+        let options = RequestOptions { format: Format::Anthropic, ..RequestOptions::default() };
+        let count = count_request(Encoding::O200kBase, request, &options).unwrap();
+        assert!(count.estimate);
+        assert!(count.tools > 346);
+        assert_eq!(count.per_message.len(), 1);
+        assert!(count.system > 0);
+        assert_eq!(count.total, count.system + count.messages + count.tools + count.reply_priming);
+    }
+
+    #[test]
+    fn options_are_read_and_typos_refused() {
+        let options = RequestOptions::read(json!({
+            "format": "anthropic", "model": "claude-sonnet-4-5", "strictImages": true,
+            "imageSizes": {"https://x/a.png": {"width": 640, "height": 480}}
+        }))
+        .unwrap();
+        assert_eq!(options.format, Format::Anthropic);
+        assert_eq!(options.image_sizes["https://x/a.png"], (640, 480));
+        assert!(options.strict_images);
+        assert_eq!(RequestOptions::read(Value::Null).unwrap(), RequestOptions::default());
+        for (bad, says) in [
+            (json!({"fromat": "openai"}), "unknown option `fromat`"),
+            (json!({"format": "gemini"}), "unknown format"),
+            (json!({"imageSizes": {"u": {"width": 0, "height": 3}}}), "positive whole number"),
+            (json!({"imageSizes": []}), "must map image URLs"),
+            (json!({"strictImages": "yes"}), "must be a boolean"),
+            (json!(3), "must be an object"),
+        ] {
+            let error = RequestOptions::read(bad).unwrap_err();
+            assert!(error.message.contains(says), "{says}: {error}");
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_typed_errors() {
+        for (request, says) in [
+            (json!("hello"), "must be an object"),
+            (json!({"messages": {}}), "`messages` must be an array"),
+            (json!({}), "no `messages`"),
+            (json!({"messages": [], "tools": "x"}), "`tools` must be an array"),
+            (json!({"messages": [], "tool_choice": "sometimes"}), "tool_choice"),
+            (json!({"messages": [{"role": "robot", "content": "x"}]}), "unknown role"),
+        ] {
+            let error = count_request(Encoding::O200kBase, request, &RequestOptions::default()).unwrap_err();
+            assert!(error.message.contains(says), "{says}: {error}");
+        }
+    }
+}
