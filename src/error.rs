@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Internal,
     /// An operation that clashes with one already under way (a second concurrent compaction).
     Conflict,
+    /// Stored data that fails its integrity check or is missing a part (`path` names the record).
+    Corrupt,
 }
 
 impl ErrorKind {
@@ -25,6 +27,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "NotFound",
             ErrorKind::Internal => "Internal",
             ErrorKind::Conflict => "Conflict",
+            ErrorKind::Corrupt => "Corrupt",
         }
     }
 }
@@ -60,6 +63,11 @@ impl Error {
 
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, message)
+    }
+
+    /// A stored record that is damaged or missing; `key` is where it is (or should be) stored.
+    pub fn corrupt(key: &[String], message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::Corrupt, message: message.into(), index: None, path: Some(key.join("/")) }
     }
 
     /// An invalid message at `index`, with the path of the bad field relative to that message.

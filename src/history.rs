@@ -199,6 +199,39 @@ impl ConversationHistory {
         Ok(ids)
     }
 
+    /// Drops the messages from position `len` on (a stored session rebasing its unsaved messages
+    /// onto another writer's): ids, positions and the tool-call index are what they were when the
+    /// log held `len` messages.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.records.len() {
+            return;
+        }
+        let removed = (self.records.len() - len) as u64;
+        for record in self.records.drain(len..) {
+            self.positions.remove(&record.id);
+        }
+        self.next_sequence -= removed;
+        let mut calls = ToolCallIndex::default();
+        for (position, record) in self.records.iter().enumerate() {
+            for call in record.message.tool_calls() {
+                calls.answered_by.remove(&call.id);
+                calls.made_by.insert(call.id.clone(), position);
+            }
+            for result in record.message.tool_results() {
+                calls.answered_by.insert(result.call_id.clone(), position);
+            }
+        }
+        self.calls = calls;
+    }
+
+    /// Puts back the count of the message at `position`, made earlier with this encoding by this
+    /// version of the library (kept in storage), so that it is not tokenized again.
+    pub fn restore_count(&mut self, position: usize, tokens: MessageTokens) {
+        if let Some(record) = self.records.get_mut(position) {
+            record.tokens.get_or_insert(tokens);
+        }
+    }
+
     fn describe(&self, position: usize, base: usize) -> String {
         match self.records.get(position) {
             Some(record) => record.id.clone(),
@@ -413,6 +446,25 @@ mod tests {
         .unwrap();
         h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "z"}), Format::OpenAi).unwrap();
         assert_eq!(h.len(), 4);
+    }
+
+    #[test]
+    fn truncating_restores_ids_and_the_tool_call_index() {
+        let mut h = history();
+        let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "ok"});
+        h.append_values(json!([call("c1"), result("c1"), call("c1")]), Format::OpenAi).unwrap();
+        h.append_value(result("c1"), Format::OpenAi).unwrap();
+        h.truncate(3);
+        assert_eq!(h.ids(), ["m1", "m2", "m3"]);
+        // The second c1 call is open again: its answer is accepted, a second call with its id is not.
+        assert!(h.append_value(call("c1"), Format::OpenAi).is_err());
+        assert_eq!(h.append_value(result("c1"), Format::OpenAi).unwrap(), "m4");
+        h.truncate(1);
+        assert_eq!(h.get("m2").map(|r| r.id.as_str()), None);
+        assert_eq!(h.append_value(result("c1"), Format::OpenAi).unwrap(), "m2");
+        h.truncate(10);
+        assert_eq!(h.len(), 2);
     }
 
     #[test]
