@@ -8,6 +8,7 @@ mod errors;
 mod history;
 mod interning;
 mod memory;
+mod records;
 mod session;
 mod tokenizer;
 #[cfg(test)]

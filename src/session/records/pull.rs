@@ -84,15 +84,23 @@ impl Session {
                 saved.commit()
             )));
         }
-        if let Some(ours) = &saved.meta {
-            if theirs.created_at != ours.created_at || theirs.messages < ours.messages || theirs.turns < ours.turns {
-                return Err(Error::conflict(format!(
+        match &saved.meta {
+            Some(ours)
+                if theirs.created_at != ours.created_at
+                    || theirs.messages < ours.messages
+                    || theirs.turns < ours.turns =>
+            {
+                Err(Error::conflict(format!(
                     "the stored session {:?} was replaced (deleted and made again) since this one was saved or loaded",
                     self.id
-                )));
+                )))
             }
+            Some(_) => Ok(()),
+            None => Err(Error::conflict(format!(
+                "another session {:?} is already stored: this one was never saved there (choose another id)",
+                self.id
+            ))),
         }
-        Ok(())
     }
 
     /// What to read to catch up with `meta`, the stored meta record of this session.

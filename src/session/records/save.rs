@@ -78,6 +78,7 @@ impl SavePoint {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "SessionChanges"))]
 pub struct Changes {
     pub records: Vec<super::StoredRecord>,
     pub remove: Vec<Vec<String>>,
