@@ -12,7 +12,7 @@
  */
 import { Session } from "./wasm.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
-import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError } from "./errors.js";
+import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
 import { withLock } from "./storage/locks.js";
 
@@ -114,6 +114,8 @@ export class SessionStore {
   readonly #options: SessionStoreOptions;
   readonly #open = new Map<string, StoredSession>();
   readonly #opening = new Map<string, Promise<StoredSession>>();
+  /** The latest save of each session other tabs announced. */
+  readonly #announced = new Map<string, number>();
   #channel: BroadcastChannel | undefined;
   #closed = false;
 
@@ -161,6 +163,25 @@ export class SessionStore {
     if (this.#closed) throw new ConflictError("this session store is closed");
   }
 
+  /**
+   * @internal Session `id`'s meta record as stored (the caller holds its lock), once it shows the
+   * saves other tabs announced: a tab's copy of localStorage catches up with theirs only as it
+   * runs the events that carry their writes.
+   */
+  async storedMeta(id: string): Promise<string | undefined> {
+    const key = metaKey(id);
+    let meta = await this.adapter.load(key);
+    const announced = this.#announced.get(id) ?? 0;
+    for (let waited = 0; meta !== undefined && Session.info({ key, value: meta }).commit < announced; waited += 5) {
+      if (waited >= 2000) {
+        throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      meta = await this.adapter.load(key);
+    }
+    return meta;
+  }
+
   /** A new session (`new Session(options)`) with a title, saved at once. Its id must not be stored yet (default: a random one). */
   async create(options: CreateSessionOptions = {}): Promise<StoredSession> {
     this.#check();
@@ -206,8 +227,9 @@ export class SessionStore {
     const open = this.#open.get(id) ?? this.#opening.get(id);
     if (open) return open;
     const opening = this.locked(id, async () => {
-      const [meta, data] = await Promise.all([this.adapter.load(metaKey(id)), this.adapter.loadRange(dataPrefix(id))]);
+      const meta = await this.storedMeta(id);
       if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
+      const data = await this.adapter.loadRange(dataPrefix(id));
       return new StoredSession(this, Session.load([...data, { key: metaKey(id), value: meta }]));
     });
     this.#opening.set(id, opening);
@@ -236,7 +258,7 @@ export class SessionStore {
         sessions.push(Session.info(entry as StoredRecord));
       } catch (error) {
         if (!(error instanceof ContextCompactorError)) throw error;
-        sessions.push({ id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, problem: error });
+        sessions.push({ id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, problem: error });
       }
     }
     return sessions.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1));
@@ -394,6 +416,10 @@ export class SessionStore {
   }
 
   #heard(message: StoreMessage): void {
+    if (message && typeof message.id === "string" && typeof message.commit === "number") {
+      this.#announced.set(message.id, Math.max(message.commit, this.#announced.get(message.id) ?? 0));
+    }
+    if (message?.deleted) this.#announced.delete(message.id);
     const handle = message && typeof message.id === "string" ? this.#open.get(message.id) : undefined;
     if (!handle) return;
     if (message.deleted) handle.forget("deleted");
@@ -505,7 +531,7 @@ export class StoredSession {
   /** @internal The save itself; the caller holds the session's lock. */
   async saveLocked(): Promise<void> {
     const adapter = this.store.adapter;
-    const meta = await adapter.load(metaKey(this.id));
+    const meta = await this.store.storedMeta(this.id);
     if (meta === undefined) {
       if (this.#raw.savedCommit > 0) {
         this.forget("deleted");
@@ -546,7 +572,7 @@ export class StoredSession {
     return this.#serially(async () => {
       if (this.#closed) return undefined;
       return this.store.locked(this.id, async () => {
-        const meta = await this.store.adapter.load(metaKey(this.id));
+        const meta = await this.store.storedMeta(this.id);
         if (meta === undefined) {
           if (this.#raw.savedCommit > 0) this.forget("deleted");
           return undefined;

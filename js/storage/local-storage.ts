@@ -4,6 +4,11 @@
  * boundaries are kept). A batch is all or nothing: when an item does not fit (the browser's quota,
  * about 5 MB an origin), the items the batch already wrote are put back as they were and a
  * `StorageError` with `reason: "quota"` is thrown.
+ *
+ * Tabs do not read one localStorage: each keeps a copy that catches up with the others' writes
+ * when it runs the events that carry them (as the HTML standard leaves it). So the lock first lets
+ * the events already queued run, and the store then waits for a save another tab announced to
+ * show; IndexedDB, which every tab reads alike, is the adapter for a session open in several tabs.
  */
 import { StorageError } from "../errors.js";
 import {
@@ -17,6 +22,10 @@ import {
   type StorageKey,
   type StorageWrite,
 } from "./adapter.js";
+import { platformLock } from "./locks.js";
+
+/** Two turns of the event loop: the storage events queued before now have run. */
+const settle = () => new Promise<void>((resolve) => setTimeout(() => setTimeout(resolve, 0), 0));
 
 export interface LocalStorageOptions {
   /** What every item's key starts with (default `"cc"`); adapters with different prefixes do not meet. */
@@ -48,6 +57,14 @@ export class LocalStorageAdapter implements StorageAdapter {
   #key(item: string): StorageKey | undefined {
     if (!item.startsWith(`${this.#prefix}/`)) return undefined;
     return item.slice(this.#prefix.length + 1).split("/").map(unescapeSegment);
+  }
+
+  /** The platform's lock (Web Locks across tabs), then the other tabs' queued writes applied here. */
+  lock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    return platformLock(name, async () => {
+      await settle();
+      return fn();
+    });
   }
 
   async load(key: StorageKey): Promise<string | undefined> {

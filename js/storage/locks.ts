@@ -29,12 +29,17 @@ function webLocks(): WebLocks | undefined {
   return locks && typeof locks.request === "function" ? locks : undefined;
 }
 
-/** Runs `fn` holding the lock `name` of `adapter`'s storage. */
-export function withLock<T>(adapter: StorageAdapter, name: string, fn: () => Promise<T>): Promise<T> {
-  if (typeof adapter.lock === "function") return adapter.lock(name, fn);
+/** Runs `fn` holding the lock `name`: a Web Lock where the platform has them, else a lock of this realm. */
+export function platformLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
   const locks = webLocks();
   if (locks) return locks.request(name, { mode: "exclusive" }, fn);
   return serially(name, fn);
+}
+
+/** Runs `fn` holding the lock `name` of `adapter`'s storage. */
+export function withLock<T>(adapter: StorageAdapter, name: string, fn: () => Promise<T>): Promise<T> {
+  if (typeof adapter.lock === "function") return adapter.lock(name, fn);
+  return platformLock(name, fn);
 }
 
 /** Which kind of lock `withLock` uses for `adapter`. */

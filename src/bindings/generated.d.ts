@@ -480,4 +480,8 @@ export type SessionInfo = { id: string, parentId: string | null, title: string |
 /**
  * Milliseconds since the Unix epoch.
  */
-createdAt: number, updatedAt: number, messages: number, tokens: number, };
+createdAt: number, updatedAt: number, messages: number, tokens: number, 
+/**
+ * Saves so far (each writer's save adds one).
+ */
+commit: number, };

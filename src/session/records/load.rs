@@ -36,6 +36,8 @@ pub struct SessionInfo {
     pub updated_at: u64,
     pub messages: u64,
     pub tokens: u64,
+    /// Saves so far (each writer's save adds one).
+    pub commit: u64,
 }
 
 /// Reads and checks a meta record.
@@ -70,6 +72,7 @@ impl SessionInfo {
             updated_at: meta.updated_at,
             messages: meta.messages,
             tokens: meta.tokens,
+            commit: meta.commit,
         })
     }
 }
