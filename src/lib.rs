@@ -7,6 +7,7 @@ pub mod compact;
 pub mod error;
 pub mod history;
 pub mod ids;
+pub mod load;
 pub mod memory;
 pub mod message;
 pub mod session;
