@@ -438,6 +438,7 @@ impl Tokenizer {
 }
 
 mod agent;
+mod load;
 
 /// A session shared by the JS objects that show parts of it (`session.history`,
 /// `session.memory`): the JS side is single-threaded, so a `RefCell` suffices, and a borrow that
