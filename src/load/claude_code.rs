@@ -6,7 +6,7 @@
 //! into the one message the model produced. Sub-agents' records (`isSidechain`) belong to other
 //! conversations, and records on a branch the user rewound away from are not part of this one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
@@ -79,17 +79,24 @@ pub(super) fn parse_line(at: Locator, line: &str) -> Result<Fields> {
     })
 }
 
-/// One record of a log held as JSON (a single record, or records saved as an array).
+/// One record of a log held as JSON (a single record, or records saved as an array). Taken
+/// apart by hand: a second serde path for `Fields` would cost more wasm than these lines.
 pub(super) fn from_value(at: Locator, value: Value) -> Result<Fields> {
-    if !value.is_object() {
+    let Value::Object(mut map) = value else {
         return Err(not_an_object(&at, &value));
-    }
-    Fields::deserialize(value).map_err(|error| {
-        at.error(
-            ErrorKind::InvalidArgument,
-            "",
-            format!("not a valid record: {error}"),
-        )
+    };
+    let mut take = |key: &str| map.remove(key);
+    Ok(Fields {
+        kind: take("type"),
+        subtype: take("subtype"),
+        uuid: take("uuid"),
+        parent_uuid: take("parentUuid"),
+        logical_parent_uuid: take("logicalParentUuid"),
+        is_sidechain: take("isSidechain"),
+        is_meta: take("isMeta"),
+        is_compact_summary: take("isCompactSummary"),
+        compact_metadata: take("compactMetadata"),
+        message: take("message"),
     })
 }
 
@@ -348,20 +355,19 @@ fn record_kinds(records: &[Record]) -> Vec<String> {
 
 /// A record written twice (same `uuid`, e.g. by a resumed session) counts once.
 fn mark_duplicates(records: &[Record], left_out: &mut [Option<LeftOut>]) {
-    let mut seen: HashMap<&str, &Locator> = HashMap::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
     for (i, record) in records.iter().enumerate() {
         if left_out[i].is_some() || !record.is_message() {
             continue;
         }
         if let Some(uuid) = as_str(&record.fields.uuid) {
             match seen.get(uuid) {
-                Some(first) => {
-                    left_out[i] = Some(LeftOut::Repeat {
-                        first: first.label(),
-                    })
+                Some(&first) => {
+                    let first = records[first].at.label();
+                    left_out[i] = Some(LeftOut::Repeat { first });
                 }
                 None => {
-                    seen.insert(uuid, &record.at);
+                    seen.insert(uuid, i);
                 }
             }
         }
@@ -392,73 +398,66 @@ fn mark_abandoned_branches(records: &[Record], left_out: &mut [Option<LeftOut>])
         return;
     };
     // The chain, and for each of its records the first message after it on the chain.
-    let mut next_message: HashMap<usize, Option<usize>> = HashMap::new();
+    let mut on_chain = vec![false; records.len()];
+    let mut next_message: Vec<Option<usize>> = vec![None; records.len()];
     let mut below = None;
     let mut node = Some(leaf);
     while let Some(i) = node {
-        if next_message.contains_key(&i) {
+        if on_chain[i] {
             break; // a cycle
         }
-        next_message.insert(i, below);
+        on_chain[i] = true;
+        next_message[i] = below;
         if records[i].is_message() {
             below = Some(i);
         }
         node = parent(i);
     }
-    // For each record off the chain: where its branch meets the chain, and the branch's first message.
-    let mut branch: HashMap<usize, Option<(usize, Option<usize>)>> = HashMap::new();
+    // For each record off the chain, once (`Some`): where its branch meets the chain and the
+    // branch's first message, or `None` if it does not meet the chain.
+    type Meeting = Option<(usize, Option<usize>)>;
+    let mut branch: Vec<Option<Meeting>> = vec![None; records.len()];
+    // Which walk last passed a record, to see a cycle.
+    let mut walked_by = vec![usize::MAX; records.len()];
     for start in 0..records.len() {
-        if left_out[start].is_some()
-            || !records[start].is_message()
-            || next_message.contains_key(&start)
-        {
+        if left_out[start].is_some() || !records[start].is_message() || on_chain[start] {
             continue;
         }
         let mut walk = Vec::new();
-        let mut visiting = HashSet::new();
         let mut node = Some(start);
         let mut base = None;
         while let Some(i) = node {
-            if let Some(known) = branch.get(&i) {
-                base = *known;
+            if let Some(known) = branch[i] {
+                base = known;
                 break;
             }
-            if next_message.contains_key(&i) {
+            if on_chain[i] {
                 base = Some((i, None));
                 break;
             }
-            if !visiting.insert(i) {
+            if walked_by[i] == start {
                 break; // a cycle: not connected to the chain
             }
+            walked_by[i] = start;
             walk.push(i);
             node = parent(i);
         }
         for &i in walk.iter().rev() {
-            base = base.map(|(meet, head)| {
-                (
-                    meet,
-                    head.or(if records[i].is_message() {
-                        Some(i)
-                    } else {
-                        None
-                    }),
-                )
-            });
-            branch.insert(i, base);
+            let message = records[i].is_message().then_some(i);
+            base = base.map(|(meet, head)| (meet, head.or(message)));
+            branch[i] = Some(base);
         }
-        let Some(Some((meet, Some(head)))) = branch.get(&start) else {
+        let Some(Some((meet, Some(head)))) = branch[start] else {
             continue;
         };
-        let chain_continues_with = next_message.get(meet).copied().flatten();
-        if records[*head].is_prompt()
-            && chain_continues_with.is_some_and(|m| m != *head && records[m].is_prompt())
+        let continues_with = next_message[meet];
+        if records[head].is_prompt()
+            && continues_with.is_some_and(|m| m != head && records[m].is_prompt())
         {
-            let resumed = chain_continues_with
+            let continues_at = continues_with
                 .map(|m| records[m].at.label())
                 .unwrap_or_default();
-            left_out[start] = Some(LeftOut::Rewound {
-                continues_at: resumed,
-            });
+            left_out[start] = Some(LeftOut::Rewound { continues_at });
         }
     }
 }

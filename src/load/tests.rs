@@ -425,6 +425,38 @@ fn a_chain_broken_by_missing_parents_keeps_every_message_in_file_order() {
 }
 
 #[test]
+fn parent_cycles_end_the_walk() {
+    let log = vec![
+        record(
+            "user",
+            "u1",
+            Some("a2"),
+            json!({"role": "user", "content": "q"}),
+        ),
+        record(
+            "assistant",
+            "a1",
+            Some("u1"),
+            json!({"id": "m1", "role": "assistant", "content": "a"}),
+        ),
+        record(
+            "user",
+            "u2",
+            Some("u2"),
+            json!({"role": "user", "content": "q2"}),
+        ),
+        record(
+            "assistant",
+            "a2",
+            Some("u1"),
+            json!({"id": "m2", "role": "assistant", "content": "a2"}),
+        ),
+    ];
+    let loaded = load_text(&jsonl(&log)).unwrap();
+    assert_eq!(loaded.messages["messages"].as_array().unwrap().len(), 4);
+}
+
+#[test]
 fn claude_code_records_saved_as_a_json_array() {
     let loaded = load_text(&Value::Array(split_response_log()).to_string()).unwrap();
     assert_eq!(loaded.source, Source::ClaudeCode);
