@@ -17,6 +17,7 @@ export {
   validateMessages,
   profileNames,
   resolveProfile,
+  loadConversation,
   loadRanks,
 } from "./wasm.js";
 

@@ -99,6 +99,9 @@ node_modules/.bin/tsc -p tsconfig.json
 # the same error classes (dist/errors.js), so that an adapter's StorageError is the lite entry's.
 mkdir dist/lite
 cp dist/*.js dist/*.d.ts dist/lite/
+# The command-line tool runs on the full Node entry only.
+rm dist/lite/cli.js dist/lite/cli.d.ts
+chmod +x dist/cli.js
 sed -i -e 's#"\.\./pkg/#"../../pkg-lite/#' -e 's#"\.\./ranks/#"../../ranks/#' dist/lite/wasm.js dist/lite/wasm.d.ts
 sed -i -e 's#"\./storage/#"../storage/#' dist/lite/*.js dist/lite/*.d.ts
 echo 'export * from "../errors.js";' > dist/lite/errors.js

@@ -7,6 +7,7 @@ mod conversion;
 mod errors;
 mod history;
 mod interning;
+mod load;
 mod memory;
 mod records;
 mod session;
@@ -18,6 +19,7 @@ use wasm_bindgen::prelude::*;
 
 pub use errors::set_error_factory;
 pub use history::ConversationHistory;
+pub use load::load_conversation;
 pub use memory::{recall_context_tool, MemoryModule};
 pub use session::Session;
 pub use tokenizer::Tokenizer;
