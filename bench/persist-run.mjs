@@ -1,7 +1,8 @@
-// The persistence benchmark's one run, shared by bench/persist.mjs (Node, file system) and
-// bench/persist-browser.mjs (Chromium, IndexedDB and localStorage): appends `messages` one at a
-// time to a stored session, saving each (store.flush()), then opens the session cold from a new
-// adapter and builds its context. "context-compactor" resolves to this package: in Node by the
+// The persistence benchmark's phases, shared by bench/persist.mjs (Node, file system) and
+// bench/persist-browser.mjs (Chromium, IndexedDB and localStorage): append messages one at a
+// time to a stored session, saving each (flush()); then, each in a fresh process or a reloaded
+// page (no warm tokenizer caches), read the records, open the session and build its context, and
+// for comparison build the same messages never stored. "context-compactor" resolves to this package: in Node by the
 // package's self-reference, in the browser through the page's import map.
 import { SessionStore, ConversationHistory } from "context-compactor";
 
@@ -34,10 +35,10 @@ const quantile = (xs, q) => {
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /**
- * Appends `messages` one at a time to a new session in a store over `openAdapter()`, flushing
- * after each; then a new adapter, store and handle (cold) and the first build. Returns the figures.
+ * Appends `messages` one at a time to a new session ("bench") in a store over `openAdapter()`,
+ * flushing after each: the cost of an append and the bytes it writes.
  */
-export async function persistBench({ openAdapter, messages, buckets = 5 }) {
+export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
   const counter = { bytes: 0, writes: 0 };
   const store = await SessionStore.open(counting(await openAdapter(), counter), { autosave: false, broadcast: false });
   const session = await store.create({ id: "bench", title: "persist bench", encoding: "o200k_base", format: "openai" });
@@ -46,6 +47,7 @@ export async function persistBench({ openAdapter, messages, buckets = 5 }) {
   const ratios = [];
   const written = [];
   const overheads = [];
+  const large = []; // the ratio for messages of 1 KB or more, where the fixed overhead matters less
   let messageBytes = 0;
   for (const message of messages) {
     const json = utf8(JSON.stringify(message));
@@ -57,56 +59,26 @@ export async function persistBench({ openAdapter, messages, buckets = 5 }) {
     written.push(counter.bytes - before);
     ratios.push((counter.bytes - before) / json);
     overheads.push(counter.bytes - before - json);
+    if (json >= 1024) large.push((counter.bytes - before) / json);
     messageBytes += json;
   }
   await store.close();
-
   // Flat as the history grows: the ratio's median in each fifth of the appends.
   const size = Math.ceil(messages.length / buckets);
   const flat = Array.from({ length: buckets }, (_, b) => {
     const part = ratios.slice(b * size, (b + 1) * size);
     return { from: b * size + 1, to: Math.min(messages.length, (b + 1) * size), median: quantile(part, 0.5), mean: mean(part) };
   });
-
-  const t0 = performance.now();
-  const coldStore = await SessionStore.open(await openAdapter(), { broadcast: false });
-  const cold = await coldStore.open("bench");
-  const opened = performance.now() - t0;
-  const built = cold.history.build({ budget: BUDGET });
-  const openAndBuild = performance.now() - t0;
-  // The same messages never stored: one appendMany and the first build, for comparison.
-  const t1 = performance.now();
-  const memory = new ConversationHistory({ encoding: "o200k_base", format: "openai" });
-  memory.appendMany(messages);
-  memory.build({ budget: BUDGET });
-  const inMemoryBuild = performance.now() - t1;
-  const t2 = performance.now();
-  cold.history.build({ budget: BUDGET });
-  const secondBuild = performance.now() - t2;
-  // The parts of a cold open: reading every record, then a second cold open whose first build
-  // selects only (no summary, compression or digests: the pipeline's own first-build cost).
-  const t3 = performance.now();
-  const adapter = await openAdapter();
-  const records = await adapter.loadRange([]);
-  const readMs = performance.now() - t3;
-  await adapter.close?.();
-  const t4 = performance.now();
-  const selectStore = await SessionStore.open(await openAdapter(), { broadcast: false });
-  const selected = await selectStore.open("bench");
-  selected.history.build({ budget: BUDGET, summary: null, compress: null, digest: null });
-  const openAndSelectMs = performance.now() - t4;
-  await selectStore.close();
-  const result = {
+  return {
     messages: messages.length,
-    loaded: cold.history.length,
-    builtMessages: built.messages.length,
-    builtTokens: built.tokens.total,
     appendMedianMs: quantile(times, 0.5),
     appendP99Ms: quantile(times, 0.99),
     appendMaxMs: Math.max(...times),
     bytesPerAppendMedian: quantile(written, 0.5),
     ratioMedian: quantile(ratios, 0.5),
     ratioP99: quantile(ratios, 0.99),
+    largeCount: large.length,
+    largeRatioMedian: large.length ? quantile(large, 0.5) : NaN,
     overheadMedian: quantile(overheads, 0.5),
     overheadP99: quantile(overheads, 0.99),
     ratioTotal: (counter.bytes - createdBytes) / messageBytes,
@@ -114,17 +86,45 @@ export async function persistBench({ openAdapter, messages, buckets = 5 }) {
     bytesWritten: counter.bytes - createdBytes,
     writes: counter.writes,
     flat,
-    openMs: opened,
-    openAndBuildMs: openAndBuild,
-    secondBuildMs: secondBuild,
-    readMs,
-    storedBytes: records.reduce((n, r) => n + r.value.length, 0),
-    storedRecords: records.length,
-    openAndSelectMs,
-    inMemoryBuildMs: inMemoryBuild,
   };
-  await coldStore.close();
+}
+
+/**
+ * Session "bench" opened cold (run it in a fresh process or a reloaded page) and its first build;
+ * with `select`, a first build that selects only (no summary, compression or digests).
+ */
+export async function coldPhase({ openAdapter, select = false }) {
+  const t0 = performance.now();
+  const store = await SessionStore.open(await openAdapter(), { broadcast: false });
+  const session = await store.open("bench");
+  const openMs = performance.now() - t0;
+  const built = session.history.build(select ? { budget: BUDGET, summary: null, compress: null, digest: null } : { budget: BUDGET });
+  const openAndBuildMs = performance.now() - t0;
+  const t1 = performance.now();
+  session.history.build({ budget: BUDGET });
+  const nextBuildMs = performance.now() - t1;
+  const result = { loaded: session.history.length, builtMessages: built.messages.length, builtTokens: built.tokens.total, openMs, openAndBuildMs, nextBuildMs };
+  await store.close();
   return result;
+}
+
+/** Reading every stored record, cold. */
+export async function readPhase({ openAdapter }) {
+  const t0 = performance.now();
+  const adapter = await openAdapter();
+  const records = await adapter.loadRange([]);
+  const readMs = performance.now() - t0;
+  await adapter.close?.();
+  return { readMs, storedRecords: records.length, storedBytes: records.reduce((n, r) => n + r.value.length, 0) };
+}
+
+/** The same messages never stored, cold: one appendMany and the first build. */
+export function memoryPhase({ messages }) {
+  const t0 = performance.now();
+  const history = new ConversationHistory({ encoding: "o200k_base", format: "openai" });
+  history.appendMany(messages);
+  history.build({ budget: BUDGET });
+  return { inMemoryBuildMs: performance.now() - t0 };
 }
 
 /** The figures as lines of text, for a console. */
@@ -136,11 +136,12 @@ export function describe(label, r) {
     `  bytes written per append / message JSON: median ${f(r.ratioMedian)}, p99 ${f(r.ratioP99)}, ` +
       `all appends ${f(r.ratioTotal)} (${r.bytesWritten.toLocaleString()} B for ${r.messageBytes.toLocaleString()} B of messages; median ${r.bytesPerAppendMedian} B an append)`,
     `  bytes an append writes beyond the message's JSON (keys, envelopes, the meta record): median ${r.overheadMedian} B, p99 ${r.overheadP99.toLocaleString()} B`,
+    `  for the ${r.largeCount.toLocaleString()} messages of 1 KB or more: median ratio ${f(r.largeRatioMedian)}`,
     `  the median ratio by fifths of the history: ${r.flat.map((b) => `${b.from}-${b.to}: ${f(b.median)}`).join(", ")}`,
-    `  cold open ${f(r.openMs, 1)} ms, open + first build ${f(r.openAndBuildMs, 1)} ms ` +
-      `(${r.loaded.toLocaleString()} messages loaded; built ${r.builtMessages} messages, ${r.builtTokens.toLocaleString()} tokens); the next build ${f(r.secondBuildMs, 1)} ms`,
-    `  of the open: reading the ${r.storedRecords} records (${(r.storedBytes / 1e6).toFixed(2)} M characters) ${f(r.readMs, 1)} ms; ` +
-      `open + a first build that selects only (no summary, compression, digests) ${f(r.openAndSelectMs, 1)} ms`,
-    `  the same messages never stored: appendMany + first build ${f(r.inMemoryBuildMs, 1)} ms`,
+    `  cold (a fresh process or page each): reading the ${r.storedRecords} records (${(r.storedBytes / 1e6).toFixed(2)} M characters) ${f(r.readMs, 1)} ms`,
+    `  cold open ${f(r.cold.openMs, 1)} ms, open + first build ${f(r.cold.openAndBuildMs, 1)} ms ` +
+      `(${r.cold.loaded.toLocaleString()} messages loaded; built ${r.cold.builtMessages} messages, ${r.cold.builtTokens.toLocaleString()} tokens); the next build ${f(r.cold.nextBuildMs, 1)} ms`,
+    `  cold open + a first build that selects only (no summary, compression, digests) ${f(r.select.openAndBuildMs, 1)} ms`,
+    `  the same messages never stored, cold: appendMany + first build ${f(r.inMemoryBuildMs, 1)} ms`,
   ];
 }
