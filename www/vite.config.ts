@@ -96,8 +96,30 @@ function precompressPlugin(): Plugin {
   };
 }
 
+/**
+ * `<link rel="preload">` for the wasm and the default encoding's table, so that both download
+ * while the script does (the package fetches them only once its module runs, one after the
+ * other). The page's own `fetch` of `rankFile(...)` then takes the preloaded response.
+ */
+function preloadPlugin(encoding: string): Plugin {
+  return {
+    name: "cc-demo-preload",
+    transformIndexHtml: {
+      order: "post",
+      handler(_html, context) {
+        if (!context.bundle) return; // the dev server: nothing is bundled
+        const wanted = [/\.wasm$/, new RegExp(`(^|/)${encoding}-[\\w-]+\\.cctab$`)];
+        return Object.keys(context.bundle)
+          .filter((name) => wanted.some((pattern) => pattern.test(name)))
+          .map((name) => ({ tag: "link", attrs: { rel: "preload", as: "fetch", crossorigin: "anonymous", href: `/${name}` }, injectTo: "head" as const }));
+      },
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [fixturesPlugin(), precompressPlugin()],
+  // The page's default profile (gpt-4o) counts with o200k_base.
+  plugins: [fixturesPlugin(), precompressPlugin(), preloadPlugin("o200k_base")],
   // The package's browser entry initialises its wasm with a top-level await.
   build: { target: "es2022", assetsInlineLimit: 0 },
   server: { fs: { allow: [repo] } },

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { withPage } from "./harness.mjs";
+import { startFakeProviders } from "../support/fake-providers.mjs";
 
 const WWW = new URL("../../www/", import.meta.url);
 const SHOTS = fileURLToPath(new URL("./screenshots/", import.meta.url));
@@ -171,4 +172,55 @@ test("demo: a reload starts clean and counts again", async () => {
     assert.ok(Number(await page.getAttribute("#stats", "data-first-count")) > 0);
     assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
   });
+});
+
+test("demo: with a model endpoint, compactions are summarised by it and the chat goes on", async () => {
+  const reply = "The customer wants to change a flight from Denver to Houston; the agent asked for the reservation id.";
+  const api = await startFakeProviders({ reply });
+  try {
+    await withPage(async (page, log) => {
+      await page.goto(demo.url);
+      await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+      await page.selectOption("#fixture", FIXTURE);
+      await page.click("#load-fixture");
+      await page.waitForSelector("#run-picker:not([hidden])");
+      await page.check('input[name="mode"][value="budget"]');
+      await page.fill("#budget", "3000");
+      await page.dispatchEvent("#budget", "change");
+      await page.selectOption("#api", "openai");
+      await page.fill("#base-url", `${api.baseURL}/v1`);
+      await page.fill("#model-name", "gpt-4o-mini");
+      await page.fill("#api-key", "test-key");
+      await page.click('#endpoint button[type="submit"]');
+      assert.equal(await page.inputValue("#api-key"), "", "the key is not left in the field");
+
+      await page.click("#to-compaction");
+      await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
+      assert.match(await page.textContent("#compaction-list details.compaction summary"), /\(external\)/);
+      assert.equal((await page.textContent("#summary-text pre.summary")).trim(), reply);
+      const summarised = api.requests.filter((r) => r.api === "openai");
+      assert.ok(summarised.length >= 1, "the model was asked for the summary");
+      assert.deepEqual(summarised.flatMap((r) => r.violations), [], "valid requests");
+
+      // At the end of the replay, the chat continues the session with the model.
+      await page.click("#to-end");
+      await page.waitForSelector("#chat:not([hidden])");
+      const before = api.requests.length;
+      await page.fill("#chat-input", "Which flight did I ask about?");
+      await page.click('#chat button[type="submit"]');
+      await page.waitForFunction(() => /\+ 1 chatted/.test(document.querySelector("#progress")?.textContent ?? ""));
+      const chat = api.requests.slice(before).find((r) => r.body.tools);
+      assert.ok(chat, "a chat request with tools");
+      assert.deepEqual(chat.violations, [], "the context sent is valid for the API");
+      assert.ok(chat.body.tools.some((t) => t.function?.name === "recall_context"), "recall_context is offered");
+      assert.equal(chat.body.messages.at(-1).content, "Which flight did I ask about?");
+      const last = await page.$$eval("#history-list li.message", (els) => els.slice(-2).map((e) => e.textContent));
+      assert.match(last[0], /Which flight did I ask about\?/);
+      assert.match(last[1], /The customer wants to change a flight/);
+      await shot(page, "demo-model");
+      assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+    });
+  } finally {
+    await api.close();
+  }
 });

@@ -22,6 +22,8 @@ export interface EngineStats {
   readyAt: number;
   /** From navigation start to the first exact count (table fetched and loaded). */
   firstCountAt?: number;
+  /** Milliseconds `loadRanks` took for the first table (decoding it in the wasm). */
+  loadRanksMs?: number;
   downloads: Download[];
 }
 
@@ -64,7 +66,9 @@ export function ensureEncoding(encoding: EncodingName): Promise<void> {
       const response = await fetch(url);
       if (!response.ok) throw new Error(`the ${encoding} rank table could not be fetched (${url}: HTTP ${response.status})`);
       const bytes = new Uint8Array(await response.arrayBuffer());
+      const decoding = performance.now();
       loadRanks(encoding, bytes);
+      stats.loadRanksMs ??= performance.now() - decoding;
       record(`${encoding} rank table`, url, bytes.length, performance.now() - started);
       if (stats.firstCountAt === undefined) {
         new Tokenizer(encoding).count("tiktoken is great!");

@@ -34,7 +34,8 @@ const state: {
 function showStats(): void {
   const parts = stats.downloads.map((d) => `${d.what} ${kb(d.transferred)}${d.transferred !== d.decoded ? ` (${kb(d.decoded)} unpacked)` : ""}`);
   const total = stats.downloads.reduce((sum, d) => sum + d.transferred, 0);
-  const first = stats.firstCountAt === undefined ? "" : `; first exact count ${Math.round(stats.firstCountAt)} ms after navigation (package ready at ${Math.round(stats.readyAt)} ms)`;
+  const first = stats.firstCountAt === undefined ? "" : `; first exact count ${Math.round(stats.firstCountAt)} ms after navigation ` +
+    `(package ready at ${Math.round(stats.readyAt)} ms, table loaded in ${Math.round(stats.loadRanksMs ?? 0)} ms)`;
   const text = `Downloaded ${parts.join(" + ")} = ${kb(total)}${first}.`;
   const el = $("stats");
   el.textContent = text;
@@ -111,7 +112,7 @@ async function load(source: Source, runIndex?: number): Promise<void> {
     $("run-count").textContent = `of ${n(runs.count)} (0–${n(runs.count - 1)})`;
   }
   await run(async () => {
-    const replay = new Replay(conversation, settings(), state.replay?.summarize);
+    const replay = new Replay(conversation, settings(), state.endpoint && summarizerFor(state.endpoint));
     await ensureEncoding(profileOf(replay.settings).encoding);
     state.replay = replay;
     await replay.build();
@@ -224,6 +225,10 @@ function render(): void {
   $("play").textContent = state.playing ? "Pause" : "Play";
   $("play").setAttribute("aria-pressed", String(state.playing));
   $("chat").hidden = !(replay?.done && state.endpoint);
+  const { endpoint } = state;
+  $("endpoint-status").textContent = endpoint
+    ? `Using ${endpoint.model} at ${endpoint.baseURL} for summaries${replay?.done ? " and to chat on below" : "; the chat opens at the end of the replay"}. The key is kept in memory only.`
+    : "No model: the built-in summariser runs.";
   void renderSessions();
   if (stats.downloads.length) showStats();
   if (!replay) return;
@@ -356,13 +361,11 @@ function wire(): void {
     state.endpoint = endpoint;
     if (state.replay) state.replay.summarize = summarizerFor(endpoint);
     $<HTMLInputElement>("api-key").value = "";
-    $("endpoint-status").textContent = `Using ${endpoint.model} at ${endpoint.baseURL} for summaries${state.replay?.done ? " and chat" : "; chat opens at the end of the replay"}. The key is kept in memory only.`;
     render();
   });
   $("forget").addEventListener("click", () => {
     state.endpoint = undefined;
     if (state.replay) state.replay.summarize = undefined;
-    $("endpoint-status").textContent = "No model: the built-in summariser runs.";
     render();
   });
   $("chat").addEventListener("submit", (event) => {

@@ -127,7 +127,11 @@ export function tokenBar({ result, profile, encoding, estimate }: BarInput): HTM
     h("p.bar-total", { "data-total": tokens.total },
       h("strong", {}, `${n(tokens.total)} tokens`), ` of a ${n(window)}-token window (${profile.name}), `, exactness,
       `; ${n(receipt.messagesAfter)} of ${n(receipt.messagesBefore)} messages; `,
-      receipt.withinBudget ? "within budget" : h("strong.over", {}, "over budget")));
+      receipt.withinBudget ? "within budget" : h("strong.over", {}, "over budget")),
+    receipt.calibration
+      ? h("p.hint", {}, `Calibrated on ${n(receipt.calibration.observations)} usage report${receipt.calibration.observations === 1 ? "" : "s"} from ${receipt.calibration.model}: ` +
+        `the provider bills ×${receipt.calibration.factor.toFixed(3)} what is counted, so this context likely bills ${n(receipt.calibration.tokens)} tokens (at most ${n(receipt.calibration.upper)}), and the budget is in counted tokens.`)
+      : null);
 }
 
 /** A receipt: its runs as a table, the parts, the summary, repairs and notes. */
