@@ -112,6 +112,8 @@ async function load(source: Source, runIndex?: number): Promise<void> {
     $("run-count").textContent = `of ${n(runs.count)} (0–${n(runs.count - 1)})`;
   }
   await run(async () => {
+    // A session nothing was replayed into is replaced, not kept beside the new one.
+    if (state.replay && state.replay.position === 0) await state.shelf.remove(state.replay.session.id);
     const replay = new Replay(conversation, settings(), state.endpoint && summarizerFor(state.endpoint));
     await ensureEncoding(profileOf(replay.settings).encoding);
     state.replay = replay;
