@@ -34,15 +34,25 @@ function fixtureList(): Array<{ path: string; bytes: number }> {
 /** GET /fixtures/index.json (the list) and /fixtures/<dir>/<file>, read-only, nothing outside the folder. */
 const serveFixtures: Connect.NextHandleFunction = (req, res, next) => {
   const url = new URL(req.url ?? "/", "http://localhost");
-  if (!url.pathname.startsWith("/fixtures/") || !existsSync(fixtures)) return next();
+  if (!url.pathname.startsWith("/fixtures/")) return next();
+  // Not the page (Vite's fallback would answer with index.html).
+  const notFound = () => void res.writeHead(404, { "content-type": "text/plain" }).end("404: no such fixture\n");
   if (url.pathname === "/fixtures/index.json") {
+    // An empty list when the folder is missing: the page hides its picker (a static host's 404 does too).
     res.setHeader("content-type", "application/json; charset=utf-8");
     res.end(JSON.stringify(fixtureList()));
     return;
   }
-  const file = normalize(join(fixtures, decodeURIComponent(url.pathname.slice("/fixtures/".length))));
+  if (!existsSync(fixtures)) return notFound();
+  let name: string;
+  try {
+    name = decodeURIComponent(url.pathname.slice("/fixtures/".length));
+  } catch {
+    return notFound(); // a malformed %-escape
+  }
+  const file = normalize(join(fixtures, name));
   const inside = !relative(fixtures, file).startsWith("..") && file.startsWith(fixtures + sep);
-  if (!inside || !CONVERSATION.test(file) || !existsSync(file) || !statSync(file).isFile()) return next();
+  if (!inside || !CONVERSATION.test(file) || !existsSync(file) || !statSync(file).isFile()) return notFound();
   res.setHeader("content-type", "text/plain; charset=utf-8");
   res.setHeader("cache-control", "no-cache");
   createReadStream(file).pipe(res);
@@ -121,7 +131,8 @@ export default defineConfig({
   // The page's default profile (gpt-4o) counts with o200k_base.
   plugins: [fixturesPlugin(), precompressPlugin(), preloadPlugin("o200k_base")],
   // The package's browser entry initialises its wasm with a top-level await.
-  build: { target: "es2022", assetsInlineLimit: 0 },
+  // The precompression's 20 s (zopfli, on a first build only: cached) need no report from rolldown.
+  build: { target: "es2022", assetsInlineLimit: 0, rolldownOptions: { checks: { pluginTimings: false } } },
   server: { fs: { allow: [repo] } },
   clearScreen: false,
 });

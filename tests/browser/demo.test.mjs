@@ -163,6 +163,37 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
   });
 });
 
+test("demo: served without the shared fixtures, the picker is hidden and pasted JSON loads", async () => {
+  const { serveDemo } = await import(new URL("serve.mjs", WWW).href);
+  process.env.CC_FIXTURES = fileURLToPath(new URL("./no-fixtures-here/", import.meta.url));
+  let bare;
+  try {
+    bare = await serveDemo({ port: 0, quiet: true });
+  } finally {
+    delete process.env.CC_FIXTURES;
+  }
+  try {
+    assert.deepEqual(await (await fetch(`${bare.url}fixtures/index.json`)).json(), [], "an empty fixture list");
+    assert.equal((await fetch(`${bare.url}fixtures/openai/tau-bench-gpt-4o-airline.json`)).status, 404);
+    await withPage(async (page, log) => {
+      await page.goto(bare.url);
+      await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+      assert.equal(await page.isHidden("#fixture-picker"), true);
+      await page.fill("#paste", JSON.stringify({ system: "Be brief.", messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello!" }] }));
+      await page.click("#load-paste");
+      await page.click("#to-end");
+      await page.waitForFunction(() => /Step 1 of 1/.test(document.querySelector("#progress")?.textContent ?? ""));
+      assert.match(await page.textContent("#loaded"), /pasted JSON: anthropic, 3 messages in 1 step \(anthropic\)/);
+      assert.equal(await page.$$eval("#history-list li.message", (els) => els.length), 3);
+      // Anthropic messages counted with o200k_base: the package says it is an estimate.
+      assert.match(await page.textContent(".bar-total"), /estimate/);
+      assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+    });
+  } finally {
+    await bare.close();
+  }
+});
+
 test("demo: a reload starts clean and counts again", async () => {
   await withPage(async (page, log) => {
     await page.goto(demo.url);

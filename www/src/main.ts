@@ -19,6 +19,8 @@ interface Source {
   input: string | Uint8Array;
 }
 
+const plural = (count: number, noun: string) => `${n(count)} ${noun}${count === 1 ? "" : "s"}`;
+
 const state: {
   replay?: Replay;
   source?: Source;
@@ -122,7 +124,7 @@ async function load(source: Source, runIndex?: number): Promise<void> {
   });
   const { loaded } = conversation;
   const notes = [...loaded.notes, ...(loaded.skipped.length ? [`${n(loaded.skipped.length)} records skipped (${[...new Set(loaded.skipped.map((s) => s.reason))].slice(0, 3).join("; ")})`] : [])];
-  $("loaded").textContent = `${source.name}: ${loaded.source}${runs ? `, run ${runs.index} of ${runs.count}` : ""}, ${n(messageCount(conversation))} messages in ${n(conversation.steps.length)} steps (${conversation.format}).` +
+  $("loaded").textContent = `${source.name}: ${loaded.source}${runs ? `, run ${runs.index} of ${runs.count}` : ""}, ${plural(messageCount(conversation), "message")} in ${plural(conversation.steps.length, "step")} (${conversation.format}).` +
     (notes.length ? ` ${notes.join(". ")}.` : "");
   $("step").focus();
 }
