@@ -120,7 +120,11 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     await page.waitForSelector("#recall-result .recalled");
     const recalled = await page.textContent("#recall-result");
     assert.match(recalled, new RegExp(`Turn ${turn}`));
-    assert.ok((await page.$$("#recall-result .recalled li.message")).length > 0, "the turn's messages came back");
+    // The memory's turn N is the replay's step N: the recalled messages are those the history labels "turn N".
+    const recalledIds = await page.$$eval("#recall-result .recalled li.message .id", (els) => els.map((e) => e.textContent));
+    const stepIds = await page.$$eval("#history-list li.message", (els, t) => els.filter((e) => e.querySelector(".step")?.textContent === `turn ${t}`).map((e) => e.dataset.id), turn);
+    assert.ok(recalledIds.length > 0, "the turn's messages came back");
+    assert.deepEqual(recalledIds, stepIds, `turn ${turn}: the step's messages`);
     assert.match(await page.textContent("#recall-result details pre"), /"role": "tool"/, "answerRecall's tool message (OpenAI)");
     await page.$eval("#recall", (el) => el.scrollIntoView());
     await shot(page, "demo-recall");
@@ -225,13 +229,34 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       await page.click('#endpoint button[type="submit"]');
       assert.equal(await page.inputValue("#api-key"), "", "the key is not left in the field");
 
+      // The model fails: the error is shown by the replay, which goes on when asked again.
+      api.state.behaviour = "http-500";
+      await page.click("#to-compaction");
+      await page.waitForSelector("#replay-error:not([hidden])", { timeout: 30_000 });
+      const failure = await page.textContent("#replay-error");
+      console.log(`# summariser error shown: ${failure.slice(0, 120)}`);
+      assert.match(failure, /^SummarizerError: .*HTTP 500/);
+      assert.equal(await page.$("#compaction-list details.compaction"), null, "no compaction was stored");
+      api.state.behaviour = "ok";
+
       await page.click("#to-compaction");
       await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
+      assert.equal(await page.isHidden("#replay-error"), true, "the error is gone");
       assert.match(await page.textContent("#compaction-list details.compaction summary"), /\(external\)/);
       assert.equal((await page.textContent("#summary-text pre.summary")).trim(), reply);
       const summarised = api.requests.filter((r) => r.api === "openai");
-      assert.ok(summarised.length >= 1, "the model was asked for the summary");
+      assert.ok(summarised.length >= 2, "the model was asked for the summary, twice");
       assert.deepEqual(summarised.flatMap((r) => r.violations), [], "valid requests");
+      // The failed step was recorded as its turn too: recall of each turn brings back that step's messages.
+      const turns = await page.$$eval("#recall-turn option", (els) => els.map((e) => e.value));
+      for (const turn of turns) {
+        await page.selectOption("#recall-turn", turn);
+        await page.click("#recall-go");
+        await page.waitForSelector(`#recall-result [data-turn="${turn}"]`);
+        const recalledIds = await page.$$eval("#recall-result .recalled li.message .id", (els) => els.map((e) => e.textContent));
+        const stepIds = await page.$$eval("#history-list li.message", (els, t) => els.filter((e) => e.querySelector(".step")?.textContent === `turn ${t}`).map((e) => e.dataset.id), turn);
+        assert.deepEqual(recalledIds, stepIds, `turn ${turn}: the step's messages`);
+      }
 
       // At the end of the replay, the chat continues the session with the model.
       await page.click("#to-end");

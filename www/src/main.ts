@@ -26,9 +26,11 @@ const state: {
   source?: Source;
   busy: boolean;
   playing: boolean;
+  /** The settings changed while something ran: applied when it is done. */
+  settingsChanged: boolean;
   endpoint?: Endpoint;
   shelf: SessionShelf;
-} = { busy: false, playing: false, shelf: new PageShelf() };
+} = { busy: false, playing: false, settingsChanged: false, shelf: new PageShelf() };
 
 // ---------------------------------------------------------------------------------------------
 // Header: what the page downloaded and when it first counted.
@@ -77,6 +79,10 @@ async function applySettings(): Promise<void> {
   showSettings();
   const old = state.replay;
   if (!old) return;
+  if (state.busy) {
+    state.settingsChanged = true;
+    return;
+  }
   await run(async () => {
     const next = new Replay(old.conversation, settings(), old.summarize, old.session.id);
     await ensureEncoding(profileOf(next.settings).encoding);
@@ -121,7 +127,7 @@ async function load(source: Source, runIndex?: number): Promise<void> {
     state.replay = replay;
     await replay.build();
     await state.shelf.save(replay);
-  });
+  }, "load-error");
   const { loaded } = conversation;
   const notes = [...loaded.notes, ...(loaded.skipped.length ? [`${n(loaded.skipped.length)} records skipped (${[...new Set(loaded.skipped.map((s) => s.reason))].slice(0, 3).join("; ")})`] : [])];
   $("loaded").textContent = `${source.name}: ${loaded.source}${runs ? `, run ${runs.index} of ${runs.count}` : ""}, ${plural(messageCount(conversation), "message")} in ${plural(conversation.steps.length, "step")} (${conversation.format}).` +
@@ -160,16 +166,19 @@ async function loadFixture(path: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Replay
 
-/** Runs one action at a time, then redraws; errors are shown, never thrown at the page. */
-async function run(action: () => Promise<void>): Promise<void> {
+/**
+ * Runs one action at a time, then redraws. An error is shown in `errorBox` (the replay's, unless
+ * said otherwise), never thrown at the page; the session stays as the package left it.
+ */
+async function run(action: () => Promise<void>, errorBox = "replay-error"): Promise<void> {
   if (state.busy) return;
   state.busy = true;
   setBusy(true);
+  const box = $(errorBox);
   try {
     await action();
-    $("chat-error").hidden = true;
+    box.hidden = true;
   } catch (error) {
-    const box = state.replay?.done && state.endpoint ? $("chat-error") : $("load-error");
     box.hidden = false;
     box.textContent = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     state.playing = false;
@@ -177,6 +186,10 @@ async function run(action: () => Promise<void>): Promise<void> {
     state.busy = false;
     setBusy(false);
     render();
+    if (state.settingsChanged) {
+      state.settingsChanged = false;
+      void applySettings();
+    }
   }
 }
 
@@ -382,7 +395,7 @@ function wire(): void {
     void run(async () => {
       await chatTurn(replay, endpoint, text);
       await state.shelf.save(replay);
-    });
+    }, "chat-error");
   });
 }
 

@@ -18,6 +18,7 @@ import {
   type ReceiptEntry,
   type RecallResult,
   type Summarizer,
+  type AnthropicMessage,
   type AnthropicToolUseBlock,
   type OpenAIToolCall,
   type SummaryRecord,
@@ -123,15 +124,18 @@ export class Replay {
     const batch = this.conversation.steps[index];
     const first = index === 0 && this.conversation.system !== undefined;
     const ids = first
-      ? history.appendMany({ system: this.conversation.system, messages: batch as never }, "anthropic")
+      ? history.appendMany({ system: this.conversation.system, messages: batch as AnthropicMessage[] }, "anthropic")
       : history.appendMany(batch, this.conversation.format);
     // Anthropic's system prompt is stored as the first message.
     const stored = first ? [{ role: "system", content: this.conversation.system } as unknown as Message, ...batch] : batch;
     ids.forEach((id, i) => this.messages.push({ id, message: stored[i], step: index + 1 }));
     this.position += 1;
-    const compaction = await this.build();
-    this.session.memory?.recordTurn({ workspaceContext: this.workspace(index, batch) });
-    return compaction;
+    try {
+      return await this.build();
+    } finally {
+      // Recorded even when the build failed (a model's summariser can), so that turn N stays step N.
+      this.session.memory?.recordTurn({ workspaceContext: this.workspace(index, batch) });
+    }
   }
 
   /** Builds the context for the next model call; a new summary makes it a compaction. */
