@@ -134,10 +134,12 @@ export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok" }
         case "slow": return res.on("close", () => {});
       }
       const text = state.behaviour === "empty" ? "" : state.reply;
+      // A rough input figure (about four characters a token), near enough to pass for this request's.
+      const input = Math.max(1, Math.round(JSON.stringify([body.system, body.messages, body.tools]).length / 4));
       if (api === "openai") {
-        send(200, { id: "chatcmpl-1", object: "chat.completion", model: body.model, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: text } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+        send(200, { id: "chatcmpl-1", object: "chat.completion", model: body.model, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: text } }], usage: { prompt_tokens: input, completion_tokens: 1, total_tokens: input + 1 } });
       } else {
-        send(200, { id: "msg_1", type: "message", role: "assistant", model: body.model, content: text === "" ? [] : [{ type: "text", text }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } });
+        send(200, { id: "msg_1", type: "message", role: "assistant", model: body.model, content: text === "" ? [] : [{ type: "text", text }], stop_reason: "end_turn", usage: { input_tokens: input, output_tokens: 1 } });
       }
     });
   });
