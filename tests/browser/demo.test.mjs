@@ -274,7 +274,10 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       assert.match(last[0], /Which flight did I ask about\?/);
       assert.match(last[1], /The customer wants to change a flight/);
       await shot(page, "demo-model");
-      assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+      // The one HTTP 500 the test asked the model for is logged by the browser itself.
+      const expected = /Failed to load resource: the server responded with a status of 500/;
+      assert.equal(log.filter((l) => expected.test(l)).length, 1, "the browser logged the 500 once");
+      assert.deepEqual(log.filter((l) => /error|failed/i.test(l) && !expected.test(l)), [], "no other console errors");
     });
   } finally {
     await api.close();
