@@ -98,6 +98,13 @@ export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok" }
   const requests = [];
   const state = { reply, behaviour };
   const server = createServer((req, res) => {
+    // Pages on another localhost port call it too (the demo's tests): answer CORS as the real APIs do.
+    res.setHeader("access-control-allow-origin", "*");
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, { "access-control-allow-methods": "POST", "access-control-allow-headers": "authorization, content-type, x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access", "access-control-max-age": "600" });
+      res.end();
+      return;
+    }
     let raw = "";
     req.on("data", (chunk) => (raw += chunk));
     req.on("end", async () => {
