@@ -17,6 +17,18 @@ export interface ErrorDetails {
   path?: string;
 }
 
+/** Each code's class name, spelled out: a minifying bundler renames the classes themselves. */
+const names: Record<ErrorCode, string> = {
+  InvalidMessage: "InvalidMessageError",
+  InvalidArgument: "InvalidArgumentError",
+  NotFound: "NotFoundError",
+  Conflict: "ConflictError",
+  Corrupt: "CorruptRecordError",
+  Storage: "StorageError",
+  Internal: "InternalError",
+  Summarizer: "SummarizerError",
+};
+
 /** Base class of every error thrown by context-compactor. */
 export class ContextCompactorError extends Error {
   readonly code: ErrorCode;
@@ -25,7 +37,7 @@ export class ContextCompactorError extends Error {
 
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
     super(message);
-    this.name = new.target.name;
+    this.name = names[code] ?? "ContextCompactorError";
     this.code = code;
     if (typeof details.index === "number") this.index = details.index;
     if (typeof details.path === "string") this.path = details.path;
