@@ -71,7 +71,7 @@ export type ProviderUsage =
   | { prompt_tokens: number; [key: string]: unknown }
   | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null; [key: string]: unknown };
 
-export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal";
+export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal" | "Resource";
 
 /**
  * What a build hands over, by format: request-mode messages, with only the fields each API
