@@ -99,10 +99,28 @@ function failure(error: unknown, what: string, report: RecoveryReport | undefine
   return typed;
 }
 
-/** Runs `target` on `self` with `args` as a call into the wasm named `what`. */
-function call(target: Function, self: unknown, args: unknown[], what: string): unknown {
-  if (pending && depth === 0 && repair() === undefined) {
-    throw new ResourceError(`${what}: the library is still repairing itself after a failed call (out of stack?); try again`);
+/**
+ * What a call that ran out of stack throws when there is not stack enough left to make the error
+ * that says more (throwing an object made beforehand needs none).
+ */
+const OUT_OF_STACK = new ResourceError(
+  "a call into context-compactor ran out of stack (was it called from deep recursion?): what it was changing was " +
+    "undone or never begun, and the library repairs itself before the next call",
+);
+
+/**
+ * Runs `target` on `self` with `args` as a call into the wasm named `what`, once `checkThis`
+ * (the method's check of `this`) passes.
+ */
+function call(target: Function, self: unknown, args: unknown[], what: string, checkThis?: () => void): unknown {
+  try {
+    checkThis?.();
+    if (pending && depth === 0 && repair() === undefined) {
+      throw new ResourceError(`${what}: the library is still repairing itself after a failed call (out of stack?); try again`);
+    }
+  } catch (error) {
+    // Nothing was entered; a RangeError here is the engine's stack running out in the guard.
+    throw error instanceof ContextCompactorError ? error : OUT_OF_STACK;
   }
   depth++;
   try {
@@ -110,7 +128,13 @@ function call(target: Function, self: unknown, args: unknown[], what: string): u
   } catch (error) {
     if (error instanceof ContextCompactorError) throw error;
     pending = true;
-    throw failure(error, what, depth === 1 ? repair() : undefined);
+    let typed = OUT_OF_STACK;
+    try {
+      typed = failure(error, what, depth === 1 ? repair() : undefined);
+    } catch {
+      // Out of stack while saying what happened: OUT_OF_STACK says it.
+    }
+    throw typed;
   } finally {
     depth--;
   }
@@ -129,8 +153,7 @@ function check(self: unknown, className: string, what: string): void {
 function method(fn: Function, className: string, name: string): Function {
   const what = `${className}.${name}`;
   const guarded = function (this: unknown, ...args: unknown[]) {
-    check(this, className, what);
-    return call(fn, this, args, what);
+    return call(fn, this, args, what, () => check(this, className, what));
   };
   Object.defineProperty(guarded, "name", { value: name });
   return guarded;

@@ -209,8 +209,15 @@ impl Session {
     /// (an unknown turn, bad arguments), the error marked as one, so that the model can correct
     /// itself. In `format`, or the call's own.
     pub fn answer_recall(&mut self, call: &Value, format: Option<Format>, max_tokens: usize) -> Result<Message> {
+        // A call of the wrong shape is the caller's mistake (typed error); bad arguments are the
+        // model's, answered with an error result it can read.
         let (input, own_format) = match call.get("function") {
-            Some(function) => (function.get("arguments"), Format::OpenAi),
+            Some(function) if function.is_object() => (function.get("arguments"), Format::OpenAi),
+            Some(_) => {
+                return Err(Error::invalid_argument(
+                    "a recall_context call's `function` must be an object (OpenAI's { name, arguments })",
+                ))
+            }
             None => (call.get("input"), Format::Anthropic),
         };
         let id = call
