@@ -27,6 +27,7 @@ export const convertMessages = guardFunction(wasm.convertMessages);
 export const validateMessages = guardFunction(wasm.validateMessages);
 export const profileNames = guardFunction(wasm.profileNames);
 export const resolveProfile = guardFunction(wasm.resolveProfile);
+export const loadConversation = guardFunction(wasm.loadConversation);
 export const loadRanks = guardFunction(wasm.loadRanks);
 
 export { rankFile } from "./ranks.js";

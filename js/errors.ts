@@ -33,6 +33,17 @@ export function describe(value: unknown): string {
   }
 }
 
+/** Each code's class name, spelled out: a minifying bundler renames the classes themselves. */
+const names: Record<ErrorCode, string> = {
+  InvalidMessage: "InvalidMessageError",
+  InvalidArgument: "InvalidArgumentError",
+  NotFound: "NotFoundError",
+  Conflict: "ConflictError",
+  Internal: "InternalError",
+  Resource: "ResourceError",
+  Summarizer: "SummarizerError",
+};
+
 /** Base class of every error thrown by context-compactor. */
 export class ContextCompactorError extends Error {
   readonly code: ErrorCode;
@@ -41,7 +52,7 @@ export class ContextCompactorError extends Error {
 
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
     super(typeof message === "string" ? message : describe(message));
-    this.name = new.target.name;
+    this.name = names[code] ?? "ContextCompactorError";
     this.code = code;
     const d: ErrorDetails = details !== null && typeof details === "object" ? details : {};
     if (typeof d.index === "number") this.index = d.index;

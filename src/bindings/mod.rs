@@ -8,6 +8,7 @@ mod conversion;
 mod errors;
 mod history;
 mod interning;
+mod load;
 mod memory;
 mod recovery;
 mod session;
@@ -19,6 +20,7 @@ use wasm_bindgen::prelude::*;
 
 pub use errors::set_error_factory;
 pub use history::ConversationHistory;
+pub use load::load_conversation;
 pub use memory::{recall_context_tool, MemoryModule};
 pub use recovery::recover_after_trap;
 pub use session::Session;
