@@ -339,7 +339,8 @@ pub fn check_record(record: &SummaryRecord, encoding: Encoding) -> Result<()> {
         )));
     }
     let rate = compression_rate(record.tokens, record.original_tokens);
-    if !((record.compression_rate - rate).abs() <= 1e-9) {
+    // NaN (a value no record could have) is refused too.
+    if (record.compression_rate - rate).abs().is_nan() || (record.compression_rate - rate).abs() > 1e-9 {
         return Err(Error::invalid_argument(format!(
             "the summary's compressionRate is {}, but its tokens make it {rate}",
             record.compression_rate

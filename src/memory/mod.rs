@@ -330,7 +330,7 @@ impl MemoryStore {
                 .remove(&n)
                 .ok_or_else(|| Error::invalid_argument(format!("corrupt memory export: turn {n} has no summary")))?;
             let turn = Turn { snapshot, summary };
-            fresh.check(fresh.last_turn(), &turn).map_err(|e| corrupt_memory(e))?;
+            fresh.check(fresh.last_turn(), &turn).map_err(corrupt_memory)?;
             fresh.turns.push(turn);
             fresh.index_turn(fresh.turns.len() - 1);
         }
