@@ -78,6 +78,8 @@ fn independent(before: Option<&Value>, after: Option<&Value>, format: Format) ->
             !continues_calls
         }
         Format::Anthropic => role(before) != role(after),
+        // Items and AI SDK messages go out as they are: no neighbour changes another.
+        Format::Responses | Format::AiSdk => true,
     }
 }
 
@@ -195,7 +197,7 @@ impl EmitCache {
     pub fn to_value(&self, assembled: &Assembled) -> Value {
         let messages = Value::Array(self.messages(assembled).cloned().collect());
         match assembled.format {
-            Format::OpenAi => messages,
+            Format::OpenAi | Format::Responses | Format::AiSdk => messages,
             Format::Anthropic => {
                 let mut request = Map::new();
                 if let Some(system) = &assembled.system {

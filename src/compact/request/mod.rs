@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 
 pub mod emitted;
+mod lists;
 mod validate;
 
 use serde_json::{Map, Value};
@@ -29,6 +30,7 @@ pub fn emit_request<'a>(messages: impl IntoIterator<Item = &'a Message>, format:
     Ok(match format {
         Format::OpenAi => sanitize_openai(value),
         Format::Anthropic => sanitize_anthropic(value),
+        Format::Responses | Format::AiSdk => value,
     })
 }
 
