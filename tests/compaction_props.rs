@@ -339,7 +339,7 @@ proptest! {
         source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
     ) {
         let messages = history(&events, source);
-        for format in [Format::OpenAi, Format::Anthropic] {
+        for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
             let options = options(&knobs, format);
             let state = SummaryState::default();
             let Some(outcome) = check(&messages, &options, &state)? else { continue };

@@ -278,7 +278,8 @@ fn part_value(part: &Part, native: bool, role: Role, names: &HashMap<String, Str
         Part::ToolResult(result) => {
             object.insert("type".into(), Value::from("tool-result"));
             object.insert("toolCallId".into(), Value::from(result.call_id.clone()));
-            let name = names.get(&result.call_id).cloned().unwrap_or_default();
+            let own = result.extra.get("toolName").and_then(Value::as_str).filter(|_| native);
+            let name = own.or_else(|| names.get(&result.call_id).map(String::as_str)).unwrap_or_default();
             object.insert("toolName".into(), Value::from(name));
             object.insert("output".into(), output_value(result, native));
             Some(with_extra(object, extra_of(&result.extra)))

@@ -257,6 +257,20 @@ impl Part {
         Part::Text { text: text.into(), extra: Map::new() }
     }
 
+    /// Whether only its own provider can read it: a reasoning or compaction item, a hosted
+    /// call, encrypted or signed thinking (an AI SDK reasoning part carries its signature in
+    /// `providerOptions`). Such a part is passed on whole, or not at all.
+    pub fn is_opaque(&self) -> bool {
+        match self {
+            Part::Other(value) => {
+                !matches!(value.get("type").and_then(Value::as_str), Some("refusal" | "input_text" | "output_text"))
+            }
+            Part::RedactedThinking { .. } => true,
+            Part::Thinking { signature, extra, .. } => signature.is_some() || extra.contains_key("providerOptions"),
+            _ => false,
+        }
+    }
+
     pub fn kind(&self) -> PartKind {
         match self {
             Part::Text { .. } => PartKind::Text,
@@ -349,15 +363,7 @@ impl Message {
     /// Whether every part is one only its own provider can read (a reasoning item, encrypted or
     /// redacted thinking, a compaction item): such a message is kept whole or not at all.
     pub fn is_opaque(&self) -> bool {
-        !self.content.parts.is_empty()
-            && self.content.parts.iter().all(|part| match part {
-                Part::Other(value) => {
-                    !matches!(value.get("type").and_then(Value::as_str), Some("refusal" | "input_text" | "output_text"))
-                }
-                Part::RedactedThinking { .. } => true,
-                Part::Thinking { signature, .. } => signature.is_some(),
-                _ => false,
-            })
+        !self.content.parts.is_empty() && self.content.parts.iter().all(Part::is_opaque)
     }
 
     /// Whether this is a provider's compaction item: what came before it is covered by it.

@@ -7,6 +7,55 @@ use serde_json::Value;
 use super::validate::{violation, Violation};
 use crate::message::Format;
 
+/// Leaves out reasoning items whose output item is not in the request (its call was left
+/// unanswered, or compaction kept the item's text alone): the API refuses such an item, and it
+/// means nothing without what it reasoned towards. Every other item goes out as it is.
+pub(super) fn drop_detached_reasoning(value: Value) -> Value {
+    let Value::Array(items) = value else { return value };
+    let mut keep = vec![true; items.len()];
+    for (i, item) in items.iter().enumerate() {
+        if kind(item) == "reasoning" {
+            let next = items.iter().skip(i + 1).find(|item| kind(item) != "reasoning");
+            // At the end of the list it stays: its item may follow in a later message of a run.
+            keep[i] = next.is_none_or(is_output);
+        }
+    }
+    Value::Array(items.into_iter().zip(keep).filter_map(|(item, keep)| keep.then_some(item)).collect())
+}
+
+/// Whether an AI SDK message calls tools.
+pub(crate) fn calls_tools(message: &Value) -> bool {
+    message.get("content").and_then(Value::as_array).is_some_and(|parts| {
+        parts.iter().any(|p| kind(p) == "tool-call" && p.get("providerExecuted") != Some(&Value::Bool(true)))
+    })
+}
+
+/// One response logged as several assistant messages must reach the provider as one, or its tool
+/// calls would not be followed by their results (as for OpenAI Chat).
+pub(super) fn merge_ai_sdk_continuations(value: Value) -> Value {
+    let Value::Array(list) = value else { return value };
+    let as_parts = |content: Option<&Value>| match content {
+        Some(Value::String(text)) if text.is_empty() => Vec::new(),
+        Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
+        Some(Value::Array(parts)) => parts.clone(),
+        _ => Vec::new(),
+    };
+    let mut out: Vec<Value> = Vec::with_capacity(list.len());
+    for message in list {
+        let continues = string(&message, "role") == "assistant"
+            && out.last().is_some_and(|previous| string(previous, "role") == "assistant" && calls_tools(previous));
+        match out.last_mut() {
+            Some(Value::Object(previous)) if continues => {
+                let mut parts = as_parts(previous.get("content"));
+                parts.extend(as_parts(message.get("content")));
+                previous.insert("content".into(), Value::Array(parts));
+            }
+            _ => out.push(message),
+        }
+    }
+    Value::Array(out)
+}
+
 pub(super) fn validate_list(list: &[&Value], format: Format) -> Vec<Violation> {
     let mut v = Vec::new();
     if list.is_empty() {
@@ -94,9 +143,11 @@ fn validate_responses(list: &[&Value], v: &mut Vec<Violation>) {
                 if kind == "function_call" && !item.get("arguments").is_some_and(Value::is_string) {
                     v.push(violation(Some(i), "toolCalls", "a function_call needs its arguments as a string"));
                 }
-                if !called.insert(id) {
-                    v.push(violation(Some(i), "uniqueCallIds", format!("call_id {id:?} is used twice")));
+                // An id may come back once answered (as in Chat Completions logs), not while open.
+                if open.contains(&id) {
+                    v.push(violation(Some(i), "uniqueCallIds", format!("call_id {id:?} is still open")));
                 }
+                called.insert(id);
                 open.push(id);
             }
             _ => {}
