@@ -107,6 +107,11 @@ fn ai_sdk(events: &[Event]) -> Vec<Value> {
     out
 }
 
+/// The JSON text, key order included.
+fn bytes(value: &Value) -> String {
+    value.to_string()
+}
+
 const ENCODING: Encoding = Encoding::Estimate;
 
 fn check(
@@ -158,7 +163,7 @@ fn check(
                 .as_array()
                 .is_some_and(|parts| parts.iter().any(|p| p["type"] == "reasoning" || p["providerExecuted"] == true));
         if opaque {
-            let at = values.iter().position(|v| v.to_string() == item.to_string());
+            let at = values.iter().position(|v| bytes(v) == bytes(item));
             prop_assert!(at.is_some(), "opaque item changed: {}", item);
             if let (Some(at), Some(cut)) = (at, last_compaction) {
                 prop_assert!(at >= cut, "{} was covered by the compaction at {}", item, cut);
