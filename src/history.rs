@@ -229,11 +229,7 @@ impl ConversationHistory {
 
     /// Parses and appends one message; returns its id.
     pub fn append_value(&mut self, value: Value, format: Format) -> Result<String> {
-        let message = match format {
-            Format::OpenAi => message::parse_openai_message(value, 0),
-            Format::Anthropic => message::parse_anthropic_message(value, 0),
-        }
-        .map_err(single_message_error)?;
+        let message = message::parse_one(value, format, 0).map_err(single_message_error)?;
         let mut ids = self.append_all(vec![message]).map_err(single_message_error)?;
         ids.pop().ok_or_else(|| Error::internal("append returned no id"))
     }
@@ -358,10 +354,7 @@ impl ConversationHistory {
         let mut messages = Vec::with_capacity(logged.len());
         let mut ids = Vec::with_capacity(logged.len());
         for (i, logged) in logged.into_iter().enumerate() {
-            let parsed = match logged.format {
-                Format::OpenAi => message::parse_openai_message(logged.message, i),
-                Format::Anthropic => message::parse_anthropic_message(logged.message, i),
-            };
+            let parsed = message::parse_one(logged.message, logged.format, i);
             messages.push(parsed.map_err(|e| corrupt(&format!("message {}", logged.id), e))?);
             ids.push(logged.id);
         }

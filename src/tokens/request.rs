@@ -166,6 +166,12 @@ fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOpti
     match options.format {
         Format::OpenAi => counting.openai(&mut request, messages, &mut count)?,
         Format::Anthropic => counting.anthropic(&mut request, messages, &mut count)?,
+        Format::Responses | Format::AiSdk => {
+            return Err(Error::invalid_argument(format!(
+                "countRequest reads Chat Completions and Anthropic request bodies; count {} lists with countMessages",
+                options.format.as_str()
+            )))
+        }
     }
     count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
     count.estimate = !count.estimates.is_empty();
@@ -210,7 +216,9 @@ fn count_message_list_inner(
                 estimate: count.estimate,
             })
         }
-        Format::Anthropic => count_messages(encoding, &message::parse_anthropic(messages)?, tools.as_ref()),
+        Format::Anthropic | Format::Responses | Format::AiSdk => {
+            count_messages(encoding, &message::parse(messages, format)?, tools.as_ref())
+        }
     }
 }
 
