@@ -1,7 +1,7 @@
 // Generated from the Rust types by src/bindings/typescript.rs (ts-rs): do not edit.
 // `UPDATE_TYPES=1 cargo test --lib typescript` rewrites it.
 
-export type Format = "openai" | "anthropic";
+export type Format = "openai" | "anthropic" | "openai-responses" | "ai-sdk";
 
 export type CountOptions = { 
 /**

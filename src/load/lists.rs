@@ -69,13 +69,14 @@ pub(super) fn message_list(items: Vec<Value>, locate: impl Fn(usize) -> Locator,
             }
         },
     };
+    // Detection reads the two chat formats; Responses items and AI SDK messages load by name.
     let source = match format {
-        Format::OpenAi => Source::OpenAi,
         Format::Anthropic => Source::Anthropic,
+        Format::OpenAi | Format::Responses | Format::AiSdk => Source::OpenAi,
     };
     let messages = match format {
-        Format::OpenAi => Value::Array(items),
         Format::Anthropic => anthropic_request(None, items),
+        Format::OpenAi | Format::Responses | Format::AiSdk => Value::Array(items),
     };
     Ok(Loaded::new(format, source, messages, origins, notes))
 }

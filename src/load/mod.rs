@@ -499,10 +499,7 @@ pub(crate) fn check(format: Format, system: Option<&Value>, items: &[Value], ori
         parsed.append(&mut messages);
     }
     for (i, item) in items.iter().enumerate() {
-        let message = match format {
-            Format::OpenAi => message::parse_openai_message(item.clone(), i),
-            Format::Anthropic => message::parse_anthropic_message(item.clone(), i),
-        };
+        let message = message::parse_one(item.clone(), format, i);
         parsed.push(message.map_err(|e| relocate(e, &locate(origins, i + offset), ""))?);
     }
     check_pairing(parsed, origins)

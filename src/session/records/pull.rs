@@ -14,7 +14,7 @@ use crate::compact::SummaryState;
 use crate::error::{Error, Result};
 use crate::ids::fnv1a;
 use crate::memory::{MemoryExport, MessageRange};
-use crate::message::{self, Format, Message};
+use crate::message::{self, Message};
 use crate::session::Session;
 use crate::tokens::calibration::{Calibration, CalibrationState};
 use crate::tokens::REPLY_PRIMING;
@@ -176,11 +176,7 @@ impl Session {
             .enumerate()
             .map(|(i, (logged, count))| {
                 let key = data_key(&id, Kind::Message, (saved.messages() + i + 1) as u64);
-                let parsed = match logged.format {
-                    Format::OpenAi => message::parse_openai_message(logged.message, i),
-                    Format::Anthropic => message::parse_anthropic_message(logged.message, i),
-                };
-                parsed
+                message::parse_one(logged.message, logged.format, i)
                     .map(|m| (m, count))
                     .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
             })
@@ -338,20 +334,11 @@ impl Session {
         }
 
         // Counters: the other writer's, plus what this session added since its save.
-        let (saved_loops, saved_spawned, saved_turn_start) =
-            saved_meta.as_ref().map_or((0, 0, 0), |m| (m.loops, m.subagents_spawned, m.turn_start as usize));
+        // (Where the turn under way starts follows from the rebuilt memory: its last turn's range.)
+        let (saved_loops, saved_spawned) = saved_meta.as_ref().map_or((0, 0), |m| (m.loops, m.subagents_spawned));
         next.loops = theirs.meta.loops.saturating_add(self.loops.saturating_sub(saved_loops)).min(next.max_loops);
         next.subagents_spawned =
             theirs.meta.subagents_spawned.saturating_add(self.subagents_spawned.saturating_sub(saved_spawned));
-        let shift = theirs.meta.messages as usize - saved_count;
-        next.turn_start = if self.turn_start == saved_turn_start {
-            theirs.meta.turn_start as usize
-        } else if self.turn_start > saved_count {
-            self.turn_start + shift
-        } else {
-            self.turn_start.max(theirs.meta.turn_start as usize)
-        }
-        .min(next.history.len());
 
         next.persist.saved = super::save::SavePoint {
             message_tokens: Some(theirs.meta.tokens.saturating_sub(REPLY_PRIMING as u64)),

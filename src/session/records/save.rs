@@ -256,7 +256,7 @@ impl Session {
             turns: turns as u64,
             loops: self.loops,
             subagents_spawned: self.subagents_spawned,
-            turn_start: self.turn_start as u64,
+            turn_start: self.turn_start() as u64,
         };
         if records.is_empty() && saved.meta.as_ref() == Some(&meta) {
             self.persist.pending = None;

@@ -366,10 +366,12 @@ fn a_pull_keeps_unsaved_turns_after_the_other_writers() {
     assert_eq!(report.renumbered_turns, [[3, 4]]);
     let turn4 = second.memory().unwrap().context(4).unwrap().clone();
     assert_eq!(turn4.messages, Some(crate::memory::MessageRange { from: "m9".into(), until: "m10".into() }));
+    assert_eq!(second.turn_start(), 10, "the turn under way starts after the rebased turn 4");
     assert_eq!(second.loops(), 2, "both writers' loops count");
     storage.save(&mut second, 3);
     storage.pull(&mut first).unwrap();
     assert_eq!(exported(&first), exported(&second));
+    assert_eq!(storage.load("main").unwrap().turn_start(), 10, "the meta's turnStart agrees with the turns");
     let recalled = first.recall(&json!({"turnNumbers": [4]}), 500).unwrap();
     assert!(serde_json::to_string(&recalled).unwrap().contains("B asks"));
 }
