@@ -237,8 +237,13 @@ pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Ope
 }
 
 /// A record's body, read as `T` once `open` has checked it.
+/// (Through a `Value` and `from_json`, as exports and options are read: one deserializer per
+/// type in the wasm, not one per source, and the error names the field at fault.)
 pub(crate) fn read_body<T: DeserializeOwned>(key: &[String], body: &str) -> Result<T> {
-    serde_json::from_str(body).map_err(|e| Error::corrupt(key, format!("record {} is not readable: {e}", show(key))))
+    let unreadable =
+        |e: &dyn std::fmt::Display| Error::corrupt(key, format!("record {} is not readable: {e}", show(key)));
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| unreadable(&e))?;
+    crate::error::from_json(value, "its body").map_err(|e| unreadable(&e.message))
 }
 
 /// The commit record of a session: what `list` shows, and which records hold the session.
