@@ -10,7 +10,8 @@
  * A save that fails (a full quota, a closed database) throws a `StorageError`, leaves the stored
  * session as it was, and keeps the unsaved changes in memory for the next save.
  */
-import { Session } from "./wasm.js";
+// The guarded class (js/guard.ts): objects `new Session` makes here must pass its checks.
+import { Session } from "./api.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
 import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
