@@ -43,12 +43,24 @@ export {
   ConflictError,
   ResourceError,
   SummarizerError,
+  CorruptRecordError,
+  StorageError,
   InternalError,
 } from "./errors.js";
-export type { ErrorCode, ErrorDetails } from "./errors.js";
+export type { ErrorCode, ErrorDetails, StorageFailure } from "./errors.js";
 
 export { compact, openAICompatibleSummarizer, anthropicSummarizer } from "./summarize.js";
 export type { Summarizer, CompactOptions, EndpointOptions } from "./summarize.js";
 
 export { recordTurn, answerRecall } from "./agent.js";
 export type { RecordTurnOptions, RecallCall } from "./agent.js";
+
+export { SessionStore, StoredSession } from "./store.js";
+export type { SessionStoreOptions, CreateSessionOptions, StoredSessionInfo, StoredSessionEvent } from "./store.js";
+export { MemoryStorageAdapter } from "./storage/memory.js";
+export type { MemoryStorageOptions } from "./storage/memory.js";
+export { LocalStorageAdapter } from "./storage/local-storage.js";
+export type { LocalStorageOptions } from "./storage/local-storage.js";
+export type { StorageAdapter, StorageKey, StorageEntry, StorageWrite } from "./storage/adapter.js";
+export { persist } from "./storage/persist.js";
+export type { PersistReport } from "./storage/persist.js";

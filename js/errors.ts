@@ -7,7 +7,7 @@
 import type { ErrorKind } from "./wasm.js";
 
 /** The `kind` strings the wasm module passes to the error factory, and the JS layer's own. */
-export type ErrorCode = ErrorKind | "Summarizer";
+export type ErrorCode = ErrorKind | "Summarizer" | "Storage";
 
 /** Where in the input the problem is, when the Rust side knows it. */
 export interface ErrorDetails {
@@ -39,6 +39,8 @@ const names: Record<ErrorCode, string> = {
   InvalidArgument: "InvalidArgumentError",
   NotFound: "NotFoundError",
   Conflict: "ConflictError",
+  Corrupt: "CorruptRecordError",
+  Storage: "StorageError",
   Internal: "InternalError",
   Resource: "ResourceError",
   Summarizer: "SummarizerError",
@@ -112,6 +114,46 @@ export class SummarizerError extends ContextCompactorError {
   }
 }
 
+/**
+ * A stored record that fails its integrity check, is missing, or does not fit the rest of its
+ * session. Nothing was loaded; `key` is where the record is (or should be) stored.
+ */
+export class CorruptRecordError extends ContextCompactorError {
+  readonly key: string[];
+
+  constructor(message: string, details: ErrorDetails = {}) {
+    super("Corrupt", message, details);
+    this.key = typeof details.path === "string" ? details.path.split("/") : [];
+  }
+}
+
+/** Why a storage operation failed (`StorageError.reason`). */
+export type StorageFailure =
+  /** The storage is full: localStorage's or the origin's IndexedDB quota, a full disk. */
+  | "quota"
+  /** The database was closed (by `close()`, by another tab upgrading it, by the browser). */
+  | "closed"
+  /** Opening the database waited too long for other tabs to close it. */
+  | "blocked"
+  /** A transaction failed part-way and was rolled back: nothing of it was stored. */
+  | "aborted"
+  /** The storage refused the operation for another reason (an I/O error, a permission). */
+  | "failed";
+
+/**
+ * The storage failed. What was stored before stays as it was, and a session's unsaved changes stay
+ * in memory, so that a later `flush()` can try again; `cause` is the storage's own error.
+ */
+export class StorageError extends ContextCompactorError {
+  readonly reason: StorageFailure;
+
+  constructor(message: string, options: { reason: StorageFailure; cause?: unknown }) {
+    super("Storage", message);
+    this.reason = options.reason;
+    if (options.cause !== undefined) Object.defineProperty(this, "cause", { value: options.cause, configurable: true, writable: true });
+  }
+}
+
 /** A bug inside context-compactor: please report it. */
 export class InternalError extends ContextCompactorError {
   constructor(message: string, details?: ErrorDetails) {
@@ -124,6 +166,7 @@ const classes: Record<ErrorKind, new (message: string, details?: ErrorDetails) =
   InvalidArgument: InvalidArgumentError,
   NotFound: NotFoundError,
   Conflict: ConflictError,
+  Corrupt: CorruptRecordError,
   Internal: InternalError,
   Resource: ResourceError,
 };

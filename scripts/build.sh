@@ -95,11 +95,16 @@ echo "build: ranks/ $(cd ranks && stat -c '%n %s' *.cctab | tr '\n' ' ')"
 rm -rf dist
 node_modules/.bin/tsc -p tsconfig.json
 # The lite entry is the same layer; only its js/wasm.ts names pkg-lite/ (see there).
+# The storage adapters (dist/storage/) need no wasm: the lite copy imports the same files, and
+# the same error classes (dist/errors.js), so that an adapter's StorageError is the lite entry's.
 mkdir dist/lite
 cp dist/*.js dist/*.d.ts dist/lite/
 # The command-line tool runs on the full Node entry only.
 rm dist/lite/cli.js dist/lite/cli.d.ts
 chmod +x dist/cli.js
 sed -i -e 's#"\.\./pkg/#"../../pkg-lite/#' -e 's#"\.\./ranks/#"../../ranks/#' dist/lite/wasm.js dist/lite/wasm.d.ts
-if grep -l '"\.\./[^.]' dist/lite/*; then echo "build: dist/lite/ still refers to the full build (above)" >&2; exit 1; fi
-echo "build: dist/ $(cd dist && echo *.js) lite/"
+sed -i -e 's#"\./storage/#"../storage/#' dist/lite/*.js dist/lite/*.d.ts
+echo 'export * from "../errors.js";' > dist/lite/errors.js
+echo 'export * from "../errors.js";' > dist/lite/errors.d.ts
+if grep -lE '"\.\./(pkg|ranks)/' dist/lite/*; then echo "build: dist/lite/ still refers to the full build (above)" >&2; exit 1; fi
+echo "build: dist/ $(cd dist && echo *.js) storage/ lite/"

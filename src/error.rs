@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Internal,
     /// An operation that clashes with one already under way (a second concurrent compaction).
     Conflict,
+    /// Stored data that fails its integrity check or is missing a part (`path` names the record).
+    Corrupt,
     /// The call needed more memory (or stack) than the host gives: refused before anything changed,
     /// or, after a trap, rolled back to the last consistent state.
     Resource,
@@ -28,6 +30,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "NotFound",
             ErrorKind::Internal => "Internal",
             ErrorKind::Conflict => "Conflict",
+            ErrorKind::Corrupt => "Corrupt",
             ErrorKind::Resource => "Resource",
         }
     }
@@ -64,6 +67,11 @@ impl Error {
 
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, message)
+    }
+
+    /// A stored record that is damaged or missing; `key` is where it is (or should be) stored.
+    pub fn corrupt(key: &[String], message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::Corrupt, message: message.into(), index: None, path: Some(key.join("/")) }
     }
 
     pub fn resource(message: impl Into<String>) -> Self {

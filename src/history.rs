@@ -292,18 +292,44 @@ impl ConversationHistory {
         let Some(base) = self.committing else { return false };
         // The records themselves are whole: each push wrote a record then the length.
         self.records.truncate(base);
-        let positions = self.records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
+        let (positions, calls) = self.indexes_from_records();
         std::mem::forget(std::mem::replace(&mut self.positions, positions));
+        std::mem::forget(std::mem::replace(&mut self.calls, calls));
+        self.counted_messages = self.records.iter().filter(|r| r.tokens.is_some()).count() as u64;
+        self.committing = None;
+        true
+    }
+
+    /// The id → position map and the tool-call index, made again from the records.
+    fn indexes_from_records(&self) -> (HashMap<String, usize>, ToolCallIndex) {
+        let positions = self.records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
         let mut calls = ToolCallIndex::default();
         // Cannot fail: every record passed this check when it was appended.
         if let Ok(changes) = CallChanges::check(&calls, self.records.iter().map(|r| &*r.message), 0, |p| p.to_string())
         {
             changes.apply(&mut calls);
         }
-        std::mem::forget(std::mem::replace(&mut self.calls, calls));
-        self.counted_messages = self.records.iter().filter(|r| r.tokens.is_some()).count() as u64;
-        self.committing = None;
-        true
+        (positions, calls)
+    }
+
+    /// Drops the messages from position `len` on (a stored session rebasing its unsaved messages
+    /// onto another writer's): ids, positions and the tool-call index are what they were when the
+    /// log held `len` messages.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.records.len() {
+            return;
+        }
+        // Ids follow positions (`m{i + 1}`), so the next append reuses the dropped ones.
+        self.records.truncate(len);
+        (self.positions, self.calls) = self.indexes_from_records();
+    }
+
+    /// Puts back the count of the message at `position`, made earlier with this encoding by this
+    /// version of the library (kept in storage), so that it is not tokenized again.
+    pub fn restore_count(&mut self, position: usize, tokens: MessageTokens) {
+        if let Some(record) = self.records.get_mut(position) {
+            record.tokens.get_or_insert(tokens);
+        }
     }
 
     fn describe(&self, position: usize, base: usize) -> String {
@@ -517,6 +543,25 @@ mod tests {
         .unwrap();
         h.append_value(json!({"role": "tool", "tool_call_id": "c1", "content": "z"}), Format::OpenAi).unwrap();
         assert_eq!(h.len(), 4);
+    }
+
+    #[test]
+    fn truncating_restores_ids_and_the_tool_call_index() {
+        let mut h = history();
+        let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "ok"});
+        h.append_values(json!([call("c1"), result("c1"), call("c1")]), Format::OpenAi).unwrap();
+        h.append_value(result("c1"), Format::OpenAi).unwrap();
+        h.truncate(3);
+        assert_eq!(h.ids(), ["m1", "m2", "m3"]);
+        // The second c1 call is open again: its answer is accepted, a second call with its id is not.
+        assert!(h.append_value(call("c1"), Format::OpenAi).is_err());
+        assert_eq!(h.append_value(result("c1"), Format::OpenAi).unwrap(), "m4");
+        h.truncate(1);
+        assert_eq!(h.get("m2").map(|r| r.id.as_str()), None);
+        assert_eq!(h.append_value(result("c1"), Format::OpenAi).unwrap(), "m2");
+        h.truncate(10);
+        assert_eq!(h.len(), 2);
     }
 
     #[test]

@@ -477,3 +477,63 @@ export type SessionExport = { format: "context-compactor/session", version: 1, i
 export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMessage>, summary: SummaryState, };
 
 export type LoggedMessage = { id: string, format: Format, message: Message, };
+
+export type StoredRecord = { key: Array<string>, value: string, };
+
+export type SessionChanges = { records: Array<StoredRecord>, remove: Array<Array<string>>, 
+/**
+ * The commit these records make (the saved one when there are none).
+ */
+commit: number, };
+
+export type ChangesOptions = { 
+/**
+ * The time of this save, in milliseconds since the Unix epoch (default `Date.now()`).
+ */
+now?: number, };
+
+export type PullPlan = { 
+/**
+ * The stored session is the one this session last saved or loaded: nothing to read.
+ */
+current: boolean, 
+/**
+ * The records to read (each by its key) and hand to `pull` with the meta record.
+ */
+keys: Array<Array<string>>, };
+
+export type PullReport = { 
+/**
+ * The commit now saved.
+ */
+commit: number, 
+/**
+ * The ids of the messages the other writer saved, in order.
+ */
+appended: Array<string>, 
+/**
+ * This session's unsaved messages whose ids changed (they now follow the other writer's).
+ */
+renumbered: Array<Renumbered>, 
+/**
+ * This session's unsaved memory turns whose numbers changed: `[from, to]`.
+ */
+renumberedTurns: Array<[number, number]>, 
+/**
+ * Unsaved changes of this session that gave way to the other writer's (`"summary"`: a
+ * summary made here over messages that are no longer where it covered them, or while the
+ * other writer stored its own).
+ */
+superseded: Array<string>, };
+
+export type Renumbered = { from: string, to: string, };
+
+export type SessionInfo = { id: string, parentId: string | null, title: string | null, 
+/**
+ * Milliseconds since the Unix epoch.
+ */
+createdAt: number, updatedAt: number, messages: number, tokens: number, 
+/**
+ * Saves so far (each writer's save adds one).
+ */
+commit: number, };

@@ -10,6 +10,7 @@ mod history;
 mod interning;
 mod load;
 mod memory;
+mod records;
 mod recovery;
 mod session;
 mod tokenizer;

@@ -21,6 +21,7 @@ use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTu
 use crate::memory::search::DocumentKind;
 use crate::memory::{ContextSnapshot, MemoryExport, MemorySummary, MessageRange};
 use crate::message::Format;
+use crate::session::records::{Changes, PullPlan, PullReport, Renumbered, SessionInfo, StoredRecord};
 use crate::session::{
     HistoryExport, HistoryOptions, MemoryChoice, MemorySettings, SessionExport, SessionOptions, SubagentResult,
     TurnInput, TurnSummaryRequest,
@@ -32,6 +33,7 @@ use crate::load::{LoadOptions, Loaded, Mark, MarkKind, Origin, RunInfo, Skipped,
 
 use super::history::{BuildResult, RecordUsageOptions};
 use super::interning::LayoutEntry;
+use super::records::ChangesOptions;
 use super::tokenizer::CountOptions;
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bindings/generated.d.ts");
@@ -112,6 +114,14 @@ fn declarations() -> String {
         SessionExport::decl(&cfg),
         HistoryExport::decl(&cfg),
         LoggedMessage::decl(&cfg),
+        // Stored sessions.
+        StoredRecord::decl(&cfg),
+        Changes::decl(&cfg),
+        ChangesOptions::decl(&cfg),
+        PullPlan::decl(&cfg),
+        PullReport::decl(&cfg),
+        Renumbered::decl(&cfg),
+        SessionInfo::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src/bindings/typescript.rs (ts-rs): do not edit.\n\

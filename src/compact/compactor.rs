@@ -250,6 +250,16 @@ impl Compactor {
         self.calibration.latest()
     }
 
+    /// Every model's calibration (what storage keeps).
+    pub fn calibration_state(&self) -> &Calibration {
+        &self.calibration
+    }
+
+    /// Restores a calibration read back from storage.
+    pub fn set_calibration(&mut self, calibration: Calibration) {
+        self.calibration = calibration;
+    }
+
     /// `history`'s token report, with what the provider will likely bill once usage was recorded.
     pub fn token_report(&self, history: &mut ConversationHistory) -> TokenReport {
         let mut report = history.token_report();

@@ -77,6 +77,12 @@ impl Session {
     pub fn import(value: Value) -> Result<Session> {
         crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
         let export: SessionExport = crate::error::from_json(value, "corrupt session export")?;
+        Session::from_export(export)
+    }
+
+    /// A session from an export already read (or assembled from stored records), with every
+    /// check `import` makes.
+    pub fn from_export(export: SessionExport) -> Result<Session> {
         let mut session = Session::new(&export.id, export.history.encoding, export.max_loops)?;
         if let Some(parent) = &export.parent_id {
             validate_session_id(parent)?;

@@ -5,6 +5,7 @@
 
 mod export;
 mod memory;
+pub mod records;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -43,6 +44,8 @@ pub struct Session {
     /// How many logged messages the memory's search index holds.
     indexed: usize,
     pub metadata: Map<String, Value>,
+    /// Title, creation time and what storage holds (`records`).
+    persist: records::Persisted,
 }
 
 /// The options of a session (`new Session(options)`), read as given: every field optional.
@@ -140,6 +143,7 @@ impl Session {
             subagents_spawned: 0,
             indexed: 0,
             metadata: Map::new(),
+            persist: records::Persisted::default(),
         }
     }
 

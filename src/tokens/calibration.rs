@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -225,6 +225,70 @@ impl Calibration {
     pub fn observations(&self, model: &str) -> Vec<Observation> {
         self.models.iter().find(|(m, _)| m == model).map(|(_, w)| w.iter().copied().collect()).unwrap_or_default()
     }
+
+    /// No usage recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.models.is_empty()
+    }
+
+    /// What storage keeps: every model's observations, and which one budgets use.
+    pub fn state(&self) -> CalibrationState {
+        CalibrationState {
+            window: self.window,
+            models: self
+                .models
+                .iter()
+                .map(|(model, window)| ModelObservations {
+                    model: model.clone(),
+                    observations: window.iter().map(|o| [o.counted, o.reported]).collect(),
+                })
+                .collect(),
+            latest: self.latest.and_then(|slot| self.models.get(slot)).map(|(model, _)| model.clone()),
+        }
+    }
+
+    /// A calibration from its stored state, checked as `record` checks what it is given.
+    pub fn from_state(state: CalibrationState) -> Result<Calibration> {
+        let mut calibration = Calibration::new(state.window);
+        for ModelObservations { model, observations } in state.models {
+            if observations.is_empty() || observations.len() > calibration.window {
+                return Err(Error::invalid_argument(format!(
+                    "the calibration of {model:?} holds {} observations, expected 1 to {}",
+                    observations.len(),
+                    calibration.window
+                )));
+            }
+            if calibration.models.iter().any(|(m, _)| *m == model) {
+                return Err(Error::invalid_argument(format!("the calibration names {model:?} twice")));
+            }
+            for [counted, reported] in observations {
+                calibration.record(&model, counted as usize, reported)?;
+            }
+        }
+        calibration.latest = match state.latest {
+            Some(model) => Some(calibration.models.iter().position(|(m, _)| *m == model).ok_or_else(|| {
+                Error::invalid_argument(format!("the calibration's latest model {model:?} has no observations"))
+            })?),
+            None => None,
+        };
+        Ok(calibration)
+    }
+}
+
+/// A calibration as stored: per model, `[counted, reported]` pairs, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CalibrationState {
+    pub window: usize,
+    pub models: Vec<ModelObservations>,
+    pub latest: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelObservations {
+    pub model: String,
+    pub observations: Vec<[u64; 2]>,
 }
 
 #[cfg(test)]
@@ -304,6 +368,35 @@ mod tests {
         assert!(calibration.record("a", 0, 1).is_err());
         assert!(calibration.record("a", 1, 0).is_err());
         assert_eq!(calibration.observations("a").len(), 1, "refused records change nothing");
+    }
+
+    #[test]
+    fn a_calibration_round_trips_through_its_state_and_bad_states_are_refused() {
+        let mut calibration = Calibration::new(3);
+        for (model, counted, reported) in [("a", 10, 12), ("b", 100, 90), ("a", 10, 13), ("a", 10, 11), ("a", 10, 14)] {
+            calibration.record(model, counted, reported).unwrap();
+        }
+        let state = calibration.state();
+        assert_eq!(state.models[0].observations, [[10, 13], [10, 11], [10, 14]]);
+        assert_eq!(state.latest.as_deref(), Some("a"));
+        let restored = Calibration::from_state(state.clone()).unwrap();
+        assert_eq!(restored.state(), state);
+        assert_eq!(restored.latest(), calibration.latest());
+        assert_eq!(restored.factor("b"), calibration.factor("b"));
+        for (edit, says) in [
+            (
+                &(|s: &mut CalibrationState| s.models[0].observations.push([1, 1])) as &dyn Fn(&mut CalibrationState),
+                "expected 1 to 3",
+            ),
+            (&|s| s.models[1].model = "a".into(), "twice"),
+            (&|s| s.latest = Some("c".into()), "no observations"),
+            (&|s| s.models[0].observations[0] = [0, 5], "nothing was counted"),
+        ] {
+            let mut bad = state.clone();
+            edit(&mut bad);
+            let error = Calibration::from_state(bad).unwrap_err();
+            assert!(error.message.contains(says), "{error}");
+        }
     }
 
     #[test]

@@ -90,6 +90,22 @@ export async function withPage(fn) {
 }
 
 /**
+ * Runs `fn(context, log)` with a fresh headless chromium context (its own temporary profile), for
+ * tests that open several pages of one origin (tabs sharing storage and locks).
+ */
+export async function withContext(fn) {
+  const profile = mkdtempSync(join(tmpdir(), "cc-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 900 } });
+  const log = [];
+  try {
+    return await fn(context, log);
+  } finally {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+/**
  * Resolves a package's export `subpath` ("." or e.g. "./lite") for a browser, the way a bundler would: the first of the
  * conditions `browser`, `import`, `default` in the order the exports object lists them.
  */

@@ -37,15 +37,16 @@ test("the tarball holds the package and nothing else", () => {
   for (const f of ["package.json", "dist/node.js", "dist/browser.js", "dist/index.d.ts", "dist/errors.js",
     "pkg/context_compactor.js", "pkg/context_compactor.d.ts", "pkg/context_compactor_bg.wasm",
     "dist/lite/node.js", "dist/lite/browser.js", "dist/lite/index.d.ts", "pkg-lite/context_compactor_bg.wasm",
-    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab", "dist/cli.js"]) {
+    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab", "dist/cli.js",
+    "dist/storage/indexeddb.js", "dist/storage/fs.js", "dist/storage/conformance.js", "dist/storage/conformance.d.ts"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   for (const f of files) {
-    assert.match(f, /^(package\.json|README\.md|LICENSE.*|dist\/(lite\/)?[\w.]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
+    assert.match(f, /^(package\.json|README\.md|LICENSE.*|dist\/(lite\/|storage\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
   }
   const installed = join(project, "node_modules/context-compactor");
   assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
-  assert.ok(!existsSync(join(installed, "node_modules")), "no dependencies");
+  assert.ok(!existsSync(join(installed, "node_modules")), "no nested dependencies (idb, the one dependency, is hoisted)");
 });
 
 test("the context-compactor command runs from the installed tarball (node_modules/.bin)", () => {

@@ -1,0 +1,147 @@
+// The persistence benchmark's phases, shared by bench/persist.mjs (Node, file system) and
+// bench/persist-browser.mjs (Chromium, IndexedDB and localStorage): append messages one at a
+// time to a stored session, saving each (flush()); then, each in a fresh process or a reloaded
+// page (no warm tokenizer caches), read the records, open the session and build its context, and
+// for comparison build the same messages never stored. "context-compactor" resolves to this package: in Node by the
+// package's self-reference, in the browser through the page's import map.
+import { SessionStore, ConversationHistory } from "context-compactor";
+
+const encoder = new TextEncoder();
+const utf8 = (text) => encoder.encode(text).length;
+const BUDGET = { contextWindow: 100_000, targetRatio: 1 };
+
+/** `adapter` with the UTF-8 bytes of every key and value it is asked to write added to `counter`. */
+function counting(adapter, counter) {
+  const add = (key, value) => {
+    counter.writes++;
+    counter.bytes += utf8(key.join("/")) + (value === undefined ? 0 : utf8(value));
+  };
+  return new Proxy(adapter, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property === "save") return (key, text) => (add(key, text), value.call(target, key, text));
+      if (property === "remove") return (key) => (add(key), value.call(target, key));
+      if (property === "saveBatch") return (writes) => (writes.forEach((w) => add(w.key, w.value)), value.call(target, writes));
+      return value.bind(target);
+    },
+  });
+}
+
+const quantile = (xs, q) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+};
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/**
+ * Appends `messages` one at a time to a new session ("bench") in a store over `openAdapter()`,
+ * flushing after each: the cost of an append and the bytes it writes.
+ */
+export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
+  const counter = { bytes: 0, writes: 0 };
+  const store = await SessionStore.open(counting(await openAdapter(), counter), { autosave: false, broadcast: false });
+  const session = await store.create({ id: "bench", title: "persist bench", encoding: "o200k_base", format: "openai" });
+  const createdBytes = counter.bytes;
+  const times = [];
+  const ratios = [];
+  const written = [];
+  const overheads = [];
+  const large = []; // the ratio for messages of 1 KB or more, where the fixed overhead matters less
+  let messageBytes = 0;
+  for (const message of messages) {
+    const json = utf8(JSON.stringify(message));
+    const before = counter.bytes;
+    const t0 = performance.now();
+    session.history.append(message);
+    await session.flush();
+    times.push(performance.now() - t0);
+    written.push(counter.bytes - before);
+    ratios.push((counter.bytes - before) / json);
+    overheads.push(counter.bytes - before - json);
+    if (json >= 1024) large.push((counter.bytes - before) / json);
+    messageBytes += json;
+  }
+  await store.close();
+  // Flat as the history grows: the ratio's median in each fifth of the appends.
+  const size = Math.ceil(messages.length / buckets);
+  const flat = Array.from({ length: buckets }, (_, b) => {
+    const part = ratios.slice(b * size, (b + 1) * size);
+    return { from: b * size + 1, to: Math.min(messages.length, (b + 1) * size), median: quantile(part, 0.5), mean: mean(part) };
+  });
+  return {
+    messages: messages.length,
+    appendMedianMs: quantile(times, 0.5),
+    appendP99Ms: quantile(times, 0.99),
+    appendMaxMs: Math.max(...times),
+    bytesPerAppendMedian: quantile(written, 0.5),
+    ratioMedian: quantile(ratios, 0.5),
+    ratioP99: quantile(ratios, 0.99),
+    largeCount: large.length,
+    largeRatioMedian: large.length ? quantile(large, 0.5) : NaN,
+    overheadMedian: quantile(overheads, 0.5),
+    overheadP99: quantile(overheads, 0.99),
+    ratioTotal: (counter.bytes - createdBytes) / messageBytes,
+    messageBytes,
+    bytesWritten: counter.bytes - createdBytes,
+    writes: counter.writes,
+    flat,
+  };
+}
+
+/**
+ * Session "bench" opened cold (run it in a fresh process or a reloaded page) and its first build;
+ * with `select`, a first build that selects only (no summary, compression or digests).
+ */
+export async function coldPhase({ openAdapter, select = false }) {
+  const t0 = performance.now();
+  const store = await SessionStore.open(await openAdapter(), { broadcast: false });
+  const session = await store.open("bench");
+  const openMs = performance.now() - t0;
+  const built = session.history.build(select ? { budget: BUDGET, summary: null, compress: null, digest: null } : { budget: BUDGET });
+  const openAndBuildMs = performance.now() - t0;
+  const t1 = performance.now();
+  session.history.build({ budget: BUDGET });
+  const nextBuildMs = performance.now() - t1;
+  const result = { loaded: session.history.length, builtMessages: built.messages.length, builtTokens: built.tokens.total, openMs, openAndBuildMs, nextBuildMs };
+  await store.close();
+  return result;
+}
+
+/** Reading every stored record, cold. */
+export async function readPhase({ openAdapter }) {
+  const t0 = performance.now();
+  const adapter = await openAdapter();
+  const records = await adapter.loadRange([]);
+  const readMs = performance.now() - t0;
+  await adapter.close?.();
+  return { readMs, storedRecords: records.length, storedBytes: records.reduce((n, r) => n + r.value.length, 0) };
+}
+
+/** The same messages never stored, cold: one appendMany and the first build. */
+export function memoryPhase({ messages }) {
+  const t0 = performance.now();
+  const history = new ConversationHistory({ encoding: "o200k_base", format: "openai" });
+  history.appendMany(messages);
+  history.build({ budget: BUDGET });
+  return { inMemoryBuildMs: performance.now() - t0 };
+}
+
+/** The figures as lines of text, for a console. */
+export function describe(label, r) {
+  const f = (x, d = 2) => x.toFixed(d);
+  return [
+    `${label}: ${r.messages.toLocaleString()} messages appended one at a time, each saved`,
+    `  append + save: median ${f(r.appendMedianMs)} ms, p99 ${f(r.appendP99Ms)} ms, max ${f(r.appendMaxMs, 1)} ms`,
+    `  bytes written per append / message JSON: median ${f(r.ratioMedian)}, p99 ${f(r.ratioP99)}, ` +
+      `all appends ${f(r.ratioTotal)} (${r.bytesWritten.toLocaleString()} B for ${r.messageBytes.toLocaleString()} B of messages; median ${r.bytesPerAppendMedian} B an append)`,
+    `  bytes an append writes beyond the message's JSON (keys, envelopes, the meta record): median ${r.overheadMedian} B, p99 ${r.overheadP99.toLocaleString()} B`,
+    `  for the ${r.largeCount.toLocaleString()} messages of 1 KB or more: median ratio ${f(r.largeRatioMedian)}`,
+    `  the median ratio by fifths of the history: ${r.flat.map((b) => `${b.from}-${b.to}: ${f(b.median)}`).join(", ")}`,
+    `  cold (a fresh process or page each): reading the ${r.storedRecords} records (${(r.storedBytes / 1e6).toFixed(2)} M characters) ${f(r.readMs, 1)} ms`,
+    `  cold open ${f(r.cold.openMs, 1)} ms, open + first build ${f(r.cold.openAndBuildMs, 1)} ms ` +
+      `(${r.cold.loaded.toLocaleString()} messages loaded; built ${r.cold.builtMessages} messages, ${r.cold.builtTokens.toLocaleString()} tokens); the next build ${f(r.cold.nextBuildMs, 1)} ms`,
+    `  cold open + a first build that selects only (no summary, compression, digests) ${f(r.select.openAndBuildMs, 1)} ms`,
+    `  the same messages never stored, cold: appendMany + first build ${f(r.inMemoryBuildMs, 1)} ms`,
+  ];
+}

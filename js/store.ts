@@ -1,0 +1,613 @@
+/**
+ * The session store: sessions that survive a reload, over any `StorageAdapter`. A chat app opens
+ * one store, creates or opens sessions by id, and uses them as it would a `Session`: the calls
+ * made through a `StoredSession` are saved automatically (what changed: an appended message writes
+ * that message's record and the session's meta record), or at `await store.flush()`.
+ *
+ * Each save runs under the session's lock (Web Locks across tabs, lock files across processes):
+ * it first reads the stored meta record, and if another tab or process saved since, applies what
+ * it saved (this session's unsaved messages then follow theirs: `onchange` reports the new ids).
+ * A save that fails (a full quota, a closed database) throws a `StorageError`, leaves the stored
+ * session as it was, and keeps the unsaved changes in memory for the next save.
+ */
+// The guarded class (js/guard.ts): objects `new Session` makes here must pass its checks.
+import { Session } from "./api.js";
+import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
+import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
+import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
+import { withLock } from "./storage/locks.js";
+
+/** Where the store keeps each session's records (the layout is the core's: see `src/session/records`). */
+const metaKey = (id: string): StorageKey => ["s", id];
+const dataPrefix = (id: string): StorageKey => ["r", id];
+const DAY_MS = 86_400_000;
+/** `exportSession`'s file: every record of one session, as stored. */
+const EXPORT_FORMAT = "context-compactor/stored-session";
+
+export interface SessionStoreOptions {
+  /**
+   * Save what changed after the calls made through a `StoredSession`: `true` (the default) once
+   * the current task's calls are done, `{ delayMs }` at most that often, `false` only at `flush()`.
+   */
+  autosave?: boolean | { delayMs: number };
+  /** Tell other tabs (and workers) of each save through a `BroadcastChannel`, so that their copies catch up (default true). */
+  broadcast?: boolean;
+  /** Called with an automatic save's error (default: `console.error`); the next `flush()` throws it again if it persists. */
+  onError?: (error: unknown, session: StoredSession) => void;
+  /** The clock (milliseconds since the Unix epoch) for `createdAt`, `updatedAt` and `cleanup`. */
+  now?: () => number;
+}
+
+export interface CreateSessionOptions extends SessionOptions {
+  title?: string;
+}
+
+/** A stored session as `list()` shows it; `problem` is set (and the counts are 0) when its meta record is damaged. */
+export interface StoredSessionInfo extends SessionInfo {
+  problem?: ContextCompactorError;
+}
+
+export type StoredSessionEvent =
+  /** This session's changes were saved as `commit`. */
+  | { type: "saved"; commit: number }
+  /** Another tab or process saved this session; its changes are now here (`report.renumbered`: this session's unsaved messages that moved after them). */
+  | { type: "pulled"; report: PullReport }
+  /** The session was deleted from the storage (here or elsewhere). */
+  | { type: "deleted" };
+
+interface StoreMessage {
+  id: string;
+  commit?: number;
+  deleted?: boolean;
+}
+
+function newId(): string {
+  const crypto = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  const random = crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
+  return `s-${random}`;
+}
+
+function checkId(id: unknown): asserts id is string {
+  if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`a session id must be a non-empty string, got ${JSON.stringify(id)}`);
+}
+
+/** Writes in order (`saveBatch` when the adapter has it); adapter errors become `StorageError`s. */
+async function write(adapter: StorageAdapter, writes: StorageWrite[], action: string): Promise<void> {
+  try {
+    if (typeof adapter.saveBatch === "function") await adapter.saveBatch(writes);
+    else {
+      for (const { key, value } of writes) {
+        if (value === undefined) await adapter.remove(key);
+        else await adapter.save(key, value);
+      }
+    }
+  } catch (error) {
+    if (error instanceof ContextCompactorError) throw error;
+    throw storageError(action, error);
+  }
+}
+
+/** A proxy of `target` that calls `changed` after each method call and property set. */
+function autosaving<T extends object>(target: T, changed: () => void, nested: Record<string, () => unknown> = {}): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (typeof property === "string" && Object.prototype.hasOwnProperty.call(nested, property)) return nested[property]();
+      const value = Reflect.get(object, property, object);
+      if (typeof value !== "function" || property === "constructor") return value;
+      return (...args: unknown[]) => {
+        try {
+          return (value as (...a: unknown[]) => unknown).apply(object, args);
+        } finally {
+          changed();
+        }
+      };
+    },
+    set(object, property, value) {
+      const done = Reflect.set(object, property, value, object);
+      changed();
+      return done;
+    },
+  });
+}
+
+export class SessionStore {
+  readonly adapter: StorageAdapter;
+  readonly #options: SessionStoreOptions;
+  readonly #open = new Map<string, StoredSession>();
+  readonly #opening = new Map<string, Promise<StoredSession>>();
+  /** The latest save of each session other tabs announced. */
+  readonly #announced = new Map<string, number>();
+  #channel: BroadcastChannel | undefined;
+  #closed = false;
+
+  private constructor(adapter: StorageAdapter, options: SessionStoreOptions) {
+    this.adapter = adapter;
+    this.#options = options;
+    const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
+    if (options.broadcast !== false && Channel) {
+      this.#channel = new Channel(`context-compactor:${this.name}`);
+      // Node: a channel must not keep the process alive.
+      (this.#channel as unknown as { unref?: () => void }).unref?.();
+      this.#channel.onmessage = (event: MessageEvent<StoreMessage>) => this.#heard(event.data);
+    }
+  }
+
+  /** A store over `adapter` (an `IndexedDBAdapter`, `LocalStorageAdapter`, `FileSystemAdapter`, `MemoryStorageAdapter` or your own). */
+  static async open(adapter: StorageAdapter, options: SessionStoreOptions = {}): Promise<SessionStore> {
+    for (const method of ["load", "save", "remove", "loadRange", "removeRange"] as const) {
+      if (typeof adapter?.[method] !== "function") throw new InvalidArgumentError(`a storage adapter needs a ${method}() method`);
+    }
+    return new SessionStore(adapter, options);
+  }
+
+  /** The storage's name (the adapter's), which names the locks and the broadcast channel. */
+  get name(): string {
+    return this.adapter.name ?? "default";
+  }
+
+  /** @internal */
+  now(): number {
+    return this.#options.now?.() ?? Date.now();
+  }
+
+  /** @internal */
+  get options(): SessionStoreOptions {
+    return this.#options;
+  }
+
+  /** @internal Runs `fn` holding session `id`'s lock. */
+  locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    return withLock(this.adapter, `context-compactor:${this.name}:${id}`, fn);
+  }
+
+  #check(): void {
+    if (this.#closed) throw new ConflictError("this session store is closed");
+  }
+
+  /**
+   * @internal Session `id`'s meta record as stored (the caller holds its lock), once it shows the
+   * saves other tabs announced: a tab's copy of localStorage catches up with theirs only as it
+   * runs the events that carry their writes.
+   */
+  async storedMeta(id: string): Promise<string | undefined> {
+    const key = metaKey(id);
+    let meta = await this.adapter.load(key);
+    const announced = this.#announced.get(id) ?? 0;
+    for (let waited = 0; meta !== undefined && Session.info({ key, value: meta }).commit < announced; waited += 5) {
+      if (waited >= 2000) {
+        throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      meta = await this.adapter.load(key);
+    }
+    return meta;
+  }
+
+  /** A new session (`new Session(options)`) with a title, saved at once. Its id must not be stored yet (default: a random one). */
+  async create(options: CreateSessionOptions = {}): Promise<StoredSession> {
+    this.#check();
+    const { title, ...sessionOptions } = options;
+    const session = new Session({ ...sessionOptions, id: sessionOptions.id ?? newId() });
+    try {
+      if (title !== undefined) session.title = title;
+      return await this.add(session);
+    } catch (error) {
+      session.free();
+      throw error;
+    }
+  }
+
+  /**
+   * Stores a `Session` made elsewhere (a sub-agent from `spawnSubagent`, one from `Session.import`)
+   * under its own id, which must not be stored yet; from then on it is saved like the others.
+   */
+  async add(session: Session): Promise<StoredSession> {
+    this.#check();
+    const id = session.id;
+    if (this.#open.has(id) || this.#opening.has(id)) throw new ConflictError(`session ${JSON.stringify(id)} is already open in this store`);
+    const handle = new StoredSession(this, session);
+    const adding = this.locked(id, async () => {
+      if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+      await handle.saveLocked();
+      return handle;
+    });
+    this.#opening.set(id, adding);
+    try {
+      await adding;
+      this.#open.set(id, handle);
+      return handle;
+    } finally {
+      this.#opening.delete(id);
+    }
+  }
+
+  /** The stored session `id` (seed 000's thread id), loaded and checked; the same object while it is open. */
+  async open(id: string): Promise<StoredSession> {
+    this.#check();
+    checkId(id);
+    const open = this.#open.get(id) ?? this.#opening.get(id);
+    if (open) return open;
+    const opening = this.locked(id, async () => {
+      const meta = await this.storedMeta(id);
+      if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
+      const data = await this.adapter.loadRange(dataPrefix(id));
+      return new StoredSession(this, Session.load([...data, { key: metaKey(id), value: meta }]));
+    });
+    this.#opening.set(id, opening);
+    try {
+      const handle = await opening;
+      this.#open.set(id, handle);
+      return handle;
+    } finally {
+      this.#opening.delete(id);
+    }
+  }
+
+  /** The sessions open in this store. */
+  get openSessions(): StoredSession[] {
+    return [...this.#open.values()];
+  }
+
+  /** Every stored session, most recently updated first, from their meta records alone. */
+  async list(): Promise<StoredSessionInfo[]> {
+    this.#check();
+    const entries = await this.adapter.loadRange(["s"]);
+    const sessions: StoredSessionInfo[] = [];
+    for (const entry of entries) {
+      if (entry.key.length !== 2) continue;
+      try {
+        sessions.push(Session.info(entry as StoredRecord));
+      } catch (error) {
+        if (!(error instanceof ContextCompactorError)) throw error;
+        sessions.push({ id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, problem: error });
+      }
+    }
+    return sessions.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1));
+  }
+
+  /**
+   * Removes session `id` (its records, then its meta record) and, unless `children: false`, its
+   * sub-agents. Resolves to whether it was stored.
+   */
+  async delete(id: string, options: { children?: boolean } = {}): Promise<boolean> {
+    this.#check();
+    checkId(id);
+    if (options.children !== false) {
+      for (const child of await this.list()) if (child.parentId === id) await this.delete(child.id);
+    }
+    const stored = await this.locked(id, async () => {
+      const existed = (await this.adapter.load(metaKey(id))) !== undefined;
+      try {
+        await this.adapter.removeRange(dataPrefix(id));
+        await this.adapter.remove(metaKey(id));
+      } catch (error) {
+        throw error instanceof ContextCompactorError ? error : storageError(`deleting session ${id}`, error);
+      }
+      return existed;
+    });
+    this.#open.get(id)?.forget("deleted");
+    this.#post({ id, deleted: true });
+    return stored;
+  }
+
+  /** Sets session `id`'s title (what `list()` shows), and saves it. */
+  async rename(id: string, title: string): Promise<void> {
+    const wasOpen = this.#open.has(id);
+    const handle = await this.open(id);
+    try {
+      handle.session.title = title;
+      await handle.flush();
+    } finally {
+      if (!wasOpen) await handle.close();
+    }
+  }
+
+  /**
+   * Deletes the sessions not updated for `olderThanMs` (default 7 days, as seed 000 cleans up) and
+   * not open in this store, with their sub-agents; resolves to the ids deleted.
+   */
+  async cleanup(options: { olderThanMs?: number; now?: number } = {}): Promise<string[]> {
+    const olderThanMs = options.olderThanMs ?? 7 * DAY_MS;
+    if (!(olderThanMs >= 0)) throw new InvalidArgumentError(`olderThanMs must be a number of milliseconds, got ${olderThanMs}`);
+    const cutoff = (options.now ?? this.now()) - olderThanMs;
+    const sessions = await this.list();
+    const stored = new Set(sessions.map((s) => s.id));
+    const deleted: string[] = [];
+    const remove = async (id: string) => {
+      for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
+      await this.delete(id, { children: false });
+      deleted.push(id);
+    };
+    // A sub-agent goes with its parent; on its own only when its parent is gone.
+    for (const session of sessions) {
+      const orphan = session.parentId === null || !stored.has(session.parentId);
+      if (!orphan || session.problem || session.updatedAt >= cutoff || this.#open.has(session.id) || deleted.includes(session.id)) continue;
+      await remove(session.id);
+    }
+    return deleted;
+  }
+
+  /** Session `id` as one file (JSON text): its records as stored, checksums included. */
+  async exportSession(id: string): Promise<string> {
+    checkId(id);
+    await this.#open.get(id)?.flush();
+    const records = await this.locked(id, async () => {
+      const [meta, data] = await Promise.all([this.adapter.load(metaKey(id)), this.adapter.loadRange(dataPrefix(id))]);
+      if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
+      return [...data, { key: metaKey(id), value: meta }];
+    });
+    Session.load(records).free(); // what is exported loads
+    return JSON.stringify({ format: EXPORT_FORMAT, version: 1, id, records });
+  }
+
+  /**
+   * Stores a session from a file: `exportSession`'s, or the JSON of `Session.export()` (what was
+   * kept in localStorage before this store). Checked whole first. A session with the same id
+   * already stored is a `ConflictError`, unless `replace: true`.
+   */
+  async importSession(text: string, options: { replace?: boolean } = {}): Promise<StoredSession> {
+    this.#check();
+    if (typeof text !== "string") throw new InvalidArgumentError("importSession takes the file's text");
+    let document: { format?: unknown; version?: unknown; records?: unknown };
+    try {
+      document = JSON.parse(text);
+    } catch (error) {
+      throw new InvalidArgumentError(`the file is not JSON: ${(error as Error).message}`);
+    }
+    if (document?.format !== EXPORT_FORMAT) {
+      // The whole-session export of Session.export(): migrated by the core (a version 0 record).
+      const session = Session.load([{ key: ["import"], value: text }]);
+      if (options.replace) await this.delete(session.id);
+      try {
+        return await this.add(session);
+      } catch (error) {
+        session.free();
+        throw error;
+      }
+    }
+    if (typeof document.version !== "number" || document.version > 1) {
+      throw new InvalidArgumentError(`this session file is version ${String(document.version)}, newer than this library reads (1): upgrade context-compactor`);
+    }
+    const records = document.records as StoredRecord[];
+    const loaded = Session.load(records); // checks every record before anything is written
+    const id = loaded.id;
+    loaded.free();
+    if (options.replace) await this.delete(id);
+    await this.locked(id, async () => {
+      if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+      const meta = records.filter((r) => r.key.length === 2);
+      const data = records.filter((r) => r.key.length !== 2);
+      await write(this.adapter, [...data, ...meta], `importing session ${id}`);
+    });
+    return this.open(id);
+  }
+
+  /** Saves every open session's changes. */
+  async flush(): Promise<void> {
+    await Promise.all([...this.#open.values()].map((s) => s.flush()));
+  }
+
+  /** Saves and closes every open session; the adapter stays open (it is yours). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await Promise.all([...this.#open.values()].map((s) => s.close()));
+    } finally {
+      this.#closed = true;
+      this.#channel?.close();
+    }
+  }
+
+  /** @internal */
+  forget(handle: StoredSession): void {
+    if (this.#open.get(handle.id) === handle) this.#open.delete(handle.id);
+  }
+
+  /** @internal Tells the other tabs. */
+  saved(id: string, commit: number): void {
+    this.#post({ id, commit });
+  }
+
+  #post(message: StoreMessage): void {
+    try {
+      this.#channel?.postMessage(message);
+    } catch {
+      // A closed channel: the others catch up at their next save.
+    }
+  }
+
+  #heard(message: StoreMessage): void {
+    if (message && typeof message.id === "string" && typeof message.commit === "number") {
+      this.#announced.set(message.id, Math.max(message.commit, this.#announced.get(message.id) ?? 0));
+    }
+    if (message?.deleted) this.#announced.delete(message.id);
+    const handle = message && typeof message.id === "string" ? this.#open.get(message.id) : undefined;
+    if (!handle) return;
+    if (message.deleted) handle.forget("deleted");
+    else if (typeof message.commit === "number" && message.commit > handle.savedCommit) handle.sync().catch((error) => handle.report(error));
+  }
+}
+
+/**
+ * A session open in a store: `session`, `history` and `memory` are the `Session`'s own, and every
+ * call made through them schedules a save (see `SessionStoreOptions.autosave`).
+ */
+export class StoredSession {
+  readonly store: SessionStore;
+  readonly id: string;
+  /** The session; calls through this object are saved automatically. */
+  readonly session: Session;
+  /** Called after a save, after another tab's changes arrived, and when the session was deleted. */
+  onchange: ((event: StoredSessionEvent) => void) | undefined;
+  /** Called with an automatic save's error (else the store's `onError`, else `console.error`). */
+  onerror: ((error: unknown) => void) | undefined;
+  readonly #raw: Session;
+  #history: ConversationHistory | undefined;
+  #memory: MemoryModule | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  #scheduled = false;
+  #closed: "closed" | "deleted" | undefined;
+
+  /** @internal */
+  constructor(store: SessionStore, session: Session) {
+    this.store = store;
+    this.#raw = session;
+    this.id = session.id;
+    const changed = () => this.changed();
+    this.session = autosaving(session, changed, { history: () => this.history, memory: () => this.memory });
+  }
+
+  /** The history; appends and builds through it are saved automatically. */
+  get history(): ConversationHistory {
+    this.#history ??= autosaving(this.#raw.history, () => this.changed());
+    return this.#history;
+  }
+
+  /** The memory module (or `undefined`); turns recorded through it are saved automatically. */
+  get memory(): MemoryModule | undefined {
+    if (this.#memory) return this.#memory;
+    const memory = this.#raw.memory;
+    this.#memory = memory && autosaving(memory, () => this.changed());
+    return this.#memory;
+  }
+
+  get title(): string | undefined {
+    return this.#raw.title;
+  }
+
+  set title(title: string | undefined) {
+    this.session.title = title;
+  }
+
+  /** The commit of the last save (or load). */
+  get savedCommit(): number {
+    return this.#raw.savedCommit;
+  }
+
+  /** Whether the session was closed (`close()`) or deleted. */
+  get closed(): boolean {
+    return this.#closed !== undefined;
+  }
+
+  /** Schedules a save (calls made on `session`, `history` and `memory` do it themselves). */
+  changed(): void {
+    const autosave = this.store.options.autosave ?? true;
+    if (this.#closed || autosave === false || this.#scheduled) return;
+    this.#scheduled = true;
+    const run = () => {
+      this.#scheduled = false;
+      this.flush().catch((error) => this.report(error));
+    };
+    if (typeof autosave === "object" && autosave.delayMs > 0) setTimeout(run, autosave.delayMs);
+    else queueMicrotask(run);
+  }
+
+  /** @internal */
+  report(error: unknown): void {
+    if (this.onerror) this.onerror(error);
+    else if (this.store.options.onError) this.store.options.onError(error, this);
+    else console.error(`context-compactor: saving session ${this.id} failed:`, error);
+  }
+
+  #serially<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Saves what changed, after applying what other tabs or processes saved in the meantime. A
+   * `StorageError` leaves the stored session as it was and the changes unsaved (a later flush
+   * tries again); a `NotFoundError` says the session was deleted elsewhere.
+   */
+  flush(): Promise<void> {
+    return this.#serially(async () => {
+      if (this.#closed) return;
+      const probe = this.#raw.changes({ now: this.store.now() });
+      if (probe.records.length === 0 && probe.remove.length === 0) return;
+      await this.store.locked(this.id, () => this.saveLocked());
+    });
+  }
+
+  /** @internal The save itself; the caller holds the session's lock. */
+  async saveLocked(): Promise<void> {
+    const adapter = this.store.adapter;
+    const meta = await this.store.storedMeta(this.id);
+    if (meta === undefined) {
+      if (this.#raw.savedCommit > 0) {
+        this.forget("deleted");
+        throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
+      }
+    } else {
+      const plan = this.#raw.pullPlan({ key: metaKey(this.id), value: meta });
+      if (!plan.current) await this.#pullLocked(meta, plan.keys);
+    }
+    const changes = this.#raw.changes({ now: this.store.now() });
+    if (changes.records.length > 0) await write(adapter, changes.records, `saving session ${this.id}`);
+    this.#raw.markSaved(changes.commit);
+    if (changes.remove.length > 0) {
+      // Records nothing names any more: if removing them fails, the next load finds them again.
+      await write(adapter, changes.remove.map((key) => ({ key, value: undefined })), "removing superseded records").catch(() => {});
+    }
+    if (changes.records.length > 0) {
+      this.store.saved(this.id, changes.commit);
+      this.onchange?.({ type: "saved", commit: changes.commit });
+    }
+  }
+
+  async #pullLocked(meta: string, keys: StorageKey[]): Promise<PullReport> {
+    const adapter = this.store.adapter;
+    const records: StoredRecord[] = [];
+    for (const key of keys) {
+      const value = await adapter.load(key);
+      if (value !== undefined) records.push({ key, value });
+    }
+    records.push({ key: metaKey(this.id), value: meta });
+    const report = this.#raw.pull(records);
+    this.onchange?.({ type: "pulled", report });
+    return report;
+  }
+
+  /** Applies what other tabs or processes saved since this session's last save or load; `undefined` when there was nothing. */
+  sync(): Promise<PullReport | undefined> {
+    return this.#serially(async () => {
+      if (this.#closed) return undefined;
+      return this.store.locked(this.id, async () => {
+        const meta = await this.store.storedMeta(this.id);
+        if (meta === undefined) {
+          if (this.#raw.savedCommit > 0) this.forget("deleted");
+          return undefined;
+        }
+        const plan = this.#raw.pullPlan({ key: metaKey(this.id), value: meta });
+        return plan.current ? undefined : this.#pullLocked(meta, plan.keys);
+      });
+    });
+  }
+
+  /** A sub-agent (`Session.spawnSubagent`), stored as a session of its own with this one as its parent. */
+  async spawnSubagent(task: string, options?: { maxLoops?: number }): Promise<StoredSession> {
+    const child = this.session.spawnSubagent(task, options);
+    try {
+      return await this.store.add(child);
+    } catch (error) {
+      child.free();
+      throw error;
+    }
+  }
+
+  /** Saves, then closes: the session is freed and this object unusable. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.flush();
+    this.forget("closed");
+  }
+
+  /** @internal */
+  forget(why: "closed" | "deleted"): void {
+    if (this.#closed) return;
+    this.#closed = why;
+    this.store.forget(this);
+    if (why === "deleted") this.onchange?.({ type: "deleted" });
+    else this.#raw.free();
+  }
+}

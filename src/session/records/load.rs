@@ -1,0 +1,330 @@
+//! Loading: a session from its records (one call, everything checked before anything is built),
+//! the migration of version 0 (a whole `Session::export` document), and the meta records that
+//! list sessions.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::save::{unpack_tokens, Part, SavePoint};
+use super::{
+    counting_tag, data_key, meta_key, open, parse_key, read_body, show, Chunk, Kind, Meta, Opened, Place, Settings,
+    StoredRecord, Turn, CHUNK,
+};
+use crate::compact::SummaryState;
+use crate::error::{Error, Result};
+use crate::history::LoggedMessage;
+use crate::memory::{MemoryExport, EXPORT_FORMAT as MEMORY_FORMAT, EXPORT_VERSION as MEMORY_VERSION};
+use crate::session::{HistoryExport, Session, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
+use crate::tokens::calibration::{Calibration, CalibrationState};
+use crate::tokens::REPLY_PRIMING;
+
+/// A token count as a chunk keeps it (`save::pack_tokens`).
+pub(super) type PackedTokens = Vec<u32>;
+
+/// A session as a list of sessions shows it, from its meta record alone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct SessionInfo {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub title: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub messages: u64,
+    pub tokens: u64,
+    /// Saves so far (each writer's save adds one).
+    pub commit: u64,
+}
+
+/// Reads and checks a meta record.
+pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
+    match open(&record.key, &record.value, Kind::Meta)? {
+        Opened::Current(body) => {
+            let meta: Meta = read_body(&record.key, body)?;
+            if record.key != meta_key(&meta.id) {
+                return Err(Error::corrupt(
+                    &record.key,
+                    format!("record {} holds the meta record of {:?}", show(&record.key), meta.id),
+                ));
+            }
+            Ok(meta)
+        }
+        Opened::Export => Err(Error::invalid_argument(format!(
+            "record {} is a whole session export (version 0): load it with Session.load",
+            show(&record.key)
+        ))),
+    }
+}
+
+impl SessionInfo {
+    /// What a list of sessions shows of a stored session: its meta record, checked.
+    pub fn read(record: &StoredRecord) -> Result<SessionInfo> {
+        let meta = read_meta(record)?;
+        Ok(SessionInfo {
+            id: meta.id,
+            parent_id: meta.parent_id,
+            title: meta.title,
+            created_at: meta.created_at,
+            updated_at: meta.updated_at,
+            messages: meta.messages,
+            tokens: meta.tokens,
+            commit: meta.commit,
+        })
+    }
+}
+
+/// A session's records sorted by what they are (the meta record apart).
+#[derive(Default)]
+pub(super) struct Sorted<'a> {
+    pub meta: Option<&'a StoredRecord>,
+    pub data: BTreeMap<(u8, u64), &'a StoredRecord>,
+}
+
+fn slot(kind: Kind) -> u8 {
+    kind as u8
+}
+
+impl<'a> Sorted<'a> {
+    /// Sorts `records` by key; all must belong to one session.
+    pub fn new(records: &'a [StoredRecord]) -> Result<(String, Sorted<'a>)> {
+        let mut sorted = Sorted::default();
+        let mut session: Option<String> = None;
+        for record in records {
+            let place = parse_key(&record.key)?;
+            match &session {
+                Some(id) if id != place.id() => {
+                    return Err(Error::invalid_argument(format!(
+                        "records of two sessions ({id:?} and {:?}) were given: load one session at a time",
+                        place.id()
+                    )))
+                }
+                Some(_) => {}
+                None => session = Some(place.id().to_string()),
+            }
+            let duplicate = match place {
+                Place::Meta { .. } => sorted.meta.replace(record).is_some(),
+                Place::Data { kind, n, .. } => sorted.data.insert((slot(kind), n), record).is_some(),
+            };
+            if duplicate {
+                return Err(Error::invalid_argument(format!("record {} was given twice", show(&record.key))));
+            }
+        }
+        let id = session.ok_or_else(|| Error::invalid_argument("no records were given"))?;
+        Ok((id, sorted))
+    }
+
+    pub fn get(&self, kind: Kind, n: u64) -> Option<&'a StoredRecord> {
+        self.data.get(&(slot(kind), n)).copied()
+    }
+
+    /// The committed record of `kind` number `n`: present and sound, or an error naming its key.
+    pub fn body<T: serde::de::DeserializeOwned>(&self, id: &str, kind: Kind, n: u64) -> Result<T> {
+        let record = self.get(kind, n).ok_or_else(|| {
+            let key = data_key(id, kind, n);
+            Error::corrupt(&key, format!("record {} is missing: the meta record names it", show(&key)))
+        })?;
+        match open(&record.key, &record.value, kind)? {
+            Opened::Current(body) => read_body(&record.key, body),
+            Opened::Export => {
+                Err(Error::corrupt(&record.key, format!("record {} holds a whole session export", show(&record.key))))
+            }
+        }
+    }
+
+    /// Messages `from ..= until` (1-based), from chunks up to `chunked` and single records after,
+    /// with the counts the chunks kept when `tag` matches theirs.
+    pub fn messages(
+        &self,
+        id: &str,
+        from: u64,
+        until: u64,
+        chunked: u64,
+        tag: &str,
+    ) -> Result<(Vec<LoggedMessage>, Vec<Option<PackedTokens>>)> {
+        let mut messages = Vec::with_capacity(until.saturating_sub(from) as usize + 1);
+        let mut counts = Vec::with_capacity(messages.capacity());
+        let mut seq = from;
+        while seq <= until {
+            if seq <= chunked {
+                let end = seq.div_ceil(CHUNK as u64) * CHUNK as u64;
+                let chunk: Chunk = self.body(id, Kind::Chunk, end)?;
+                let key = data_key(id, Kind::Chunk, end);
+                if chunk.messages.len() != CHUNK || (!chunk.tokens.is_empty() && chunk.tokens.len() != CHUNK) {
+                    return Err(Error::corrupt(
+                        &key,
+                        format!("record {} holds {} messages, not {CHUNK}", show(&key), chunk.messages.len()),
+                    ));
+                }
+                let reuse = chunk.counted == tag && !chunk.tokens.is_empty();
+                let skip = (seq - (end - CHUNK as u64) - 1) as usize;
+                let mut tokens = chunk.tokens.into_iter();
+                for (i, message) in chunk.messages.into_iter().enumerate() {
+                    let count = if reuse { tokens.next() } else { None };
+                    if i >= skip && seq <= until {
+                        check_id(&key, &message, seq)?;
+                        messages.push(message);
+                        counts.push(count);
+                        seq += 1;
+                    }
+                }
+            } else {
+                let message: LoggedMessage = self.body(id, Kind::Message, seq)?;
+                check_id(&data_key(id, Kind::Message, seq), &message, seq)?;
+                messages.push(message);
+                counts.push(None);
+                seq += 1;
+            }
+        }
+        Ok((messages, counts))
+    }
+}
+
+fn check_id(key: &[String], message: &LoggedMessage, seq: u64) -> Result<()> {
+    if message.id != format!("m{seq}") {
+        return Err(Error::corrupt(
+            key,
+            format!("record {} holds message {:?} where m{seq} belongs", show(key), message.id),
+        ));
+    }
+    Ok(())
+}
+
+impl Session {
+    /// A session from its stored records (`changes` wrote them), checked whole before anything
+    /// is built, as `import` checks an export: a record that fails its checksum, is missing, is
+    /// of a newer version (an `InvalidArgument` error) or does not fit the rest is an error naming
+    /// its key, and nothing is loaded. Records the meta record does not name (left by a save that
+    /// did not finish, or superseded) are not read; the next save removes the superseded ones.
+    /// A single record holding a whole `export()` document (version 0) is migrated.
+    pub fn load(records: &[StoredRecord]) -> Result<Session> {
+        if let [record] = records {
+            if let Ok(Opened::Export) = open(&record.key, &record.value, Kind::Meta) {
+                return migrate_export(record);
+            }
+        }
+        let (id, sorted) = Sorted::new(records)?;
+        let meta_record = sorted.meta.ok_or_else(|| {
+            let key = meta_key(&id);
+            Error::corrupt(
+                &key,
+                format!("record {} is missing: a session without it was never saved whole", show(&key)),
+            )
+        })?;
+        let meta = read_meta(meta_record)?;
+        let settings: Settings = sorted.body(&id, Kind::Settings, meta.settings)?;
+        let summary: SummaryState =
+            if meta.summary == 0 { SummaryState::default() } else { sorted.body(&id, Kind::Summary, meta.summary)? };
+        let calibration: Option<CalibrationState> =
+            if meta.calibration == 0 { None } else { sorted.body(&id, Kind::Calibration, meta.calibration)? };
+        let turns = (1..=meta.turns).map(|k| sorted.body::<Turn>(&id, Kind::Turn, k)).collect::<Result<Vec<_>>>()?;
+        if meta.chunked % CHUNK as u64 != 0 || meta.chunked > meta.messages {
+            return Err(Error::corrupt(
+                &meta_record.key,
+                format!(
+                    "record {} says {} messages are chunked, of {}",
+                    show(&meta_record.key),
+                    meta.chunked,
+                    meta.messages
+                ),
+            ));
+        }
+        let tag = counting_tag(settings.encoding);
+        let (messages, counts) = sorted.messages(&id, 1, meta.messages, meta.chunked, &tag)?;
+
+        let memory = settings.max_snapshot_chars.map(|_| MemoryExport {
+            format: MEMORY_FORMAT.to_string(),
+            version: MEMORY_VERSION,
+            contexts: turns.iter().map(|t| t.snapshot.clone()).collect(),
+            summaries: turns.iter().map(|t| t.summary.clone()).collect(),
+        });
+        if memory.is_none() && !turns.is_empty() {
+            return Err(Error::corrupt(
+                &meta_record.key,
+                format!("record {} names memory turns, but the session has no memory", show(&meta_record.key)),
+            ));
+        }
+        let export = SessionExport {
+            format: EXPORT_FORMAT.to_string(),
+            version: EXPORT_VERSION,
+            id: meta.id.clone(),
+            parent_id: meta.parent_id.clone(),
+            message_format: settings.format,
+            loops: meta.loops,
+            max_loops: settings.max_loops,
+            subagents_spawned: meta.subagents_spawned,
+            turn_start: meta.turn_start as usize,
+            metadata: settings.metadata.clone(),
+            history: HistoryExport { encoding: settings.encoding, messages, summary: summary.clone() },
+            memory,
+            max_snapshot_chars: settings.max_snapshot_chars,
+        };
+        let mut session = Session::from_export(export).map_err(|mut error| {
+            error.message = format!("stored session {id:?} does not hold together: {}", error.message);
+            error
+        })?;
+        let calibrated = match &calibration {
+            Some(state) => Some(Calibration::from_state(state.clone()).map_err(|e| {
+                let key = data_key(&id, Kind::Calibration, meta.calibration);
+                Error::corrupt(&key, format!("record {}: {}", show(&key), e.message))
+            })?),
+            None => None,
+        };
+        if let Some(calibration) = calibrated {
+            session.compactor.set_calibration(calibration);
+        }
+        let mut all_counted = true;
+        for (position, count) in counts.iter().enumerate() {
+            match count.as_deref().and_then(unpack_tokens) {
+                Some(tokens) => session.history.restore_count(position, tokens),
+                None => all_counted = false,
+            }
+        }
+        session.persist.title = meta.title.clone();
+        session.persist.created_at = Some(meta.created_at);
+        session.persist.garbage = garbage(&sorted, &meta);
+        session.persist.saved = SavePoint {
+            message_tokens: all_counted.then(|| meta.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            meta: Some(meta.clone()),
+            settings: Some(settings),
+            summary: Part { generation: meta.summary, value: summary },
+            calibration: Part { generation: meta.calibration, value: calibration },
+        };
+        Ok(session)
+    }
+}
+
+/// Records behind the committed frontier, which no save will write again: single message records
+/// a chunk holds, and earlier generations of the parts. (Records past the frontier, left by a save
+/// that did not finish, are written over by the next save of the same keys.)
+pub(super) fn garbage(sorted: &Sorted<'_>, meta: &Meta) -> Vec<Vec<String>> {
+    let mut keys = Vec::new();
+    for (&(kind_slot, n), record) in &sorted.data {
+        let behind = match kind_slot {
+            k if k == slot(Kind::Message) => n <= meta.chunked,
+            k if k == slot(Kind::Settings) => n < meta.settings,
+            k if k == slot(Kind::Summary) => n < meta.summary,
+            k if k == slot(Kind::Calibration) => n < meta.calibration,
+            _ => false,
+        };
+        if behind {
+            keys.push(record.key.clone());
+        }
+    }
+    keys
+}
+
+/// Version 0: a whole `export()` document under one key. It is imported with every check
+/// `Session::import` makes, and saved as records by the next save.
+fn migrate_export(record: &StoredRecord) -> Result<Session> {
+    let value: Value = serde_json::from_str(&record.value)
+        .map_err(|e| Error::corrupt(&record.key, format!("record {} is not JSON: {e}", show(&record.key))))?;
+    Session::import(value).map_err(|mut error| {
+        error.message = format!("record {} (a session export): {}", show(&record.key), error.message);
+        error.path.get_or_insert_with(|| record.key.join("/"));
+        error
+    })
+}

@@ -1,0 +1,317 @@
+//! A session as stored records (issue #13): what changed since the last save comes out as small
+//! versioned records, and a session loads back from its records in one call.
+//!
+//! Every record is `{ key: string[], value: string }`, the value a JSON envelope
+//! `{"v":1,"kind":…,"sum":…,"body":{…}}` whose `sum` is the FNV-1a 64 of the key, the kind, the
+//! version and the body's exact text. Keys:
+//!
+//! | key | kind | |
+//! |---|---|---|
+//! | `["s", id]` | `meta` | the commit record: counts, title, times, and which records hold the session |
+//! | `["r", id, "m", n]` | `message` | message `m<n>`, written once when it is first saved |
+//! | `["r", id, "c", n]` | `chunk` | messages `n - 999 ..= n` in one record, with their token counts |
+//! | `["r", id, "settings", g]` | `settings` | encoding, format, loop limit, memory settings, metadata |
+//! | `["r", id, "summary", g]` | `summary` | the summary state (current summary, compaction under way) |
+//! | `["r", id, "calibration", g]` | `calibration` | the observations of reported usage, per model |
+//! | `["r", id, "t", k]` | `turn` | the k-th recorded memory turn: its snapshot and summary |
+//!
+//! Numbers are 12 digits, so that the lexical order of keys is the numeric one. Records are never
+//! rewritten in place: a changed part gets the next generation `g`, and the meta record, written
+//! last, names the generation (and the message count, chunk frontier and turn count) that holds.
+//! A batch interrupted before its meta record is therefore not part of the session, whatever the
+//! storage did with the records before it; records the meta no longer names are garbage, removed
+//! on the next save. Listing sessions reads the `["s"]` records alone.
+//!
+//! Sub-agents are sessions of their own, with their parent's id in their meta record.
+
+mod load;
+mod pull;
+mod save;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::history::LoggedMessage;
+use crate::ids::fnv1a64;
+use crate::memory::{ContextSnapshot, MemorySummary};
+use crate::message::Format;
+use crate::tokens::Encoding;
+
+pub use load::SessionInfo;
+pub use pull::{PullPlan, PullReport, Renumbered};
+pub use save::{Changes, Persisted};
+
+/// The schema version every record this library writes carries. Version 0 is the whole-session
+/// document of `Session::export` (format `context-compactor/session`, version 1) stored under one
+/// key, as `localStorage.setItem(key, JSON.stringify(session.export()))` did: it loads, migrated.
+pub const RECORD_VERSION: u64 = 1;
+
+/// Messages per chunk: past each multiple, the messages are rewritten as one record (and their
+/// single records removed), so that a session loads from a few large records and at most
+/// `CHUNK - 1` small ones, while an append still writes one message.
+pub const CHUNK: usize = 1000;
+
+/// The first segment of the keys of meta records (listing sessions reads only these).
+pub const META_SPACE: &str = "s";
+/// The first segment of the keys of everything else a session stores.
+pub const DATA_SPACE: &str = "r";
+
+/// A stored record: where it is, and its JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct StoredRecord {
+    pub key: Vec<String>,
+    pub value: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Meta,
+    Message,
+    Chunk,
+    Settings,
+    Summary,
+    Calibration,
+    Turn,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Meta => "meta",
+            Kind::Message => "message",
+            Kind::Chunk => "chunk",
+            Kind::Settings => "settings",
+            Kind::Summary => "summary",
+            Kind::Calibration => "calibration",
+            Kind::Turn => "turn",
+        }
+    }
+
+    /// The key segment of a data record of this kind.
+    fn segment(self) -> &'static str {
+        match self {
+            Kind::Meta => "meta",
+            Kind::Message => "m",
+            Kind::Chunk => "c",
+            Kind::Settings => "settings",
+            Kind::Summary => "summary",
+            Kind::Calibration => "calibration",
+            Kind::Turn => "t",
+        }
+    }
+
+    const DATA: [Kind; 6] = [Kind::Message, Kind::Chunk, Kind::Settings, Kind::Summary, Kind::Calibration, Kind::Turn];
+}
+
+pub fn meta_key(id: &str) -> Vec<String> {
+    vec![META_SPACE.to_string(), id.to_string()]
+}
+
+pub fn data_key(id: &str, kind: Kind, n: u64) -> Vec<String> {
+    vec![DATA_SPACE.to_string(), id.to_string(), kind.segment().to_string(), format!("{n:012}")]
+}
+
+/// The prefix of every data record of session `id`.
+pub fn data_prefix(id: &str) -> Vec<String> {
+    vec![DATA_SPACE.to_string(), id.to_string()]
+}
+
+/// What a key names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    Meta { id: String },
+    Data { id: String, kind: Kind, n: u64 },
+}
+
+impl Place {
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            Place::Meta { id } | Place::Data { id, .. } => id,
+        }
+    }
+}
+
+pub(crate) fn parse_key(key: &[String]) -> Result<Place> {
+    let bad = || {
+        let mut error = Error::invalid_argument(format!("{} is not the key of a stored session's record", show(key)));
+        error.path = Some(key.join("/"));
+        error
+    };
+    match key {
+        [space, id] if space == META_SPACE => Ok(Place::Meta { id: id.clone() }),
+        [space, id, segment, n] if space == DATA_SPACE => {
+            let kind = Kind::DATA.into_iter().find(|k| k.segment() == segment).ok_or_else(bad)?;
+            if n.len() != 12 || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            Ok(Place::Data { id: id.clone(), kind, n: n.parse().map_err(|_| bad())? })
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// A key as the errors show it: `["r","main","m","000000000012"]`.
+pub(crate) fn show(key: &[String]) -> String {
+    serde_json::to_string(key).unwrap_or_else(|_| key.join("/"))
+}
+
+fn checksum(key: &[String], kind: Kind, body: &str) -> u64 {
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(key.len() * 2 + 6);
+    for segment in key {
+        parts.push(segment.as_bytes());
+        parts.push(b"\x1f");
+    }
+    let version = RECORD_VERSION.to_string();
+    parts.extend([b"\x1e".as_slice(), kind.as_str().as_bytes(), b"\x1e", version.as_bytes(), b"\x1e", body.as_bytes()]);
+    fnv1a64(&parts)
+}
+
+/// A record of `kind` at `key` holding `body`, sealed with its version and checksum.
+pub(crate) fn seal<T: Serialize>(key: Vec<String>, kind: Kind, body: &T) -> Result<StoredRecord> {
+    let body = serde_json::to_string(body)
+        .map_err(|e| Error::internal(format!("writing the {} record {}: {e}", kind.as_str(), show(&key))))?;
+    let sum = checksum(&key, kind, &body);
+    let value = format!(r#"{{"v":{RECORD_VERSION},"kind":"{}","sum":"{sum:016x}","body":{body}}}"#, kind.as_str());
+    Ok(StoredRecord { key, value })
+}
+
+/// A record's envelope, read without reading its body.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    v: Option<u64>,
+    kind: Option<String>,
+    sum: Option<String>,
+    #[serde(borrow)]
+    body: Option<&'a RawValue>,
+    /// Set in a version 0 record (a whole `Session::export` document).
+    format: Option<String>,
+}
+
+/// What a record holds once its envelope is checked.
+pub(crate) enum Opened<'a> {
+    /// A record of this version, its checksum verified: the body's text.
+    Current(&'a str),
+    /// A version 0 record: a whole session export, to migrate.
+    Export,
+}
+
+/// Checks a record's envelope: that it is JSON, of a version this library reads, of the kind its
+/// key says, and that its checksum matches. Errors name the key.
+pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Opened<'a>> {
+    let envelope: Envelope<'a> = serde_json::from_str(value)
+        .map_err(|e| Error::corrupt(key, format!("record {} is not a stored record: {e}", show(key))))?;
+    let version = match envelope.v {
+        Some(version) => version,
+        None if envelope.format.as_deref() == Some(super::EXPORT_FORMAT) => return Ok(Opened::Export),
+        None => return Err(Error::corrupt(key, format!("record {} has no version (`v`)", show(key)))),
+    };
+    if version > RECORD_VERSION {
+        let mut error = Error::invalid_argument(format!(
+            "record {} is version {version}, newer than this library reads ({RECORD_VERSION}): upgrade context-compactor",
+            show(key)
+        ));
+        error.path = Some(key.join("/"));
+        return Err(error);
+    }
+    if version != RECORD_VERSION {
+        return Err(Error::corrupt(key, format!("record {} has an unknown version {version}", show(key))));
+    }
+    let (Some(found), Some(sum), Some(body)) = (envelope.kind, envelope.sum, envelope.body) else {
+        return Err(Error::corrupt(key, format!("record {} lacks its kind, checksum or body", show(key))));
+    };
+    if found != kind.as_str() {
+        return Err(Error::corrupt(
+            key,
+            format!("record {} is a {found:?} record where a {:?} record belongs", show(key), kind.as_str()),
+        ));
+    }
+    let body = body.get();
+    if sum != format!("{:016x}", checksum(key, kind, body)) {
+        return Err(Error::corrupt(key, format!("record {} fails its checksum: it was changed or damaged", show(key))));
+    }
+    Ok(Opened::Current(body))
+}
+
+/// A record's body, read as `T` once `open` has checked it.
+/// (Through a `Value` and `from_json`, as exports and options are read: one deserializer per
+/// type in the wasm, not one per source, and the error names the field at fault.)
+pub(crate) fn read_body<T: DeserializeOwned>(key: &[String], body: &str) -> Result<T> {
+    let unreadable =
+        |e: &dyn std::fmt::Display| Error::corrupt(key, format!("record {} is not readable: {e}", show(key)));
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| unreadable(&e))?;
+    crate::error::from_json(value, "its body").map_err(|e| unreadable(&e.message))
+}
+
+/// The commit record of a session: what `list` shows, and which records hold the session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Meta {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Milliseconds since the Unix epoch (the caller's clock: the core has none).
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Messages in the history, and their tokens as `tokenCount().total` gives them.
+    pub messages: u64,
+    pub tokens: u64,
+    /// Saves so far: a writer whose last save is not this one has another writer's to read first.
+    pub commit: u64,
+    /// Messages held by chunk records (a multiple of `CHUNK`); the rest are single records.
+    pub chunked: u64,
+    /// The generation of each replaceable part; 0: not stored (an empty summary state, no usage).
+    pub settings: u64,
+    pub summary: u64,
+    pub calibration: u64,
+    /// Memory turns recorded.
+    pub turns: u64,
+    pub loops: u32,
+    pub subagents_spawned: u32,
+    pub turn_start: u64,
+}
+
+/// The part of a session that changes rarely: how it counts and reads, its limits, metadata.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settings {
+    pub encoding: Encoding,
+    pub format: Format,
+    pub max_loops: u32,
+    /// The memory's snapshot limit; `None`: the session has no memory.
+    pub max_snapshot_chars: Option<usize>,
+    pub metadata: Map<String, Value>,
+}
+
+/// One recorded memory turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    pub snapshot: ContextSnapshot,
+    pub summary: MemorySummary,
+}
+
+/// `CHUNK` messages in one record, with the token counts they had when it was written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Chunk {
+    pub messages: Vec<LoggedMessage>,
+    /// Who counted `tokens`: `counting_tag` of the writer. Counts are reused only by the same tag.
+    pub counted: String,
+    /// Per message: total, framing, the parts in `PartKind::ALL` order, and 1 if estimated.
+    pub tokens: Vec<Vec<u32>>,
+}
+
+/// Counts are reused only by the library version that made them, for the same encoding: a newer
+/// version may count differently, and then counts again.
+pub fn counting_tag(encoding: Encoding) -> String {
+    format!("{}/{}", env!("CARGO_PKG_VERSION"), encoding.as_str())
+}
+
+#[cfg(test)]
+mod tests;

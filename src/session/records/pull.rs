@@ -1,0 +1,360 @@
+//! Catching up with another writer (a second tab, another process): what to read to reach the
+//! stored session's latest commit, and applying it. This session's unsaved changes are kept and
+//! go after the other writer's, so that nothing is lost and nothing interleaves: its unsaved
+//! messages get the ids that follow, its unsaved memory turns the numbers that follow.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::load::{read_meta, Sorted};
+use super::save::{unpack_tokens, Part};
+use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, Turn, CHUNK};
+use crate::compact::SummaryState;
+use crate::error::{Error, Result};
+use crate::ids::fnv1a;
+use crate::memory::{MemoryExport, MessageRange};
+use crate::message::{self, Message};
+use crate::session::Session;
+use crate::tokens::calibration::{Calibration, CalibrationState};
+use crate::tokens::REPLY_PRIMING;
+
+/// What to read to catch up with a stored meta record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PullPlan {
+    /// The stored session is the one this session last saved or loaded: nothing to read.
+    pub current: bool,
+    /// The records to read (each by its key) and hand to `pull` with the meta record.
+    pub keys: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Renumbered {
+    pub from: String,
+    pub to: String,
+}
+
+/// What a pull changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PullReport {
+    /// The commit now saved.
+    pub commit: u64,
+    /// The ids of the messages the other writer saved, in order.
+    pub appended: Vec<String>,
+    /// This session's unsaved messages whose ids changed (they now follow the other writer's).
+    pub renumbered: Vec<Renumbered>,
+    /// This session's unsaved memory turns whose numbers changed: `[from, to]`.
+    pub renumbered_turns: Vec<[u32; 2]>,
+    /// Unsaved changes of this session that gave way to the other writer's (`"summary"`: a
+    /// summary made here over messages that are no longer where it covered them, or while the
+    /// other writer stored its own).
+    pub superseded: Vec<String>,
+}
+
+/// The other writer's state, read from its records.
+struct Theirs {
+    meta: Meta,
+    messages: Vec<(Message, Option<Vec<u32>>)>,
+    settings: Option<Settings>,
+    summary: Option<SummaryState>,
+    calibration: Option<Option<CalibrationState>>,
+    turns: Vec<Turn>,
+}
+
+impl Session {
+    fn check_successor(&self, theirs: &Meta, key: &[String]) -> Result<()> {
+        if theirs.id != self.id {
+            return Err(Error::invalid_argument(format!(
+                "record {} belongs to session {:?}, not {:?}",
+                show(key),
+                theirs.id,
+                self.id
+            )));
+        }
+        let saved = &self.persist.saved;
+        if theirs.commit < saved.commit() {
+            return Err(Error::conflict(format!(
+                "the stored session {:?} is at commit {}, behind this one's last save ({}): was storage restored from an older copy?",
+                self.id,
+                theirs.commit,
+                saved.commit()
+            )));
+        }
+        match &saved.meta {
+            Some(ours)
+                if theirs.created_at != ours.created_at
+                    || theirs.messages < ours.messages
+                    || theirs.turns < ours.turns =>
+            {
+                Err(Error::conflict(format!(
+                    "the stored session {:?} was replaced (deleted and made again) since this one was saved or loaded",
+                    self.id
+                )))
+            }
+            Some(_) => Ok(()),
+            None => Err(Error::conflict(format!(
+                "another session {:?} is already stored: this one was never saved there (choose another id)",
+                self.id
+            ))),
+        }
+    }
+
+    /// What to read to catch up with `meta`, the stored meta record of this session.
+    pub fn pull_plan(&self, meta: &StoredRecord) -> Result<PullPlan> {
+        let theirs = read_meta(meta)?;
+        self.check_successor(&theirs, &meta.key)?;
+        let saved = &self.persist.saved;
+        if theirs.commit == saved.commit() {
+            return Ok(PullPlan { current: true, keys: Vec::new() });
+        }
+        let mut keys = Vec::new();
+        let mut seq = saved.messages() as u64 + 1;
+        while seq <= theirs.messages {
+            if seq <= theirs.chunked {
+                let end = seq.div_ceil(CHUNK as u64) * CHUNK as u64;
+                keys.push(data_key(&self.id, Kind::Chunk, end));
+                seq = end + 1;
+            } else {
+                keys.push(data_key(&self.id, Kind::Message, seq));
+                seq += 1;
+            }
+        }
+        if theirs.settings != saved.settings_generation() {
+            keys.push(data_key(&self.id, Kind::Settings, theirs.settings));
+        }
+        if theirs.summary != saved.summary.generation && theirs.summary > 0 {
+            keys.push(data_key(&self.id, Kind::Summary, theirs.summary));
+        }
+        if theirs.calibration != saved.calibration.generation && theirs.calibration > 0 {
+            keys.push(data_key(&self.id, Kind::Calibration, theirs.calibration));
+        }
+        for k in saved.turns() as u64 + 1..=theirs.turns {
+            keys.push(data_key(&self.id, Kind::Turn, k));
+        }
+        Ok(PullPlan { current: false, keys })
+    }
+
+    fn read_theirs(&self, records: &[StoredRecord]) -> Result<Theirs> {
+        let (id, sorted) = Sorted::new(records)?;
+        let meta_record = sorted.meta.ok_or_else(|| {
+            let key = meta_key(&self.id);
+            Error::invalid_argument(format!("pull needs the meta record {} with the records it names", show(&key)))
+        })?;
+        let meta = read_meta(meta_record)?;
+        self.check_successor(&meta, &meta_record.key)?;
+        let saved = &self.persist.saved;
+        let settings: Option<Settings> = (meta.settings != saved.settings_generation())
+            .then(|| sorted.body(&id, Kind::Settings, meta.settings))
+            .transpose()?;
+        let summary = if meta.summary == saved.summary.generation {
+            None
+        } else if meta.summary == 0 {
+            Some(SummaryState::default())
+        } else {
+            Some(sorted.body(&id, Kind::Summary, meta.summary)?)
+        };
+        let calibration = if meta.calibration == saved.calibration.generation {
+            None
+        } else if meta.calibration == 0 {
+            Some(None)
+        } else {
+            Some(Some(sorted.body(&id, Kind::Calibration, meta.calibration)?))
+        };
+        let turns = (saved.turns() as u64 + 1..=meta.turns)
+            .map(|k| sorted.body::<Turn>(&id, Kind::Turn, k))
+            .collect::<Result<Vec<_>>>()?;
+        let encoding = settings.as_ref().map_or(self.history.encoding(), |s| s.encoding);
+        let (logged, counts) =
+            sorted.messages(&id, saved.messages() as u64 + 1, meta.messages, meta.chunked, &counting_tag(encoding))?;
+        let messages = logged
+            .into_iter()
+            .zip(counts)
+            .enumerate()
+            .map(|(i, (logged, count))| {
+                let key = data_key(&id, Kind::Message, (saved.messages() + i + 1) as u64);
+                message::parse_one(logged.message, logged.format, i)
+                    .map(|m| (m, count))
+                    .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Theirs { meta, messages, settings, summary, calibration, turns })
+    }
+
+    /// Applies what another writer saved since this session's last save or load (the meta record
+    /// and the records `pull_plan` named), keeping this session's unsaved changes after it: its
+    /// messages are appended again after the other writer's (new ids, in `renumbered`), its memory
+    /// turns recorded after theirs, its changed settings, title and calibration kept. A summary
+    /// made here over messages that moved gives way (`superseded`). On any error, nothing changes.
+    pub fn pull(&mut self, records: &[StoredRecord]) -> Result<PullReport> {
+        let theirs = self.read_theirs(records)?;
+        let saved = self.persist.saved.clone();
+        let saved_meta = saved.meta.clone();
+        let saved_count = saved.messages();
+        let mut report = PullReport {
+            commit: theirs.meta.commit,
+            appended: Vec::new(),
+            renumbered: Vec::new(),
+            renumbered_turns: Vec::new(),
+            superseded: Vec::new(),
+        };
+        let mut next = self.clone();
+
+        // Messages: theirs after the saved ones, then this session's unsaved ones again.
+        let ours: Vec<(String, Message)> =
+            self.history.records()[saved_count..].iter().map(|r| (r.id.clone(), Message::clone(&r.message))).collect();
+        next.history.truncate(saved_count);
+        let (their_messages, their_counts): (Vec<Message>, Vec<Option<Vec<u32>>>) = theirs.messages.into_iter().unzip();
+        report.appended = next.history.append_all(their_messages).map_err(|e| {
+            Error::corrupt(
+                &meta_key(&self.id),
+                format!("the stored messages do not follow this session's: {}", e.message),
+            )
+        })?;
+        for (i, count) in their_counts.iter().enumerate() {
+            if let Some(tokens) = count.as_deref().and_then(unpack_tokens) {
+                next.history.restore_count(saved_count + i, tokens);
+            }
+        }
+        let (old_ids, our_messages): (Vec<String>, Vec<Message>) = ours.into_iter().unzip();
+        let new_ids = next.history.append_all(our_messages).map_err(|e| {
+            Error::conflict(format!(
+                "this session's unsaved messages cannot follow the ones another writer saved: {}",
+                e.message
+            ))
+        })?;
+        report.renumbered = old_ids
+            .into_iter()
+            .zip(new_ids)
+            .filter(|(from, to)| from != to)
+            .map(|(from, to)| super::Renumbered { from, to })
+            .collect();
+        let moved: HashMap<&str, &str> = report.renumbered.iter().map(|r| (r.from.as_str(), r.to.as_str())).collect();
+        let moved_id = |id: &String| moved.get(id.as_str()).map_or_else(|| id.clone(), |to| to.to_string());
+
+        // Memory turns: the saved ones, theirs, then this session's unsaved ones, renumbered.
+        if let Some(memory) = &self.memory {
+            let export = memory.export();
+            let (kept, our_turns) = export.contexts.split_at(saved.turns().min(export.contexts.len()));
+            let summary_of = |turn: u32| export.summaries.iter().find(|s| s.turn_number == turn).cloned();
+            let mut contexts = kept.to_vec();
+            let mut summaries: Vec<_> = kept.iter().filter_map(|c| summary_of(c.turn_number)).collect();
+            for turn in &theirs.turns {
+                contexts.push(turn.snapshot.clone());
+                summaries.push(turn.summary.clone());
+            }
+            let mut last = contexts.last().map_or(0, |c| c.turn_number);
+            for snapshot in our_turns {
+                let mut snapshot = snapshot.clone();
+                let mut summary = summary_of(snapshot.turn_number)
+                    .ok_or_else(|| Error::internal(format!("turn {} has no summary", snapshot.turn_number)))?;
+                if snapshot.turn_number <= last {
+                    report.renumbered_turns.push([snapshot.turn_number, last + 1]);
+                    snapshot.turn_number = last + 1;
+                    snapshot.id = format!("ctx_{}_{:08x}", snapshot.turn_number, fnv1a(&[&snapshot.full_context]));
+                    summary.turn_number = snapshot.turn_number;
+                    summary.context_id = snapshot.id.clone();
+                    summary.id = format!("sum_{}", snapshot.id);
+                }
+                last = snapshot.turn_number;
+                if let Some(range) = &mut snapshot.messages {
+                    *range = MessageRange { from: moved_id(&range.from), until: moved_id(&range.until) };
+                }
+                contexts.push(snapshot);
+                summaries.push(summary);
+            }
+            let rebuilt = MemoryExport { contexts, summaries, ..export.clone() };
+            next.memory_mut()?.restore(rebuilt)?;
+            next.indexed = 0;
+        }
+
+        // The summary: theirs when they stored one; this session's while it covers only what
+        // both share.
+        let ours_summary = self.compactor.summary_state().clone();
+        let ours_changed = ours_summary != saved.summary.value;
+        let shared = |state: &SummaryState| {
+            state
+                .current
+                .iter()
+                .map(|c| c.until_index)
+                .chain(state.in_progress.iter().map(|p| p.until_index))
+                .all(|i| i < saved_count)
+        };
+        let summary = match (&theirs.summary, ours_changed) {
+            (Some(their_summary), changed) => {
+                if changed {
+                    report.superseded.push("summary".into());
+                }
+                their_summary.clone()
+            }
+            (None, true) if shared(&ours_summary) => ours_summary,
+            (None, true) => {
+                report.superseded.push("summary".into());
+                saved.summary.value.clone()
+            }
+            (None, false) => ours_summary,
+        };
+        next.compactor.set_summary_state(summary, &next.history)?;
+
+        // Settings, title, calibration: this session's when it changed them, else theirs.
+        let our_settings = self.settings();
+        let settings = match (&theirs.settings, saved.settings.as_ref() == Some(&our_settings)) {
+            (Some(their_settings), true) => their_settings.clone(),
+            _ => our_settings,
+        };
+        if settings.encoding != next.history.encoding() {
+            return Err(Error::conflict(format!(
+                "the stored session {:?} counts with {}, this one with {}",
+                self.id,
+                settings.encoding.as_str(),
+                next.history.encoding().as_str()
+            )));
+        }
+        next.format = settings.format;
+        next.max_loops = settings.max_loops;
+        next.metadata = settings.metadata.clone();
+        if let Some(max) = settings.max_snapshot_chars {
+            next.enable_memory(max)?;
+        }
+        let saved_title = saved_meta.as_ref().and_then(|m| m.title.clone());
+        if self.persist.title == saved_title {
+            next.persist.title = theirs.meta.title.clone();
+        }
+        let our_calibration = self.compactor.calibration_state();
+        let our_calibration = (!our_calibration.is_empty()).then(|| our_calibration.state());
+        if let (Some(their_calibration), true) = (&theirs.calibration, our_calibration == saved.calibration.value) {
+            let calibration = match their_calibration {
+                Some(state) => Calibration::from_state(state.clone())?,
+                None => Calibration::default(),
+            };
+            next.compactor.set_calibration(calibration);
+        }
+
+        // Counters: the other writer's, plus what this session added since its save.
+        // (Where the turn under way starts follows from the rebuilt memory: its last turn's range.)
+        let (saved_loops, saved_spawned) = saved_meta.as_ref().map_or((0, 0), |m| (m.loops, m.subagents_spawned));
+        next.loops = theirs.meta.loops.saturating_add(self.loops.saturating_sub(saved_loops)).min(next.max_loops);
+        next.subagents_spawned =
+            theirs.meta.subagents_spawned.saturating_add(self.subagents_spawned.saturating_sub(saved_spawned));
+
+        next.persist.saved = super::save::SavePoint {
+            message_tokens: Some(theirs.meta.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            settings: theirs.settings.or(saved.settings),
+            summary: match theirs.summary {
+                Some(value) => Part { generation: theirs.meta.summary, value },
+                None => saved.summary,
+            },
+            calibration: match theirs.calibration {
+                Some(value) => Part { generation: theirs.meta.calibration, value },
+                None => saved.calibration,
+            },
+            meta: Some(theirs.meta),
+        };
+        next.persist.pending = None;
+        *self = next;
+        Ok(report)
+    }
+}

@@ -1,0 +1,450 @@
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::compact::{BuildOptions, SummaryOptions};
+use crate::error::ErrorKind;
+use crate::session::memory::tests::agent_with_two_turns;
+use crate::session::{Session, TurnInput};
+use crate::tokens::Encoding;
+
+/// A key-value storage as an adapter keeps it, with the store's write order: records, then
+/// removals once they are written.
+#[derive(Clone, Default)]
+struct Storage(BTreeMap<Vec<String>, String>);
+
+impl Storage {
+    fn save(&mut self, session: &mut Session, now: u64) -> Changes {
+        let changes = session.changes(now).unwrap();
+        for record in &changes.records {
+            self.0.insert(record.key.clone(), record.value.clone());
+        }
+        session.mark_saved(changes.commit).unwrap();
+        for key in &changes.remove {
+            self.0.remove(key);
+        }
+        changes
+    }
+
+    fn records(&self, id: &str) -> Vec<StoredRecord> {
+        self.0
+            .iter()
+            .filter(|(key, _)| key.get(1).map(String::as_str) == Some(id))
+            .map(|(key, value)| StoredRecord { key: key.clone(), value: value.clone() })
+            .collect()
+    }
+
+    fn load(&self, id: &str) -> Result<Session> {
+        Session::load(&self.records(id))
+    }
+
+    fn get(&self, key: &[String]) -> StoredRecord {
+        StoredRecord { key: key.to_vec(), value: self.0[key].clone() }
+    }
+
+    /// What `pull_plan` names, with the meta record.
+    fn pull(&self, session: &mut Session) -> Result<PullReport> {
+        let meta = self.get(&meta_key(session.id()));
+        let plan = session.pull_plan(&meta)?;
+        let mut records: Vec<StoredRecord> = plan.keys.iter().map(|k| self.get(k)).collect();
+        records.push(meta);
+        session.pull(&records)
+    }
+}
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+fn exported(session: &Session) -> Value {
+    serde_json::to_value(session.export().unwrap()).unwrap()
+}
+
+fn body_of(record: &StoredRecord) -> Value {
+    serde_json::from_str::<Value>(&record.value).unwrap()["body"].clone()
+}
+
+#[test]
+fn a_session_round_trips_through_its_records() {
+    let mut session = agent_with_two_turns();
+    session.history.append_value(user("and the return flight?"), Format::OpenAi).unwrap();
+    session.next_loop().unwrap();
+    session.metadata.insert("model".into(), "gpt-4o".into());
+    session.set_title(Some("Trip to Seattle".into())).unwrap();
+    session.record_usage(&json!({"prompt_tokens": 120}), Some("gpt-4o"), Some(100)).unwrap();
+    let mut storage = Storage::default();
+    let changes = storage.save(&mut session, 1_000);
+    let kinds: Vec<&str> = changes.records.iter().map(|r| r.key[2.min(r.key.len() - 1)].as_str()).collect();
+    assert_eq!(kinds, ["m", "m", "m", "m", "m", "m", "m", "settings", "calibration", "t", "t", "main"], "meta last");
+    assert_eq!(changes.commit, 1);
+
+    let loaded = storage.load("main").unwrap();
+    assert_eq!(exported(&loaded), exported(&session));
+    assert_eq!(loaded.title(), Some("Trip to Seattle"));
+    assert_eq!(loaded.created_at(), Some(1_000));
+    assert_eq!(loaded.compactor.calibration(), session.compactor.calibration());
+    assert_eq!(loaded.saved_commit(), 1);
+    let info = SessionInfo::read(&storage.get(&meta_key("main"))).unwrap();
+    assert_eq!(
+        (info.id.as_str(), info.title.as_deref(), info.messages, info.created_at, info.updated_at),
+        ("main", Some("Trip to Seattle"), 7, 1_000, 1_000)
+    );
+    assert_eq!(info.tokens as usize, session.history.token_count().total);
+
+    // Nothing changed: nothing to write.
+    let mut again = loaded;
+    let nothing = again.changes(2_000).unwrap();
+    assert!(nothing.records.is_empty() && nothing.remove.is_empty() && nothing.commit == 1, "{nothing:?}");
+}
+
+#[test]
+fn an_append_writes_that_message_and_the_meta_record_only() {
+    let mut session = Session::new("chat", Encoding::O200kBase, 10).unwrap();
+    let mut storage = Storage::default();
+    for i in 0..40 {
+        session.history.append_value(user(&format!("question {i}")), Format::OpenAi).unwrap();
+        storage.save(&mut session, i);
+    }
+    let message = json!({"role": "assistant", "content": "A long answer. ".repeat(200)});
+    let size = message.to_string().len();
+    session.history.append_value(message, Format::OpenAi).unwrap();
+    let changes = storage.save(&mut session, 50);
+    assert_eq!(changes.records.len(), 2);
+    assert_eq!(changes.records[0].key, data_key("chat", Kind::Message, 41));
+    assert_eq!(changes.records[1].key, meta_key("chat"));
+    let written = changes.records[0].value.len();
+    assert!(written > size && written < size + 150, "{written} bytes for a {size}-byte message");
+    assert!(changes.records[1].value.len() < 400, "{}", changes.records[1].value);
+    assert_eq!(storage.load("chat").unwrap().history.len(), 41);
+}
+
+#[test]
+fn messages_are_chunked_past_each_thousand_and_load_back_with_their_counts() {
+    let mut session = Session::new("long", Encoding::O200kBase, 10).unwrap();
+    let mut storage = Storage::default();
+    for i in 0..(2 * CHUNK + 5) {
+        let message = if i % 2 == 0 { user(&format!("q{i}")) } else { assistant(&format!("a{i}")) };
+        session.history.append_value(message, Format::OpenAi).unwrap();
+        if i % 97 == 0 || i == CHUNK - 1 {
+            storage.save(&mut session, i as u64);
+        }
+    }
+    let changes = storage.save(&mut session, 9_999);
+    assert!(changes.records.iter().any(|r| r.key == data_key("long", Kind::Chunk, 2000)));
+    assert!(changes.remove.contains(&data_key("long", Kind::Message, 1001)));
+    let keys: Vec<_> = storage.records("long").into_iter().map(|r| r.key).collect();
+    assert!(keys.contains(&data_key("long", Kind::Chunk, 1000)) && keys.contains(&data_key("long", Kind::Chunk, 2000)));
+    assert!(!keys.contains(&data_key("long", Kind::Message, 2000)), "single records a chunk holds are removed");
+    assert_eq!(keys.iter().filter(|k| k.get(2).is_some_and(|s| s == "m")).count(), 5);
+
+    let mut loaded = storage.load("long").unwrap();
+    assert_eq!(loaded.history.ids(), session.history.ids());
+    loaded.history.count_all();
+    assert_eq!(loaded.history.counted_messages(), 5, "the chunks' counts are reused; the 5 single records are counted");
+    assert_eq!(loaded.history.token_count(), session.history.token_count());
+    // A chunk written by another library version (or for another encoding) is counted again.
+    let mut other = storage.clone();
+    let chunk_key = data_key("long", Kind::Chunk, 1000);
+    let mut chunk: Chunk = serde_json::from_value(body_of(&other.get(&chunk_key))).unwrap();
+    chunk.counted = "0.0.0/o200k_base".into();
+    other.0.insert(chunk_key.clone(), seal(chunk_key, Kind::Chunk, &chunk).unwrap().value);
+    let mut recounted = other.load("long").unwrap();
+    recounted.history.count_all();
+    assert_eq!(recounted.history.counted_messages(), CHUNK as u64 + 5);
+}
+
+#[test]
+fn a_failed_write_leaves_the_same_records_for_the_next_attempt() {
+    let mut session = agent_with_two_turns();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    session.history.append_value(user("one more"), Format::OpenAi).unwrap();
+    let first = session.changes(2).unwrap();
+    // The store could not write them: no mark_saved. The same records come out again.
+    let second = session.changes(2).unwrap();
+    assert_eq!(first, second);
+    let error = session.mark_saved(first.commit + 1).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Conflict);
+    // A write that stopped half-way (records written, meta not) is not part of the session.
+    for record in &first.records[..first.records.len() - 1] {
+        storage.0.insert(record.key.clone(), record.value.clone());
+    }
+    assert_eq!(storage.load("main").unwrap().history.len(), 6);
+    session.mark_saved(second.commit).unwrap();
+    for record in &second.records {
+        storage.0.insert(record.key.clone(), record.value.clone());
+    }
+    assert_eq!(storage.load("main").unwrap().history.len(), 7);
+}
+
+#[test]
+fn replaced_parts_get_new_generations_and_the_old_ones_are_removed() {
+    let mut session = Session::new("s", Encoding::O200kBase, 10).unwrap();
+    for i in 0..30 {
+        let text = format!("Please look at file src/part{i}.rs and tell me what it does. {}", "detail ".repeat(30));
+        session
+            .history
+            .append_values(json!([user(&text), assistant(&format!("It parses part {i}."))]), Format::OpenAi)
+            .unwrap();
+    }
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    let options = BuildOptions {
+        summary: Some(SummaryOptions {
+            trigger_tokens: 500,
+            target_tokens: 300,
+            min_messages: 4,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    session.build(&options).unwrap();
+    assert!(session.compactor.summary_state().current.is_some(), "the build made a summary");
+    let changes = storage.save(&mut session, 2);
+    assert!(changes.records.iter().any(|r| r.key == data_key("s", Kind::Summary, 1)));
+    session.metadata.insert("k".into(), 1.into());
+    let changes = storage.save(&mut session, 3);
+    assert_eq!(changes.records.len(), 2);
+    assert_eq!(changes.records[0].key, data_key("s", Kind::Settings, 2));
+    assert_eq!(changes.remove, [data_key("s", Kind::Settings, 1)]);
+    let loaded = storage.load("s").unwrap();
+    assert_eq!(exported(&loaded), exported(&session));
+    assert_eq!(loaded.compactor.summary_state(), session.compactor.summary_state());
+}
+
+#[test]
+fn damaged_missing_and_newer_records_are_reported_with_their_keys() {
+    let mut session = agent_with_two_turns();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    let key = data_key("main", Kind::Message, 3);
+    let with = |edit: &dyn Fn(&mut Storage)| {
+        let mut copy = storage.clone();
+        edit(&mut copy);
+        copy.load("main").unwrap_err()
+    };
+    let flipped = with(&|s| {
+        let value = s.0[&key].replacen("SEA", "SEB", 1);
+        s.0.insert(key.clone(), value);
+    });
+    assert_eq!(flipped.kind, ErrorKind::Corrupt);
+    assert_eq!(flipped.path.as_deref(), Some("r/main/m/000000000003"));
+    assert!(flipped.message.contains("fails its checksum"), "{flipped}");
+    let truncated = with(&|s| {
+        let value = s.0[&key][..40].to_string();
+        s.0.insert(key.clone(), value);
+    });
+    assert!(truncated.kind == ErrorKind::Corrupt && truncated.message.contains("not a stored record"), "{truncated}");
+    let missing = with(&|s| {
+        s.0.remove(&key);
+    });
+    assert!(missing.kind == ErrorKind::Corrupt && missing.message.contains("is missing"), "{missing}");
+    let moved = with(&|s| {
+        let value = s.0[&key].clone();
+        s.0.insert(data_key("main", Kind::Message, 4), value);
+    });
+    assert!(moved.message.contains("fails its checksum"), "a record copied to another key: {moved}");
+    let newer = with(&|s| {
+        let value = s.0[&key].replacen(r#""v":1"#, r#""v":2"#, 1);
+        s.0.insert(key.clone(), value);
+    });
+    assert_eq!(newer.kind, ErrorKind::InvalidArgument);
+    assert!(newer.message.contains("version 2, newer than this library reads (1)"), "{newer}");
+    assert_eq!(newer.path.as_deref(), Some("r/main/m/000000000003"));
+    let no_meta = with(&|s| {
+        s.0.remove(&meta_key("main"));
+    });
+    assert!(no_meta.message.contains(r#"["s","main"] is missing"#), "{no_meta}");
+    // A record that passes its checksum but whose contents do not fit the rest: import's checks.
+    let mut forged = storage.clone();
+    let turn_key = data_key("main", Kind::Turn, 2);
+    let mut turn: Turn = serde_json::from_value(body_of(&forged.get(&turn_key))).unwrap();
+    turn.snapshot.messages = Some(crate::memory::MessageRange { from: "m5".into(), until: "m99".into() });
+    forged.0.insert(turn_key.clone(), seal(turn_key, Kind::Turn, &turn).unwrap().value);
+    let error = forged.load("main").unwrap_err();
+    assert!(error.message.contains("which the history does not have"), "{error}");
+    // Keys that are not a session's, and two sessions at once.
+    let stray = StoredRecord { key: vec!["x".into()], value: "{}".into() };
+    assert_eq!(Session::load(&[stray]).unwrap_err().kind, ErrorKind::InvalidArgument);
+    let mut two = storage.records("main");
+    two.push(StoredRecord { key: meta_key("other"), value: two[0].value.clone() });
+    assert!(Session::load(&two).unwrap_err().message.contains("two sessions"));
+}
+
+#[test]
+fn records_the_meta_does_not_name_are_not_read_and_superseded_ones_are_garbage() {
+    let mut session = Session::new("g", Encoding::O200kBase, 10).unwrap();
+    session.history.append_value(user("hi"), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    // Left by saves that did not finish: a damaged message past the frontier, an old settings generation.
+    storage.0.insert(data_key("g", Kind::Message, 2), "not even JSON".into());
+    let old = storage.get(&data_key("g", Kind::Settings, 1)).value;
+    storage.0.insert(data_key("g", Kind::Settings, 0), old);
+    let mut loaded = storage.load("g").unwrap();
+    assert_eq!(loaded.history.len(), 1);
+    let changes = loaded.changes(2).unwrap();
+    assert!(changes.records.is_empty());
+    assert_eq!(changes.remove, [data_key("g", Kind::Settings, 0)]);
+    loaded.mark_saved(changes.commit).unwrap();
+    assert!(loaded.changes(3).unwrap().remove.is_empty());
+    loaded.history.append_value(user("again"), Format::OpenAi).unwrap();
+    storage.save(&mut loaded, 4);
+    assert_eq!(storage.load("g").unwrap().history.len(), 2, "the damaged leftover was written over");
+}
+
+#[test]
+fn version_0_a_whole_export_under_one_key_is_migrated() {
+    let session = agent_with_two_turns();
+    let text = serde_json::to_string(&session.export().unwrap()).unwrap();
+    let record = StoredRecord { key: vec!["session:main".into()], value: text.clone() };
+    let mut migrated = Session::load(&[record]).unwrap();
+    assert_eq!(exported(&migrated), exported(&session));
+    assert_eq!(migrated.saved_commit(), 0);
+    let mut storage = Storage::default();
+    storage.save(&mut migrated, 5);
+    assert_eq!(exported(&storage.load("main").unwrap()), exported(&session));
+    let newer = text.replacen(r#""version":1"#, r#""version":2"#, 1);
+    let error = Session::load(&[StoredRecord { key: vec!["k".into()], value: newer }]).unwrap_err();
+    assert!(error.message.contains("newer than this library"), "{error}");
+}
+
+#[test]
+fn two_writers_append_and_nothing_is_lost_or_interleaved() {
+    let mut first = Session::new("shared", Encoding::O200kBase, 10).unwrap();
+    first.history.append_value(user("start"), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut first, 1);
+    let mut second = storage.load("shared").unwrap();
+
+    first.history.append_values(json!([user("from A 1"), assistant("A answers 1")]), Format::OpenAi).unwrap();
+    second.history.append_values(json!([user("from B 1"), assistant("B answers 1")]), Format::OpenAi).unwrap();
+    second.set_title(Some("B's title".into())).unwrap();
+    storage.save(&mut first, 2);
+    // B is behind: it reads A's save first, and its own messages follow A's.
+    let report = storage.pull(&mut second).unwrap();
+    assert_eq!(report.appended, ["m2", "m3"]);
+    assert_eq!(
+        report.renumbered,
+        [Renumbered { from: "m2".into(), to: "m4".into() }, Renumbered { from: "m3".into(), to: "m5".into() }]
+    );
+    storage.save(&mut second, 3);
+    assert!(storage.pull(&mut first).unwrap().renumbered.is_empty());
+    let texts =
+        |s: &Session| -> Vec<String> { s.history.records().iter().map(|r| r.message.content.joined_text()).collect() };
+    assert_eq!(texts(&first), ["start", "from A 1", "A answers 1", "from B 1", "B answers 1"]);
+    assert_eq!(exported(&first), exported(&second));
+    assert_eq!(first.title(), Some("B's title"));
+    assert_eq!(exported(&storage.load("shared").unwrap()), exported(&first));
+    // Up to date: nothing to read.
+    assert!(first.pull_plan(&storage.get(&meta_key("shared"))).unwrap().current);
+}
+
+#[test]
+fn a_pull_keeps_unsaved_turns_after_the_other_writers() {
+    let mut first = agent_with_two_turns();
+    let mut storage = Storage::default();
+    storage.save(&mut first, 1);
+    let mut second = storage.load("main").unwrap();
+    for (session, who) in [(&mut first, "A"), (&mut second, "B")] {
+        session
+            .history
+            .append_values(json!([user(&format!("{who} asks")), assistant(&format!("{who} answers"))]), Format::OpenAi)
+            .unwrap();
+        session
+            .record_turn(TurnInput { workspace_context: format!("{who}'s workspace"), ..Default::default() })
+            .unwrap();
+        session.next_loop().unwrap();
+    }
+    storage.save(&mut first, 2);
+    let report = storage.pull(&mut second).unwrap();
+    assert_eq!(report.renumbered_turns, [[3, 4]]);
+    let turn4 = second.memory().unwrap().context(4).unwrap().clone();
+    assert_eq!(turn4.messages, Some(crate::memory::MessageRange { from: "m9".into(), until: "m10".into() }));
+    assert_eq!(second.turn_start(), 10, "the turn under way starts after the rebased turn 4");
+    assert_eq!(second.loops(), 2, "both writers' loops count");
+    storage.save(&mut second, 3);
+    storage.pull(&mut first).unwrap();
+    assert_eq!(exported(&first), exported(&second));
+    assert_eq!(storage.load("main").unwrap().turn_start(), 10, "the meta's turnStart agrees with the turns");
+    let recalled = first.recall(&json!({"turnNumbers": [4]}), 500).unwrap();
+    assert!(serde_json::to_string(&recalled).unwrap().contains("B asks"));
+}
+
+#[test]
+fn a_pull_that_cannot_apply_changes_nothing() {
+    let mut first = Session::new("c", Encoding::O200kBase, 10).unwrap();
+    first
+        .history
+        .append_value(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}), Format::OpenAi)
+        .unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut first, 1);
+    let mut second = storage.load("c").unwrap();
+    // Both answer the same call: the second answer cannot follow the first.
+    first
+        .history
+        .append_value(json!({"role": "tool", "tool_call_id": "call_1", "content": "A"}), Format::OpenAi)
+        .unwrap();
+    second
+        .history
+        .append_value(json!({"role": "tool", "tool_call_id": "call_1", "content": "B"}), Format::OpenAi)
+        .unwrap();
+    storage.save(&mut first, 2);
+    let before = exported(&second);
+    let error = storage.pull(&mut second).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Conflict);
+    assert!(error.message.contains("already answered"), "{error}");
+    assert_eq!(exported(&second), before);
+    assert_eq!(second.saved_commit(), 1);
+    // A session deleted and made again under the same id is not a successor.
+    let mut replaced = Storage::default();
+    let mut fresh = Session::new("c", Encoding::O200kBase, 10).unwrap();
+    for now in [97, 98, 99] {
+        fresh.history.append_value(user("new"), Format::OpenAi).unwrap();
+        replaced.save(&mut fresh, now);
+    }
+    assert!(replaced.pull(&mut first).unwrap_err().message.contains("was replaced"));
+}
+
+#[test]
+fn a_summary_over_messages_that_moved_gives_way() {
+    let mut first = Session::new("sum", Encoding::O200kBase, 10).unwrap();
+    first.history.append_value(user("start"), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut first, 1);
+    let mut second = storage.load("sum").unwrap();
+    for i in 0..30 {
+        let text = format!("Look at src/part{i}.rs please. {}", "detail ".repeat(30));
+        second
+            .history
+            .append_values(json!([user(&text), assistant(&format!("Part {i} parses."))]), Format::OpenAi)
+            .unwrap();
+    }
+    let options = BuildOptions {
+        summary: Some(SummaryOptions {
+            trigger_tokens: 500,
+            target_tokens: 300,
+            min_messages: 4,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    second.build(&options).unwrap();
+    assert!(second.compactor.summary_state().current.is_some());
+    first.history.append_value(user("meanwhile"), Format::OpenAi).unwrap();
+    storage.save(&mut first, 2);
+    let report = storage.pull(&mut second).unwrap();
+    assert_eq!(report.superseded, ["summary"]);
+    assert!(second.compactor.summary_state().current.is_none());
+    assert_eq!(second.history.len(), 62);
+    // The next build summarises again, over the messages where they now are.
+    second.build(&options).unwrap();
+    let current = second.compactor.summary_state().current.clone().unwrap();
+    assert_eq!(second.history.records()[current.until_index].id, current.summarised_until);
+}
