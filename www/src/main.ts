@@ -4,8 +4,8 @@ import { chatTurn, summarizerFor, type Endpoint } from "./chat";
 import { LoadError, messageCount, readConversation, type Conversation } from "./conversation";
 import { ensureEncoding, stats } from "./engine";
 import { compactionItem, contextList, h, historyList, kb, legend, n, recallView, tokenBar } from "./render";
-import { Replay, profileOf, type Settings } from "./replay";
-import { PageShelf, type SessionShelf } from "./sessions";
+import { profileOf, type Replay, type Settings } from "./replay";
+import { PageShelf, StoreShelf, type SessionShelf } from "./sessions";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => {
   const element = document.getElementById(id);
@@ -84,11 +84,16 @@ async function applySettings(): Promise<void> {
     return;
   }
   await run(async () => {
-    const next = new Replay(old.conversation, settings(), old.summarize, old.session.id);
-    await ensureEncoding(profileOf(next.settings).encoding);
-    await next.replayTo(old.replayed);
+    const chosen = settings();
+    await ensureEncoding(profileOf(chosen).encoding);
+    // The stored session is replaced (same id): shown at once, so that a failure part-way leaves it as far as it got.
+    const next = await state.shelf.start(old.conversation, chosen, old.summarize, old.session.id);
     state.replay = next;
-    await state.shelf.save(next);
+    try {
+      await next.replayTo(old.replayed);
+    } finally {
+      await state.shelf.save(next);
+    }
   });
 }
 
@@ -122,8 +127,9 @@ async function load(source: Source, runIndex?: number): Promise<void> {
   await run(async () => {
     // A session nothing was replayed into is replaced, not kept beside the new one.
     if (state.replay && state.replay.position === 0) await state.shelf.remove(state.replay.session.id);
-    const replay = new Replay(conversation, settings(), state.endpoint && summarizerFor(state.endpoint));
-    await ensureEncoding(profileOf(replay.settings).encoding);
+    const chosen = settings();
+    await ensureEncoding(profileOf(chosen).encoding);
+    const replay = await state.shelf.start(conversation, chosen, state.endpoint && summarizerFor(state.endpoint));
     state.replay = replay;
     await replay.build();
     await state.shelf.save(replay);
@@ -201,11 +207,14 @@ async function advance(until: "step" | "compaction" | "end"): Promise<void> {
   await run(async () => {
     const replay = state.replay;
     if (!replay) return;
-    while (!replay.done) {
-      const compaction = await replay.step();
-      if (until === "step" || (until === "compaction" && compaction)) break;
+    try {
+      while (!replay.done) {
+        const compaction = await replay.step();
+        if (until === "step" || (until === "compaction" && compaction)) break;
+      }
+    } finally {
+      await state.shelf.save(replay);
     }
-    await state.shelf.save(replay);
   });
 }
 
@@ -224,9 +233,9 @@ async function restart(): Promise<void> {
   const old = state.replay;
   if (!old) return;
   await run(async () => {
-    const replay = new Replay(old.conversation, old.settings, old.summarize, old.session.id);
-    await replay.build();
+    const replay = await state.shelf.start(old.conversation, old.settings, old.summarize, old.session.id);
     state.replay = replay;
+    await replay.build();
     await state.shelf.save(replay);
   });
 }
@@ -280,13 +289,39 @@ function render(): void {
   $<HTMLButtonElement>("recall-go").disabled = turns.length === 0;
 }
 
+/** The panels of a session no longer shown (deleted). */
+function clearPanels(): void {
+  for (const id of ["history-list", "context-list", "bar", "summary-text", "compaction-list", "recall-result", "recall-turn"]) $(id).replaceChildren();
+  for (const id of ["progress", "loaded", "history-count", "context-count", "compactions-count"]) $(id).textContent = "";
+}
+
+/** The settings controls and the "loaded" line for a session opened from the sidebar. */
+function showOpened(replay: Replay): void {
+  const chosen = replay.settings;
+  const mode = document.querySelector<HTMLInputElement>(`input[name="mode"][value="${chosen.mode}"]`);
+  if (mode) mode.checked = true;
+  $<HTMLSelectElement>("profile").value = chosen.profile;
+  $<HTMLInputElement>("budget").value = String(chosen.budget);
+  $<HTMLSelectElement>("encoding").value = chosen.encoding;
+  $<HTMLSelectElement>("format").value = chosen.format;
+  showSettings();
+  state.source = undefined;
+  $("run-picker").hidden = true;
+  const { conversation } = replay;
+  $("loaded").textContent = `${replay.title}: reopened from the session store, ${plural(messageCount(conversation), "message")} in ${plural(conversation.steps.length, "step")} (${conversation.format}); ` +
+    `${plural(replay.compactions.length, "compaction")} with ${replay.compactions.length === 1 ? "its receipt" : "their receipts"}.`;
+}
+
 async function renderSessions(): Promise<void> {
   const list = await state.shelf.list();
   $("sessions-note").textContent = state.shelf.note;
+  $("sessions").dataset.persistent = String(state.shelf.persistent);
   $("sessions").replaceChildren(...(list.length
     ? list.map((s) => h("li", { "data-session": s.id, class: s.id === state.replay?.session.id ? "current" : undefined },
-      h("button.session", { type: "button", "aria-current": s.id === state.replay?.session.id ? "true" : undefined },
-        h("strong", {}, s.title), h("span", {}, `${n(s.messages)} messages · ${n(s.tokens)} tokens`))))
+      h("button.session", { type: "button", "data-action": "open", "aria-current": s.id === state.replay?.session.id ? "true" : undefined, disabled: s.problem !== undefined },
+        h("strong", {}, s.title),
+        h("span", {}, s.problem ? `damaged: ${s.problem}` : `${plural(s.messages, "message")} · ${n(s.tokens)} tokens`)),
+      h("button.delete", { type: "button", "data-action": "delete", title: `Delete ${s.title}`, "aria-label": `Delete ${s.title}` }, "×")))
     : [h("li.hint", {}, "None yet: load a conversation.")]));
 }
 
@@ -353,14 +388,31 @@ function wire(): void {
     }
   });
 
-  $("sessions").addEventListener("click", async (event) => {
-    const id = (event.target as HTMLElement).closest<HTMLElement>("[data-session]")?.dataset.session;
-    if (!id || state.busy || id === state.replay?.session.id) return;
-    const replay = await state.shelf.open(id);
-    if (!replay) return;
-    state.replay = replay;
-    $("recall-result").replaceChildren();
-    render();
+  $("sessions").addEventListener("click", (event) => {
+    const target = event.target as HTMLElement;
+    const id = target.closest<HTMLElement>("[data-session]")?.dataset.session;
+    const action = target.closest<HTMLElement>("[data-action]")?.dataset.action;
+    if (!id || !action || state.busy) return;
+    if (action === "delete") {
+      void run(async () => {
+        await state.shelf.remove(id);
+        if (id === state.replay?.session.id) {
+          state.replay = undefined;
+          clearPanels();
+        }
+      });
+      return;
+    }
+    if (id === state.replay?.session.id) return;
+    void run(async () => {
+      const replay = await state.shelf.open(id);
+      if (!replay) return;
+      await ensureEncoding(profileOf(replay.settings).encoding);
+      replay.summarize = state.endpoint && summarizerFor(state.endpoint);
+      state.replay = replay;
+      showOpened(replay);
+      $("recall-result").replaceChildren();
+    });
   });
 
   $("endpoint").addEventListener("submit", (event) => {
@@ -406,6 +458,11 @@ async function main(): Promise<void> {
   $("legend").replaceChildren(legend());
   wire();
   showSettings();
+  try {
+    state.shelf = await StoreShelf.open();
+  } catch (error) {
+    state.shelf = new PageShelf(`IndexedDB could not be opened here (${error instanceof Error ? error.message : String(error)}): sessions are kept in this page only and are lost on a reload.`);
+  }
   render();
   // The first count: the table of the default encoding, fetched now.
   await ensureEncoding(resolveProfile(select.value).encoding);
