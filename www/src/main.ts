@@ -24,13 +24,15 @@ const plural = (count: number, noun: string) => `${n(count)} ${noun}${count === 
 const state: {
   replay?: Replay;
   source?: Source;
-  busy: boolean;
+  /** Actions queued or running (see `run`). */
+  pending: number;
   playing: boolean;
-  /** The settings changed while something ran: applied when it is done. */
-  settingsChanged: boolean;
+  /** A change of settings is queued: later changes are applied by it. */
+  settingsQueued: boolean;
   endpoint?: Endpoint;
   shelf: SessionShelf;
-} = { busy: false, playing: false, settingsChanged: false, shelf: new PageShelf() };
+} = { pending: 0, playing: false, settingsQueued: false, shelf: new PageShelf() };
+const busy = () => state.pending > 0;
 
 // ---------------------------------------------------------------------------------------------
 // Header: what the page downloaded and when it first counted.
@@ -77,13 +79,12 @@ function showSettings(): void {
 /** Settings changed: the same steps replayed into a new session built for them. */
 async function applySettings(): Promise<void> {
   showSettings();
-  const old = state.replay;
-  if (!old) return;
-  if (state.busy) {
-    state.settingsChanged = true;
-    return;
-  }
+  if (!state.replay || state.settingsQueued) return;
+  state.settingsQueued = true;
   await run(async () => {
+    state.settingsQueued = false;
+    const old = state.replay;
+    if (!old) return;
     const chosen = settings();
     await ensureEncoding(profileOf(chosen).encoding);
     // The stored session is replaced (same id): shown at once, so that a failure part-way leaves it as far as it got.
@@ -173,13 +174,20 @@ async function loadFixture(path: string): Promise<void> {
 // Replay
 
 /**
- * Runs one action at a time, then redraws. An error is shown in `errorBox` (the replay's, unless
- * said otherwise), never thrown at the page; the session stays as the package left it.
+ * Runs one action at a time, in the order asked (a click while the session is being saved waits
+ * for it rather than being lost), then redraws. An error is shown in `errorBox` (the replay's,
+ * unless said otherwise), never thrown at the page; the session stays as the package left it.
  */
-async function run(action: () => Promise<void>, errorBox = "replay-error"): Promise<void> {
-  if (state.busy) return;
-  state.busy = true;
+let queue: Promise<void> = Promise.resolve();
+
+function run(action: () => Promise<void>, errorBox = "replay-error"): Promise<void> {
+  state.pending += 1;
   setBusy(true);
+  queue = queue.then(() => runNow(action, errorBox));
+  return queue;
+}
+
+async function runNow(action: () => Promise<void>, errorBox: string): Promise<void> {
   const box = $(errorBox);
   try {
     await action();
@@ -189,13 +197,9 @@ async function run(action: () => Promise<void>, errorBox = "replay-error"): Prom
     box.textContent = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     state.playing = false;
   } finally {
-    state.busy = false;
-    setBusy(false);
+    state.pending -= 1;
+    setBusy(busy());
     render();
-    if (state.settingsChanged) {
-      state.settingsChanged = false;
-      void applySettings();
-    }
   }
 }
 
@@ -230,9 +234,9 @@ async function play(): Promise<void> {
 }
 
 async function restart(): Promise<void> {
-  const old = state.replay;
-  if (!old) return;
   await run(async () => {
+    const old = state.replay;
+    if (!old) return;
     const replay = await state.shelf.start(old.conversation, old.settings, old.summarize, old.session.id);
     state.replay = replay;
     await replay.build();
@@ -246,8 +250,8 @@ async function restart(): Promise<void> {
 function render(): void {
   const replay = state.replay;
   const buttons = ["step", "to-compaction", "to-end", "play"].map((id) => $<HTMLButtonElement>(id));
-  for (const button of buttons) button.disabled = !replay || replay.done || (state.busy && button.id !== "play");
-  $<HTMLButtonElement>("restart").disabled = !replay || state.busy || replay.position === 0;
+  for (const button of buttons) button.disabled = !replay || replay.done || (busy() && button.id !== "play");
+  $<HTMLButtonElement>("restart").disabled = !replay || busy() || replay.position === 0;
   $("play").textContent = state.playing ? "Pause" : "Play";
   $("play").setAttribute("aria-pressed", String(state.playing));
   $("chat").hidden = !(replay?.done && state.endpoint);
@@ -392,7 +396,7 @@ function wire(): void {
     const target = event.target as HTMLElement;
     const id = target.closest<HTMLElement>("[data-session]")?.dataset.session;
     const action = target.closest<HTMLElement>("[data-action]")?.dataset.action;
-    if (!id || !action || state.busy) return;
+    if (!id || !action) return;
     if (action === "delete") {
       void run(async () => {
         await state.shelf.remove(id);
@@ -403,8 +407,8 @@ function wire(): void {
       });
       return;
     }
-    if (id === state.replay?.session.id) return;
     void run(async () => {
+      if (id === state.replay?.session.id) return;
       const replay = await state.shelf.open(id);
       if (!replay) return;
       await ensureEncoding(profileOf(replay.settings).encoding);
