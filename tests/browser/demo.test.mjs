@@ -49,6 +49,16 @@ const shot = async (page, name, fullPage = true) => {
   console.log(`# screenshot: ${path}`);
 };
 
+/** The fixture's run 0, built for a 3,000-token budget (small enough to compact). */
+async function loadFixtureOnBudget(page) {
+  await page.selectOption("#fixture", FIXTURE);
+  await page.click("#load-fixture");
+  await page.waitForSelector("#run-picker:not([hidden])");
+  await page.check('input[name="mode"][value="budget"]');
+  await page.fill("#budget", "3000");
+  await page.dispatchEvent("#budget", "change");
+}
+
 test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a turn, reports a bad file", async () => {
   await withPage(async (page, log) => {
     const responses = recordResponses(page);
@@ -217,12 +227,7 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     assert.equal(await page.getAttribute("#sessions", "data-persistent"), "true", "the sessions are kept in IndexedDB");
     assert.match(await page.textContent("#sessions-note"), /IndexedDB/);
 
-    await page.selectOption("#fixture", FIXTURE);
-    await page.click("#load-fixture");
-    await page.waitForSelector("#run-picker:not([hidden])");
-    await page.check('input[name="mode"][value="budget"]');
-    await page.fill("#budget", "3000");
-    await page.dispatchEvent("#budget", "change");
+    await loadFixtureOnBudget(page);
     await page.click("#to-compaction");
     await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
     // One step past it (run 0 compacts at step 14 of 16: one is left for after the reload).
@@ -308,12 +313,7 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
     await withPage(async (page, log) => {
       await page.goto(demo.url);
       await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
-      await page.selectOption("#fixture", FIXTURE);
-      await page.click("#load-fixture");
-      await page.waitForSelector("#run-picker:not([hidden])");
-      await page.check('input[name="mode"][value="budget"]');
-      await page.fill("#budget", "3000");
-      await page.dispatchEvent("#budget", "change");
+      await loadFixtureOnBudget(page);
       await page.selectOption("#api", "openai");
       await page.fill("#base-url", `${api.baseURL}/v1`);
       await page.fill("#model-name", "gpt-4o-mini");
