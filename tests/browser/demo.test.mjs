@@ -1,8 +1,8 @@
 // The demo (www/) in headless Chromium, served as `npm start` serves it (www/serve.mjs: Vite's
 // preview server over www/dist, with the shared fixtures at /fixtures/). A person's path through
 // it: the page counts, a fixture is loaded, stepped until a compaction, the bar and the receipt
-// are checked, a compacted turn is recalled, a malformed file is dropped. Screenshots go to
-// tests/browser/screenshots/. scripts/test.sh builds www/dist first.
+// are checked, a compacted turn is recalled, a malformed file is dropped, a session is reopened
+// after a reload (IndexedDB through the session store). Screenshots go to tests/browser/screenshots/. scripts/test.sh builds www/dist first.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
