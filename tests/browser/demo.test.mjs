@@ -1,8 +1,8 @@
 // The demo (www/) in headless Chromium, served as `npm start` serves it (www/serve.mjs: Vite's
 // preview server over www/dist, with the shared fixtures at /fixtures/). A person's path through
 // it: the page counts, a fixture is loaded, stepped until a compaction, the bar and the receipt
-// are checked, a compacted turn is recalled, a malformed file is dropped. Screenshots go to
-// tests/browser/screenshots/. scripts/test.sh builds www/dist first.
+// are checked, a compacted turn is recalled, a malformed file is dropped, a session is reopened
+// after a reload (IndexedDB through the session store). Screenshots go to tests/browser/screenshots/. scripts/test.sh builds www/dist first.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
@@ -48,6 +48,16 @@ const shot = async (page, name, fullPage = true) => {
   await page.screenshot({ path, fullPage });
   console.log(`# screenshot: ${path}`);
 };
+
+/** The fixture's run 0, built for a 3,000-token budget (small enough to compact). */
+async function loadFixtureOnBudget(page) {
+  await page.selectOption("#fixture", FIXTURE);
+  await page.click("#load-fixture");
+  await page.waitForSelector("#run-picker:not([hidden])");
+  await page.check('input[name="mode"][value="budget"]');
+  await page.fill("#budget", "3000");
+  await page.dispatchEvent("#budget", "change");
+}
 
 test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a turn, reports a bad file", async () => {
   await withPage(async (page, log) => {
@@ -209,6 +219,93 @@ test("demo: a reload starts clean and counts again", async () => {
   });
 });
 
+test("demo: a session survives a reload in IndexedDB, reopens as it was, steps on and is deleted", async () => {
+  await withPage(async (page, log) => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(demo.url);
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    assert.equal(await page.getAttribute("#sessions", "data-persistent"), "true", "the sessions are kept in IndexedDB");
+    assert.match(await page.textContent("#sessions-note"), /IndexedDB/);
+
+    await loadFixtureOnBudget(page);
+    await page.click("#to-compaction");
+    await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
+    // One step past it (run 0 compacts at step 14 of 16: one is left for after the reload).
+    const compacted = await page.textContent("#progress");
+    await page.click("#step");
+    await page.waitForFunction((b) => document.querySelector("#progress")?.textContent !== b && !document.body.hasAttribute("aria-busy"), compacted);
+
+    /** What the page shows of the session: history, fates, context, tokens, compactions, summary, settings. */
+    const seen = () => page.evaluate(() => {
+      const all = (selector, f) => [...document.querySelectorAll(selector)].map(f);
+      return {
+        step: document.querySelector("#progress").textContent.match(/^Step [\d,]+ of [\d,]+ · [\d,]+ messages/)?.[0],
+        history: all("#history-list li.message", (e) => `${e.dataset.id} ${e.dataset.action} ${e.querySelector(".step")?.textContent}`),
+        context: all("#context-list li", (e) => e.textContent),
+        parts: all(".bar .part", (e) => `${e.dataset.part} ${e.dataset.tokens}`),
+        total: document.querySelector(".bar-total")?.dataset.total,
+        compactions: all("#compaction-list details.compaction summary", (e) => e.textContent),
+        summary: document.querySelector("#summary-text pre.summary")?.textContent,
+        budget: document.querySelector("#budget").value,
+        mode: document.querySelector('input[name="mode"]:checked').value,
+      };
+    });
+    const before = await seen();
+    const id = await page.getAttribute("#sessions li.current", "data-session");
+    const entry = await page.textContent(`#sessions [data-session="${id}"] button.session`);
+    console.log(`# before the reload: ${before.step}, context ${before.total} tokens, ${before.compactions.length} compaction(s); sidebar: ${entry}`);
+    assert.match(entry, /tau-bench-gpt-4o-airline\.json, run 0[\d,]+ messages · [\d,]+ tokens/);
+    assert.equal(before.compactions.length, 1);
+    assert.ok(before.history.length > 0 && before.context.length > 0 && Number(before.total) > 0);
+    assert.equal(await page.isDisabled("#step"), false, "a step is left");
+
+    await page.reload();
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    await page.waitForSelector(`#sessions [data-session="${id}"]`);
+    assert.equal(await page.textContent(`#sessions [data-session="${id}"] button.session`), entry, "the sidebar lists it as it was: title, messages, tokens");
+    assert.equal(await page.textContent("#progress"), "", "nothing is open before it is chosen");
+    await shot(page, "demo-reloaded", false);
+
+    await page.click(`#sessions [data-session="${id}"] button.session`);
+    await page.waitForFunction(() => /^Step/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"));
+    const after = await seen();
+    assert.deepEqual(after, before, "the same history, fates, context, tokens, compaction and settings");
+    assert.match(await page.textContent("#loaded"), /reopened from the session store.*1 compaction with its receipt/);
+    assert.ok(await page.$("#compaction-list details.compaction .receipt .badge.fate-summarised"), "the receipt is shown again");
+    await shot(page, "demo-reopened");
+
+    // It steps on from where it was; the step is stored (another reload lists it).
+    await page.click("#step");
+    await page.waitForFunction((b) => document.querySelector("#progress")?.textContent.match(/^Step ([\d,]+)/)?.[1] !== b.match(/^Step ([\d,]+)/)[1] && !document.body.hasAttribute("aria-busy"), before.step);
+    const stepped = await seen();
+    assert.ok(stepped.history.length > before.history.length, "messages appended");
+    assert.deepEqual(stepped.history.slice(0, before.history.length).map((h) => h.split(" ")[0]), before.history.map((h) => h.split(" ")[0]), "after the same messages");
+    const steppedEntry = await page.textContent(`#sessions [data-session="${id}"] button.session`);
+    await page.reload();
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    await page.waitForSelector(`#sessions [data-session="${id}"]`);
+    assert.equal(await page.textContent(`#sessions [data-session="${id}"] button.session`), steppedEntry, "the step was stored");
+    assert.match(steppedEntry, new RegExp(`${stepped.history.length} messages`));
+
+    // Deleted: gone from the sidebar, and nothing of it is left in the database.
+    await page.click(`#sessions [data-session="${id}"] button.delete`);
+    await page.waitForFunction((i) => !document.querySelector(`#sessions [data-session="${i}"]`), id);
+    assert.match(await page.textContent("#sessions"), /None yet/);
+    const left = await page.evaluate((i) => new Promise((resolve, reject) => {
+      const open = indexedDB.open("context-compactor-demo");
+      open.onerror = () => reject(open.error);
+      open.onsuccess = () => {
+        const request = open.result.transaction("records").objectStore("records").getAllKeys();
+        request.onsuccess = () => resolve(request.result.filter((key) => key.includes(i)).map((key) => key.join("/")));
+        request.onerror = () => reject(request.error);
+      };
+    }), id);
+    assert.deepEqual(left, [], "no record of the session is left");
+    await shot(page, "demo-deleted", false);
+    assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+  });
+});
+
 test("demo: with a model endpoint, compactions are summarised by it and the chat goes on", async () => {
   const reply = "The customer wants to change a flight from Denver to Houston; the agent asked for the reservation id.";
   const api = await startFakeProviders({ reply });
@@ -216,12 +313,7 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
     await withPage(async (page, log) => {
       await page.goto(demo.url);
       await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
-      await page.selectOption("#fixture", FIXTURE);
-      await page.click("#load-fixture");
-      await page.waitForSelector("#run-picker:not([hidden])");
-      await page.check('input[name="mode"][value="budget"]');
-      await page.fill("#budget", "3000");
-      await page.dispatchEvent("#budget", "change");
+      await loadFixtureOnBudget(page);
       await page.selectOption("#api", "openai");
       await page.fill("#base-url", `${api.baseURL}/v1`);
       await page.fill("#model-name", "gpt-4o-mini");

@@ -53,6 +53,35 @@ export function messageCount(conversation: Conversation): number {
   return conversation.steps.reduce((n, step) => n + step.length, conversation.system === undefined ? 0 : 1);
 }
 
+/**
+ * The conversation as JSON text, to keep beside a stored session (its steps once; the loader's
+ * `messages` are those steps again, so they are left out and rebuilt by `parseConversation`).
+ */
+export function serializeConversation(conversation: Conversation): string {
+  const { messages: _messages, ...loaded } = conversation.loaded;
+  return JSON.stringify({ version: 1, name: conversation.name, format: conversation.format, system: conversation.system, steps: conversation.steps, loaded });
+}
+
+/** `serializeConversation`'s text back; a damaged or foreign text is a `LoadError` saying so. */
+export function parseConversation(text: string): Conversation {
+  let stored: { version?: unknown; name?: unknown; format?: unknown; system?: AnthropicSystem; steps?: unknown; loaded?: unknown };
+  try {
+    stored = JSON.parse(text);
+  } catch (error) {
+    throw new LoadError(`the stored conversation is not JSON: ${(error as Error).message}`, error);
+  }
+  const { name, format, system, steps, loaded } = stored ?? {};
+  if (stored?.version !== 1 || typeof name !== "string" || (format !== "openai" && format !== "anthropic") ||
+    !Array.isArray(steps) || !steps.every(Array.isArray) || typeof loaded !== "object" || loaded === null) {
+    throw new LoadError("the stored conversation is not one this page wrote (version 1: name, format, steps, loaded)");
+  }
+  const messages = (steps as Message[][]).flat();
+  const rest = loaded as Omit<LoadedConversation, "format" | "messages">;
+  return format === "openai"
+    ? { name, format, steps: steps as Message[][], loaded: { ...rest, format, messages: messages as Extract<LoadedConversation, { format: "openai" }>["messages"] } }
+    : { name, format, system, steps: steps as Message[][], loaded: { ...rest, format, messages: { system, messages } as Extract<LoadedConversation, { format: "anthropic" }>["messages"] } };
+}
+
 function hasToolCalls(message: Message, format: Format): boolean {
   if (message.role !== "assistant") return false;
   if (format === "openai") return Array.isArray(message.tool_calls) && message.tool_calls.length > 0;

@@ -4,8 +4,8 @@ import { chatTurn, summarizerFor, type Endpoint } from "./chat";
 import { LoadError, messageCount, readConversation, type Conversation } from "./conversation";
 import { ensureEncoding, stats } from "./engine";
 import { compactionItem, contextList, h, historyList, kb, legend, n, recallView, tokenBar } from "./render";
-import { Replay, profileOf, type Settings } from "./replay";
-import { PageShelf, type SessionShelf } from "./sessions";
+import { profileOf, type Replay, type Settings } from "./replay";
+import { PageShelf, StoreShelf, type SessionShelf } from "./sessions";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => {
   const element = document.getElementById(id);
@@ -24,13 +24,15 @@ const plural = (count: number, noun: string) => `${n(count)} ${noun}${count === 
 const state: {
   replay?: Replay;
   source?: Source;
-  busy: boolean;
+  /** Actions queued or running (see `run`). */
+  pending: number;
   playing: boolean;
-  /** The settings changed while something ran: applied when it is done. */
-  settingsChanged: boolean;
+  /** A change of settings is queued: later changes are applied by it. */
+  settingsQueued: boolean;
   endpoint?: Endpoint;
   shelf: SessionShelf;
-} = { busy: false, playing: false, settingsChanged: false, shelf: new PageShelf() };
+} = { pending: 0, playing: false, settingsQueued: false, shelf: new PageShelf() };
+const busy = () => state.pending > 0;
 
 // ---------------------------------------------------------------------------------------------
 // Header: what the page downloaded and when it first counted.
@@ -77,18 +79,22 @@ function showSettings(): void {
 /** Settings changed: the same steps replayed into a new session built for them. */
 async function applySettings(): Promise<void> {
   showSettings();
-  const old = state.replay;
-  if (!old) return;
-  if (state.busy) {
-    state.settingsChanged = true;
-    return;
-  }
+  if (!state.replay || state.settingsQueued) return;
+  state.settingsQueued = true;
   await run(async () => {
-    const next = new Replay(old.conversation, settings(), old.summarize, old.session.id);
-    await ensureEncoding(profileOf(next.settings).encoding);
-    await next.replayTo(old.replayed);
+    state.settingsQueued = false;
+    const old = state.replay;
+    if (!old) return;
+    const chosen = settings();
+    await ensureEncoding(profileOf(chosen).encoding);
+    // The stored session is replaced (same id): shown at once, so that a failure part-way leaves it as far as it got.
+    const next = await state.shelf.start(old.conversation, chosen, old.summarize, old.session.id);
     state.replay = next;
-    await state.shelf.save(next);
+    try {
+      await next.replayTo(old.replayed);
+    } finally {
+      await state.shelf.save(next);
+    }
   });
 }
 
@@ -122,8 +128,9 @@ async function load(source: Source, runIndex?: number): Promise<void> {
   await run(async () => {
     // A session nothing was replayed into is replaced, not kept beside the new one.
     if (state.replay && state.replay.position === 0) await state.shelf.remove(state.replay.session.id);
-    const replay = new Replay(conversation, settings(), state.endpoint && summarizerFor(state.endpoint));
-    await ensureEncoding(profileOf(replay.settings).encoding);
+    const chosen = settings();
+    await ensureEncoding(profileOf(chosen).encoding);
+    const replay = await state.shelf.start(conversation, chosen, state.endpoint && summarizerFor(state.endpoint));
     state.replay = replay;
     await replay.build();
     await state.shelf.save(replay);
@@ -167,13 +174,20 @@ async function loadFixture(path: string): Promise<void> {
 // Replay
 
 /**
- * Runs one action at a time, then redraws. An error is shown in `errorBox` (the replay's, unless
- * said otherwise), never thrown at the page; the session stays as the package left it.
+ * Runs one action at a time, in the order asked (a click while the session is being saved waits
+ * for it rather than being lost), then redraws. An error is shown in `errorBox` (the replay's,
+ * unless said otherwise), never thrown at the page; the session stays as the package left it.
  */
-async function run(action: () => Promise<void>, errorBox = "replay-error"): Promise<void> {
-  if (state.busy) return;
-  state.busy = true;
+let queue: Promise<void> = Promise.resolve();
+
+function run(action: () => Promise<void>, errorBox = "replay-error"): Promise<void> {
+  state.pending += 1;
   setBusy(true);
+  queue = queue.then(() => runNow(action, errorBox));
+  return queue;
+}
+
+async function runNow(action: () => Promise<void>, errorBox: string): Promise<void> {
   const box = $(errorBox);
   try {
     await action();
@@ -183,13 +197,9 @@ async function run(action: () => Promise<void>, errorBox = "replay-error"): Prom
     box.textContent = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     state.playing = false;
   } finally {
-    state.busy = false;
-    setBusy(false);
+    state.pending -= 1;
+    setBusy(busy());
     render();
-    if (state.settingsChanged) {
-      state.settingsChanged = false;
-      void applySettings();
-    }
   }
 }
 
@@ -201,11 +211,14 @@ async function advance(until: "step" | "compaction" | "end"): Promise<void> {
   await run(async () => {
     const replay = state.replay;
     if (!replay) return;
-    while (!replay.done) {
-      const compaction = await replay.step();
-      if (until === "step" || (until === "compaction" && compaction)) break;
+    try {
+      while (!replay.done) {
+        const compaction = await replay.step();
+        if (until === "step" || (until === "compaction" && compaction)) break;
+      }
+    } finally {
+      await state.shelf.save(replay);
     }
-    await state.shelf.save(replay);
   });
 }
 
@@ -221,12 +234,12 @@ async function play(): Promise<void> {
 }
 
 async function restart(): Promise<void> {
-  const old = state.replay;
-  if (!old) return;
   await run(async () => {
-    const replay = new Replay(old.conversation, old.settings, old.summarize, old.session.id);
-    await replay.build();
+    const old = state.replay;
+    if (!old) return;
+    const replay = await state.shelf.start(old.conversation, old.settings, old.summarize, old.session.id);
     state.replay = replay;
+    await replay.build();
     await state.shelf.save(replay);
   });
 }
@@ -237,8 +250,8 @@ async function restart(): Promise<void> {
 function render(): void {
   const replay = state.replay;
   const buttons = ["step", "to-compaction", "to-end", "play"].map((id) => $<HTMLButtonElement>(id));
-  for (const button of buttons) button.disabled = !replay || replay.done || (state.busy && button.id !== "play");
-  $<HTMLButtonElement>("restart").disabled = !replay || state.busy || replay.position === 0;
+  for (const button of buttons) button.disabled = !replay || replay.done || (busy() && button.id !== "play");
+  $<HTMLButtonElement>("restart").disabled = !replay || busy() || replay.position === 0;
   $("play").textContent = state.playing ? "Pause" : "Play";
   $("play").setAttribute("aria-pressed", String(state.playing));
   $("chat").hidden = !(replay?.done && state.endpoint);
@@ -280,13 +293,39 @@ function render(): void {
   $<HTMLButtonElement>("recall-go").disabled = turns.length === 0;
 }
 
+/** The panels of a session no longer shown (deleted). */
+function clearPanels(): void {
+  for (const id of ["history-list", "context-list", "bar", "summary-text", "compaction-list", "recall-result", "recall-turn"]) $(id).replaceChildren();
+  for (const id of ["progress", "loaded", "history-count", "context-count", "compactions-count"]) $(id).textContent = "";
+}
+
+/** The settings controls and the "loaded" line for a session opened from the sidebar. */
+function showOpened(replay: Replay): void {
+  const chosen = replay.settings;
+  const mode = document.querySelector<HTMLInputElement>(`input[name="mode"][value="${chosen.mode}"]`);
+  if (mode) mode.checked = true;
+  $<HTMLSelectElement>("profile").value = chosen.profile;
+  $<HTMLInputElement>("budget").value = String(chosen.budget);
+  $<HTMLSelectElement>("encoding").value = chosen.encoding;
+  $<HTMLSelectElement>("format").value = chosen.format;
+  showSettings();
+  state.source = undefined;
+  $("run-picker").hidden = true;
+  const { conversation } = replay;
+  $("loaded").textContent = `${replay.title}: reopened from the session store, ${plural(messageCount(conversation), "message")} in ${plural(conversation.steps.length, "step")} (${conversation.format}); ` +
+    `${plural(replay.compactions.length, "compaction")} with ${replay.compactions.length === 1 ? "its receipt" : "their receipts"}.`;
+}
+
 async function renderSessions(): Promise<void> {
   const list = await state.shelf.list();
   $("sessions-note").textContent = state.shelf.note;
+  $("sessions").dataset.persistent = String(state.shelf.persistent);
   $("sessions").replaceChildren(...(list.length
     ? list.map((s) => h("li", { "data-session": s.id, class: s.id === state.replay?.session.id ? "current" : undefined },
-      h("button.session", { type: "button", "aria-current": s.id === state.replay?.session.id ? "true" : undefined },
-        h("strong", {}, s.title), h("span", {}, `${n(s.messages)} messages · ${n(s.tokens)} tokens`))))
+      h("button.session", { type: "button", "data-action": "open", "aria-current": s.id === state.replay?.session.id ? "true" : undefined, disabled: s.problem !== undefined },
+        h("strong", {}, s.title),
+        h("span", {}, s.problem ? `damaged: ${s.problem}` : `${plural(s.messages, "message")} · ${n(s.tokens)} tokens`)),
+      h("button.delete", { type: "button", "data-action": "delete", title: `Delete ${s.title}`, "aria-label": `Delete ${s.title}` }, "×")))
     : [h("li.hint", {}, "None yet: load a conversation.")]));
 }
 
@@ -353,14 +392,31 @@ function wire(): void {
     }
   });
 
-  $("sessions").addEventListener("click", async (event) => {
-    const id = (event.target as HTMLElement).closest<HTMLElement>("[data-session]")?.dataset.session;
-    if (!id || state.busy || id === state.replay?.session.id) return;
-    const replay = await state.shelf.open(id);
-    if (!replay) return;
-    state.replay = replay;
-    $("recall-result").replaceChildren();
-    render();
+  $("sessions").addEventListener("click", (event) => {
+    const target = event.target as HTMLElement;
+    const id = target.closest<HTMLElement>("[data-session]")?.dataset.session;
+    const action = target.closest<HTMLElement>("[data-action]")?.dataset.action;
+    if (!id || !action) return;
+    if (action === "delete") {
+      void run(async () => {
+        await state.shelf.remove(id);
+        if (id === state.replay?.session.id) {
+          state.replay = undefined;
+          clearPanels();
+        }
+      });
+      return;
+    }
+    void run(async () => {
+      if (id === state.replay?.session.id) return;
+      const replay = await state.shelf.open(id);
+      if (!replay) return;
+      await ensureEncoding(profileOf(replay.settings).encoding);
+      replay.summarize = state.endpoint && summarizerFor(state.endpoint);
+      state.replay = replay;
+      showOpened(replay);
+      $("recall-result").replaceChildren();
+    });
   });
 
   $("endpoint").addEventListener("submit", (event) => {
@@ -406,6 +462,11 @@ async function main(): Promise<void> {
   $("legend").replaceChildren(legend());
   wire();
   showSettings();
+  try {
+    state.shelf = await StoreShelf.open();
+  } catch (error) {
+    state.shelf = new PageShelf(`IndexedDB could not be opened here (${error instanceof Error ? error.message : String(error)}): sessions are kept in this page only and are lost on a reload.`);
+  }
   render();
   // The first count: the table of the default encoding, fetched now.
   await ensureEncoding(resolveProfile(select.value).encoding);

@@ -22,6 +22,7 @@ import {
   type AnthropicToolUseBlock,
   type OpenAIToolCall,
   type SummaryRecord,
+  type SessionOptions,
 } from "context-compactor/lite";
 import type { Conversation } from "./conversation";
 
@@ -69,7 +70,33 @@ export function newSessionId(): string {
   return `demo-${Date.now().toString(36)}-${Math.floor(Math.random() * 36 ** 4).toString(36)}`;
 }
 
+/** The options of a replay's session (memory on, counted as the settings say). */
+export function sessionOptions(conversation: Conversation, settings: Settings, id: string): SessionOptions & { id: string } {
+  return { id, memory: true, maxLoops: 1_000_000, encoding: profileOf(settings).encoding, format: conversation.format };
+}
+
+/**
+ * What a session's metadata keeps of its replay, to reopen it: written when the session is made
+ * and after each live turn, never per step (the position is the memory's turn count, and the
+ * step of each replayed message follows from the conversation's steps).
+ */
+interface ReplayState {
+  version: 1;
+  settings: Settings;
+  /** Messages appended in each live turn. */
+  live: number[];
+}
+
+function replayState(metadata: Record<string, unknown>): ReplayState {
+  const state = metadata.replay as Partial<ReplayState> | undefined;
+  if (state?.version !== 1 || typeof state.settings !== "object" || !Array.isArray(state.live)) {
+    throw new Error("this session's metadata holds no replay state this page can read");
+  }
+  return state as ReplayState;
+}
+
 export class Replay {
+  /** The session (a stored session's autosaving one, or one the page alone holds). */
   readonly session: Session;
   readonly messages: StoredMessage[] = [];
   readonly compactions: Compaction[] = [];
@@ -77,6 +104,8 @@ export class Replay {
   position = 0;
   /** Turns chatted with a model after the replay. */
   liveTurns = 0;
+  /** Messages appended in each live turn. */
+  private readonly live: number[] = [];
   last?: Built;
   entries: ReceiptEntry[] = [];
   /** Milliseconds of the last build. */
@@ -87,11 +116,51 @@ export class Replay {
     readonly settings: Settings,
     /** A model's summariser (the built-in extractive summary without one). */
     public summarize?: Summarizer,
-    id: string = newSessionId(),
+    /** A new session's id, or the session to replay into (made with `sessionOptions`, empty unless `reopened`). */
+    session: Session | string = newSessionId(),
+    reopened = false,
   ) {
-    const profile = profileOf(settings);
-    this.session = new Session({ id, memory: true, maxLoops: 1_000_000, encoding: profile.encoding, format: conversation.format });
-    this.session.metadata = { title: this.title, source: conversation.loaded.source };
+    this.session = typeof session === "string" ? new Session(sessionOptions(conversation, settings, session)) : session;
+    if (!reopened) {
+      this.session.title = this.title;
+      this.saveState();
+    }
+  }
+
+  /**
+   * A replay stored before (`session` holds its metadata, history and memory), as it was left:
+   * the same position, messages and steps, its compactions (those given), and the context built
+   * again from the stored history and summary.
+   */
+  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[], summarize?: Summarizer): Promise<Replay> {
+    const state = replayState(session.metadata);
+    const replay = new Replay(conversation, state.settings, summarize, session, true);
+    replay.restore(state, compactions);
+    await replay.build();
+    return replay;
+  }
+
+  private restore(state: ReplayState, compactions: Compaction[]): void {
+    const { history } = this.session;
+    this.position = this.session.memory?.turns.length ?? 0;
+    this.liveTurns = Math.max(0, this.position - this.total);
+    this.live.push(...state.live);
+    const withSystem = this.conversation.system !== undefined;
+    const counts = [...this.conversation.steps.slice(0, this.replayed).map((step, i) => step.length + (i === 0 && withSystem ? 1 : 0)), ...state.live];
+    const ids = history.ids();
+    let at = 0;
+    counts.forEach((count, i) => {
+      for (let k = 0; k < count && at < ids.length; k += 1, at += 1) this.messages.push({ id: ids[at], message: history.get(ids[at]) as Message, step: i + 1 });
+    });
+    // Messages of a live turn that did not end (its model call failed) belong to the turn under way.
+    for (; at < ids.length; at += 1) this.messages.push({ id: ids[at], message: history.get(ids[at]) as Message, step: this.position + 1 });
+    this.compactions.push(...compactions);
+  }
+
+  /** Writes the replay's state into the session's metadata (its settings record: rarely). */
+  private saveState(): void {
+    const state: ReplayState = { version: 1, settings: this.settings, live: this.live };
+    this.session.metadata = { source: this.conversation.loaded.source, replay: state };
   }
 
   /** The file's name, and the run of a tau-bench run list. */
@@ -187,7 +256,9 @@ export class Replay {
   endLiveTurn(workspaceContext: string): void {
     this.position += 1;
     this.liveTurns += 1;
+    this.live.push(this.messages.filter((m) => m.step === this.position).length);
     this.session.memory?.recordTurn({ workspaceContext });
+    this.saveState();
   }
 
   /** Tool results for a live assistant message: `recall_context` from the memory, any other tool refused. */

@@ -1,18 +1,22 @@
 /**
  * The sidebar's sessions, behind one narrow interface, so that where they are kept is one
- * module's business. Today they are kept by the page (`PageShelf`): the persistence store of
- * issue #13 (a `SessionStore` over IndexedDB) is not in the package yet; when it is, a shelf
- * over it takes this one's place and the sessions survive a reload.
+ * module's business: `StoreShelf` keeps them in IndexedDB through the package's `SessionStore`
+ * (they survive a reload); `PageShelf` in the page, where IndexedDB cannot be opened.
  */
-import type { Replay } from "./replay";
+import { SessionStore, type StoredSession, type Summarizer } from "context-compactor/lite";
+import { IndexedDBAdapter } from "context-compactor/storage/indexeddb";
+import { parseConversation, serializeConversation, type Conversation } from "./conversation";
+import { Replay, newSessionId, sessionOptions, type Compaction, type Settings } from "./replay";
 
 export interface SessionInfo {
   id: string;
   title: string;
   messages: number;
-  /** Tokens of the last context built. */
+  /** Tokens of the whole history. */
   tokens: number;
   updatedAt: number;
+  /** Why the session cannot be opened (a damaged record), if it cannot. */
+  problem?: string;
 }
 
 export interface SessionShelf {
@@ -21,34 +25,42 @@ export interface SessionShelf {
   /** What the sidebar says about where the sessions are kept. */
   readonly note: string;
   list(): Promise<SessionInfo[]>;
-  /** Saves the replay's session (called after every step). */
+  /** A new replay of `conversation` on the shelf; with `replace`, in place of that session (same id, started again). */
+  start(conversation: Conversation, settings: Settings, summarize?: Summarizer, replace?: string): Promise<Replay>;
+  /** Saves what the replay did since the last save (called after every action). */
   save(replay: Replay): Promise<void>;
   open(id: string): Promise<Replay | undefined>;
   remove(id: string): Promise<void>;
 }
 
-export function infoOf(replay: Replay): SessionInfo {
-  return {
-    id: replay.session.id,
-    title: replay.title,
-    messages: replay.session.history.length,
-    tokens: replay.last?.tokens.total ?? 0,
-    updatedAt: Date.now(),
-  };
-}
-
 /** Sessions held by the page for as long as it is open. */
 export class PageShelf implements SessionShelf {
   readonly persistent = false;
-  readonly note = "Kept in this page only: the IndexedDB session store (issue #13) is not in the package yet.";
-  private readonly replays = new Map<string, { replay: Replay; info: SessionInfo }>();
+  private readonly replays = new Map<string, { replay: Replay; updatedAt: number }>();
+
+  constructor(readonly note = "Kept in this page only.") {}
 
   async list(): Promise<SessionInfo[]> {
-    return [...this.replays.values()].map((r) => r.info).sort((a, b) => b.updatedAt - a.updatedAt);
+    return [...this.replays.values()]
+      .map(({ replay, updatedAt }) => ({
+        id: replay.session.id,
+        title: replay.title,
+        messages: replay.session.history.length,
+        tokens: replay.session.history.tokenCount().total,
+        updatedAt,
+      }))
+      .sort((a, b) => b.updatedAt - a.updatedAt);
+  }
+
+  async start(conversation: Conversation, settings: Settings, summarize?: Summarizer, replace?: string): Promise<Replay> {
+    if (replace) await this.remove(replace);
+    const replay = new Replay(conversation, settings, summarize, replace ?? newSessionId());
+    await this.save(replay);
+    return replay;
   }
 
   async save(replay: Replay): Promise<void> {
-    this.replays.set(replay.session.id, { replay, info: infoOf(replay) });
+    this.replays.set(replay.session.id, { replay, updatedAt: Date.now() });
   }
 
   async open(id: string): Promise<Replay | undefined> {
@@ -57,5 +69,94 @@ export class PageShelf implements SessionShelf {
 
   async remove(id: string): Promise<void> {
     this.replays.delete(id);
+  }
+}
+
+/** The demo's own keys beside a stored session: the conversation (written once) and each compaction's receipt (once). */
+const demoKey = (id: string, ...rest: string[]) => ["demo", id, ...rest];
+const compactionKey = (id: string, index: number) => demoKey(id, "compaction", String(index).padStart(6, "0"));
+
+/**
+ * Sessions in IndexedDB through the package's `SessionStore`. Steps are appended, built and
+ * recorded through the stored session's autosaving objects, so the store writes what each step
+ * added (the message records, the turn, the meta record), never the whole history again. Beside
+ * each session, under the demo's own keys in the same database, the conversation being replayed
+ * (written once when the session is made) and the receipt of each compaction (once, when it
+ * happens): what a reload needs to show the replay as it was.
+ */
+export class StoreShelf implements SessionShelf {
+  readonly persistent = true;
+  readonly note: string;
+  private readonly replays = new Map<string, { replay: Replay; handle: StoredSession; compactionsSaved: number }>();
+
+  private constructor(private readonly store: SessionStore, private readonly adapter: IndexedDBAdapter, database: string) {
+    this.note = `Kept in IndexedDB (database "${database}") by the package's SessionStore: they survive a reload.`;
+  }
+
+  /** Opens the database; throws (a `StorageError`) where IndexedDB is unavailable. */
+  static async open(database = "context-compactor-demo"): Promise<StoreShelf> {
+    const adapter = await IndexedDBAdapter.open({ database });
+    // An automatic save's error comes back from the flush in `save()`, which the page shows.
+    const store = await SessionStore.open(adapter, { onError: () => {} });
+    return new StoreShelf(store, adapter, database);
+  }
+
+  async list(): Promise<SessionInfo[]> {
+    return (await this.store.list()).map((s) => ({
+      id: s.id,
+      title: s.title ?? s.id,
+      messages: s.messages,
+      tokens: s.tokens,
+      updatedAt: s.updatedAt,
+      problem: s.problem?.message,
+    }));
+  }
+
+  async start(conversation: Conversation, settings: Settings, summarize?: Summarizer, replace?: string): Promise<Replay> {
+    if (replace) await this.remove(replace);
+    const id = replace ?? newSessionId();
+    // The conversation first: a session is listed only once it is stored, and it cannot be opened without it.
+    await this.adapter.save(demoKey(id, "conversation"), serializeConversation(conversation));
+    const handle = await this.store.create(sessionOptions(conversation, settings, id));
+    const replay = new Replay(conversation, settings, summarize, handle.session);
+    this.replays.set(id, { replay, handle, compactionsSaved: 0 });
+    await handle.flush();
+    return replay;
+  }
+
+  async save(replay: Replay): Promise<void> {
+    const open = this.replays.get(replay.session.id);
+    if (!open || open.replay !== replay) return; // replaced or removed since
+    const { id } = open.handle;
+    const fresh = replay.compactions.slice(open.compactionsSaved);
+    for (const [i, compaction] of fresh.entries()) {
+      await this.adapter.save(compactionKey(id, open.compactionsSaved + i), JSON.stringify(compaction));
+    }
+    open.compactionsSaved = replay.compactions.length;
+    await open.handle.flush();
+  }
+
+  async open(id: string): Promise<Replay | undefined> {
+    const open = this.replays.get(id);
+    if (open) return open.replay;
+    const text = await this.adapter.load(demoKey(id, "conversation"));
+    if (text === undefined) throw new Error(`session ${id} has no stored conversation to replay: delete it`);
+    const conversation = parseConversation(text);
+    const compactions = (await this.adapter.loadRange(demoKey(id, "compaction"))).map((entry) => JSON.parse(entry.value) as Compaction);
+    const handle = await this.store.open(id);
+    try {
+      const replay = await Replay.reopen(conversation, handle.session, compactions);
+      this.replays.set(id, { replay, handle, compactionsSaved: replay.compactions.length });
+      return replay;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    this.replays.delete(id);
+    await this.store.delete(id);
+    await this.adapter.removeRange(demoKey(id));
   }
 }
