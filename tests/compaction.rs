@@ -334,8 +334,8 @@ fn extractive_compaction_runs_without_a_model_and_builds_on_itself() {
     let mut h = seed_004_history_with(12, "Bash", 300);
     let mut options = BuildOptions { format: Format::Anthropic, ..BuildOptions::default() };
     options.summary = Some(SummaryOptions {
-        trigger_tokens: 3000,
-        target_tokens: 1500,
+        trigger_tokens: Some(3000),
+        target_tokens: Some(1500),
         min_messages: 10,
         ..SummaryOptions::default()
     });
@@ -452,7 +452,7 @@ fn check_all_formats(h: &mut Session, options: &BuildOptions) {
 fn every_tau_bench_run_builds_a_valid_context() {
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 8000, ..BudgetOptions::default() }),
-        summary: Some(SummaryOptions { trigger_tokens: 4000, target_tokens: 2000, ..SummaryOptions::default() }),
+        summary: Some(SummaryOptions { trigger_tokens: Some(4000), target_tokens: Some(2000), ..SummaryOptions::default() }),
         thin: true,
         ..BuildOptions::default()
     };
@@ -468,8 +468,8 @@ fn swe_agent_and_claude_code_build_valid_contexts() {
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 6000, ..BudgetOptions::default() }),
         summary: Some(SummaryOptions {
-            trigger_tokens: 3000,
-            target_tokens: 1500,
+            trigger_tokens: Some(3000),
+            target_tokens: Some(1500),
             min_messages: 10,
             ..SummaryOptions::default()
         }),
@@ -510,7 +510,7 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
     assert!(digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")), "{digests:?}");
     let mut options = BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..BuildOptions::default() };
     options.summary =
-        Some(SummaryOptions { trigger_tokens: 200, target_tokens: 100, min_messages: 5, ..SummaryOptions::default() });
+        Some(SummaryOptions { trigger_tokens: Some(200), target_tokens: Some(100), min_messages: 5, ..SummaryOptions::default() });
     let outcome = h.build(&options).unwrap();
     let summary: Value = serde_json::from_str(&outcome.new_summary.unwrap().text).unwrap();
     let files = summary["filesAndPaths"].to_string();

@@ -200,8 +200,8 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
             0 => None,
             n => Some(SummaryOptions {
                 summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
-                trigger_tokens: knobs.trigger,
-                target_tokens: knobs.trigger / 2,
+                trigger_tokens: Some(knobs.trigger),
+                target_tokens: Some(knobs.trigger / 2),
                 min_messages: 8,
                 min_new_messages: 4,
                 ..SummaryOptions::default()
