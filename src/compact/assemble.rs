@@ -10,11 +10,11 @@ use serde_json::Value;
 use super::memory::{self, MemoryUse};
 use super::plan::{Ctx, Pass, Plan};
 use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
-use super::select::Selection;
-use super::summary::SummaryPlacement;
 use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::PLACEHOLDER_TEXT;
+use super::select::Selection;
+use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
 use crate::message::{Content, Format, Message, Role};
@@ -106,8 +106,15 @@ fn memory_section(
 }
 
 /// The tokens the memory's turn summaries take beside `selection` (for `select::fill`).
-pub(crate) fn memory_tokens_for(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, selection: &Selection, room: usize) -> usize {
-    let kept = pass.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
+pub(crate) fn memory_tokens_for(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &Pass,
+    selection: &Selection,
+    room: usize,
+) -> usize {
+    let kept =
+        pass.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
     let present = present(ctx.items.len(), kept);
     memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
 }
@@ -149,9 +156,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     // The memory's turn summaries: what the summary section's share leaves, within the budget.
     let present_now = present(items.len(), kept.iter().map(|(p, _)| *p));
     let used = tokens.system + tokens.summary + tokens.recent + REPLY_PRIMING + pass.placeholder_tokens;
-    let room = pass.max.map_or(usize::MAX, |max| {
-        max.saturating_sub(used).min(pass.share.saturating_sub(tokens.summary))
-    });
+    let room =
+        pass.max.map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.share.saturating_sub(tokens.summary)));
     let memory_use = match memory_section(ctx, cache, &present_now, room) {
         Some((message, used)) => {
             summary_section.extend(message);
@@ -173,7 +179,11 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
                 messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
                 // Seed 004's exchange ends with the summary as an assistant message: a recent
                 // assistant message must not merge into it.
-                let next_assistant = plan.members.first().and_then(|m| items.get(m.msg)).is_some_and(|i| i.message.role == Role::Assistant);
+                let next_assistant = plan
+                    .members
+                    .first()
+                    .and_then(|m| items.get(m.msg))
+                    .is_some_and(|i| i.message.role == Role::Assistant);
                 if exchange && ends_with_assistant && next_assistant {
                     messages.push(context_message(placeholder(format), Section::Recent));
                     tokens.recent += pass.placeholder_tokens;
@@ -229,15 +239,15 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
     if let Some(budget) = pass.budget.as_mut() {
         budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
-        budget.recent_budget = budget.max_tokens.saturating_sub(
-            tokens.system + tokens.summary + budget.pinned_tokens + REPLY_PRIMING,
-        );
+        budget.recent_budget =
+            budget.max_tokens.saturating_sub(tokens.system + tokens.summary + budget.pinned_tokens + REPLY_PRIMING);
     }
     let pinned = pass
         .pins
         .iter()
         .flat_map(|pin| {
-            let id = pin.plan.members.first().and_then(|m| items.get(m.msg)).map_or_else(String::new, |i| i.id.to_string());
+            let id =
+                pin.plan.members.first().and_then(|m| items.get(m.msg)).map_or_else(String::new, |i| i.id.to_string());
             let truncated = pin.plan.members.iter().any(|m| m.cut_text.is_some());
             pin.roles.iter().map(move |role| PinUse {
                 id: id.clone(),
@@ -282,9 +292,10 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
 fn summarised_until(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     ctx.options.summary.as_ref()?;
     let covered = pass.summary.map(|s| s.until_index + 1);
-    let suffix = pass.suffix_start.filter(|s| *s > 0 || pass.bridge.is_some()).map(|o| {
-        pass.plans.get(o).and_then(|p| pass.unit(p.unit)).map_or(ctx.items.len(), |u| u.first)
-    });
+    let suffix = pass
+        .suffix_start
+        .filter(|s| *s > 0 || pass.bridge.is_some())
+        .map(|o| pass.plans.get(o).and_then(|p| pass.unit(p.unit)).map_or(ctx.items.len(), |u| u.first));
     match (covered, suffix) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

@@ -334,14 +334,7 @@ impl SummaryPatch {
         if let Some(goal) = self.target_tokens {
             target.target_tokens = Some(goal);
         }
-        set!(
-            min_messages,
-            min_new_messages,
-            new_token_ratio,
-            max_tokens,
-            required_keys,
-            placement
-        );
+        set!(min_messages, min_new_messages, new_token_ratio, max_tokens, required_keys, placement);
         if self.prompt.is_some() {
             target.prompt = self.prompt;
         }
@@ -515,7 +508,10 @@ mod tests {
         let plain = resolve(json!({"summary": {"triggerTokens": 10_000, "targetTokens": 6_000}})).unwrap();
         assert_eq!(plain.format, Format::Anthropic, "the history's format");
         let summary = plain.summary.unwrap();
-        assert_eq!((summary.trigger_tokens, summary.min_messages), (Some(10_000), SummaryOptions::default().min_messages));
+        assert_eq!(
+            (summary.trigger_tokens, summary.min_messages),
+            (Some(10_000), SummaryOptions::default().min_messages)
+        );
         // Without a budget, seed 001's 50k/30k; an explicit trigger alone keeps its 0.6.
         assert_eq!((SummaryOptions::default().trigger(None), SummaryOptions::default().target(None)), (50_000, 30_000));
         let only_trigger = SummaryOptions { trigger_tokens: Some(10_000), ..SummaryOptions::default() };
@@ -549,7 +545,10 @@ mod tests {
         assert_eq!(max(json!({"budget": {"contextWindow": 10_000, "targetRatio": 1}})).unwrap(), 10_000);
         // maxTokens wins over a profile's window; given with a window and ratio, they must agree.
         assert_eq!(max(json!({"profile": "gpt-4o", "budget": {"maxTokens": 50_000}})).unwrap(), 50_000);
-        assert_eq!(max(json!({"budget": {"contextWindow": 10_000, "targetRatio": 0.5, "maxTokens": 5_000}})).unwrap(), 5_000);
+        assert_eq!(
+            max(json!({"budget": {"contextWindow": 10_000, "targetRatio": 0.5, "maxTokens": 5_000}})).unwrap(),
+            5_000
+        );
         let error = max(json!({"budget": {"contextWindow": 10_000, "maxTokens": 5_000}})).unwrap_err();
         assert!(error.message.contains("disagrees"), "{error}");
         assert!(max(json!({"budget": {"maxTokens": 0}})).unwrap_err().message.contains("maxTokens"));

@@ -163,10 +163,17 @@ mod tests {
         ]));
         assert_eq!(
             pins_of(&log),
-            [(1, vec![PinRole::Task]), (2, vec![PinRole::Task]), (4, vec![PinRole::Latest]), (6, vec![PinRole::Latest])]
+            [
+                (1, vec![PinRole::Task]),
+                (2, vec![PinRole::Task]),
+                (4, vec![PinRole::Latest]),
+                (6, vec![PinRole::Latest])
+            ]
         );
         // One request is both.
-        let one = Log::openai(json!([{"role": "user", "content": "<task>fix it</task>"}, {"role": "assistant", "content": "ok"}]));
+        let one = Log::openai(
+            json!([{"role": "user", "content": "<task>fix it</task>"}, {"role": "assistant", "content": "ok"}]),
+        );
         assert_eq!(pins_of(&one), [(0, vec![PinRole::Task, PinRole::Latest])]);
         assert!(pins_of(&Log::openai(json!([{"role": "assistant", "content": "hi"}]))).is_empty());
     }

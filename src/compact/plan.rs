@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::receipt::{Action, BudgetReport, BridgeUse, DropReason};
+use super::receipt::{Action, BridgeUse, BudgetReport, DropReason};
 use super::reduce::ReduceCache;
 use super::repair::{Item, Structure, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
@@ -169,9 +169,10 @@ impl Ctx<'_, '_> {
             };
             let part = match (replaced, member.cut_text, original) {
                 (Some(part), _, _) => part,
-                (None, Some(chars), Part::Text { text, extra }) => {
-                    Part::Text { text: crate::extract::head_tail(text, chars as usize, chars as usize), extra: extra.clone() }
-                }
+                (None, Some(chars), Part::Text { text, extra }) => Part::Text {
+                    text: crate::extract::head_tail(text, chars as usize, chars as usize),
+                    extra: extra.clone(),
+                },
                 // Cut short, a message keeps its calls, results and thinking, not its images.
                 (None, Some(_), Part::Image { .. } | Part::Other(_)) => continue,
                 (None, _, original) => original.clone(),
@@ -258,10 +259,7 @@ pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
 }
 
 pub(crate) fn base_members(unit: &Unit) -> Vec<MemberPlan> {
-    unit.members
-        .iter()
-        .map(|m| MemberPlan::of(m.msg, m.parts.clone()))
-        .collect()
+    unit.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()
 }
 
 pub(crate) fn has_text(message: &Message, member: &MemberPlan) -> bool {
@@ -448,7 +446,14 @@ impl<'s> Pass<'s> {
 impl Plan {
     /// The unit whole: every member as the repair stage formed it, not yet counted.
     pub(crate) fn of(u: usize, unit: &Unit) -> Plan {
-        Plan { unit: u, members: base_members(unit), member_tokens: Vec::new(), tokens: 0, dropped: None, counted: false }
+        Plan {
+            unit: u,
+            members: base_members(unit),
+            member_tokens: Vec::new(),
+            tokens: 0,
+            dropped: None,
+            counted: false,
+        }
     }
 }
 

@@ -277,9 +277,7 @@ pub(crate) fn fates(
             }
         }
     }
-    let memory = |msg: usize| {
-        turns.iter().any(|t| (t.first..=t.last).contains(&msg) && memory_turns.contains(&t.turn))
-    };
+    let memory = |msg: usize| turns.iter().any(|t| (t.first..=t.last).contains(&msg) && memory_turns.contains(&t.turn));
     for plan in plans {
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {

@@ -81,7 +81,8 @@ fn cut_summary(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, text: &str, 
             pass.summary_messages = messages;
             pass.summary_tokens = n;
             pass.summary_truncated = true;
-            pass.notes.push(format!("the summary was cut to its head and tail to fit its share ({} tokens)", pass.share));
+            pass.notes
+                .push(format!("the summary was cut to its head and tail to fit its share ({} tokens)", pass.share));
         }
         None => {
             pass.summary_messages = Vec::new();
@@ -142,8 +143,7 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Re
         .and_then(|u| pass.unit(u))
         .is_some_and(|unit| unit.kind == super::repair::UnitKind::User);
     let summary_leads = pass.summary_tokens > 0 && pass.summary_messages.first().is_some_and(|m| m.role == Role::User);
-    pass.verbatim_placeholder =
-        options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
+    pass.verbatim_placeholder = options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
     if options.budget.is_none() && options.summary.is_none() {
         pass.mode = Mode::Unlimited;
     }
@@ -153,8 +153,10 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Re
 /// The count window's first message, when `maxMessages` leaves active messages out.
 pub(crate) fn window_cutoff(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     let n = ctx.options.max_messages?;
+    // The pinned requests count too: they are messages of the history like the others.
+    let units = pass.active.iter().copied().chain(pass.pins.iter().map(|p| p.plan.unit));
     let mut msgs: Vec<usize> =
-        pass.active.iter().filter_map(|u| pass.unit(*u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
+        units.filter_map(|u| pass.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
     msgs.sort_unstable();
     msgs.dedup();
     (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
@@ -183,7 +185,13 @@ pub(crate) fn base_room(pass: &Pass) -> usize {
 /// cut to its head and tail if more than 5% of the budget is left. `contiguous` (a summary covers
 /// what is before): the first unit that does not fit ends the selection; otherwise it is skipped
 /// and older units may still be taken. The count window ends it too.
-pub(crate) fn select(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, room: usize, contiguous: bool) -> Result<Selection> {
+pub(crate) fn select(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &Pass,
+    room: usize,
+    contiguous: bool,
+) -> Result<Selection> {
     let cutoff = window_cutoff(ctx, pass);
     let newest = pass.plans.len().saturating_sub(1);
     let cut_floor = pass.max.map_or(usize::MAX, |m| m / 20);
@@ -333,7 +341,7 @@ pub(crate) fn select_with<X>(
     if used >= reserve || room == usize::MAX {
         return Ok((first, x));
     }
-    let second = select(ctx, cache, pass, room - used, contiguous)?;
+    let second = select(ctx, cache, pass, room.saturating_sub(used), contiguous)?;
     if second.stop >= first.stop && second.used <= first.used {
         return Ok((first, x));
     }
@@ -387,16 +395,16 @@ pub(crate) fn fill(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resul
             return Ok(());
         }
         let cap = summarise::bridge_cap(ctx, cache, pass);
-        let (selection, bridge) =
-            select_with(ctx, cache, pass, room, cap, true, |ctx, cache, pass, selection| {
-                let bridge = summarise::bridge(ctx, cache, pass, selection.stop, cap)?;
-                let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
-                Ok((bridge, tokens))
-            })?;
+        let (selection, bridge) = select_with(ctx, cache, pass, room, cap, true, |ctx, cache, pass, selection| {
+            let bridge = summarise::bridge(ctx, cache, pass, selection.stop, cap)?;
+            let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
+            Ok((bridge, tokens))
+        })?;
         pass.bridge = bridge;
         apply(pass, selection, true);
     } else if ctx.options.memory.is_some() && !ctx.turns.is_empty() {
-        let reserve = ctx.options.memory.as_ref().and_then(|m| m.max_tokens).map_or(pass.share, |m| pass.share.min(m as usize));
+        let reserve =
+            ctx.options.memory.as_ref().and_then(|m| m.max_tokens).map_or(pass.share, |m| pass.share.min(m as usize));
         let (selection, _) = select_with(ctx, cache, pass, room, reserve, false, |ctx, cache, pass, selection| {
             let used = super::assemble::memory_tokens_for(ctx, cache, pass, selection, reserve);
             Ok(((), used))

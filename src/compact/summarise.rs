@@ -117,7 +117,9 @@ fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Resul
     }
     Ok(match pass.summary {
         None => messages >= options.min_messages,
-        Some(s) => messages >= options.min_new_messages && tokens as f64 > options.new_token_ratio * f64::from(s.tokens),
+        Some(s) => {
+            messages >= options.min_new_messages && tokens as f64 > options.new_token_ratio * f64::from(s.tokens)
+        }
     })
 }
 
@@ -133,22 +135,41 @@ pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass) -> usi
     pass.share.saturating_sub(pass.summary_tokens).min(max)
 }
 
+/// The members of the active units before `stop` and of the pins from `from` to before `until`,
+/// unit by unit in history order, each unit's members in its own order (a result the repair stage
+/// moved next to its call stays there). `compress`: long outputs of steps compressed.
+fn members_before(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &Pass,
+    stop: usize,
+    (from, until): (usize, usize),
+    compress: bool,
+) -> Result<Vec<MemberPlan>> {
+    let mut units: Vec<(usize, Vec<MemberPlan>)> = Vec::new();
+    for &u in pass.active.iter().take(stop) {
+        if let Some(unit) = pass.unit(u) {
+            let mut list = base_members(unit);
+            if compress && unit.kind == UnitKind::Step {
+                ctx.reduce_members(cache, &pass.structure, &mut list, false, true)?;
+            }
+            units.push((unit.first, list));
+        }
+    }
+    for pin in &pass.pins {
+        if let Some(unit) = pass.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until) {
+            units.push((unit.first, pin.plan.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()));
+        }
+    }
+    units.sort_by_key(|(first, _)| *first);
+    Ok(units.into_iter().flat_map(|(_, members)| members).collect())
+}
+
 /// The messages of the active units before `stop` (and of the pins among them), as stored, in order.
 fn originals(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Vec<Arc<Message>>> {
     let until = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let from = pass.summary.map_or(0, |s| s.until_index + 1);
-    let mut members: Vec<MemberPlan> = Vec::new();
-    for &u in pass.active.iter().take(stop) {
-        if let Some(unit) = pass.unit(u) {
-            members.extend(base_members(unit));
-        }
-    }
-    for pin in &pass.pins {
-        if pass.unit(pin.plan.unit).is_some_and(|unit| unit.first >= from && unit.first < until) {
-            members.extend(pin.plan.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())));
-        }
-    }
-    members.sort_by_key(|m| m.msg);
+    let members = members_before(ctx, cache, pass, stop, (from, until), false)?;
     members.iter().map(|m| ctx.materialize(cache, m)).collect()
 }
 
@@ -255,28 +276,13 @@ pub(crate) fn request_for(
     state: &SummaryState,
     max_tokens: u32,
 ) -> Result<SummaryRequest> {
-    let structure = &*pass.structure;
     let meta = request_meta(ctx, pass, cut, state, max_tokens)?;
     // The messages to summarise: compressed where long, digests not applied (the summariser
     // should see what was read), in history order.
     let from = pass.summary.map_or(0, |s| s.until_index + 1);
-    let mut members: Vec<MemberPlan> = Vec::new();
-    for &u in pass.active.iter().take(cut) {
-        if let Some(unit) = structure.units.get(u) {
-            let mut list = base_members(unit);
-            if unit.kind == UnitKind::Step {
-                ctx.reduce_members(cache, structure, &mut list, false, true)?;
-            }
-            members.extend(list);
-        }
-    }
-    for pin in &pass.pins {
-        if pass.unit(pin.plan.unit).is_some_and(|unit| unit.first >= from && unit.first <= meta.until_index) {
-            members.extend(pin.plan.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())));
-        }
-    }
-    members.sort_by_key(|m| m.msg);
+    let members = members_before(ctx, cache, pass, cut, (from, meta.until_index + 1), true)?;
     let mut ids: Vec<usize> = members.iter().map(|m| m.msg).collect();
+    ids.sort_unstable();
     ids.dedup();
     let message_ids: Vec<String> =
         ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();

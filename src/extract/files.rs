@@ -26,8 +26,15 @@ pub enum FileOp {
 }
 
 impl FileOp {
-    pub const ALL: [FileOp; 7] =
-        [FileOp::Created, FileOp::Edited, FileOp::Deleted, FileOp::Read, FileOp::Ran, FileOp::Searched, FileOp::Mentioned];
+    pub const ALL: [FileOp; 7] = [
+        FileOp::Created,
+        FileOp::Edited,
+        FileOp::Deleted,
+        FileOp::Read,
+        FileOp::Ran,
+        FileOp::Searched,
+        FileOp::Mentioned,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -147,7 +154,8 @@ pub fn clean_path(raw: &str) -> Option<String> {
 
 /// Whether `path` is a scratch file (under a temporary directory): listed last.
 pub fn is_temporary(path: &str) -> bool {
-    ["/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/"].iter().any(|p| path.starts_with(p)) || path.contains("/tmp/")
+    ["/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/"].iter().any(|p| path.starts_with(p))
+        || path.contains("/tmp/")
 }
 
 /// Whether a word of a message names a file: a path with a directory and an extension
@@ -214,6 +222,8 @@ pub(crate) fn ops_of(name: &str, input: &Value, open: &mut Option<String>) -> Ve
                 shell_ops(&command, &mut out);
             }
         }
+        // A path argument beside (or instead of) the command is still a file the call names.
+        push_paths(input, FileOp::Mentioned, &mut out);
         return out;
     }
     let kind = kind_of(&name);
@@ -331,15 +341,18 @@ fn shell_ops(command: &str, out: &mut Vec<(String, FileOp)>) {
                 Some(rest) => Some(rest),
                 None => None,
             };
-            if let Some(path) = target.filter(|t| looks_like_file(t) && !t.starts_with("/dev/")).and_then(clean_path)
-            {
+            if let Some(path) = target.filter(|t| looks_like_file(t) && !t.starts_with("/dev/")).and_then(clean_path) {
                 push(path, FileOp::Created);
             }
         }
         // A known command's arguments may be bare file names; an unknown one's only paths.
-        let known = READERS.contains(&first) || RUNNERS.contains(&first) || matches!(first, "rm" | "unlink" | "touch" | "sed" | "perl" | "cp" | "mv");
+        let known = READERS.contains(&first)
+            || RUNNERS.contains(&first)
+            || matches!(first, "rm" | "unlink" | "touch" | "sed" | "perl" | "cp" | "mv");
         let args = words.iter().skip(1).filter(|w| {
-            !w.starts_with('-') && !w.starts_with('>') && (looks_like_file(w) || known && has_extension(w) && clean_path(w).is_some())
+            !w.starts_with('-')
+                && !w.starts_with('>')
+                && (looks_like_file(w) || known && has_extension(w) && clean_path(w).is_some())
         });
         let in_place = words.iter().any(|w| *w == "-i" || w.starts_with("-i") && first == "sed" || *w == "-pi");
         let op = match first {
@@ -427,7 +440,10 @@ mod tests {
             ops("str_replace_based_edit_tool", json!({"command": "create", "path": "/r/n.py"})),
             one("/r/n.py", FileOp::Created)
         );
-        assert_eq!(ops("str_replace_editor", json!({"command": "view", "path": "/r/n.py"})), one("/r/n.py", FileOp::Read));
+        assert_eq!(
+            ops("str_replace_editor", json!({"command": "view", "path": "/r/n.py"})),
+            one("/r/n.py", FileOp::Read)
+        );
         assert_eq!(ops("Grep", json!({"pattern": "foo", "path": "/r/lib"})), one("/r/lib", FileOp::Searched));
         assert_eq!(ops("WebFetch", json!({"url": "https://x.org/a.html"})), vec![]);
         assert_eq!(ops("lookup", json!({"path": "/proc/sys/kernel/random/uuid"})), vec![]);
@@ -453,10 +469,10 @@ mod tests {
                 ("/tmp/x.log".into(), FileOp::Deleted)
             ]
         );
-        assert_eq!(ops("Bash", json!({"command": "python reproduce.py > out/result.txt"})), vec![
-            ("out/result.txt".into(), FileOp::Created),
-            ("reproduce.py".into(), FileOp::Ran),
-        ]);
+        assert_eq!(
+            ops("Bash", json!({"command": "python reproduce.py > out/result.txt"})),
+            vec![("out/result.txt".into(), FileOp::Created), ("reproduce.py".into(), FileOp::Ran),]
+        );
         assert_eq!(ops("Bash", json!({"command": "mix test test/a_test.exs"})), one("test/a_test.exs", FileOp::Ran));
         assert_eq!(ops("Bash", json!({"command": "git status"})), vec![]);
     }
@@ -464,7 +480,10 @@ mod tests {
     #[test]
     fn swe_agent_edits_the_open_file() {
         let mut open = None;
-        assert_eq!(ops_of("create", &json!({"filename": "reproduce.py"}), &mut open), one("reproduce.py", FileOp::Created));
+        assert_eq!(
+            ops_of("create", &json!({"filename": "reproduce.py"}), &mut open),
+            one("reproduce.py", FileOp::Created)
+        );
         assert_eq!(ops_of("insert", &json!({"text": "x"}), &mut open), one("reproduce.py", FileOp::Edited));
         ops_of("open", &json!({"path": "src/marshmallow/fields.py", "line_number": 1474}), &mut open);
         assert_eq!(
@@ -488,7 +507,10 @@ mod tests {
         assert_eq!(read_path(&call("Bash", json!({"command": "cat src/a.rs"})), &[]), Some("src/a.rs".into()));
         assert_eq!(read_path(&call("Bash", json!({"command": "cat a.rs | grep x"})), &[]), None);
         assert_eq!(read_path(&call("Edit", json!({"file_path": "/a/b.py"})), &[]), None);
-        assert_eq!(read_path(&call("str_replace_editor", json!({"command": "view", "path": "/a"})), &[]), Some("/a".into()));
+        assert_eq!(
+            read_path(&call("str_replace_editor", json!({"command": "view", "path": "/a"})), &[]),
+            Some("/a".into())
+        );
     }
 
     #[test]

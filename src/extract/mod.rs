@@ -230,7 +230,9 @@ fn describe_call(call: &ToolCall, paths: &[(String, FileOp)]) -> String {
             _ => None,
         })
     });
-    let todo = input.as_ref().is_some_and(|i| i.get("todos").is_some_and(Value::is_array) || i.get("plan").is_some_and(Value::is_array));
+    let todo = input
+        .as_ref()
+        .is_some_and(|i| i.get("todos").is_some_and(Value::is_array) || i.get("plan").is_some_and(Value::is_array));
     let detail = match (command, paths.first()) {
         _ if todo => "updated the todo list".to_string(),
         (Some(command), _) => squash(&command, 100),
@@ -306,7 +308,9 @@ impl Extract {
     }
 
     fn touch(&mut self, path: String, op: FileOp) {
-        let tail = |long: &str, short: &str| long.len() > short.len() && long.ends_with(short) && long[..long.len() - short.len()].ends_with('/');
+        let tail = |long: &str, short: &str| {
+            long.len() > short.len() && long.ends_with(short) && long[..long.len() - short.len()].ends_with('/')
+        };
         if op == FileOp::Mentioned && self.files.iter().any(|f| f.path == path || tail(&f.path, &path)) {
             return;
         }
@@ -396,7 +400,9 @@ impl Extract {
         };
         let open: Vec<String> = list
             .iter()
-            .filter(|item| !matches!(item.get("status").and_then(Value::as_str), Some("completed" | "cancelled" | "done")))
+            .filter(|item| {
+                !matches!(item.get("status").and_then(Value::as_str), Some("completed" | "cancelled" | "done"))
+            })
             .filter_map(|item| {
                 let text = item.get(text_key).or_else(|| item.get("content")).and_then(Value::as_str)?;
                 let doing = item.get("status").and_then(Value::as_str) == Some("in_progress");
@@ -435,10 +441,8 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
                         }
                         Part::ToolResult(result) => {
                             let body = content_text(&result.content);
-                            let (call_text, line) = calls
-                                .get(&result.call_id)
-                                .cloned()
-                                .unwrap_or_else(|| ("tool".to_string(), usize::MAX));
+                            let (call_text, line) =
+                                calls.get(&result.call_id).cloned().unwrap_or_else(|| ("tool".to_string(), usize::MAX));
                             if result.is_error == Some(true) || looks_like_error(&body) {
                                 let error = error_line(&body);
                                 let entry = ErrorEntry { call: call_text.clone(), error: error.clone(), fixed: false };
@@ -496,7 +500,10 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {
-    value.and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+    value
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_default()
 }
 
 /// Folds a previous summary in: ours section by section, anyone else's as `earlier`.
@@ -545,7 +552,8 @@ fn fold_previous(ex: &mut Extract, previous: &str) {
             Some(body) => (body.to_string(), true),
             None => (text.clone(), false),
         };
-        let (call, error) = body.split_once(" → ").map_or(("tool".to_string(), body.clone()), |(c, e)| (c.to_string(), e.to_string()));
+        let (call, error) =
+            body.split_once(" → ").map_or(("tool".to_string(), body.clone()), |(c, e)| (c.to_string(), e.to_string()));
         ex.errors.push(ErrorEntry { call, error, fixed });
     }
     ex.pending = strings(ours.get("pendingTasks"));
@@ -657,7 +665,8 @@ fn cost(encoding: Encoding, text: &str) -> usize {
 fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     let order = |ex: &Extract| -> Vec<(usize, u8, u64)> {
         // (index in ex.files, class, last) least important first
-        let mut list: Vec<(usize, u8, u64)> = ex.files.iter().enumerate().map(|(i, f)| (i, f.class(), f.last)).collect();
+        let mut list: Vec<(usize, u8, u64)> =
+            ex.files.iter().enumerate().map(|(i, f)| (i, f.class(), f.last)).collect();
         list.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
         list
     };

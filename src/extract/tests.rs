@@ -72,7 +72,10 @@ fn the_summary_is_a_handoff_with_the_agents_sections_in_order() {
     );
     assert_eq!(value["pendingTasks"], json!(["Fix TOTP verification (in progress)", "Add regression test"]));
     let work = value["currentWork"].as_array().unwrap();
-    assert!(work.iter().any(|w| w.as_str().unwrap().starts_with("Bash: mix compile --warnings-as-errors → failed: ** (CompileError)")));
+    assert!(work.iter().any(|w| w
+        .as_str()
+        .unwrap()
+        .starts_with("Bash: mix compile --warnings-as-errors → failed: ** (CompileError)")));
     assert_eq!(value["nextStep"], "Next, I'll write the regression test in test/app_web/session_controller_test.exs.");
     assert_eq!(value["toolsUsed"], json!({"Bash": 3, "Edit": 1, "Read": 1, "TodoWrite": 1}));
     assert_eq!(extractive(&session(), None, E, 4000), text, "deterministic");
@@ -95,7 +98,10 @@ fn every_budget_is_met_and_the_task_goes_last() {
     }
     // Changed files outlive read-only ones and fixed errors.
     let tight = sections(&extractive(&messages, None, E, 170));
-    assert!(tight["files"].as_object().is_some_and(|f| f.contains_key("/home/dev/app/lib/app/auth/totp.ex")), "{tight}");
+    assert!(
+        tight["files"].as_object().is_some_and(|f| f.contains_key("/home/dev/app/lib/app/auth/totp.ex")),
+        "{tight}"
+    );
     assert!(tight.get("errors").is_none(), "{tight}");
 }
 

@@ -14,7 +14,8 @@ fn budget(max: u32) -> Option<BudgetOptions> {
 fn system_then_pins_then_recent_with_a_receipt_for_every_message() {
     let log = turns(40, 1, 30);
     let items = log.items();
-    let options = BuildOptions { budget: budget(2_400), summary: None, digest: None, compress: None, ..BuildOptions::default() };
+    let options =
+        BuildOptions { budget: budget(2_400), summary: None, digest: None, compress: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
@@ -64,14 +65,20 @@ fn anthropic_the_summary_is_a_user_message_after_the_task_and_thinking_is_untouc
     let pass = through_fill(&ctx, &mut cache, &state);
     let context = assemble(&ctx, &mut cache, pass).unwrap().context;
     let roles: Vec<(Role, Section)> = context.messages.iter().map(|m| (m.message.role, m.section)).collect();
-    assert_eq!(roles[..3], [(Role::User, Section::Pinned), (Role::User, Section::Summary), (Role::Assistant, Section::Recent)]);
+    assert_eq!(
+        roles[..3],
+        [(Role::User, Section::Pinned), (Role::User, Section::Summary), (Role::Assistant, Section::Recent)]
+    );
     assert!(context.receipt.bridge.is_some());
     let request = context.to_request().unwrap();
     let messages = request["messages"].as_array().unwrap();
     // The task and the summary merge into one user message; the assistant message keeps its
     // blocks in their order, thinking first.
     assert_eq!(messages[0]["role"], "user");
-    assert!(messages[0].to_string().contains("Fix the router.") && messages[0].to_string().contains("Summary of the earlier conversation"));
+    assert!(
+        messages[0].to_string().contains("Fix the router.")
+            && messages[0].to_string().contains("Summary of the earlier conversation")
+    );
     assert_eq!(messages[1]["content"][0]["type"], "thinking");
     assert!(context.receipt.runs.iter().all(|r| r.action != Action::Dropped || r.reason == Some(DropReason::Repair)));
 }

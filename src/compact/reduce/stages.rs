@@ -38,7 +38,13 @@ pub(crate) fn count_all(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> 
 /// Reduces until the context (with `fixed` tokens besides the active units) is at most `goal`;
 /// says whether it is. When no reduction could make it fit, none is made and the selection
 /// reduces what it keeps (`pass.lazy`).
-pub(crate) fn until_fits(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<bool> {
+pub(crate) fn until_fits(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &mut Pass,
+    fixed: usize,
+    goal: usize,
+) -> Result<bool> {
     count_all(ctx, cache, pass)?;
     let mut view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
     if view <= goal {
@@ -85,8 +91,9 @@ pub(crate) fn until_fits(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fi
                     continue;
                 }
                 let need = view - goal;
-                if before - after > need {
-                    // This one is enough: cut only as deep as the goal needs, if that keeps more.
+                if stage == Stage::LongOutputs && before - after > need {
+                    // This one is enough: cut only as deep as the goal needs, if that keeps more
+                    // (a file read becomes its digest whole: half a file misleads).
                     if let Some(cut) = cut_to_save(ctx, cache, member, c.part, need)? {
                         reduced = cut;
                     }

@@ -17,7 +17,10 @@ fn actions(pass: &Pass) -> Vec<Action> {
 /// One coding-agent turn: the task, then `reads` reads of `files` files (each re-read or edited
 /// later when `edits`), each result `lines` lines of code.
 fn agent_turn(reads: usize, files: usize, lines: usize, edits: bool) -> Log {
-    let mut all = vec![json!({"role": "system", "content": "You are a coding agent."}), json!({"role": "user", "content": "Fix the router."})];
+    let mut all = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Fix the router."}),
+    ];
     for i in 0..reads {
         let path = format!("/app/lib/f{}.ex", i % files);
         all.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("r{i}"), "type": "function", "function": {"name": "Read", "arguments": json!({"file_path": path}).to_string()}}]}));
@@ -54,14 +57,18 @@ fn stale_reads_go_first_within_one_turn_and_only_as_far_as_needed() {
     let items = log.items();
     let total: usize = items.iter().map(|i| i.tokens as usize).sum();
     let goal = total - 2_500;
-    let options = BuildOptions { budget: budget(goal as u32), keep_recent_steps: 2, summary: None, ..BuildOptions::default() };
+    let options =
+        BuildOptions { budget: budget(goal as u32), keep_recent_steps: 2, summary: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Reduced);
-    let reduced: Vec<(usize, Reduction)> =
-        pass.plans.iter().flat_map(|p| p.members.iter().flat_map(|m| m.replace.iter().map(move |(_, r)| (m.msg, *r)))).collect();
+    let reduced: Vec<(usize, Reduction)> = pass
+        .plans
+        .iter()
+        .flat_map(|p| p.members.iter().flat_map(|m| m.replace.iter().map(move |(_, r)| (m.msg, *r))))
+        .collect();
     // The oldest reads first, digests then one cut just deep enough; the rest whole.
     assert!(reduced.len() >= 2 && reduced.len() < 8, "{reduced:?}");
     assert_eq!(reduced[0].0, 3, "the oldest read first");
@@ -75,19 +82,27 @@ fn a_read_no_later_call_touches_is_digested_only_after_stale_ones() {
     let mut all = vec![json!({"role": "user", "content": "Look around."})];
     for (i, path) in ["/a/x.py", "/a/y.py", "/a/x.py"].iter().enumerate() {
         all.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("r{i}"), "type": "function", "function": {"name": "read_file", "arguments": json!({"path": path}).to_string()}}]}));
-        all.push(json!({"role": "tool", "tool_call_id": format!("r{i}"), "content": "def main():\n    pass\n".repeat(80)}));
+        all.push(
+            json!({"role": "tool", "tool_call_id": format!("r{i}"), "content": "def main():\n    pass\n".repeat(80)}),
+        );
     }
     all.push(json!({"role": "assistant", "content": "ok"}));
     let log = Log::openai(Value::Array(all));
     let items = log.items();
     let total: usize = items.iter().map(|i| i.tokens as usize).sum();
     // Room for one digest's saving: the stale read of x.py (m3) goes, not y.py (m5).
-    let options = BuildOptions { budget: budget(total as u32 - 50), keep_recent_steps: 2, summary: None, ..BuildOptions::default() };
+    let options = BuildOptions {
+        budget: budget(total as u32 - 50),
+        keep_recent_steps: 2,
+        summary: None,
+        ..BuildOptions::default()
+    };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
-    let touched: Vec<usize> = pass.plans.iter().flat_map(|p| p.members.iter()).filter(|m| !m.replace.is_empty()).map(|m| m.msg).collect();
+    let touched: Vec<usize> =
+        pass.plans.iter().flat_map(|p| p.members.iter()).filter(|m| !m.replace.is_empty()).map(|m| m.msg).collect();
     assert_eq!(touched, [2]);
 }
 
@@ -111,8 +126,12 @@ fn thinning_only_without_a_summary_only_earlier_turns_only_while_needed() {
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Reduced);
-    let thinned: Vec<usize> =
-        pass.plans.iter().filter(|p| p.dropped == Some(DropReason::Thinning)).map(|p| pass.unit(p.unit).unwrap().turn).collect();
+    let thinned: Vec<usize> = pass
+        .plans
+        .iter()
+        .filter(|p| p.dropped == Some(DropReason::Thinning))
+        .map(|p| pass.unit(p.unit).unwrap().turn)
+        .collect();
     assert!(!thinned.is_empty() && thinned.iter().all(|t| *t == 1), "only the oldest turn: {thinned:?}");
     // With a summary configured, never.
     let options = thin(Some(Default::default()));

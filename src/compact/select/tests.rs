@@ -1,8 +1,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::compact::receipt::Action;
 use crate::compact::plan::testing::{through_fill, through_reduce, turns, Log, ENCODING};
+use crate::compact::receipt::Action;
 use crate::compact::summary::SummaryState;
 use crate::compact::{BudgetOptions, BuildOptions};
 

@@ -114,11 +114,15 @@ fn with_a_summary_in_force_little_new_is_bridged_and_much_new_summarised() {
     // Covers the first twelve turns but for their last steps: a little is left between it and the
     // recent messages.
     let until = items.len() - 9;
-    let state = SummaryState { current: Some(record("{\"primaryRequest\":\"request 1\"}", &format!("m{}", until + 1), until)), ..Default::default() };
+    let state = SummaryState {
+        current: Some(record("{\"primaryRequest\":\"request 1\"}", &format!("m{}", until + 1), until)),
+        ..Default::default()
+    };
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None, "few new messages: no new summary");
     // A summary that covers nothing of it: much is new, a new one is made.
-    let old = SummaryState { current: Some(record("{\"primaryRequest\":\"request 1\"}", "m3", 2)), ..Default::default() };
+    let old =
+        SummaryState { current: Some(record("{\"primaryRequest\":\"request 1\"}", "m3", 2)), ..Default::default() };
     let mut pass = through_reduce(&ctx, &mut cache, &old);
     let made = summarise(&ctx, &mut cache, &mut pass, &old, true).unwrap().expect("much is new");
     assert!(made.until_index > 2 && made.message_count > 2);
@@ -132,7 +136,10 @@ fn the_bridge_fills_the_gap_and_the_context_its_budget() {
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
     let mut cache = ReduceCache::default();
     let until = 10;
-    let state = SummaryState { current: Some(record("{\"primaryRequest\":\"request 1\"}", &format!("m{}", until + 1), until)), ..Default::default() };
+    let state = SummaryState {
+        current: Some(record("{\"primaryRequest\":\"request 1\"}", &format!("m{}", until + 1), until)),
+        ..Default::default()
+    };
     let pass = through_fill(&ctx, &mut cache, &state);
     let (_, bridge) = pass.bridge.clone().expect("a bridge between the summary and the recent messages");
     // The summary ends inside turn 3's step (m11): the bridge starts at the answer after it.
