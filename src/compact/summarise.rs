@@ -165,12 +165,11 @@ fn members_before(
     Ok(units.into_iter().flat_map(|(_, members)| members).collect())
 }
 
-/// The messages of the active units before `stop` (and of the pins among them), as stored, in order.
-fn originals(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Vec<Arc<Message>>> {
+/// The members of the active units before `stop` (and of the pins among them), whole, in order.
+fn originals(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Vec<MemberPlan>> {
     let until = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let from = pass.summary.map_or(0, |s| s.until_index + 1);
-    let members = members_before(ctx, cache, pass, stop, (from, until), false)?;
-    members.iter().map(|m| ctx.materialize(cache, m)).collect()
+    members_before(ctx, cache, pass, stop, (from, until), false)
 }
 
 /// The bridge over the active units before `stop`: an extractive summary within `cap` tokens
@@ -192,11 +191,19 @@ pub(crate) fn bridge(
     if budget < 8 {
         return Ok(None);
     }
-    let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), from.clone(), until.clone(), budget);
+    let members = originals(ctx, cache, pass, stop)?;
+    // The same range can hold other messages as the history grows (a call answered later is no
+    // longer dropped by the repair stage): the key says which messages, by id and variant.
+    let mut hasher = std::hash::DefaultHasher::new();
+    for member in &members {
+        std::hash::Hash::hash(&super::plan::member_key(ctx.item(member.msg)?.id, member), &mut hasher);
+    }
+    let signature = std::hash::Hasher::finish(&hasher);
+    let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
     let text = match cache.extracts.get(&key) {
         Some(text) => text.clone(),
         None => {
-            let messages = originals(ctx, cache, pass, stop)?;
+            let messages = members.iter().map(|m| ctx.materialize(cache, m)).collect::<Result<Vec<Arc<Message>>>>()?;
             let text = crate::extract::extractive(&messages, None, ctx.encoding, budget);
             if cache.extracts.len() > 32 {
                 cache.extracts.clear();
@@ -225,7 +232,8 @@ fn extractive_record(
     cap: usize,
 ) -> Result<SummaryRecord> {
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
-    let messages = originals(ctx, cache, pass, stop)?;
+    let members = originals(ctx, cache, pass, stop)?;
+    let messages = members.iter().map(|m| ctx.materialize(cache, m)).collect::<Result<Vec<Arc<Message>>>>()?;
     let text = crate::extract::extractive(&messages, pass.summary.map(|s| s.text.as_str()), ctx.encoding, cap as u32);
     let tokens = summary::validate_summary(&text, ctx.encoding, cap as u32, &[])?;
     let created_at = ctx.options.now.clone().unwrap_or_else(|| format!("seq:{}", state.generation + 1));

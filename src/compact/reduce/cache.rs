@@ -37,7 +37,7 @@ pub struct ReduceCache {
     pub(crate) files: super::index::FileIndex,
     /// Extractive summaries (the bridge) by what they cover: the previous summary's request id,
     /// the first and last message, and the budget.
-    pub(crate) extracts: FastMap<(String, String, String, u32), String>,
+    pub(crate) extracts: FastMap<(String, u64, u32), String>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
