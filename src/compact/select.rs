@@ -220,12 +220,20 @@ pub(crate) fn select(
         }
         if form.tokens > remaining && o != newest {
             form = fully_reduced(ctx, cache, pass, &form)?;
+            if form.tokens < remaining {
+                // Reduced more than the room needs: its results cut only as deep as it does.
+                if let Some(cut) = cut_to_fit(ctx, cache, &form, remaining, false)? {
+                    if cut.tokens > form.tokens {
+                        form = cut;
+                    }
+                }
+            }
         }
         if form.tokens > remaining {
             // With a summary, the unit where the room runs out is the suffix's boundary: cut to
             // fit, or the end. Without, it is skipped (and cut to fill what is left at the end).
             let cut = match contiguous && remaining > cut_floor {
-                true => cut_to_fit(ctx, cache, &form, remaining)?,
+                true => cut_to_fit(ctx, cache, &form, remaining, true)?,
                 false => None,
             };
             match cut {
@@ -253,7 +261,7 @@ pub(crate) fn select(
             if let Some(plan) = pass.plans.get(o) {
                 let mut form = fully_reduced(ctx, cache, pass, plan)?;
                 if form.tokens > remaining {
-                    form = match cut_to_fit(ctx, cache, &form, remaining)? {
+                    form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
                         Some(cut) => cut,
                         None => form,
                     };
@@ -274,9 +282,9 @@ pub(crate) fn select(
     Ok(selection)
 }
 
-/// The plan cut to the longest head and tail of its texts and results (calls and thinking whole)
-/// that fits `room`; `None` if not even the shortest does.
-fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize) -> Result<Option<Plan>> {
+/// The plan cut to the longest head and tail of its results (and texts, with `texts`; calls,
+/// thinking and digests whole) that fits `room`; `None` if not even the shortest does.
+fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
     let mut longest = 0usize;
     for member in &plan.members {
         let message = ctx.item(member.msg)?.message;
@@ -292,7 +300,9 @@ fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize) -> R
         let mut cut = plan.clone();
         for member in cut.members.iter_mut() {
             let message = ctx.item(member.msg)?.message;
-            member.cut_text = Some(chars);
+            if texts {
+                member.cut_text = Some(chars);
+            }
             for j in super::plan::part_indices(message, member) {
                 if !matches!(message.content.parts.get(j), Some(Part::ToolResult(_))) {
                     continue;
