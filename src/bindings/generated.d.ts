@@ -301,6 +301,20 @@ fresh: boolean,
  */
 truncated: boolean, };
 
+export type PinUse = { id: string, role: PinRole, 
+/**
+ * Cut to its head and tail to fit half of what the system prompt leaves.
+ */
+truncated: boolean, tokensBefore: number, tokensAfter: number, };
+
+export type PinRole = "task" | "latest";
+
+export type BridgeUse = { 
+/**
+ * The first and last messages it covers.
+ */
+from: string, until: string, messages: number, tokens: number, };
+
 export type MemoryUse = { 
 /**
  * The turns whose summaries are in the context, in order.

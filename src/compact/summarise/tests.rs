@@ -145,7 +145,7 @@ fn the_bridge_fills_the_gap_and_the_context_its_budget() {
     // The summary ends inside turn 3's step (m11): the bridge starts at the answer after it.
     assert_eq!(bridge.from, format!("m{}", until + 3));
     let view = pass.view(true);
-    assert!(view <= 1_500 && view >= 1_350, "{view}");
+    assert!((1_350..=1_500).contains(&view), "{view}");
 }
 
 #[test]
