@@ -23,6 +23,11 @@ use format::{push_ids, table_checksum, MAGIC, VERSION};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32") {
+        // The JS layer puts the shadow-stack pointer back where it started after a trap left it
+        // lowered (src/bindings/recovery.rs), so the global is exported.
+        println!("cargo:rustc-link-arg-cdylib=--export=__stack_pointer");
+    }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo"));
 
     let o200k = Vocab::from_tiktoken("o200k_base", tiktoken_rs::o200k_base().expect("tiktoken-rs o200k_base"));

@@ -3,7 +3,7 @@
  * `recall_context` call answered with the tool result to append.
  */
 import type { AnthropicToolUseBlock, ContextSnapshot, Format, MemoryModule, Message, OpenAIToolCall, TurnInput } from "./wasm.js";
-import { ContextCompactorError, SummarizerError } from "./errors.js";
+import { ContextCompactorError, InvalidArgumentError, SummarizerError, describe } from "./errors.js";
 import type { Summarizer } from "./summarize.js";
 
 export interface RecordTurnOptions extends TurnInput {
@@ -20,7 +20,14 @@ export interface RecordTurnOptions extends TurnInput {
  * returns more than `maxTokens` is a `SummarizerError`, and nothing is recorded.
  */
 export async function recordTurn(memory: MemoryModule, options: RecordTurnOptions): Promise<ContextSnapshot> {
+  if (options === null || typeof options !== "object") {
+    throw new InvalidArgumentError(`recordTurn's options must be an object, got ${options === null ? "null" : typeof options}`);
+  }
+  checkMemory(memory, "recordTurn");
   const { summarize, format, maxTokens, ...turn } = options;
+  if (summarize !== undefined && typeof summarize !== "function") {
+    throw new InvalidArgumentError(`recordTurn's summarize must be a function, got ${summarize === null ? "null" : typeof summarize}`);
+  }
   if (!summarize || turn.summary !== undefined) return memory.recordTurn(turn);
   const request = memory.turnSummaryRequest(turn.workspaceContext, { format, maxTokens });
   let text: unknown;
@@ -28,7 +35,7 @@ export async function recordTurn(memory: MemoryModule, options: RecordTurnOption
     text = await summarize(request);
   } catch (error) {
     if (error instanceof SummarizerError) throw error;
-    throw new SummarizerError(`the summariser failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new SummarizerError(`the summariser failed: ${describe(error)}`, { cause: error });
   }
   if (typeof text !== "string") throw new SummarizerError(`the summariser returned ${typeof text}, not a string`);
   try {
@@ -51,5 +58,13 @@ export type RecallCall = OpenAIToolCall | AnthropicToolUseBlock;
  * sub-agent's tool result is.
  */
 export function answerRecall(memory: MemoryModule, call: RecallCall, options: { format?: Format; maxTokens?: number } = {}): Message {
+  checkMemory(memory, "answerRecall");
   return memory.answerRecall(call, options);
+}
+
+/** A memory module where one is needed (its methods check the rest). */
+function checkMemory(memory: MemoryModule, what: string): void {
+  if (memory === null || typeof memory !== "object" || typeof (memory as { answerRecall?: unknown }).answerRecall !== "function") {
+    throw new InvalidArgumentError(`${what} needs a session's MemoryModule (session.memory, with the memory option on)`);
+  }
 }

@@ -1,24 +1,34 @@
 /**
- * The public surface shared by the Node and browser entries, full and lite. It only re-exports:
- * the entries (`node.ts`, `browser.ts`) instantiate the wasm module and install the error
- * factory before any of this can be used. The wasm module's `default`/`initSync`
- * (instantiation) and `setErrorFactory` (owned by the entries) stay internal;
- * tests/js/exports.test.mjs fails when a new binding is neither re-exported here nor listed
- * there as internal. `loadRanks` is needed by the lite entry only; the full one accepts the same
- * tables, so code written for the lite entry runs unchanged on the full one.
+ * The public surface shared by the Node and browser entries, full and lite. The entries
+ * (`node.ts`, `browser.ts`) instantiate the wasm module and install the error factory and the
+ * guard before any of this can be used. Every class and function of the wasm module is exported
+ * guarded (`guard.ts`: typed errors only, and a trap never loses a session); the classes are the
+ * glue's own (`instanceof` holds for every object the package hands out). The wasm module's
+ * `default`/`initSync` (instantiation), `setErrorFactory` (owned by the entries) and
+ * `recoverAfterTrap` (owned by the guard) stay internal; tests/js/exports.test.mjs fails when a
+ * new binding is neither exported here nor listed there as internal. `loadRanks` is needed by the
+ * lite entry only; the full one accepts the same tables, so code written for the lite entry runs
+ * unchanged on the full one.
  */
-export {
-  Tokenizer,
-  ConversationHistory,
-  Session,
-  MemoryModule,
-  recallContextTool,
-  convertMessages,
-  validateMessages,
-  profileNames,
-  resolveProfile,
-  loadRanks,
-} from "./wasm.js";
+import * as wasm from "./wasm.js";
+import { guardClass, guardFunction } from "./guard.js";
+
+export const Tokenizer = guardClass(wasm.Tokenizer);
+export type Tokenizer = wasm.Tokenizer;
+export const ConversationHistory = guardClass(wasm.ConversationHistory);
+export type ConversationHistory = wasm.ConversationHistory;
+export const Session = guardClass(wasm.Session);
+export type Session = wasm.Session;
+export const MemoryModule = guardClass(wasm.MemoryModule);
+export type MemoryModule = wasm.MemoryModule;
+
+export const recallContextTool = guardFunction(wasm.recallContextTool);
+export const convertMessages = guardFunction(wasm.convertMessages);
+export const validateMessages = guardFunction(wasm.validateMessages);
+export const profileNames = guardFunction(wasm.profileNames);
+export const resolveProfile = guardFunction(wasm.resolveProfile);
+export const loadConversation = guardFunction(wasm.loadConversation);
+export const loadRanks = guardFunction(wasm.loadRanks);
 
 export { rankFile } from "./ranks.js";
 
@@ -31,6 +41,7 @@ export {
   InvalidArgumentError,
   NotFoundError,
   ConflictError,
+  ResourceError,
   SummarizerError,
   InternalError,
 } from "./errors.js";

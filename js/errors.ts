@@ -1,6 +1,6 @@
 /**
  * Errors thrown by context-compactor. The Rust side reports failures through the
- * factory installed by `installErrorFactory`, so every error the package throws is an
+ * factory the entries install (`setup.ts`), so every error the package throws is an
  * instance of `ContextCompactorError` (and of one of its subclasses below).
  */
 
@@ -17,6 +17,33 @@ export interface ErrorDetails {
   path?: string;
 }
 
+/**
+ * `value` as text for a message, whatever it is: `String()` throws for a Symbol, for an object
+ * without a prototype and for one whose `toString` throws.
+ */
+export function describe(value: unknown): string {
+  try {
+    return value instanceof Error ? value.message : String(value);
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return typeof value;
+    }
+  }
+}
+
+/** Each code's class name, spelled out: a minifying bundler renames the classes themselves. */
+const names: Record<ErrorCode, string> = {
+  InvalidMessage: "InvalidMessageError",
+  InvalidArgument: "InvalidArgumentError",
+  NotFound: "NotFoundError",
+  Conflict: "ConflictError",
+  Internal: "InternalError",
+  Resource: "ResourceError",
+  Summarizer: "SummarizerError",
+};
+
 /** Base class of every error thrown by context-compactor. */
 export class ContextCompactorError extends Error {
   readonly code: ErrorCode;
@@ -24,11 +51,12 @@ export class ContextCompactorError extends Error {
   readonly path?: string;
 
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
-    super(message);
-    this.name = new.target.name;
+    super(typeof message === "string" ? message : describe(message));
+    this.name = names[code] ?? "ContextCompactorError";
     this.code = code;
-    if (typeof details.index === "number") this.index = details.index;
-    if (typeof details.path === "string") this.path = details.path;
+    const d: ErrorDetails = details !== null && typeof details === "object" ? details : {};
+    if (typeof d.index === "number") this.index = d.index;
+    if (typeof d.path === "string") this.path = d.path;
   }
 }
 
@@ -60,6 +88,17 @@ export class ConflictError extends ContextCompactorError {
   }
 }
 
+/**
+ * A call needed more than the host gives: memory (the wasm's 4 GB, or an engine's limit on a
+ * string) or stack (a call made from deep recursion). Nothing the call was changing is half
+ * done: it was refused before, or undone.
+ */
+export class ResourceError extends ContextCompactorError {
+  constructor(message: string, details?: ErrorDetails) {
+    super("Resource", message, details);
+  }
+}
+
 /** A summariser failed: a timeout, an HTTP error, a malformed answer, or it threw. */
 export class SummarizerError extends ContextCompactorError {
   /** The HTTP status, when an endpoint answered with an error. */
@@ -67,8 +106,9 @@ export class SummarizerError extends ContextCompactorError {
 
   constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
     super("Summarizer", message);
-    if (options.status !== undefined) this.status = options.status;
-    if (options.cause !== undefined) Object.defineProperty(this, "cause", { value: options.cause, configurable: true, writable: true });
+    const o = options !== null && typeof options === "object" ? options : {};
+    if (typeof o.status === "number") this.status = o.status;
+    if (o.cause !== undefined) Object.defineProperty(this, "cause", { value: o.cause, configurable: true, writable: true });
   }
 }
 
@@ -85,6 +125,7 @@ const classes: Record<ErrorKind, new (message: string, details?: ErrorDetails) =
   NotFound: NotFoundError,
   Conflict: ConflictError,
   Internal: InternalError,
+  Resource: ResourceError,
 };
 
 /**
@@ -94,6 +135,6 @@ const classes: Record<ErrorKind, new (message: string, details?: ErrorDetails) =
 export function makeError(kind: string, message: string, details?: ErrorDetails | null): Error {
   const d: ErrorDetails = details && typeof details === "object" ? details : {};
   const cls = Object.prototype.hasOwnProperty.call(classes, kind) ? classes[kind as ErrorKind] : undefined;
-  if (cls) return new cls(String(message), d);
-  return new InternalError(`unknown error kind ${JSON.stringify(kind)}: ${String(message)}`, d);
+  if (cls) return new cls(describe(message), d);
+  return new InternalError(`unknown error kind ${describe(kind)}: ${describe(message)}`, d);
 }

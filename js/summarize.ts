@@ -16,7 +16,7 @@ import type {
   SummaryRequest,
   TurnSummaryRequest,
 } from "./wasm.js";
-import { ContextCompactorError, SummarizerError } from "./errors.js";
+import { ContextCompactorError, InvalidArgumentError, SummarizerError, describe } from "./errors.js";
 
 /** Turns a summary request (a compaction's, or a memory turn's) into the summary's text. */
 export type Summarizer = (request: SummaryRequest | TurnSummaryRequest) => Promise<string>;
@@ -34,7 +34,16 @@ export interface CompactOptions extends BuildOptions {
 export async function compact<F extends Format>(history: ConversationHistory, options: CompactOptions & { format: F }): Promise<BuildResultIn<F>>;
 export async function compact(history: ConversationHistory, options?: CompactOptions): Promise<BuildResult>;
 export async function compact(history: ConversationHistory, options: CompactOptions = {}): Promise<BuildResult | BuildResultIn<Format>> {
+  if (options === null || typeof options !== "object") {
+    throw new InvalidArgumentError(`compact's options must be an object, got ${options === null ? "null" : typeof options}`);
+  }
   const { summarize, ...build } = options;
+  if (summarize !== undefined && typeof summarize !== "function") {
+    throw new InvalidArgumentError(`compact's summarize must be a function, got ${summarize === null ? "null" : typeof summarize}`);
+  }
+  if (history === null || typeof history !== "object" || typeof (history as { build?: unknown }).build !== "function") {
+    throw new InvalidArgumentError("compact needs a ConversationHistory (a session's history)");
+  }
   if (!summarize) return history.build(build);
   const external: BuildOptions = { ...build, summary: { ...(build.summary ?? {}), summarizer: "external" } };
   const first = history.build(external);
@@ -49,7 +58,7 @@ export async function compact(history: ConversationHistory, options: CompactOpti
   } catch (error) {
     history.cancelSummary(request.id);
     if (error instanceof ContextCompactorError) throw error;
-    throw new SummarizerError(`the summariser failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new SummarizerError(`the summariser failed: ${describe(error)}`, { cause: error });
   }
   return history.build(external);
 }
@@ -79,10 +88,9 @@ async function post(url: string, headers: Record<string, string>, body: unknown,
     });
   } catch (error) {
     const timedOut = controller.signal.aborted;
-    throw new SummarizerError(
-      timedOut ? `${url} did not answer within ${timeoutMs} ms` : `${url} could not be reached: ${error instanceof Error ? error.message : String(error)}`,
-      { cause: error },
-    );
+    throw new SummarizerError(timedOut ? `${url} did not answer within ${timeoutMs} ms` : `${url} could not be reached: ${describe(error)}`, {
+      cause: error,
+    });
   } finally {
     clearTimeout(timer);
   }
@@ -102,8 +110,25 @@ function nonEmpty(text: unknown, url: string): string {
   return text;
 }
 
+/** Checks an endpoint's options where they are given, not at the first summary. */
+function endpoint(options: EndpointOptions, what: string): void {
+  if (options === null || typeof options !== "object") {
+    throw new InvalidArgumentError(`${what}'s options must be an object, got ${options === null ? "null" : typeof options}`);
+  }
+  for (const key of ["baseURL", "model", "apiKey"] as const) {
+    if (typeof options[key] !== "string") throw new InvalidArgumentError(`${what}: options.${key} must be a string`);
+  }
+  if (options.timeoutMs !== undefined && !(typeof options.timeoutMs === "number" && options.timeoutMs > 0)) {
+    throw new InvalidArgumentError(`${what}: options.timeoutMs must be a positive number of milliseconds`);
+  }
+  if (options.fetch !== undefined && typeof options.fetch !== "function") {
+    throw new InvalidArgumentError(`${what}: options.fetch must be a function`);
+  }
+}
+
 /** A summariser over any OpenAI-compatible Chat Completions endpoint. */
 export function openAICompatibleSummarizer(options: EndpointOptions): Summarizer {
+  endpoint(options, "openAICompatibleSummarizer");
   return async (request) => {
     const messages = (Array.isArray(request.messages)
       ? request.messages
@@ -118,6 +143,10 @@ export function openAICompatibleSummarizer(options: EndpointOptions): Summarizer
 
 /** A summariser over the Anthropic Messages API. */
 export function anthropicSummarizer(options: EndpointOptions & { anthropicVersion?: string }): Summarizer {
+  endpoint(options, "anthropicSummarizer");
+  if (options.anthropicVersion !== undefined && typeof options.anthropicVersion !== "string") {
+    throw new InvalidArgumentError("anthropicSummarizer: options.anthropicVersion must be a string");
+  }
   return async (request) => {
     const { system, messages } = (Array.isArray(request.messages)
       ? convertMessages(request.messages, "openai", "anthropic")

@@ -97,6 +97,9 @@ node_modules/.bin/tsc -p tsconfig.json
 # The lite entry is the same layer; only its js/wasm.ts names pkg-lite/ (see there).
 mkdir dist/lite
 cp dist/*.js dist/*.d.ts dist/lite/
+# The command-line tool runs on the full Node entry only.
+rm dist/lite/cli.js dist/lite/cli.d.ts
+chmod +x dist/cli.js
 sed -i -e 's#"\.\./pkg/#"../../pkg-lite/#' -e 's#"\.\./ranks/#"../../ranks/#' dist/lite/wasm.js dist/lite/wasm.d.ts
 if grep -l '"\.\./[^.]' dist/lite/*; then echo "build: dist/lite/ still refers to the full build (above)" >&2; exit 1; fi
 echo "build: dist/ $(cd dist && echo *.js) lite/"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser), checks
-# the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh),
-# type-checks the TypeScript layer and tests/types (tsc --noEmit), then runs
+# the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh)
+# and the demo (scripts/build-demo.sh: www/dist), type-checks the TypeScript layer, tests/types and
+# www (tsc --noEmit), then runs
 #   1. cargo test                        the Rust core, natively
 #   2. node --test tests/js/             the package's Node entry against the shared fixtures
-#      tests/browser/ tests/pack/        the browser entry in headless Chromium, and npm pack
+#      tests/browser/ tests/pack/        the browser entry and the demo in headless Chromium, and npm pack
 # in one node test run, so that its summary is the closing line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,12 +24,14 @@ echo "test: cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
 SKIP_ENSURE_TOOLS=1 bash scripts/build.sh
+bash scripts/build-demo.sh
 
 # The TypeScript layer (the build compiled it; this checks it on its own) and what a consumer
 # types against the providers' SDKs (tests/types, through the built package).
-echo "test: tsc --noEmit (js/, tests/types/)"
+echo "test: tsc --noEmit (js/, tests/types/, www/)"
 node_modules/.bin/tsc -p tsconfig.json --noEmit
 node_modules/.bin/tsc -p tests/types/tsconfig.json
+node_modules/.bin/tsc -p www/tsconfig.json
 
 echo "test: cargo test"
 cargo test ${CARGO_TEST_ARGS:-}

@@ -15,6 +15,9 @@ pub enum ErrorKind {
     Internal,
     /// An operation that clashes with one already under way (a second concurrent compaction).
     Conflict,
+    /// The call needed more memory (or stack) than the host gives: refused before anything changed,
+    /// or, after a trap, rolled back to the last consistent state.
+    Resource,
 }
 
 impl ErrorKind {
@@ -25,6 +28,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "NotFound",
             ErrorKind::Internal => "Internal",
             ErrorKind::Conflict => "Conflict",
+            ErrorKind::Resource => "Resource",
         }
     }
 }
@@ -62,10 +66,32 @@ impl Error {
         Self::new(ErrorKind::Conflict, message)
     }
 
+    pub fn resource(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Resource, message)
+    }
+
+    /// Memory for `what` (`bytes` of it) could not be had: refused before anything changed.
+    pub fn out_of_memory(what: &str, bytes: usize) -> Self {
+        Self::resource(format!(
+            "out of memory: {what} needs {} more, which the wasm memory (at most 4 GB) cannot give",
+            human_bytes(bytes)
+        ))
+    }
+
     /// An invalid message at `index`, with the path of the bad field relative to that message.
     pub fn invalid_message(index: usize, field: &str, message: impl Into<String>) -> Self {
         let path = if field.is_empty() { format!("messages[{index}]") } else { format!("messages[{index}].{field}") };
         Error { kind: ErrorKind::InvalidMessage, message: message.into(), index: Some(index), path: Some(path) }
+    }
+}
+
+/// `1.5 MB`, `12 KB`, `300 bytes`: sizes in messages.
+pub fn human_bytes(bytes: usize) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} bytes"),
+        1024..0x10_0000 => format!("{:.0} KB", bytes as f64 / 1024.0),
+        0x10_0000..0x4000_0000 => format!("{:.1} MB", bytes as f64 / 1048576.0),
+        _ => format!("{:.2} GB", bytes as f64 / 1073741824.0),
     }
 }
 

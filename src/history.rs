@@ -33,14 +33,128 @@ struct ToolCallIndex {
     answered_by: HashMap<String, usize>,
 }
 
+/// What appending a batch changes in a `ToolCallIndex`, checked against it: per call id, the
+/// message that made it last, and what answers it now (`None`: the id was made again, so its
+/// earlier answer no longer stands).
+#[derive(Default)]
+struct CallChanges {
+    made_by: HashMap<String, usize>,
+    answered_by: HashMap<String, Option<usize>>,
+}
+
+impl CallChanges {
+    /// Checks `messages`, which would sit at `base`, `base + 1`, … after the messages `index`
+    /// covers: a tool result must answer a call an earlier assistant message made, and answer
+    /// it once; a call id is used again only once its call is answered. `describe` names an
+    /// earlier message by position.
+    fn check<'m>(
+        index: &ToolCallIndex,
+        messages: impl IntoIterator<Item = &'m Message>,
+        base: usize,
+        describe: impl Fn(usize) -> String,
+    ) -> Result<CallChanges> {
+        let mut changes = CallChanges::default();
+        for (i, message) in messages.into_iter().enumerate() {
+            let position = base + i;
+            for call in message.tool_calls() {
+                // Real logs reuse an id once its call is answered (tau-bench's GPT-4o runs do,
+                // and the API accepted them): a result answers the latest call with its id.
+                // Reusing an id whose call is still open would make the pairing ambiguous.
+                if let Some(earlier) = changes.made_by(index, &call.id) {
+                    if changes.answered_by(index, &call.id).is_none() {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool call id {:?} is already used by message {}, whose call is not answered yet",
+                                call.id,
+                                describe(earlier)
+                            ),
+                        ));
+                    }
+                    changes.answered_by.insert(call.id.clone(), None);
+                }
+                changes.made_by.insert(call.id.clone(), position);
+            }
+            for result in message.tool_results() {
+                match (changes.made_by(index, &result.call_id), changes.answered_by(index, &result.call_id)) {
+                    (None, _) => {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool result answers tool call {:?}, which no earlier assistant message made",
+                                result.call_id
+                            ),
+                        ))
+                    }
+                    (Some(_), Some(answer)) => {
+                        return Err(Error::invalid_message(
+                            i,
+                            "",
+                            format!(
+                                "tool call {:?} is already answered by message {}",
+                                result.call_id,
+                                describe(answer)
+                            ),
+                        ))
+                    }
+                    (Some(_), None) => {
+                        changes.answered_by.insert(result.call_id.clone(), Some(position));
+                    }
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    fn made_by(&self, index: &ToolCallIndex, id: &str) -> Option<usize> {
+        self.made_by.get(id).copied().or_else(|| index.made_by.get(id).copied())
+    }
+
+    fn answered_by(&self, index: &ToolCallIndex, id: &str) -> Option<usize> {
+        match self.answered_by.get(id) {
+            Some(answer) => *answer,
+            None => index.answered_by.get(id).copied(),
+        }
+    }
+
+    /// Makes room in `index` for the changes: `apply` then allocates nothing.
+    fn reserve_in(&self, index: &mut ToolCallIndex) -> Result<()> {
+        let size = |n: usize| n.saturating_mul(std::mem::size_of::<(String, usize)>() + 1);
+        index
+            .made_by
+            .try_reserve(self.made_by.len())
+            .map_err(|_| Error::out_of_memory("the tool-call index", size(self.made_by.len())))?;
+        index
+            .answered_by
+            .try_reserve(self.answered_by.len())
+            .map_err(|_| Error::out_of_memory("the tool-call index", size(self.answered_by.len())))
+    }
+
+    fn apply(self, index: &mut ToolCallIndex) {
+        for (id, position) in self.made_by {
+            index.made_by.insert(id, position);
+        }
+        for (id, answer) in self.answered_by {
+            match answer {
+                Some(position) => index.answered_by.insert(id, position),
+                None => index.answered_by.remove(&id),
+            };
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ConversationHistory {
     encoding: Encoding,
+    /// The log itself; message `i` has the id `m{i + 1}`. Everything else here is derived from it.
     records: Vec<Record>,
     positions: HashMap<String, usize>,
     calls: ToolCallIndex,
-    next_sequence: u64,
     counted_messages: u64,
+    /// While an append commits, the length before it (see `recover_after_trap`).
+    committing: Option<usize>,
 }
 
 /// One stored message as JSON: its id, the format it arrived in, and the message as appended.
@@ -87,8 +201,8 @@ impl ConversationHistory {
             records: Vec::new(),
             positions: HashMap::new(),
             calls: ToolCallIndex::default(),
-            next_sequence: 1,
             counted_messages: 0,
+            committing: None,
         }
     }
 
@@ -115,11 +229,7 @@ impl ConversationHistory {
 
     /// Parses and appends one message; returns its id.
     pub fn append_value(&mut self, value: Value, format: Format) -> Result<String> {
-        let message = match format {
-            Format::OpenAi => message::parse_openai_message(value, 0),
-            Format::Anthropic => message::parse_anthropic_message(value, 0),
-        }
-        .map_err(single_message_error)?;
+        let message = message::parse_one(value, format, 0).map_err(single_message_error)?;
         let mut ids = self.append_all(vec![message]).map_err(single_message_error)?;
         ids.pop().ok_or_else(|| Error::internal("append returned no id"))
     }
@@ -131,72 +241,69 @@ impl ConversationHistory {
         self.append_all(messages)
     }
 
-    /// Appends messages after checking them against the log: a tool result must answer a call
-    /// an earlier assistant message made, and answer it once; a call id is used once.
+    /// Appends messages after checking them against the log (`CallChanges::check`), and that
+    /// the tokenizer can take them (a message too long to tokenize lazily is counted now).
+    /// All or nothing: on any error, and after a trap in the middle (`recover_after_trap`),
+    /// nothing is appended.
     pub fn append_all(&mut self, messages: Vec<Message>) -> Result<Vec<String>> {
-        let mut calls = self.calls.clone();
         let base = self.records.len();
-        for (i, message) in messages.iter().enumerate() {
-            let position = base + i;
-            for call in message.tool_calls() {
-                // Real logs reuse an id once its call is answered (tau-bench's GPT-4o runs do,
-                // and the API accepted them): a result answers the latest call with its id.
-                // Reusing an id whose call is still open would make the pairing ambiguous.
-                if let Some(&earlier) = calls.made_by.get(&call.id) {
-                    if !calls.answered_by.contains_key(&call.id) {
-                        return Err(Error::invalid_message(
-                            i,
-                            "",
-                            format!(
-                                "tool call id {:?} is already used by message {}, whose call is not answered yet",
-                                call.id,
-                                self.describe(earlier, base)
-                            ),
-                        ));
-                    }
-                    calls.answered_by.remove(&call.id);
-                }
-                calls.made_by.insert(call.id.clone(), position);
-            }
-            for result in message.tool_results() {
-                match (calls.made_by.get(&result.call_id), calls.answered_by.get(&result.call_id)) {
-                    (None, _) => {
-                        return Err(Error::invalid_message(
-                            i,
-                            "",
-                            format!(
-                                "tool result answers tool call {:?}, which no earlier assistant message made",
-                                result.call_id
-                            ),
-                        ))
-                    }
-                    (Some(_), Some(&answer)) => {
-                        return Err(Error::invalid_message(
-                            i,
-                            "",
-                            format!(
-                                "tool call {:?} is already answered by message {}",
-                                result.call_id,
-                                self.describe(answer, base)
-                            ),
-                        ))
-                    }
-                    (Some(_), None) => {
-                        calls.answered_by.insert(result.call_id.clone(), position);
-                    }
-                }
-            }
+        let changes = CallChanges::check(&self.calls, &messages, base, |position| self.describe(position, base))?;
+        let mut records = Vec::new();
+        let mut keys = Vec::new();
+        let size = |n: usize| n.saturating_mul(std::mem::size_of::<Record>());
+        records
+            .try_reserve_exact(messages.len())
+            .map_err(|_| Error::out_of_memory("the messages", size(messages.len())))?;
+        keys.try_reserve_exact(messages.len())
+            .map_err(|_| Error::out_of_memory("the messages", size(messages.len())))?;
+        let mut counted = 0;
+        for (i, message) in messages.into_iter().enumerate() {
+            let tokens = tokens::count_long_message(self.encoding, &message)
+                .map_err(|e| Error::invalid_message(i, "", e.message))?;
+            counted += u64::from(tokens.is_some());
+            let id = format!("m{}", base + i + 1);
+            keys.push(id.clone());
+            records.push(Record { id, message: Arc::new(message), tokens });
         }
-        self.calls = calls;
-        let mut ids = Vec::with_capacity(messages.len());
-        for message in messages {
-            let id = format!("m{}", self.next_sequence);
-            self.next_sequence += 1;
-            self.positions.insert(id.clone(), self.records.len());
-            self.records.push(Record { id: id.clone(), message: Arc::new(message), tokens: None });
-            ids.push(id);
+        self.records.try_reserve(records.len()).map_err(|_| Error::out_of_memory("the log", size(records.len())))?;
+        self.positions
+            .try_reserve(records.len())
+            .map_err(|_| Error::out_of_memory("the log's index", size(records.len())))?;
+        changes.reserve_in(&mut self.calls)?;
+        // The commit: room for all of it is reserved, so it allocates nothing and cannot fail; a
+        // trap in the middle (a JS stack overflow) is undone whole by `recover_after_trap`.
+        self.committing = Some(base);
+        changes.apply(&mut self.calls);
+        for (key, record) in keys.iter().zip(records) {
+            self.positions.insert(key.clone(), self.records.len());
+            self.records.push(record);
         }
-        Ok(ids)
+        self.counted_messages += counted;
+        self.committing = None;
+        Ok(keys)
+    }
+
+    /// After a wasm trap interrupted a call on this history (the JS layer's recovery, see
+    /// `bindings`): an append caught half-way is undone whole, and the indexes it was updating
+    /// are made again from the records. Those indexes may be torn, so they are leaked, never
+    /// dropped. Returns whether an append was undone. (A trap in here leaves `committing` set,
+    /// so that the next recovery does it all again.)
+    pub fn recover_after_trap(&mut self) -> bool {
+        let Some(base) = self.committing else { return false };
+        // The records themselves are whole: each push wrote a record then the length.
+        self.records.truncate(base);
+        let positions = self.records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
+        std::mem::forget(std::mem::replace(&mut self.positions, positions));
+        let mut calls = ToolCallIndex::default();
+        // Cannot fail: every record passed this check when it was appended.
+        if let Ok(changes) = CallChanges::check(&calls, self.records.iter().map(|r| &*r.message), 0, |p| p.to_string())
+        {
+            changes.apply(&mut calls);
+        }
+        std::mem::forget(std::mem::replace(&mut self.calls, calls));
+        self.counted_messages = self.records.iter().filter(|r| r.tokens.is_some()).count() as u64;
+        self.committing = None;
+        true
     }
 
     fn describe(&self, position: usize, base: usize) -> String {
@@ -247,10 +354,7 @@ impl ConversationHistory {
         let mut messages = Vec::with_capacity(logged.len());
         let mut ids = Vec::with_capacity(logged.len());
         for (i, logged) in logged.into_iter().enumerate() {
-            let parsed = match logged.format {
-                Format::OpenAi => message::parse_openai_message(logged.message, i),
-                Format::Anthropic => message::parse_anthropic_message(logged.message, i),
-            };
+            let parsed = message::parse_one(logged.message, logged.format, i);
             messages.push(parsed.map_err(|e| corrupt(&format!("message {}", logged.id), e))?);
             ids.push(logged.id);
         }

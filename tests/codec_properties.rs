@@ -33,6 +33,16 @@ const KEYS: &[&str] = &[
     "media_type",
     "refusal",
     "cache_control",
+    "call_id",
+    "output",
+    "encrypted_content",
+    "toolCallId",
+    "toolName",
+    "value",
+    "image",
+    "mediaType",
+    "providerOptions",
+    "providerExecuted",
 ];
 const WORDS: &[&str] = &[
     "system",
@@ -48,6 +58,22 @@ const WORDS: &[&str] = &[
     "tool_result",
     "thinking",
     "redacted_thinking",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "compaction",
+    "message",
+    "input_text",
+    "output_text",
+    "input_image",
+    "computer_call",
+    "computer_call_output",
+    "tool-call",
+    "tool-result",
+    "json",
+    "error-text",
+    "content",
+    "execution-denied",
     "base64",
     "url",
     "low",
@@ -129,11 +155,11 @@ fn has_array_system(value: &Value) -> bool {
 }
 
 fn exercise(value: Value) {
-    for format in [Format::OpenAi, Format::Anthropic] {
+    for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
         if let Ok(parsed) = message::parse(value.clone(), format) {
             let emitted = message::emit(&parsed, format);
             let lossless = match format {
-                Format::OpenAi => emitted == value,
+                Format::OpenAi | Format::Responses | Format::AiSdk => emitted == value,
                 Format::Anthropic if has_array_system(&value) => true,
                 Format::Anthropic => match &value {
                     Value::Array(_) => emitted["messages"] == value && emitted.get("system").is_none(),

@@ -94,7 +94,7 @@ fn history(events: &[Event], format: Format) -> Vec<Message> {
                     open.push((id, *file));
                 }
                 out.push(match format {
-                    Format::OpenAi => json!({"role": "assistant", "content": null, "tool_calls": calls.iter().map(|(id, name)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": json!({"path": "src/main.py"}).to_string()}})).collect::<Vec<_>>()}),
+                    Format::OpenAi | Format::Responses | Format::AiSdk => json!({"role": "assistant", "content": null, "tool_calls": calls.iter().map(|(id, name)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": json!({"path": "src/main.py"}).to_string()}})).collect::<Vec<_>>()}),
                     Format::Anthropic => json!({"role": "assistant", "content": calls.iter().map(|(id, name)| json!({"type": "tool_use", "id": id, "name": name, "input": {"path": "src/main.py"}})).collect::<Vec<_>>()}),
                 });
             }
@@ -124,7 +124,7 @@ fn history(events: &[Event], format: Format) -> Vec<Message> {
                     }
                 };
                 match format {
-                    Format::OpenAi => {
+                    Format::OpenAi | Format::Responses | Format::AiSdk => {
                         for (i, (id, file)) in chosen.iter().enumerate() {
                             out.push(json!({"role": "tool", "tool_call_id": id, "content": text(i, *file)}));
                         }
@@ -142,7 +142,7 @@ fn history(events: &[Event], format: Format) -> Vec<Message> {
             Event::Orphan => {
                 let id = format!("orphan_{k}");
                 out.push(match format {
-                    Format::OpenAi => json!({"role": "tool", "tool_call_id": id, "content": "lost"}),
+                    Format::OpenAi | Format::Responses | Format::AiSdk => json!({"role": "tool", "tool_call_id": id, "content": "lost"}),
                     Format::Anthropic => json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "lost"}]}),
                 });
             }
@@ -150,7 +150,7 @@ fn history(events: &[Event], format: Format) -> Vec<Message> {
                 if let Some(id) = answered.pop() {
                     open.push((id.clone(), false));
                     out.push(match format {
-                        Format::OpenAi => json!({"role": "assistant", "content": "again", "tool_calls": [{"id": id, "type": "function", "function": {"name": "search", "arguments": "{}"}}]}),
+                        Format::OpenAi | Format::Responses | Format::AiSdk => json!({"role": "assistant", "content": "again", "tool_calls": [{"id": id, "type": "function", "function": {"name": "search", "arguments": "{}"}}]}),
                         Format::Anthropic => json!({"role": "assistant", "content": [{"type": "text", "text": "again"}, {"type": "tool_use", "id": id, "name": "search", "input": {}}]}),
                     });
                 }
@@ -362,7 +362,7 @@ proptest! {
         source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
     ) {
         let messages = history(&events, source);
-        for format in [Format::OpenAi, Format::Anthropic] {
+        for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
             let options = options(&knobs, format);
             let state = SummaryState::default();
             let Some(outcome) = check(&messages, &options, &state)? else { continue };

@@ -21,6 +21,28 @@ fn js_type(value: &JsValue) -> String {
     }
 }
 
+/// Above this, a value's JSON text is only copied into the wasm, and parsed, once the memory for
+/// it is known to be there (`room_for`): a failed allocation is a typed error, not a trap.
+const LARGE: usize = 1 << 20;
+
+/// Whether `bytes` more can be allocated now: a block that size is allocated and freed at once
+/// (which also grows the memory in one step, for what comes next).
+fn room_for(bytes: usize) -> bool {
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(bytes).is_ok()
+}
+
+/// A JS string copied into the wasm, once there is room for it (its UTF-8 takes up to three
+/// bytes per UTF-16 unit, and the glue asks for that much at once).
+fn js_string(text: &JsValue, what: &str) -> Result<Option<String>> {
+    if let Some(length) = text.dyn_ref::<js_sys::JsString>().map(|s| s.length() as usize) {
+        if length > LARGE && !room_for(length.saturating_mul(3)) {
+            return Err(Error::out_of_memory(what, length.saturating_mul(3)));
+        }
+    }
+    Ok(text.as_string())
+}
+
 /// Reads a JS value as JSON, once, with errors that say what was wrong with it.
 pub(crate) fn from_js(value: &JsValue, what: &str) -> Result<Value> {
     if value.is_undefined() {
@@ -33,13 +55,42 @@ pub(crate) fn from_js(value: &JsValue, what: &str) -> Result<Value> {
             .unwrap_or_else(|| "it cannot be serialised".into());
         Error::invalid_argument(format!("{what} cannot be read as JSON: {reason}"))
     })?;
-    let Some(text) = JsValue::from(text).as_string() else {
+    let Some(text) = js_string(&text.into(), what)? else {
         return Err(Error::invalid_argument(format!("{what} cannot be read as JSON: it is {}", js_type(value))));
     };
     parse_json_text(&text, what)
 }
 
+/// About what parsing `text` allocates: its strings, and a value of some 64 bytes (with its
+/// map or vector slot) for each element; counted outside strings.
+fn parse_estimate(text: &str) -> usize {
+    let (mut nodes, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' | b',' => nodes += 1,
+                _ => {}
+            }
+        }
+    }
+    text.len().saturating_add(nodes.saturating_mul(64))
+}
+
 pub(crate) fn parse_json_text(text: &str, what: &str) -> Result<Value> {
+    if text.len() > LARGE {
+        let needed = parse_estimate(text);
+        if !room_for(needed) {
+            return Err(Error::out_of_memory(what, needed));
+        }
+    }
     match serde_json::from_str(text) {
         Ok(value) => Ok(value),
         Err(error) if error.to_string().contains("recursion limit") => {
@@ -95,10 +146,101 @@ fn replace_lone_surrogates(json: &str) -> Option<String> {
     Some(out)
 }
 
+/// JSON text written with every growth of the buffer reserved first: running out of memory is
+/// an error (`OutOfRoom`), not a trap.
+struct Text(Vec<u8>);
+
+struct OutOfRoom(usize);
+
+impl std::io::Write for Text {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes).map(|_| bytes.len())
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.0.capacity() - self.0.len() < bytes.len() {
+            let wanted = self.0.len().saturating_add(bytes.len()).max(self.0.capacity().saturating_mul(2));
+            if self.0.try_reserve_exact(wanted - self.0.len()).is_err() {
+                self.0.try_reserve_exact(bytes.len()).map_err(|_| std::io::Error::other(OutOfRoom(wanted)))?;
+            }
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for OutOfRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "out of memory at {} bytes", self.0)
+    }
+}
+
+impl std::fmt::Display for OutOfRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+impl std::error::Error for OutOfRoom {}
+
 /// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
 pub(crate) fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
-    let text = serde_json::to_string(value).map_err(|e| Error::internal(format!("serialising a result: {e}")))?;
-    JSON::parse(&text).map_err(|_| Error::internal("the engine could not parse a result the library serialised"))
+    let mut text = Text(Vec::new());
+    if let Err(error) = serde_json::to_writer(&mut text, value) {
+        let room = std::error::Error::source(&error)
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .and_then(std::io::Error::get_ref)
+            .and_then(|e| e.downcast_ref::<OutOfRoom>());
+        return Err(match room {
+            Some(OutOfRoom(bytes)) => Error::out_of_memory("the result", *bytes),
+            None => Error::internal(format!("serialising a result: {error}")),
+        });
+    }
+    // serde_json writes valid UTF-8.
+    let text = String::from_utf8(text.0).map_err(|_| Error::internal("a result serialised to invalid UTF-8"))?;
+    JSON::parse(&text).map_err(|_| {
+        if text.len() > 1 << 28 {
+            Error::resource(format!(
+                "the result is {} of JSON, longer than the JS engine's strings can be",
+                crate::error::human_bytes(text.len())
+            ))
+        } else {
+            Error::internal("the engine could not parse a result the library serialised")
+        }
+    })
+}
+
+/// Bytes from a `Uint8Array` (a Node `Buffer` is one), another typed array or `DataView`, or an
+/// `ArrayBuffer`, copied into the wasm; at most `max` of them.
+pub(crate) fn bytes_arg(value: &JsValue, what: &str, max: usize) -> Result<Vec<u8>> {
+    let view = if let Some(buffer) = value.dyn_ref::<js_sys::ArrayBuffer>() {
+        js_sys::Uint8Array::new(buffer)
+    } else if js_sys::ArrayBuffer::is_view(value) {
+        let view: &js_sys::DataView = value.unchecked_ref();
+        js_sys::Uint8Array::new_with_byte_offset_and_length(
+            &view.buffer(),
+            view.byte_offset() as u32,
+            view.byte_length() as u32,
+        )
+    } else {
+        return Err(Error::invalid_argument(format!(
+            "{what} must be a Uint8Array or an ArrayBuffer, got {}",
+            js_type(value)
+        )));
+    };
+    let length = view.length() as usize;
+    if length > max {
+        return Err(Error::invalid_argument(format!("{what} has {length} bytes, more than the {max} it can have")));
+    }
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(length).map_err(|_| Error::out_of_memory(what, length))?;
+    bytes.resize(length, 0);
+    view.copy_to(&mut bytes);
+    Ok(bytes)
 }
 
 pub(crate) fn string_arg(value: &JsValue, what: &str) -> Result<String> {

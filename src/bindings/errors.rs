@@ -1,7 +1,7 @@
 //! Errors across the boundary: every core `Error` becomes the typed JS error the package's entry
 //! installed a factory for (a `ContextCompactorError` subclass), so that methods can use `?`.
 
-use std::cell::RefCell;
+use std::cell::OnceCell;
 
 use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -12,7 +12,9 @@ use crate::error::Error;
 pub(crate) type JsResult<T> = std::result::Result<T, JsValue>;
 
 thread_local! {
-    static ERROR_FACTORY: RefCell<Option<Function>> = const { RefCell::new(None) };
+    /// Set once by the entry (a `OnceCell`, not a `RefCell`: reading it takes no borrow that a
+    /// trap could leave held).
+    static ERROR_FACTORY: OnceCell<Function> = const { OnceCell::new() };
 }
 
 /// Installs the function that turns an error kind, message and details into the JS error to
@@ -24,7 +26,10 @@ pub fn set_error_factory(
     )]
     factory: Function,
 ) {
-    ERROR_FACTORY.with(|slot| *slot.borrow_mut() = Some(factory));
+    ERROR_FACTORY.with(|slot| {
+        // Installed once per instance; a second install (the same factory) changes nothing.
+        let _ = slot.set(factory);
+    });
 }
 
 impl From<Error> for JsValue {
@@ -38,7 +43,7 @@ impl From<Error> for JsValue {
         if let Some(path) = &error.path {
             let _ = Reflect::set(&details, &"path".into(), &JsValue::from_str(path));
         }
-        let factory = ERROR_FACTORY.with(|slot| slot.borrow().clone());
+        let factory = ERROR_FACTORY.with(|slot| slot.get().cloned());
         if let Some(factory) = factory {
             let made = factory.call3(
                 &JsValue::NULL,

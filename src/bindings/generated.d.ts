@@ -1,7 +1,7 @@
 // Generated from the Rust types by src/bindings/typescript.rs (ts-rs): do not edit.
 // `UPDATE_TYPES=1 cargo test --lib typescript` rewrites it.
 
-export type Format = "openai" | "anthropic";
+export type Format = "openai" | "anthropic" | "openai-responses" | "ai-sdk";
 
 export type CountOptions = { 
 /**
@@ -52,6 +52,58 @@ counted?: number, };
 export type CalibrationFactor = { model: string, factor: number, low: number, high: number, observations: number, };
 
 export type CalibratedCount = { counted: number, tokens: number, upper: number, model: string, factor: number, low: number, high: number, observations: number, };
+
+export type LoadOptions = { 
+/**
+ * The file's name, as a hint (`session.jsonl`, `run.traj`) and for messages.
+ */
+name?: string, 
+/**
+ * Which run of a tau-bench run list (default 0).
+ */
+run?: number, };
+
+export type LoadedConversationBase = { 
+/**
+ * The format of `messages`.
+ */
+format: Format, source: ConversationSource, 
+/**
+ * Ready to append: an OpenAI array, or Anthropic's `{ system?, messages }`.
+ */
+messages: OpenAIMessage[] | AnthropicRequest, 
+/**
+ * Per message, in the order `appendMany` appends them, where it came from.
+ */
+origins: Array<LoadOrigin>, skipped: Array<LoadSkipped>, marks: Array<LoadMark>, notes: Array<string>, run?: LoadRun, };
+
+export type ConversationSource = "openai" | "anthropic" | "claude-code" | "swe-agent" | "tau-bench";
+
+export type LoadOrigin = { line?: number, 
+/**
+ * Every line, when the message was merged from several (one API response split over records).
+ */
+lines?: Array<number>, 
+/**
+ * The JSON path of the message in the file (`history[3]`, `[0].traj[5]`, `system`).
+ */
+record?: string, };
+
+export type LoadSkipped = { line?: number, record?: string, reason: string, };
+
+export type LoadMark = { index: number, kind: LoadMarkKind, line?: number, record?: string, 
+/**
+ * A compaction's trigger (`manual`, `auto`), as the agent logged it.
+ */
+trigger?: string, 
+/**
+ * The tokens the agent counted before the compaction, as it logged them.
+ */
+preTokens?: number, };
+
+export type LoadMarkKind = "meta" | "compactSummary" | "localCommand" | "compactBoundary";
+
+export type LoadRun = { index: number, count: number, taskId?: unknown, };
 
 export type HistoryOptions = { encoding?: EncodingName, format?: Format, };
 

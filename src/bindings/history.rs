@@ -66,8 +66,8 @@ impl ConversationHistory {
     }
 
     #[wasm_bindgen(getter)]
-    pub fn length(&self) -> u32 {
-        self.session.get().map_or(0, |s| u32::try_from(s.history.len()).unwrap_or(u32::MAX))
+    pub fn length(&self) -> JsResult<u32> {
+        Ok(u32::try_from(self.session.get()?.history.len()).unwrap_or(u32::MAX))
     }
 
     #[wasm_bindgen(getter, unchecked_return_type = "EncodingName")]

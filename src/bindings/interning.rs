@@ -174,7 +174,7 @@ impl RequestCache {
             }
         }
         match assembled.format {
-            Format::OpenAi => Ok(out.into()),
+            Format::OpenAi | Format::Responses | Format::AiSdk => Ok(out.into()),
             Format::Anthropic => {
                 let request = Object::new();
                 if let Some(system) = &assembled.system {

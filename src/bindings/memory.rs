@@ -167,6 +167,8 @@ pub fn recall_context_tool(#[wasm_bindgen(unchecked_param_type = "Format")] form
     let tool = match Format::parse(&string_arg(&format, "the format")?)? {
         Format::OpenAi => recall::openai_tool(),
         Format::Anthropic => recall::anthropic_tool(),
+        Format::Responses => recall::responses_tool(),
+        Format::AiSdk => recall::ai_sdk_tool(),
     };
     Ok(to_js(&tool)?)
 }

@@ -3,11 +3,14 @@
 //! bridge (`errors`) and the JS objects a build reuses (`interning`); the functions below.
 //! No domain logic: every method reads its arguments, calls the core, and hands back its result.
 
+mod allocator;
 mod conversion;
 mod errors;
 mod history;
 mod interning;
+mod load;
 mod memory;
+mod recovery;
 mod session;
 mod tokenizer;
 #[cfg(test)]
@@ -17,7 +20,9 @@ use wasm_bindgen::prelude::*;
 
 pub use errors::set_error_factory;
 pub use history::ConversationHistory;
+pub use load::load_conversation;
 pub use memory::{recall_context_tool, MemoryModule};
+pub use recovery::recover_after_trap;
 pub use session::Session;
 pub use tokenizer::Tokenizer;
 
@@ -66,15 +71,20 @@ pub fn resolve_profile(#[wasm_bindgen(unchecked_param_type = "string")] model: J
 #[wasm_bindgen(js_name = loadRanks)]
 pub fn load_ranks(
     #[wasm_bindgen(unchecked_param_type = "EncodingName")] encoding: JsValue,
-    table: &[u8],
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] table: JsValue,
 ) -> JsResult<()> {
     let name = string_arg(&encoding, "the encoding")?;
     let bpe = Encoding::named(&name).ok().and_then(Encoding::bpe).ok_or_else(|| {
         Error::invalid_argument(format!("no rank table for {name:?}: expected \"o200k_base\" or \"cl100k_base\""))
     })?;
-    crate::bpe::load_ranks(bpe, table).map_err(|e| Error::invalid_argument(e.to_string()))?;
+    let table = conversion::bytes_arg(&table, "the rank table", MAX_RANK_TABLE_BYTES)?;
+    crate::bpe::load_ranks(bpe, &table).map_err(|e| Error::invalid_argument(e.to_string()))?;
     Ok(())
 }
+
+/// Larger than any rank table this build ships (o200k_base's is 2.2 MB): bigger bytes are refused
+/// unread.
+const MAX_RANK_TABLE_BYTES: usize = 16 << 20;
 
 /// Converts a message list between formats, for what both can express.
 #[wasm_bindgen(js_name = convertMessages, unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]

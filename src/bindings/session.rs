@@ -2,7 +2,6 @@
 //! `Shared`, the one session every JS object that shows part of it (`session.history`,
 //! `session.memory`) holds.
 
-use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
 
 use serde::Deserialize;
@@ -14,34 +13,47 @@ use super::errors::JsResult;
 use super::history::ConversationHistory;
 use super::interning::RequestCache;
 use super::memory::MemoryModule;
+use super::recovery::{reclaim, Held, Lock, Recover};
 use crate::error::{Error, Result};
 use crate::message;
 use crate::session::{Session as CoreSession, SessionOptions, DEFAULT_MAX_LOOPS};
 
-/// A session shared by the JS objects that show parts of it: the JS side is single-threaded, so
-/// a `RefCell` suffices, and a borrow that fails (a re-entrant call from user code we ran, such
-/// as a `toJSON`) is an error, not a panic.
+/// A session shared by the JS objects that show parts of it. The JS side is single-threaded, so
+/// one call at a time uses it; a call that finds it in use (a re-entrant call from user code the
+/// library ran, such as a `toJSON`) gets an error, not a panic. Its locks are `recovery::Lock`s,
+/// which the recovery takes back after a trap left them held.
 #[derive(Clone)]
 pub(crate) struct Shared(Rc<SharedState>);
 
 struct SharedState {
-    session: RefCell<CoreSession>,
-    request: RefCell<RequestCache>,
+    session: Lock<CoreSession>,
+    request: Lock<RequestCache>,
+}
+
+impl Recover for SharedState {
+    unsafe fn recover(&self) -> bool {
+        // SAFETY: the caller's (no call under way).
+        let undone = unsafe { reclaim(&self.session) }.recover_after_trap();
+        // The interned JS objects of the last build may have been caught mid-update: leaked.
+        let mut request = unsafe { reclaim(&self.request) };
+        std::mem::forget(std::mem::take(&mut *request));
+        undone
+    }
 }
 
 impl Shared {
     pub(crate) fn new(session: CoreSession) -> Shared {
-        Shared(Rc::new(SharedState { session: RefCell::new(session), request: RefCell::new(RequestCache::default()) }))
+        Shared(Rc::new(SharedState { session: Lock::new(session), request: Lock::new(RequestCache::default()) }))
     }
 
-    pub(crate) fn get(&self) -> Result<RefMut<'_, CoreSession>> {
-        self.0.session.try_borrow_mut().map_err(|_| {
+    pub(crate) fn get(&self) -> Result<Held<'_, CoreSession>> {
+        Held::take(&self.0.session, self.0.clone())?.ok_or_else(|| {
             Error::conflict("this session is already in use by a call that has not returned (a re-entrant call?)")
         })
     }
 
-    pub(crate) fn request_cache(&self) -> Result<RefMut<'_, RequestCache>> {
-        self.0.request.try_borrow_mut().map_err(|_| Error::internal("the build cache is in use"))
+    pub(crate) fn request_cache(&self) -> Result<Held<'_, RequestCache>> {
+        Held::take(&self.0.request, self.0.clone())?.ok_or_else(|| Error::internal("the build cache is in use"))
     }
 }
 
@@ -134,7 +146,8 @@ impl Session {
                 .into())
             }
         };
-        self.shared.get()?.metadata = map;
+        // One move, the old map dropped after: a trap leaves either map whole.
+        drop(std::mem::replace(&mut self.shared.get()?.metadata, map));
         Ok(())
     }
 

@@ -71,7 +71,12 @@ export type ProviderUsage =
   | { prompt_tokens: number; [key: string]: unknown }
   | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null; [key: string]: unknown };
 
-export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal";
+/** A conversation read from a file: `history.appendMany(loaded.messages, loaded.format)` takes it as it is. */
+export type LoadedConversation =
+  | (Omit<LoadedConversationBase, "format" | "messages"> & { format: "openai"; messages: OpenAIMessage[] })
+  | (Omit<LoadedConversationBase, "format" | "messages"> & { format: "anthropic"; messages: AnthropicRequest });
+
+export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Internal" | "Resource";
 
 /**
  * What a build hands over, by format: request-mode messages, with only the fields each API

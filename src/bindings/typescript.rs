@@ -28,6 +28,8 @@ use crate::session::{
 use crate::tokens::calibration::{Calibrated, Factor};
 use crate::tokens::{ChatCount, RequestCount};
 
+use crate::load::{LoadOptions, Loaded, Mark, MarkKind, Origin, RunInfo, Skipped, Source};
+
 use super::history::{BuildResult, RecordUsageOptions};
 use super::interning::LayoutEntry;
 use super::tokenizer::CountOptions;
@@ -48,6 +50,15 @@ fn declarations() -> String {
         RecordUsageOptions::decl(&cfg),
         Factor::decl(&cfg),
         Calibrated::decl(&cfg),
+        // Conversation files.
+        LoadOptions::decl(&cfg),
+        Loaded::decl(&cfg),
+        Source::decl(&cfg),
+        Origin::decl(&cfg),
+        Skipped::decl(&cfg),
+        Mark::decl(&cfg),
+        MarkKind::decl(&cfg),
+        RunInfo::decl(&cfg),
         HistoryOptions::decl(&cfg),
         // Build options.
         BuildSpec::decl(&cfg),

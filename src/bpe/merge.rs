@@ -18,6 +18,9 @@ impl BpeEncoder {
             return;
         }
         if piece.len() >= 100 {
+            if piece.len() > super::MAX_PIECE_BYTES && super::refused(piece.len()) {
+                return;
+            }
             return self.bpe_large(piece, emit);
         }
         // parts[i] = (start of part i, rank of merging part i with part i + 1).

@@ -15,8 +15,9 @@ mod merge;
 mod pretok;
 mod table;
 
+use std::cell::Cell;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 #[allow(clippy::all)]
 mod generated {
@@ -116,10 +117,46 @@ mod embedded {
     pub(super) static CL100K_DELTA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.delta.cctab"));
 }
 
-static O200K: OnceLock<Result<BpeEncoder, BpeError>> = OnceLock::new();
-static CL100K: OnceLock<Result<BpeEncoder, BpeError>> = OnceLock::new();
+/// An encoder (or why it could not be built), built once and kept for good. Not a `OnceLock`:
+/// its initialisation runs while the lock says "running", and a wasm trap there (out of memory,
+/// or a JS stack overflow while in the wasm) would leave it so, and every later count would
+/// panic. Here the encoder is built first and published by one atomic store of a pointer.
+struct Installed(AtomicPtr<Result<BpeEncoder, BpeError>>);
 
-fn cell(enc: BpeEncoding) -> &'static OnceLock<Result<BpeEncoder, BpeError>> {
+impl Installed {
+    const fn new() -> Installed {
+        Installed(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    fn get(&self) -> Option<&'static Result<BpeEncoder, BpeError>> {
+        let installed = self.0.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer here came from `Box::leak` in `set`, and is never freed.
+        unsafe { installed.as_ref() }
+    }
+
+    /// Installs `built` unless another one already is (native threads may race: the first
+    /// wins, the others are identical and dropped); returns the one installed.
+    fn set(&self, built: Result<BpeEncoder, BpeError>) -> &'static Result<BpeEncoder, BpeError> {
+        let leaked: *mut Result<BpeEncoder, BpeError> = Box::leak(Box::new(built));
+        match self.0.compare_exchange(std::ptr::null_mut(), leaked, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: `leaked` was just leaked, and is now published for good.
+            Ok(_) => unsafe { &*leaked },
+            Err(winner) => {
+                // SAFETY: `leaked` was never published, so this is its only owner; `winner` came
+                // from `Box::leak` and is never freed.
+                unsafe {
+                    drop(Box::from_raw(leaked));
+                    &*winner
+                }
+            }
+        }
+    }
+}
+
+static O200K: Installed = Installed::new();
+static CL100K: Installed = Installed::new();
+
+fn cell(enc: BpeEncoding) -> &'static Installed {
     match enc {
         BpeEncoding::O200kBase => &O200K,
         BpeEncoding::Cl100kBase => &CL100K,
@@ -149,7 +186,7 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
     }
     let enc_built = BpeEncoder::from_table(enc, table, None)?;
     // If another caller installed it meanwhile, theirs is identical (same checksum).
-    let _ = cell(enc).set(Ok(enc_built));
+    cell(enc).set(Ok(enc_built));
     Ok(())
 }
 
@@ -195,7 +232,53 @@ impl CacheEntry {
 }
 
 thread_local! {
-    static CACHE: std::cell::RefCell<Vec<CacheEntry>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Taken out while in use and put back after (not a `RefCell`, whose borrow a wasm trap
+    /// would leave held for good): a trap in between only loses the cache, which is made again.
+    static CACHE: Cell<Option<Box<[CacheEntry]>>> = const { Cell::new(None) };
+}
+
+/// The longest pre-token piece (an unbroken run of letters, of punctuation or of spaces) taken
+/// from outside. Merging a piece takes memory and time in proportion to its length (~28 bytes
+/// of wasm memory a byte), so a text from the caller holding a longer one is refused where it
+/// comes in (see `refusing_long_pieces`) rather than tried, which could exhaust the memory.
+pub const MAX_PIECE_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// Inside `refusing_long_pieces`: pieces over `MAX_PIECE_BYTES` are not encoded.
+    static REFUSING: Cell<bool> = const { Cell::new(false) };
+    /// The longest piece refused so far in the current `refusing_long_pieces`.
+    static REFUSED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f` (which counts or encodes text from outside) with pieces over `MAX_PIECE_BYTES`
+/// refused: `Err` with the longest such piece's length if there was one (whatever `f` made of
+/// the text is then wrong, and must be dropped).
+pub fn refusing_long_pieces<T>(f: impl FnOnce() -> T) -> Result<T, usize> {
+    let outer = (REFUSING.with(|r| r.replace(true)), REFUSED.with(|r| r.replace(0)));
+    let out = f();
+    let refused = REFUSED.with(|r| r.replace(outer.1));
+    REFUSING.with(|r| r.set(outer.0));
+    if refused > 0 {
+        Err(refused)
+    } else {
+        Ok(out)
+    }
+}
+
+/// After a wasm trap (the JS layer's recovery): no `refusing_long_pieces` is under way any more.
+pub fn reset_after_trap() {
+    REFUSING.with(|r| r.set(false));
+    REFUSED.with(|r| r.set(0));
+}
+
+/// Whether a piece of `len` bytes is refused (and noted) rather than merged.
+#[inline(never)]
+fn refused(len: usize) -> bool {
+    if !REFUSING.with(Cell::get) {
+        return false;
+    }
+    REFUSED.with(|r| r.set(r.get().max(len)));
+    true
 }
 
 /// Ranks take the low 18 bits of a slot (`rank + 1`; both vocabularies have < 2^18 - 1
@@ -272,20 +355,21 @@ impl BpeEncoder {
     /// without the feature, the one installed by [`load_ranks`].
     pub fn get(enc: BpeEncoding) -> Result<&'static BpeEncoder, BpeError> {
         #[cfg(feature = "embedded-ranks")]
-        let r = cell(enc).get_or_init(|| match enc {
-            BpeEncoding::O200kBase => BpeEncoder::from_table(enc, embedded::O200K, None),
-            BpeEncoding::Cl100kBase => {
-                // The embedded cl100k table is coded against o200k_base's tokens: reuse the
-                // o200k encoder's if it is built, else decode them just for this (~2 ms).
-                match O200K.get() {
-                    Some(Ok(o)) => BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store)),
-                    _ => {
-                        let base = table::decode(embedded::O200K, None)?;
-                        BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&base))
+        let r = match cell(enc).get() {
+            Some(r) => r,
+            None => cell(enc).set(match enc {
+                BpeEncoding::O200kBase => BpeEncoder::from_table(enc, embedded::O200K, None),
+                BpeEncoding::Cl100kBase => {
+                    // The embedded cl100k table is coded against o200k_base's tokens: reuse the
+                    // o200k encoder's if it is built, else decode them just for this (~2 ms).
+                    match O200K.get() {
+                        Some(Ok(o)) => BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&o.store)),
+                        _ => table::decode(embedded::O200K, None)
+                            .and_then(|base| BpeEncoder::from_table(enc, embedded::CL100K_DELTA, Some(&base))),
                     }
                 }
-            }
-        });
+            }),
+        };
         #[cfg(not(feature = "embedded-ranks"))]
         let r = cell(enc).get().ok_or_else(|| {
             BpeError::new(
@@ -422,17 +506,14 @@ impl BpeEncoder {
         }
         let slot = (hash(piece) >> (64 - CACHE_BITS)) as usize
             + if self.enc == BpeEncoding::O200kBase { 0 } else { 1 << CACHE_BITS };
-        let hit = CACHE.with(|c| {
-            let Ok(c) = c.try_borrow() else { return false };
-            match c.get(slot) {
-                Some(e) if e.n > 0 && e.key.get(..e.len as usize) == Some(piece) => {
-                    e.ids.iter().take(e.n as usize).for_each(|&id| emit(id));
-                    true
-                }
-                _ => false,
-            }
+        let found = CACHE.with(|c| {
+            let table = c.take()?;
+            let entry = table.get(slot).copied();
+            c.set(Some(table));
+            entry
         });
-        if hit {
+        if let Some(e) = found.filter(|e| e.n > 0 && e.key.get(..e.len as usize) == Some(piece)) {
+            e.ids.iter().take(e.n as usize).for_each(|&id| emit(id));
             return;
         }
         let mut e = CacheEntry::EMPTY;
@@ -449,15 +530,11 @@ impl BpeEncoder {
             e.len = piece.len() as u8;
             e.n = n as u8;
             CACHE.with(|c| {
-                let Ok(mut c) = c.try_borrow_mut() else {
-                    return;
-                };
-                if c.is_empty() {
-                    c.resize(2 << CACHE_BITS, CacheEntry::EMPTY);
-                }
-                if let Some(x) = c.get_mut(slot) {
+                let mut table = c.take().unwrap_or_else(|| vec![CacheEntry::EMPTY; 2 << CACHE_BITS].into_boxed_slice());
+                if let Some(x) = table.get_mut(slot) {
                     *x = e;
                 }
+                c.set(Some(table));
             });
         }
     }
@@ -475,6 +552,17 @@ impl BpeEncoder {
         let mut out = Vec::with_capacity(text.len() / 4 + 1);
         self.run(text, |r| out.push(r));
         out
+    }
+
+    /// `encode`, with the memory for the ids reserved first (`None` if it cannot be had): a
+    /// long text is counted first, so that exactly what it needs is asked for.
+    pub fn try_encode(&self, text: &str) -> Option<Vec<u32>> {
+        const SHORT: usize = 1 << 16;
+        let mut out = Vec::new();
+        let needed = if text.len() <= SHORT { text.len() / 4 + 1 } else { self.count(text) };
+        out.try_reserve_exact(needed).ok()?;
+        self.run(text, |r| out.push(r));
+        Some(out)
     }
 
     /// `encode(text).len()`, without building the vector.
@@ -539,11 +627,7 @@ pub fn cold_start_phase(k: u32) -> usize {
 /// new text.
 #[doc(hidden)]
 pub fn clear_piece_cache() {
-    CACHE.with(|c| {
-        if let Ok(mut c) = c.try_borrow_mut() {
-            c.iter_mut().for_each(|e| *e = CacheEntry::EMPTY);
-        }
-    });
+    CACHE.with(|c| c.set(None));
 }
 
 /// Pieces of the pre-tokeniser, for tests that check it against the regex directly.

@@ -69,8 +69,12 @@ impl Compactor {
             build_with_notes(&items, history.encoding(), options, &self.summary, &mut self.reduce, turns)?;
         outcome.context.receipt.calibration = factor.map(|f| f.apply(outcome.context.tokens.total));
         if let Some(record) = &outcome.new_summary {
-            self.summary.current = Some(record.clone());
-            self.summary.generation += 1;
+            let state = SummaryState {
+                current: Some(record.clone()),
+                generation: self.summary.generation + 1,
+                in_progress: self.summary.in_progress.clone(),
+            };
+            self.replace_summary(state);
         }
         self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
         self.last_receipt = Some(outcome.context.receipt.clone());
@@ -106,8 +110,20 @@ impl Compactor {
         &self.summary
     }
 
-    /// Restores a summary state (from storage). Refused if it names messages `history` lacks.
+    /// Restores a summary state (from storage), checked as the live calls check what they
+    /// store (`summary::check_record`, `check_pending`), and against `history`: refused if it
+    /// names messages the history lacks. On error nothing changes.
     pub fn set_summary_state(&mut self, state: SummaryState, history: &ConversationHistory) -> Result<()> {
+        if let Some(current) = &state.current {
+            super::summary::check_record(current, history.encoding())
+                .map_err(|e| Error::invalid_argument(format!("the summary in force: {}", e.message)))?;
+            if state.generation == 0 {
+                return Err(Error::invalid_argument("a summary is in force, but the state says none was ever made"));
+            }
+        }
+        if let Some(pending) = &state.in_progress {
+            super::summary::check_pending(pending)?;
+        }
         for (what, until, index) in state
             .current
             .iter()
@@ -120,9 +136,26 @@ impl Compactor {
                 )));
             }
         }
-        self.summary = state;
+        self.replace_summary(state);
         self.proposed = None;
         Ok(())
+    }
+
+    /// Puts `state` in force with one move (the old state is dropped after), so that a wasm
+    /// trap leaves either state whole.
+    fn replace_summary(&mut self, state: SummaryState) {
+        drop(std::mem::replace(&mut self.summary, state));
+    }
+
+    /// After a wasm trap interrupted a call on this compactor (see `Session::recover_after_trap`):
+    /// its caches may have been caught mid-update, so they are leaked (never dropped: their
+    /// memory may be inconsistent) and start empty; the summary state and the calibration are
+    /// only ever replaced whole.
+    pub fn recover_after_trap(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.reduce));
+        std::mem::forget(std::mem::take(&mut self.forms));
+        std::mem::forget(self.proposed.take());
+        std::mem::forget(self.last_receipt.take());
     }
 
     /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
@@ -136,7 +169,8 @@ impl Compactor {
         }
         match &self.proposed {
             Some(pending) if pending.request_id == request_id => {
-                self.summary.in_progress = Some(pending.clone());
+                let state = SummaryState { in_progress: Some(pending.clone()), ..self.summary.clone() };
+                self.replace_summary(state);
                 Ok(())
             }
             _ => Err(Error::not_found(format!("no summary request {request_id:?}: build again for a current one"))),
@@ -164,11 +198,14 @@ impl Compactor {
             _ => return Err(Error::not_found(format!("no summary request {request_id:?}"))),
         };
         let tokens = super::summary::validate_summary(text, encoding, pending.max_tokens, &pending.required_keys)?;
+        if let Some(created_at) = &created_at {
+            super::summary::check_created_at(created_at, "createdAt")?;
+        }
         let created_at = created_at.unwrap_or_else(|| format!("seq:{}", self.summary.generation + 1));
         let record = super::summary::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
-        self.summary.current = Some(record.clone());
-        self.summary.generation += 1;
-        self.summary.in_progress = None;
+        let state =
+            SummaryState { current: Some(record.clone()), generation: self.summary.generation + 1, in_progress: None };
+        self.replace_summary(state);
         self.proposed = None;
         Ok(record)
     }
@@ -177,7 +214,8 @@ impl Compactor {
     pub fn cancel_summary(&mut self, request_id: &str) -> Result<()> {
         match &self.summary.in_progress {
             Some(pending) if pending.request_id == request_id => {
-                self.summary.in_progress = None;
+                let state = SummaryState { in_progress: None, ..self.summary.clone() };
+                self.replace_summary(state);
                 Ok(())
             }
             _ => Err(Error::not_found(format!("no compaction {request_id:?} in progress"))),
@@ -203,7 +241,12 @@ impl Compactor {
             (None, Some(receipt)) => receipt.tokens_after,
             (None, None) => history.token_count().total,
         };
-        self.calibration.record(model, counted, reported.input_tokens)
+        // Recorded into a copy put in place whole (a few numbers per model): a wasm trap leaves
+        // the calibration as it was or as it is now.
+        let mut calibration = self.calibration.clone();
+        let factor = calibration.record(model, counted, reported.input_tokens)?;
+        drop(std::mem::replace(&mut self.calibration, calibration));
+        Ok(factor)
     }
 
     /// The calibration budgets use: that of the model usage was last recorded for.

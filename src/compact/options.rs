@@ -157,6 +157,9 @@ impl BuildOptions {
         if let Some(summary) = &self.summary {
             summary.validate()?;
         }
+        if let Some(now) = &self.now {
+            super::summary::check_created_at(now, "now")?;
+        }
         Ok(())
     }
 

@@ -35,10 +35,16 @@ fn unit_text(ctx: &Ctx, structure: &Structure, u: usize) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
-/// The pinned units (indices into the structure's units), in order, with why each is pinned.
-pub(crate) fn find(ctx: &Ctx, structure: &Structure) -> Vec<(usize, Vec<PinRole>)> {
-    let users: Vec<usize> =
-        structure.units.iter().enumerate().filter(|(_, u)| u.kind == UnitKind::User).map(|(i, _)| i).collect();
+/// The pinned units (indices into the structure's units), in order, with why each is pinned,
+/// among the units from history index `from` on.
+pub(crate) fn find(ctx: &Ctx, structure: &Structure, from: usize) -> Vec<(usize, Vec<PinRole>)> {
+    let users: Vec<usize> = structure
+        .units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.kind == UnitKind::User && u.first >= from)
+        .map(|(i, _)| i)
+        .collect();
     let mut pins: Vec<(usize, Vec<PinRole>)> = Vec::new();
     let mut add = |u: usize, role: PinRole| match pins.iter_mut().find(|(p, _)| *p == u) {
         Some((_, roles)) if roles.contains(&role) => {}
@@ -146,7 +152,7 @@ mod tests {
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
         let mut cache = ReduceCache::default();
         let structure = structure_for(&items, true, &mut cache);
-        find(&ctx, &structure).into_iter().map(|(u, roles)| (structure.units[u].first, roles)).collect()
+        find(&ctx, &structure, 0).into_iter().map(|(u, roles)| (structure.units[u].first, roles)).collect()
     }
 
     #[test]

@@ -366,15 +366,23 @@ impl<'s> Pass<'s> {
         if state.current.is_some() && summary.is_none() {
             notes.push("the stored summary does not match this history and was ignored".to_string());
         }
-        let boundary = summary.map_or(0, |s| s.until_index + 1);
-        let pinned = super::pins::find(ctx, &structure);
+        // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
+        // summary does; it stays, and so do the instructions, wherever they are.
+        let is_compaction = |unit: &Unit| {
+            unit.kind == UnitKind::System
+                && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
+        };
+        let compaction = structure.units.iter().rev().find(|unit| is_compaction(unit)).map_or(0, |unit| unit.first);
+        let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
+        // Pins are requests the context still answers: none from before a compaction item.
+        let pinned = super::pins::find(ctx, &structure, compaction);
 
         let mut system: Vec<Plan> = Vec::new();
         let mut covered: Vec<usize> = Vec::new();
         let mut active: Vec<usize> = Vec::new();
         let mut pins: Vec<Pin> = Vec::new();
         for (u, unit) in structure.units.iter().enumerate() {
-            if unit.kind == UnitKind::System {
+            if unit.kind == UnitKind::System && !(unit.first < boundary && is_compaction(unit)) {
                 let mut plan = Plan::of(u, unit);
                 ctx.plan_tokens(cache, &mut plan)?;
                 system.push(plan);

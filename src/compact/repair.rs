@@ -214,6 +214,19 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
         }
     }
 
+    // Opaque items go with what they were produced with: reasoning before calls that repair
+    // left out goes too.
+    for i in (1..items.len()).rev() {
+        let parts = |k: usize| items.get(k).map_or(0, |item| item.message.content.parts.len());
+        let emptied =
+            touched.get(i).copied().unwrap_or(false) && (0..parts(i)).all(|j| dropped_parts.contains(&(i, j)));
+        let before = items.get(i - 1).map(|item| item.message);
+        if emptied && before.is_some_and(|m| m.role == Role::Assistant && m.is_opaque()) {
+            dropped_parts.extend((0..parts(i - 1)).map(|j| (i - 1, j)));
+            mark(&mut touched, i - 1);
+        }
+    }
+
     // Pass 2: units.
     let mut units: Vec<Unit> = Vec::new();
     let mut unit_of_assistant: FastMap<usize, usize> = FastMap::default();
@@ -261,7 +274,9 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 } else {
                     Vec::new()
                 };
-                if had_drops && !kept.iter().any(|&j| parts.get(j).is_some_and(is_substantive)) {
+                // Reasoning left without the calls it led to is left out with them.
+                let says = |p: &Part| is_substantive(p) && !p.is_opaque();
+                if had_drops && !kept.iter().any(|&j| parts.get(j).is_some_and(says)) {
                     repairs.push(Repair { id: item.id.to_string(), kind: RepairKind::EmptyAfterRepair, call_id: None });
                     continue;
                 }

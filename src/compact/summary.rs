@@ -18,6 +18,9 @@ pub const DEFAULT_COMPACT_PROMPT: &str = "Summarise the work so far, keeping the
 \n\
 Write the summary as JSON, complete but concise.";
 
+/// The fewest tokens a summary may be asked to fit in.
+pub const MIN_SUMMARY_TOKENS: u32 = 16;
+
 /// Where the summary goes in the context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -102,8 +105,8 @@ impl SummaryOptions {
         if !(self.new_token_ratio > 0.0 && self.new_token_ratio.is_finite()) {
             return Err(Error::invalid_argument("summary.newTokenRatio must be a positive number"));
         }
-        if self.max_tokens < 16 {
-            return Err(Error::invalid_argument("summary.maxTokens must be at least 16"));
+        if self.max_tokens < MIN_SUMMARY_TOKENS {
+            return Err(Error::invalid_argument(format!("summary.maxTokens must be at least {MIN_SUMMARY_TOKENS}")));
         }
         if self.prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
             return Err(Error::invalid_argument("summary.prompt must not be empty"));
@@ -251,7 +254,9 @@ pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, require
     if text.trim().is_empty() {
         return Err(Error::invalid_argument("the summary is empty"));
     }
-    let tokens = u32::try_from(encoding.count(text)).unwrap_or(u32::MAX);
+    let tokens = crate::tokens::from_outside(|| encoding.count(text))
+        .map_err(|e| Error::invalid_argument(format!("the summary cannot be counted: {}", e.message)))?;
+    let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
     if tokens > max_tokens {
         return Err(Error::invalid_argument(format!(
             "the summary has {tokens} tokens, over its budget of {max_tokens}"
@@ -266,6 +271,141 @@ pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, require
     Ok(tokens)
 }
 
+/// A summary's `createdAt` (the caller's, or a build's `now`): an ISO 8601 date or date-time
+/// (`2025-11-23`, `2025-11-23T17:05:00Z`, `2025-11-23T17:05:00.123+01:00`, what JS's
+/// `toISOString()` writes), or the core's own `seq:N` when the caller gives none.
+pub fn check_created_at(created_at: &str, what: &str) -> Result<()> {
+    let refused = || {
+        Err(Error::invalid_argument(format!(
+            "{what} {created_at:?} is not a date: expected an ISO 8601 date or date-time such as \
+             \"2025-11-23T17:05:00Z\" (JS: new Date().toISOString())"
+        )))
+    };
+    if let Some(n) = created_at.strip_prefix("seq:") {
+        return match !n.is_empty() && n.len() <= 20 && n.bytes().all(|b| b.is_ascii_digit()) {
+            true => Ok(()),
+            false => refused(),
+        };
+    }
+    let b = created_at.as_bytes();
+    let number = |range: std::ops::Range<usize>| -> Option<u32> {
+        let digits = b.get(range)?;
+        digits.iter().all(u8::is_ascii_digit).then(|| digits.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+    };
+    let (Some(year), Some(month), Some(day)) = (number(0..4), number(5..7), number(8..10)) else { return refused() };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return refused(),
+    };
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !(1..=days).contains(&day) {
+        return refused();
+    }
+    if b.len() == 10 {
+        return Ok(());
+    }
+    // The time: `T` (or a space) and hh:mm, then :ss, a fraction, and a zone, each optional.
+    let (Some(hour), Some(minute)) = (number(11..13), number(14..16)) else { return refused() };
+    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || b.get(13) != Some(&b':') || hour > 23 || minute > 59 {
+        return refused();
+    }
+    let mut at = 16;
+    if b.get(at) == Some(&b':') {
+        match number(at + 1..at + 3) {
+            Some(second) if second <= 60 => at += 3,
+            _ => return refused(),
+        }
+        if b.get(at) == Some(&b'.') {
+            let digits = b.get(at + 1..).unwrap_or_default().iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 {
+                return refused();
+            }
+            at += 1 + digits;
+        }
+    }
+    let zone_ok = match b.get(at..).unwrap_or_default() {
+        [] | [b'Z' | b'z'] => true,
+        [b'+' | b'-', ..] => {
+            b.len() == at + 6
+                && b.get(at + 3) == Some(&b':')
+                && number(at + 1..at + 3).is_some_and(|h| h <= 23)
+                && number(at + 4..at + 6).is_some_and(|m| m <= 59)
+        }
+        _ => false,
+    };
+    if zone_ok {
+        Ok(())
+    } else {
+        refused()
+    }
+}
+
+/// Everything a summary in force must be, checked alike for one just made and one restored
+/// from storage (`Compactor::set_summary_state`, an import): text that passes
+/// `validate_summary`, as many tokens as it says, a `createdAt` that is a date, and figures
+/// that add up. (Where it sits in the history is checked against the history.)
+pub fn check_record(record: &SummaryRecord, encoding: Encoding) -> Result<()> {
+    let tokens = validate_summary(&record.text, encoding, u32::MAX, &[])?;
+    if tokens != record.tokens {
+        return Err(Error::invalid_argument(format!(
+            "the summary says it has {} tokens, but its text has {tokens}",
+            record.tokens
+        )));
+    }
+    check_created_at(&record.created_at, "createdAt")?;
+    if record.request_id.is_empty() {
+        return Err(Error::invalid_argument("the summary names no request"));
+    }
+    if record.message_count == 0 || record.message_count > record.until_index.saturating_add(1) {
+        return Err(Error::invalid_argument(format!(
+            "the summary stands for {} messages, but there are {} up to the last it covers",
+            record.message_count,
+            record.until_index.saturating_add(1)
+        )));
+    }
+    let rate = compression_rate(record.tokens, record.original_tokens);
+    // NaN (a value no record could have) is refused too.
+    if (record.compression_rate - rate).abs().is_nan() || (record.compression_rate - rate).abs() > 1e-9 {
+        return Err(Error::invalid_argument(format!(
+            "the summary's compressionRate is {}, but its tokens make it {rate}",
+            record.compression_rate
+        )));
+    }
+    Ok(())
+}
+
+/// A compaction under way, as `begin_summary` starts it from a build's request.
+pub fn check_pending(pending: &PendingSummary) -> Result<()> {
+    if pending.request_id.is_empty() {
+        return Err(Error::invalid_argument("the compaction in progress names no request"));
+    }
+    if pending.max_tokens < MIN_SUMMARY_TOKENS {
+        return Err(Error::invalid_argument(format!(
+            "the compaction in progress allows {} tokens, under the least a summary may have ({MIN_SUMMARY_TOKENS})",
+            pending.max_tokens
+        )));
+    }
+    if pending.message_count == 0 || pending.message_count > pending.until_index.saturating_add(1) {
+        return Err(Error::invalid_argument(format!(
+            "the compaction in progress stands for {} messages, but there are {} up to the last it covers",
+            pending.message_count,
+            pending.until_index.saturating_add(1)
+        )));
+    }
+    Ok(())
+}
+
+fn compression_rate(tokens: u32, original_tokens: u64) -> f64 {
+    if original_tokens == 0 {
+        0.0
+    } else {
+        1.0 - f64::from(tokens) / original_tokens as f64
+    }
+}
+
 /// Makes the record for an accepted summary.
 pub fn record(
     pending: &PendingSummary,
@@ -274,8 +414,7 @@ pub fn record(
     created_at: String,
     source: SummarySource,
 ) -> SummaryRecord {
-    let compression_rate =
-        if pending.original_tokens == 0 { 0.0 } else { 1.0 - f64::from(tokens) / pending.original_tokens as f64 };
+    let compression_rate = compression_rate(tokens, pending.original_tokens);
     SummaryRecord {
         request_id: pending.request_id.clone(),
         summarised_until: pending.until.clone(),

@@ -73,10 +73,19 @@ pub struct MemoryExport {
 
 #[derive(Clone, Debug)]
 pub struct MemoryStore {
-    contexts: BTreeMap<u32, ContextSnapshot>,
-    summaries: BTreeMap<u32, MemorySummary>,
+    /// The recorded turns, in increasing order: a turn is recorded by one push (see
+    /// `record_turn`), so a wasm trap never leaves half of one.
+    turns: Vec<Turn>,
+    /// Derived from the turns and the messages the session hands it.
     index: SearchIndex,
     max_snapshot_chars: usize,
+}
+
+/// One recorded turn: its snapshot and its summary.
+#[derive(Clone, Debug)]
+struct Turn {
+    snapshot: ContextSnapshot,
+    summary: MemorySummary,
 }
 
 impl Default for MemoryStore {
@@ -85,42 +94,47 @@ impl Default for MemoryStore {
     }
 }
 
+/// The id a snapshot of `full_context` gets at turn `turn_number`.
+fn snapshot_id(turn_number: u32, full_context: &str) -> String {
+    format!("ctx_{turn_number}_{:08x}", fnv1a(&[full_context]))
+}
+
 impl MemoryStore {
     pub fn new(max_snapshot_chars: usize) -> Self {
-        MemoryStore {
-            contexts: BTreeMap::new(),
-            summaries: BTreeMap::new(),
-            index: SearchIndex::default(),
-            max_snapshot_chars,
-        }
+        MemoryStore { turns: Vec::new(), index: SearchIndex::default(), max_snapshot_chars }
     }
 
-    pub fn turns(&self) -> impl Iterator<Item = u32> + '_ {
-        self.contexts.keys().copied()
+    pub fn turns(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
+        self.turns.iter().map(|t| t.snapshot.turn_number)
     }
 
     pub fn last_turn(&self) -> Option<u32> {
-        self.contexts.keys().next_back().copied()
+        self.turns.last().map(|t| t.snapshot.turn_number)
     }
 
-    pub fn contexts(&self) -> impl Iterator<Item = &ContextSnapshot> {
-        self.contexts.values()
+    pub fn contexts(&self) -> impl DoubleEndedIterator<Item = &ContextSnapshot> {
+        self.turns.iter().map(|t| &t.snapshot)
     }
 
-    pub fn summaries(&self) -> impl Iterator<Item = &MemorySummary> {
-        self.summaries.values()
+    pub fn summaries(&self) -> impl DoubleEndedIterator<Item = &MemorySummary> {
+        self.turns.iter().map(|t| &t.summary)
     }
 
     pub fn max_snapshot_chars(&self) -> usize {
         self.max_snapshot_chars
     }
 
+    fn turn(&self, turn_number: u32) -> Option<&Turn> {
+        let at = self.turns.binary_search_by_key(&turn_number, |t| t.snapshot.turn_number).ok()?;
+        self.turns.get(at)
+    }
+
     pub fn context(&self, turn_number: u32) -> Option<&ContextSnapshot> {
-        self.contexts.get(&turn_number)
+        self.turn(turn_number).map(|t| &t.snapshot)
     }
 
     pub fn summary(&self, turn_number: u32) -> Option<&MemorySummary> {
-        self.summaries.get(&turn_number)
+        self.turn(turn_number).map(|t| &t.summary)
     }
 
     /// Stores one turn: the workspace the agent rendered, its summary and insights.
@@ -133,35 +147,73 @@ impl MemoryStore {
         insights: Vec<String>,
         messages: Option<MessageRange>,
     ) -> Result<&ContextSnapshot> {
-        if turn_number == 0 {
+        let id = snapshot_id(turn_number, &full_context);
+        let snapshot =
+            ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
+        let summary = MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
+        let turn = Turn { snapshot, summary };
+        self.check(self.last_turn(), &turn)?;
+        self.turns
+            .try_reserve(1)
+            .map_err(|_| Error::out_of_memory("the memory's turns", self.turns.len() * std::mem::size_of::<Turn>()))?;
+        self.turns.push(turn);
+        let at = self.turns.len() - 1;
+        self.index_turn(at);
+        self.turns.get(at).map(|t| &t.snapshot).ok_or_else(|| Error::internal("a recorded turn vanished"))
+    }
+
+    /// Everything a turn must be, checked the same for a turn recorded now and one restored
+    /// from an export (`after`: the turn before it, if any): numbered after the last, from 1;
+    /// a snapshot within the limit; a summary that is not empty; the ids and copies that
+    /// `record_turn` derives, as it derives them.
+    fn check(&self, after: Option<u32>, turn: &Turn) -> Result<()> {
+        let Turn { snapshot, summary } = turn;
+        let n = snapshot.turn_number;
+        if n == 0 {
             return Err(Error::invalid_argument("turn numbers start at 1"));
         }
-        if let Some(last) = self.contexts.keys().next_back() {
-            if turn_number <= *last {
-                return Err(Error::invalid_argument(format!(
-                    "turn {turn_number} is not after the last recorded turn ({last}): turns are recorded once, in order"
-                )));
-            }
+        if let Some(last) = after.filter(|last| n <= *last) {
+            return Err(Error::invalid_argument(format!(
+                "turn {n} is not after the last recorded turn ({last}): turns are recorded once, in order"
+            )));
         }
-        let size = full_context.chars().count();
+        let size = snapshot.full_context.chars().count();
         if size > self.max_snapshot_chars {
             return Err(Error::invalid_argument(format!(
-                "the snapshot of turn {turn_number} has {size} characters, over the limit of {}",
+                "the snapshot of turn {n} has {size} characters, over the limit of {}",
                 self.max_snapshot_chars
             )));
         }
-        if summary.trim().is_empty() {
-            return Err(Error::invalid_argument(format!("the summary of turn {turn_number} is empty")));
+        if summary.summary.trim().is_empty() {
+            return Err(Error::invalid_argument(format!("the summary of turn {n} is empty")));
         }
-        let id = format!("ctx_{turn_number}_{:08x}", fnv1a(&[&full_context]));
-        let snapshot =
-            ContextSnapshot { id: id.clone(), turn_number, full_context, summary: summary.clone(), messages };
-        let memory_summary = MemorySummary { id: format!("sum_{id}"), context_id: id, turn_number, summary, insights };
-        self.insert(snapshot, memory_summary);
-        self.contexts.get(&turn_number).ok_or_else(|| Error::internal("a recorded turn vanished"))
+        let id = snapshot_id(n, &snapshot.full_context);
+        if snapshot.id != id {
+            return Err(Error::invalid_argument(format!(
+                "the snapshot of turn {n} is called {:?}, not {id:?} as its text makes it",
+                snapshot.id
+            )));
+        }
+        if summary.turn_number != n || summary.context_id != id || summary.id != format!("sum_{id}") {
+            return Err(Error::invalid_argument(format!(
+                "summary {} (turn {}) points at {}, not at {id} of turn {n}",
+                summary.id, summary.turn_number, summary.context_id
+            )));
+        }
+        if snapshot.summary != summary.summary {
+            return Err(Error::invalid_argument(format!("the snapshot and the summary of turn {n} differ")));
+        }
+        if let Some(range) = &snapshot.messages {
+            if range.from.is_empty() || range.until.is_empty() {
+                return Err(Error::invalid_argument(format!("turn {n} covers a message range without ids")));
+            }
+        }
+        Ok(())
     }
 
-    fn insert(&mut self, snapshot: ContextSnapshot, summary: MemorySummary) {
+    /// Adds turn `at`'s snapshot and summary to the search index.
+    fn index_turn(&mut self, at: usize) {
+        let Some(Turn { snapshot, summary }) = self.turns.get(at) else { return };
         let turn = Some(snapshot.turn_number);
         self.index.add(
             Document { kind: DocumentKind::Snapshot, id: snapshot.id.clone(), turn_number: turn },
@@ -173,8 +225,19 @@ impl MemoryStore {
             .join("\n");
         self.index
             .add(Document { kind: DocumentKind::Summary, id: summary.id.clone(), turn_number: turn }, &summary_text);
-        self.summaries.insert(snapshot.turn_number, summary);
-        self.contexts.insert(snapshot.turn_number, snapshot);
+    }
+
+    /// After a wasm trap interrupted a call on this store's session: the search index may have
+    /// been caught mid-update, so it is made again from the turns (the old one is leaked, never
+    /// dropped); the session indexes its messages again (`Session::sync_index`).
+    pub fn recover_after_trap(&mut self) {
+        let mut fresh = MemoryStore { turns: Vec::new(), index: SearchIndex::default(), max_snapshot_chars: 0 };
+        std::mem::swap(&mut fresh.turns, &mut self.turns);
+        for at in 0..fresh.turns.len() {
+            fresh.index_turn(at);
+        }
+        std::mem::swap(&mut fresh.turns, &mut self.turns);
+        std::mem::forget(std::mem::replace(&mut self.index, fresh.index));
     }
 
     /// Makes a message of the conversation log findable (dropped ones included).
@@ -191,7 +254,7 @@ impl MemoryStore {
     /// counted exactly, with a line naming the omitted turns.
     pub fn cumulative_summary(&self, encoding: Encoding, max_tokens: usize) -> String {
         let lines: Vec<(u32, String)> =
-            self.summaries.values().map(|s| (s.turn_number, turn_line(s.turn_number, &s.summary))).collect();
+            self.summaries().map(|s| (s.turn_number, turn_line(s.turn_number, &s.summary))).collect();
         let compose = |kept: usize| {
             let (omitted, kept) = lines.split_at(lines.len() - kept);
             let mut out = String::new();
@@ -228,8 +291,8 @@ impl MemoryStore {
         MemoryExport {
             format: EXPORT_FORMAT.to_string(),
             version: EXPORT_VERSION,
-            contexts: self.contexts.values().cloned().collect(),
-            summaries: self.summaries.values().cloned().collect(),
+            contexts: self.contexts().cloned().collect(),
+            summaries: self.summaries().cloned().collect(),
         }
     }
 
@@ -252,27 +315,24 @@ impl MemoryStore {
             "memory",
         )?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
-        let mut summaries: BTreeMap<u32, MemorySummary> =
-            export.summaries.into_iter().map(|s| (s.turn_number, s)).collect();
-        let mut previous = 0;
+        let mut summaries: BTreeMap<u32, MemorySummary> = BTreeMap::new();
+        for summary in export.summaries {
+            if let Some(twin) = summaries.insert(summary.turn_number, summary) {
+                return Err(Error::invalid_argument(format!(
+                    "corrupt memory export: turn {} has more than one summary",
+                    twin.turn_number
+                )));
+            }
+        }
         for snapshot in export.contexts {
-            if snapshot.turn_number <= previous {
-                return Err(Error::invalid_argument(format!(
-                    "corrupt memory export: turn {} is out of order or repeated",
-                    snapshot.turn_number
-                )));
-            }
-            previous = snapshot.turn_number;
-            let summary = summaries.remove(&snapshot.turn_number).ok_or_else(|| {
-                Error::invalid_argument(format!("corrupt memory export: turn {} has no summary", snapshot.turn_number))
-            })?;
-            if summary.context_id != snapshot.id {
-                return Err(Error::invalid_argument(format!(
-                    "corrupt memory export: summary {} points at {}, not at {}",
-                    summary.id, summary.context_id, snapshot.id
-                )));
-            }
-            fresh.insert(snapshot, summary);
+            let n = snapshot.turn_number;
+            let summary = summaries
+                .remove(&n)
+                .ok_or_else(|| Error::invalid_argument(format!("corrupt memory export: turn {n} has no summary")))?;
+            let turn = Turn { snapshot, summary };
+            fresh.check(fresh.last_turn(), &turn).map_err(corrupt_memory)?;
+            fresh.turns.push(turn);
+            fresh.index_turn(fresh.turns.len() - 1);
         }
         if let Some(orphan) = summaries.values().next() {
             return Err(Error::invalid_argument(format!(
@@ -280,9 +340,14 @@ impl MemoryStore {
                 orphan.id
             )));
         }
-        *self = fresh;
+        // One replace: the old store is dropped only once the new one is in place.
+        drop(std::mem::replace(self, fresh));
         Ok(())
     }
+}
+
+fn corrupt_memory(error: Error) -> Error {
+    Error::invalid_argument(format!("corrupt memory export: {}", error.message))
 }
 
 /// Seed 003's line for a turn in the cumulative summary.

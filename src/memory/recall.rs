@@ -43,6 +43,16 @@ pub fn anthropic_tool() -> Value {
     json!({"name": TOOL_NAME, "description": DESCRIPTION, "input_schema": input_schema()})
 }
 
+/// For OpenAI Responses' `tools` (a function tool, flat).
+pub fn responses_tool() -> Value {
+    json!({"type": "function", "name": TOOL_NAME, "description": DESCRIPTION, "parameters": input_schema()})
+}
+
+/// For the AI SDK: the tool's name, description and JSON Schema (wrap it with `jsonSchema()`).
+pub fn ai_sdk_tool() -> Value {
+    json!({"name": TOOL_NAME, "description": DESCRIPTION, "inputSchema": input_schema()})
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecallRequest {
     Turns(Vec<u32>),

@@ -1,14 +1,18 @@
-//! The neutral message model: one representation for OpenAI Chat Completions and Anthropic
-//! Messages. Every field the model does not understand is kept verbatim in `extra`, and the
+//! The neutral message model: one representation for OpenAI Chat Completions, Anthropic
+//! Messages, OpenAI Responses input items and AI SDK `ModelMessage`s. Every field the model does not understand is kept verbatim in `extra`, and the
 //! shape the content arrived in is remembered, so parse-then-emit in the source format gives
 //! back the same JSON.
 
+mod aisdk;
 mod anthropic;
 pub(crate) mod json;
 mod openai;
+mod responses;
 
+pub use aisdk::{emit_ai_sdk, parse_ai_sdk, parse_ai_sdk_message};
 pub use anthropic::{emit_anthropic, parse_anthropic, parse_anthropic_message};
 pub use openai::{emit_openai, emit_openai_message, parse_openai, parse_openai_message};
+pub use responses::{emit_responses, parse_responses, parse_responses_item, COMPACTION_TYPE};
 
 use serde_json::{Map, Value};
 
@@ -22,6 +26,12 @@ pub enum Format {
     OpenAi,
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// OpenAI Responses input items (what the Agents SDK keeps as history).
+    #[serde(rename = "openai-responses")]
+    Responses,
+    /// Vercel AI SDK `ModelMessage`s.
+    #[serde(rename = "ai-sdk")]
+    AiSdk,
 }
 
 impl Format {
@@ -29,9 +39,11 @@ impl Format {
         match name {
             "openai" => Ok(Format::OpenAi),
             "anthropic" => Ok(Format::Anthropic),
-            other => {
-                Err(Error::invalid_argument(format!("unknown format {other:?}: expected \"openai\" or \"anthropic\"")))
-            }
+            "openai-responses" => Ok(Format::Responses),
+            "ai-sdk" => Ok(Format::AiSdk),
+            other => Err(Error::invalid_argument(format!(
+                "unknown format {other:?}: expected \"openai\", \"anthropic\", \"openai-responses\" or \"ai-sdk\""
+            ))),
         }
     }
 
@@ -39,7 +51,14 @@ impl Format {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "openai-responses",
+            Format::AiSdk => "ai-sdk",
         }
+    }
+
+    /// Whether the format's request is a plain list (all but Anthropic's `{ system, messages }`).
+    pub fn is_list(self) -> bool {
+        self != Format::Anthropic
     }
 }
 
@@ -48,14 +67,31 @@ pub fn parse(value: Value, format: Format) -> Result<Vec<Message>> {
     match format {
         Format::OpenAi => parse_openai(value),
         Format::Anthropic => parse_anthropic(value),
+        Format::Responses => parse_responses(value),
+        Format::AiSdk => parse_ai_sdk(value),
+    }
+}
+
+/// Parses one message (one item, for Responses) at position `index` of its list.
+pub fn parse_one(value: Value, format: Format, index: usize) -> Result<Message> {
+    match format {
+        Format::OpenAi => parse_openai_message(value, index),
+        Format::Anthropic => parse_anthropic_message(value, index),
+        Format::Responses => parse_responses_item(value, index),
+        Format::AiSdk => parse_ai_sdk_message(value, index),
     }
 }
 
 /// Emits messages in `format` (OpenAI: an array; Anthropic: `{ system?, messages }`).
 pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Value {
+    // A message holding only another format's opaque parts (reasoning items, encrypted thinking,
+    // compaction items) has nothing the target can carry: it is left out, not emptied.
+    let messages = messages.into_iter().filter(move |m| m.source == format || !m.is_opaque());
     match format {
         Format::OpenAi => Value::Array(emit_openai(messages)),
         Format::Anthropic => emit_anthropic(messages),
+        Format::Responses => Value::Array(emit_responses(messages)),
+        Format::AiSdk => Value::Array(emit_ai_sdk(messages)),
     }
 }
 
@@ -63,7 +99,7 @@ pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format)
 /// as `{role: "system", content}`, since Anthropic keeps it in the request's top-level `system`).
 pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
     match (format, emit([message], format)) {
-        (Format::OpenAi, Value::Array(mut list)) => list.pop(),
+        (Format::OpenAi | Format::Responses | Format::AiSdk, Value::Array(mut list)) => list.pop(),
         (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
             Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
             _ => request.remove("system").map(|content| serde_json::json!({"role": "system", "content": content})),
@@ -221,6 +257,20 @@ impl Part {
         Part::Text { text: text.into(), extra: Map::new() }
     }
 
+    /// Whether only its own provider can read it: a reasoning or compaction item, a hosted
+    /// call, encrypted or signed thinking (an AI SDK reasoning part carries its signature in
+    /// `providerOptions`). Such a part is passed on whole, or not at all.
+    pub fn is_opaque(&self) -> bool {
+        match self {
+            Part::Other(value) => {
+                !matches!(value.get("type").and_then(Value::as_str), Some("refusal" | "input_text" | "output_text"))
+            }
+            Part::RedactedThinking { .. } => true,
+            Part::Thinking { signature, extra, .. } => signature.is_some() || extra.contains_key("providerOptions"),
+            _ => false,
+        }
+    }
+
     pub fn kind(&self) -> PartKind {
         match self {
             Part::Text { .. } => PartKind::Text,
@@ -310,6 +360,19 @@ impl Message {
         })
     }
 
+    /// Whether every part is one only its own provider can read (a reasoning item, encrypted or
+    /// redacted thinking, a compaction item): such a message is kept whole or not at all.
+    pub fn is_opaque(&self) -> bool {
+        !self.content.parts.is_empty() && self.content.parts.iter().all(Part::is_opaque)
+    }
+
+    /// Whether this is a provider's compaction item: what came before it is covered by it.
+    pub fn is_compaction(&self) -> bool {
+        self.source == Format::Responses
+            && matches!(self.content.parts.as_slice(),
+                [Part::Other(value)] if value.get("type").and_then(Value::as_str) == Some(COMPACTION_TYPE))
+    }
+
     pub fn has_tool_results(&self) -> bool {
         self.tool_results().next().is_some()
     }
@@ -341,3 +404,6 @@ impl Message {
         out
     }
 }
+
+#[cfg(test)]
+mod formats_tests;

@@ -60,7 +60,7 @@ impl Session {
             loops: self.loops,
             max_loops: self.max_loops,
             subagents_spawned: self.subagents_spawned,
-            turn_start: self.turn_start,
+            turn_start: self.turn_start(),
             metadata: self.metadata.clone(),
             history: HistoryExport {
                 encoding: self.history.encoding(),
@@ -90,35 +90,38 @@ impl Session {
         let HistoryExport { encoding, messages, summary } = export.history;
         session.history = ConversationHistory::from_logged(encoding, messages)?;
         session.compactor.set_summary_state(summary, &session.history).map_err(|e| corrupt("its summary state", e))?;
-        if export.turn_start > session.history.len() {
-            return Err(Error::invalid_argument(format!(
-                "corrupt session export: the turn under way starts at message {}, past the end of the history ({})",
-                export.turn_start,
-                session.history.len()
-            )));
-        }
-        if let Some(memory) = export.memory {
-            session.enable_memory(export.max_snapshot_chars.unwrap_or(memory::DEFAULT_MAX_SNAPSHOT_CHARS))?;
-            for snapshot in &memory.contexts {
-                if let Some(range) = &snapshot.messages {
-                    for id in [&range.from, &range.until] {
-                        if session.history.position(id).is_none() {
-                            return Err(Error::invalid_argument(format!(
-                                "corrupt session export: turn {} covers message {id:?}, which the history does not have",
-                                snapshot.turn_number
-                            )));
-                        }
-                    }
+        match (export.memory, export.max_snapshot_chars) {
+            (Some(memory), max_snapshot_chars) => {
+                session.enable_memory(max_snapshot_chars.unwrap_or(memory::DEFAULT_MAX_SNAPSHOT_CHARS))?;
+                session.memory_mut()?.restore(memory)?;
+                session.check_turn_ranges().map_err(|e| corrupt("its memory", e))?;
+                for summary in session.memory().into_iter().flat_map(|m| m.summaries()) {
+                    let snapshot = session.memory().and_then(|m| m.context(summary.turn_number));
+                    let mut texts = vec![summary.summary.as_str()];
+                    texts.extend(snapshot.map(|s| s.full_context.as_str()));
+                    texts.extend(summary.insights.iter().map(String::as_str));
+                    session.check_turn_texts(&texts).map_err(|e| corrupt("its memory", e))?;
                 }
+                session.sync_index();
             }
-            session.memory_mut()?.restore(memory)?;
-            session.sync_index();
+            (None, Some(_)) => {
+                return Err(Error::invalid_argument(
+                    "corrupt session export: it has a maxSnapshotChars but no memory".to_string(),
+                ))
+            }
+            (None, None) => {}
+        }
+        if export.turn_start != session.turn_start() {
+            return Err(Error::invalid_argument(format!(
+                "corrupt session export: the turn under way starts at message {}, but its recorded turns end at {}",
+                export.turn_start,
+                session.turn_start()
+            )));
         }
         session.parent_id = export.parent_id;
         session.format = export.message_format;
         session.loops = export.loops;
         session.subagents_spawned = export.subagents_spawned;
-        session.turn_start = export.turn_start;
         session.metadata = export.metadata;
         Ok(session)
     }
@@ -127,6 +130,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compact::{BuildOptions, SummaryOptions};
     use crate::session::memory::tests::agent_with_two_turns;
     use serde_json::json;
 
@@ -167,12 +171,142 @@ mod tests {
         })
         .contains("corrupt export"));
         assert!(with(&|v| v["history"]["messages"][0]["id"] = "m9".into()).contains("where \"m1\" belongs"));
-        assert!(with(&|v| v["turnStart"] = 99.into()).contains("past the end of the history"));
+        assert!(with(&|v| v["turnStart"] = 99.into()).contains("but its recorded turns end at 6"));
         assert!(with(&|v| v["loops"] = 11.into()).contains("over its limit"));
         assert!(with(&|v| {
             v["history"]["messages"].as_array_mut().unwrap().truncate(4);
             v["turnStart"] = 4.into();
         })
         .contains("which the history does not have"));
+    }
+
+    /// A session with memory and a summary in force (made by the extractive summariser).
+    fn summarised() -> Session {
+        let mut session = agent_with_two_turns();
+        for i in 0..40 {
+            let turn = json!([
+                {"role": "user", "content": format!("Question {i}: what about the seat map for flight {i}? {}", "Please check. ".repeat(20))},
+                {"role": "assistant", "content": format!("Answer {i}: seat {i}A is free. {}", "It is by the window. ".repeat(20))}
+            ]);
+            session.history.append_values(turn, Format::OpenAi).unwrap();
+        }
+        let summary = SummaryOptions {
+            trigger_tokens: Some(2_000),
+            target_tokens: Some(1_000),
+            min_messages: 5,
+            ..SummaryOptions::default()
+        };
+        let outcome = session.build(&BuildOptions { summary: Some(summary), ..BuildOptions::default() }).unwrap();
+        assert!(outcome.new_summary.is_some(), "the build made a summary");
+        session
+    }
+
+    /// Import checks what the live calls check, with the same functions: what `completeSummary`,
+    /// `recordTurn` or a build would refuse is refused in an export, and in `setSummaryState`.
+    #[test]
+    fn an_import_refuses_what_the_live_calls_refuse() {
+        let session = summarised();
+        let exported = serde_json::to_value(session.export().unwrap()).unwrap();
+        Session::import(exported.clone()).unwrap();
+        let with = |edit: &dyn Fn(&mut Value)| {
+            let mut value = exported.clone();
+            edit(&mut value);
+            Session::import(value).unwrap_err().message
+        };
+        let current = |v: &mut Value| v["history"]["summary"]["current"].clone();
+        assert!(with(&|v| v["history"]["summary"]["current"]["text"] = "".into()).contains("the summary is empty"));
+        assert!(with(&|v| v["history"]["summary"]["current"]["text"] = " \n ".into()).contains("the summary is empty"));
+        assert!(with(&|v| v["history"]["summary"]["current"]["text"] = "a different text".into())
+            .contains("but its text has"));
+        assert!(
+            with(&|v| v["history"]["summary"]["current"]["createdAt"] = "yesterday".into()).contains("is not a date")
+        );
+        assert!(with(&|v| v["history"]["summary"]["current"]["createdAt"] = "2025-02-30T10:00:00Z".into())
+            .contains("is not a date"));
+        assert!(
+            with(&|v| v["history"]["summary"]["current"]["messageCount"] = 0.into()).contains("stands for 0 messages")
+        );
+        assert!(
+            with(&|v| v["history"]["summary"]["current"]["compressionRate"] = 0.5.into()).contains("compressionRate")
+        );
+        assert!(with(&|v| v["history"]["summary"]["generation"] = 0.into()).contains("none was ever made"));
+        assert!(with(&|v| {
+            let mut pending = current(v);
+            let object = pending.as_object_mut().unwrap();
+            object.insert("until".into(), object["summarisedUntil"].clone());
+            object.insert("maxTokens".into(), 8.into());
+            object.insert("requiredKeys".into(), json!([]));
+            for key in ["summarisedUntil", "text", "tokens", "compressionRate", "createdAt", "source"] {
+                object.remove(key);
+            }
+            v["history"]["summary"]["inProgress"] = pending;
+        })
+        .contains("under the least a summary may have"));
+        // The memory: a turn whose range runs backwards, one that skips messages, an empty summary,
+        // a snapshot whose id is not its text's.
+        assert!(with(&|v| {
+            v["memory"]["contexts"][0]["messages"] = json!({"from": "m4", "until": "m1"});
+        })
+        .contains("first to last"));
+        assert!(with(&|v| {
+            v["memory"]["contexts"][1]["messages"] = json!({"from": "m6", "until": "m6"});
+        })
+        .contains("from \"m5\" on"));
+        assert!(with(&|v| {
+            v["memory"]["contexts"][1]["summary"] = "".into();
+            v["memory"]["summaries"][1]["summary"] = "".into();
+        })
+        .contains("the summary of turn 2 is empty"));
+        assert!(with(&|v| v["memory"]["contexts"][0]["fullContext"] = "edited".into()).contains("as its text makes it"));
+        assert!(with(&|v| v["memory"]["summaries"][0]["summary"] = "other".into()).contains("differ"));
+        assert!(with(&|v| v["maxSnapshotChars"] = 4.into()).contains("over the limit of 4"));
+        assert!(with(&|v| {
+            v["memory"] = Value::Null;
+        })
+        .contains("maxSnapshotChars but no memory"));
+
+        // The live calls refuse the same: an empty summary, a createdAt or `now` that is not a date.
+        let mut live = summarised();
+        let state = live.compactor.summary_state().clone();
+        let mut empty = state.clone();
+        if let Some(current) = empty.current.as_mut() {
+            current.text = String::new();
+        }
+        let refused = live.set_summary_state(empty).unwrap_err();
+        assert!(refused.message.contains("the summary is empty"), "{refused}");
+        assert_eq!(live.compactor.summary_state(), &state, "a refused state changes nothing");
+        let now = BuildOptions { now: Some("last tuesday".into()), ..BuildOptions::default() };
+        assert!(live.build(&now).unwrap_err().message.contains("now \"last tuesday\" is not a date"));
+    }
+
+    #[test]
+    fn timestamps_are_iso_dates_or_sequence_numbers() {
+        use crate::compact::summary::check_created_at;
+        for good in [
+            "2025-11-23",
+            "2025-11-23T17:05:00Z",
+            "2025-11-23T17:05:00.123Z",
+            "2025-11-23T17:05Z",
+            "2025-11-23 17:05:00+01:00",
+            "2024-02-29T00:00:00-05:30",
+            "seq:12",
+        ] {
+            assert!(check_created_at(good, "createdAt").is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "2025-13-01",
+            "2023-02-29",
+            "2025-11-23T24:00:00Z",
+            "2025-11-23T17:05:00.Z",
+            "2025-11-23T17:05:00+0100",
+            "2025-11-23T17:05:00Zjunk",
+            "seq:",
+            "seq:x",
+            "1700000000",
+        ] {
+            assert!(check_created_at(bad, "createdAt").is_err(), "{bad}");
+        }
     }
 }

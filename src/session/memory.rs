@@ -61,7 +61,53 @@ impl Session {
     pub fn pending_turn(&self) -> Result<(u32, &[Record])> {
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
         let next = memory.last_turn().map_or(1, |t| t.saturating_add(1));
-        Ok((next, self.history.records().get(self.turn_start..).unwrap_or_default()))
+        Ok((next, self.history.records().get(self.turn_start()..).unwrap_or_default()))
+    }
+
+    /// Where the messages of the turn under way begin: after the last recorded turn's (each
+    /// turn covers the messages appended since the one before).
+    pub fn turn_start(&self) -> usize {
+        self.memory
+            .as_ref()
+            .and_then(|memory| memory.contexts().rev().find_map(|s| s.messages.as_ref()))
+            .and_then(|range| self.history.position(&range.until))
+            .map_or(0, |until| until + 1)
+    }
+
+    /// Checks that the turns' message ranges are what recording them made: each turn covers the
+    /// messages appended since the turn before, first to last (the one place import checks
+    /// them; `record_turn` makes them so).
+    pub(super) fn check_turn_ranges(&self) -> Result<()> {
+        let Some(memory) = &self.memory else { return Ok(()) };
+        let mut next = 0;
+        for snapshot in memory.contexts() {
+            let Some(range) = &snapshot.messages else { continue };
+            let turn = snapshot.turn_number;
+            let position = |id: &str| {
+                self.history.position(id).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "turn {turn} covers message {id:?}, which the history does not have"
+                    ))
+                })
+            };
+            let (from, until) = (position(&range.from)?, position(&range.until)?);
+            if from != next || until < from {
+                let expected = self.history.records().get(next).map_or("none".to_string(), |r| format!("{:?}", r.id));
+                return Err(Error::invalid_argument(format!(
+                    "turn {turn} covers messages {:?} to {:?}, but a turn covers the messages since the turn before, \
+                     from {expected} on, first to last",
+                    range.from, range.until
+                )));
+            }
+            next = until + 1;
+        }
+        Ok(())
+    }
+
+    /// The texts of a turn the tokenizer will have to take (its snapshot, summary and
+    /// insights, counted when recalled), checked as the caller's text is.
+    pub(super) fn check_turn_texts(&self, texts: &[&str]) -> Result<()> {
+        texts.iter().try_for_each(|text| crate::tokens::check_text(self.history.encoding(), text))
     }
 
     /// Ends a turn: stores the workspace snapshot with its summary (the built-in one unless
@@ -86,11 +132,10 @@ impl Session {
                 (summary, input.insights.unwrap_or(insights))
             }
         };
-        let end = self.history.len();
-        let snapshot =
-            self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone();
-        self.turn_start = end;
-        Ok(snapshot)
+        let mut texts = vec![input.workspace_context.as_str(), summary.as_str()];
+        texts.extend(insights.iter().map(String::as_str));
+        self.check_turn_texts(&texts)?;
+        Ok(self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone())
     }
 
     /// What a plugged-in summariser gets for the turn under way: its messages and workspace as
@@ -164,8 +209,15 @@ impl Session {
     /// (an unknown turn, bad arguments), the error marked as one, so that the model can correct
     /// itself. In `format`, or the call's own.
     pub fn answer_recall(&mut self, call: &Value, format: Option<Format>, max_tokens: usize) -> Result<Message> {
+        // A call of the wrong shape is the caller's mistake (typed error); bad arguments are the
+        // model's, answered with an error result it can read.
         let (input, own_format) = match call.get("function") {
-            Some(function) => (function.get("arguments"), Format::OpenAi),
+            Some(function) if function.is_object() => (function.get("arguments"), Format::OpenAi),
+            Some(_) => {
+                return Err(Error::invalid_argument(
+                    "a recall_context call's `function` must be an object (OpenAI's { name, arguments })",
+                ))
+            }
             None => (call.get("input"), Format::Anthropic),
         };
         let id = call

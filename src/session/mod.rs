@@ -40,8 +40,6 @@ pub struct Session {
     loops: u32,
     max_loops: u32,
     subagents_spawned: u32,
-    /// Where the messages of the turn under way begin (everything before belongs to recorded turns).
-    turn_start: usize,
     /// How many logged messages the memory's search index holds.
     indexed: usize,
     pub metadata: Map<String, Value>,
@@ -140,7 +138,6 @@ impl Session {
             loops: 0,
             max_loops,
             subagents_spawned: 0,
-            turn_start: 0,
             indexed: 0,
             metadata: Map::new(),
         }
@@ -200,6 +197,21 @@ impl Session {
 
     pub fn memory(&self) -> Option<&MemoryStore> {
         self.memory.as_ref()
+    }
+
+    /// After a wasm trap interrupted a call on this session (the JS layer's recovery, see
+    /// `bindings`): an append caught half-way is undone, and what is derived (indexes, caches)
+    /// and may have been caught mid-update is made again or dropped. Everything else a call
+    /// changes is changed by one store, or one `mem::replace`, so it is either done or not.
+    /// Returns whether a change was undone.
+    pub fn recover_after_trap(&mut self) -> bool {
+        let undone = self.history.recover_after_trap();
+        self.compactor.recover_after_trap();
+        if let Some(memory) = &mut self.memory {
+            memory.recover_after_trap();
+        }
+        self.indexed = 0;
+        undone
     }
 
     /// Counts one more agent loop; refuses to go past the maximum.

@@ -20,6 +20,12 @@ pub const DEFAULT_WINDOW: usize = 20;
 /// The observed range of ratios, widened by this much on each side.
 pub const BAND_MARGIN: f64 = 0.02;
 
+/// The lowest billed/counted ratio taken as one request's. A provider bills at least what the
+/// messages hold (our Claude estimate can be high by a few tens of percent), so a usage below a
+/// quarter of the count is another request's, and recording it would scale every later budget up
+/// by that factor. A high ratio is legitimate: tool definitions the count did not include.
+pub const LOWEST_PLAUSIBLE_RATIO: f64 = 0.25;
+
 /// Input tokens a provider reported for one request, and the model it names (if it was given
 /// the whole response).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +186,13 @@ impl Calibration {
         if reported == 0 {
             return Err(Error::invalid_argument("the usage reports no input tokens"));
         }
+        let ratio = Observation { counted: counted as u64, reported }.ratio();
+        if ratio < LOWEST_PLAUSIBLE_RATIO {
+            return Err(Error::invalid_argument(format!(
+                "the usage reports {reported} input tokens for a request counted at {counted} (×{ratio:.3}): \
+                 a provider bills at least what it was sent, so that is another request's usage"
+            )));
+        }
         let slot = match self.models.iter().position(|(m, _)| m == model) {
             Some(slot) => slot,
             None => {
@@ -240,6 +253,21 @@ mod tests {
             let error = ReportedUsage::read(&bad).unwrap_err();
             assert!(error.message.contains(says), "{error}");
         }
+    }
+
+    #[test]
+    fn a_usage_far_from_the_count_is_refused_and_changes_nothing() {
+        let mut calibration = Calibration::new(5);
+        calibration.record("gpt-4o", 1000, 1010).unwrap();
+        for reported in [1, 100, 249] {
+            let error = calibration.record("gpt-4o", 1000, reported).unwrap_err();
+            assert!(error.message.contains("another request's usage"), "{error}");
+        }
+        let factor = calibration.latest().unwrap();
+        assert_eq!((factor.factor, factor.observations), (1.01, 1));
+        calibration.record("gpt-4o", 1000, 250).unwrap();
+        // Far above is tool definitions the count left out: learnt, not refused.
+        calibration.record("gpt-4o", 8, 36).unwrap();
     }
 
     #[test]

@@ -187,8 +187,9 @@ fn image_tokens(
     at: &mut Located,
 ) -> usize {
     let rule = images.rule.unwrap_or(match source {
-        Format::OpenAi => ImageRule::openai(None).0,
         Format::Anthropic => ImageRule::Anthropic,
+        // An AI SDK message may go to any provider: counted as OpenAI counts, like the rest.
+        Format::OpenAi | Format::Responses | Format::AiSdk => ImageRule::openai(None).0,
     });
     if !rule.needs_size(detail) {
         return rule.tokens(None, detail);

@@ -15,8 +15,9 @@ pub use chat::{
 };
 pub use request::{count_message_list, count_request, RequestCount, RequestOptions};
 
-use crate::bpe::{BpeEncoder, BpeEncoding};
+use crate::bpe::{BpeEncoder, BpeEncoding, MAX_PIECE_BYTES};
 use crate::error::{Error, Result};
+use crate::message::Message;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Encoding {
@@ -91,12 +92,19 @@ impl Encoding {
         }
     }
 
-    /// The token ids of `text`; the estimate has none.
+    /// `count` of text from outside (see `from_outside`).
+    pub fn count_input(self, text: &str) -> Result<usize> {
+        from_outside(|| self.count(text))
+    }
+
+    /// The token ids of `text` from outside (see `from_outside`); the estimate has none.
     pub fn encode(self, text: &str) -> Result<Vec<u32>> {
         match self.bpe() {
-            Some(bpe) => BpeEncoder::get(bpe)
-                .map(|encoder| encoder.encode(text))
-                .map_err(|e| Error::invalid_argument(e.to_string())),
+            Some(bpe) => {
+                let encoder = BpeEncoder::get(bpe).map_err(|e| Error::invalid_argument(e.to_string()))?;
+                from_outside(|| encoder.try_encode(text))?
+                    .ok_or_else(|| Error::out_of_memory("the token ids", text.len().saturating_mul(4)))
+            }
             None => Err(Error::invalid_argument(
                 "the \"estimate\" encoding counts without tokenizing, so it has no token ids: use o200k_base or cl100k_base",
             )),
@@ -115,6 +123,40 @@ impl<'de> serde::Deserialize<'de> for Encoding {
         let name = String::deserialize(deserializer)?;
         Encoding::parse(&name).map_err(|e| serde::de::Error::custom(e.message))
     }
+}
+
+/// Runs `count`, which tokenizes text that comes from the caller (not text the library derived
+/// from what it already holds): a pre-token piece longer than `bpe::MAX_PIECE_BYTES` is an
+/// error, not tried (merging one costs memory in proportion to its length).
+pub fn from_outside<T>(count: impl FnOnce() -> T) -> Result<T> {
+    crate::bpe::refusing_long_pieces(count).map_err(|length| {
+        Error::invalid_argument(format!(
+            "the text holds an unbroken run of {length} bytes (letters, punctuation or spaces that the tokenizer \
+             cannot split), longer than the {MAX_PIECE_BYTES} it takes"
+        ))
+    })
+}
+
+/// Checks text from the caller that the library will count later (`from_outside`): only a text
+/// longer than `MAX_PIECE_BYTES` can hold a piece that long, so the others cost nothing.
+pub fn check_text(encoding: Encoding, text: &str) -> Result<()> {
+    if text.len() <= MAX_PIECE_BYTES || encoding == Encoding::Estimate {
+        return Ok(());
+    }
+    from_outside(|| encoding.count(text)).map(|_| ())
+}
+
+/// `count_message` of a message from outside (`from_outside`), or `None` when none of its texts
+/// can hold a piece too long to take, which is then counted when first needed. Every text the
+/// count tokenizes has at most 16 bytes per token of the estimate (4 chars a token, 4 bytes a
+/// char), so a message whose estimate is under `MAX_PIECE_BYTES / 16` has no piece that long.
+pub fn count_long_message(encoding: Encoding, message: &Message) -> Result<Option<MessageTokens>> {
+    if encoding == Encoding::Estimate
+        || (count_message(Encoding::Estimate, message).total as usize) <= MAX_PIECE_BYTES / 16
+    {
+        return Ok(None);
+    }
+    from_outside(|| count_message(encoding, message)).map(Some)
 }
 
 /// One token per four characters, rounded up: the usual rule of thumb for English prose.

@@ -139,6 +139,10 @@ pub struct RequestCount {
 /// Counts `request`: `{ messages, system?, tools?, tool_choice?, functions?, function_call?, model? }`
 /// (other request fields are ignored), or a bare message list.
 pub fn count_request(encoding: Encoding, request: Value, options: &RequestOptions) -> Result<RequestCount> {
+    super::from_outside(|| count_request_inner(encoding, request, options))?
+}
+
+fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOptions) -> Result<RequestCount> {
     let mut request = match request {
         Value::Object(map) => map,
         Value::Array(messages) => Map::from_iter([("messages".to_string(), Value::Array(messages))]),
@@ -162,6 +166,12 @@ pub fn count_request(encoding: Encoding, request: Value, options: &RequestOption
     match options.format {
         Format::OpenAi => counting.openai(&mut request, messages, &mut count)?,
         Format::Anthropic => counting.anthropic(&mut request, messages, &mut count)?,
+        Format::Responses | Format::AiSdk => {
+            return Err(Error::invalid_argument(format!(
+                "countRequest reads Chat Completions and Anthropic request bodies; count {} lists with countMessages",
+                options.format.as_str()
+            )))
+        }
     }
     count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
     count.estimate = !count.estimates.is_empty();
@@ -171,6 +181,15 @@ pub fn count_request(encoding: Encoding, request: Value, options: &RequestOption
 /// `Tokenizer.countMessages`: a message list (OpenAI, legacy `function` messages included; or
 /// Anthropic, an array or `{ system, messages }`) with optional tools, counted as one prompt.
 pub fn count_message_list(
+    encoding: Encoding,
+    messages: Value,
+    format: Format,
+    tools: Option<Value>,
+) -> Result<ChatCount> {
+    super::from_outside(|| count_message_list_inner(encoding, messages, format, tools))?
+}
+
+fn count_message_list_inner(
     encoding: Encoding,
     messages: Value,
     format: Format,
@@ -197,7 +216,9 @@ pub fn count_message_list(
                 estimate: count.estimate,
             })
         }
-        Format::Anthropic => count_messages(encoding, &message::parse_anthropic(messages)?, tools.as_ref()),
+        Format::Anthropic | Format::Responses | Format::AiSdk => {
+            count_messages(encoding, &message::parse(messages, format)?, tools.as_ref())
+        }
     }
 }
 

@@ -76,3 +76,19 @@ test("the full entry accepts the same rank files (code written for lite runs on 
   full.loadRanks("cl100k_base", ranks("cl100k_base"));
   assert.throws(() => full.loadRanks("o200k_base", new Uint8Array(10)), full.InvalidArgumentError);
 });
+
+test("rankFile: one file per encoding, each a literal URL a bundler can follow; other names refused", async () => {
+  for (const encoding of ["o200k_base", "cl100k_base"]) {
+    assert.equal(lite.rankFile(encoding).href, new URL(`../../ranks/${encoding}.cctab`, import.meta.url).href);
+  }
+  const url = lite.rankFile("o200k_base");
+  url.pathname = "/elsewhere";
+  assert.notEqual(lite.rankFile("o200k_base").pathname, "/elsewhere", "each call hands out its own URL");
+  throwsInvalidArgument(() => lite.rankFile("estimate"), /no rank file for encoding "estimate"/);
+  throwsInvalidArgument(() => lite.rankFile("toString"), /no rank file/);
+  // Bundlers (Vite, webpack) copy an asset only when its `new URL("…", import.meta.url)` is a literal.
+  const source = readFileSync(new URL("../../dist/lite/wasm.js", import.meta.url), "utf8");
+  for (const encoding of ["o200k_base", "cl100k_base"]) {
+    assert.ok(source.includes(`new URL("../../ranks/${encoding}.cctab", import.meta.url)`), `${encoding}: a literal URL`);
+  }
+});

@@ -37,7 +37,7 @@ test("the tarball holds the package and nothing else", () => {
   for (const f of ["package.json", "dist/node.js", "dist/browser.js", "dist/index.d.ts", "dist/errors.js",
     "pkg/context_compactor.js", "pkg/context_compactor.d.ts", "pkg/context_compactor_bg.wasm",
     "dist/lite/node.js", "dist/lite/browser.js", "dist/lite/index.d.ts", "pkg-lite/context_compactor_bg.wasm",
-    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab"]) {
+    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab", "dist/cli.js"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   for (const f of files) {
@@ -46,6 +46,27 @@ test("the tarball holds the package and nothing else", () => {
   const installed = join(project, "node_modules/context-compactor");
   assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
   assert.ok(!existsSync(join(installed, "node_modules")), "no dependencies");
+});
+
+test("the context-compactor command runs from the installed tarball (node_modules/.bin)", () => {
+  const bin = join(project, "node_modules/.bin/context-compactor");
+  assert.ok(existsSync(bin), "npm linked the bin");
+  const fixture = fileURLToPath(new URL("../../../shared/fixtures/anthropic/claude-code-short.jsonl", import.meta.url));
+  const count = JSON.parse(run(bin, ["count", fixture, "--json"], project));
+  assert.equal(count.loaded.source, "claude-code");
+  assert.ok(count.total > 0);
+  const context = JSON.parse(run(bin, ["compact", fixture, "--budget", "200"], project));
+  assert.ok(Array.isArray(context.messages), "an Anthropic request");
+  assert.match(run(bin, ["--help"], project), /^Usage: context-compactor <command> FILE/);
+  let failed;
+  try {
+    run(bin, ["count", join(project, "missing.json")], project);
+  } catch (error) {
+    failed = error;
+  }
+  assert.equal(failed?.status, 1);
+  assert.match(failed.stderr, /no such file/);
+  console.log(`# bin: count ${count.total} tokens, compact to ${context.messages.length} messages, exit 1 on a missing file`);
 });
 
 test("Node ESM: import { Tokenizer } from \"context-compactor\" in the consumer project", () => {
@@ -112,7 +133,13 @@ new Tokenizer("gpt2");
 import { Tokenizer as LiteTokenizer, loadRanks } from "context-compactor/lite";
 loadRanks("cl100k_base", new Uint8Array(0));
 const lite: number = new LiteTokenizer("cl100k_base").count("hello");
-export { n, ids, count, id, report, converted, index, lite };
+import { loadConversation, type LoadedConversation, type AnthropicRequest } from "context-compactor";
+const loaded: LoadedConversation = loadConversation("[]", { name: "x.json", run: 0 });
+// The format narrows the messages' type.
+const asOpenAI: OpenAIMessage[] = loaded.format === "openai" ? loaded.messages : [];
+const asAnthropic: AnthropicRequest | null = loaded.format === "anthropic" ? loaded.messages : null;
+const where: number | undefined = loaded.origins[0]?.line;
+export { n, ids, count, id, report, converted, index, lite, asOpenAI, asAnthropic, where };
 `);
   // A Node project as `tsc --init` makes it (skipLibCheck), without DOM types; and a strict browser
   // project that checks every .d.ts (wasm-bindgen's output needs DOM and esnext.disposable there).

@@ -98,6 +98,13 @@ export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok" }
   const requests = [];
   const state = { reply, behaviour };
   const server = createServer((req, res) => {
+    // Pages on another localhost port call it too (the demo's tests): answer CORS as the real APIs do.
+    res.setHeader("access-control-allow-origin", "*");
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, { "access-control-allow-methods": "POST", "access-control-allow-headers": "authorization, content-type, x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access", "access-control-max-age": "600" });
+      res.end();
+      return;
+    }
     let raw = "";
     req.on("data", (chunk) => (raw += chunk));
     req.on("end", async () => {
@@ -127,10 +134,12 @@ export async function startFakeProviders({ reply = "SUMMARY", behaviour = "ok" }
         case "slow": return res.on("close", () => {});
       }
       const text = state.behaviour === "empty" ? "" : state.reply;
+      // A rough input figure (about four characters a token), near enough to pass for this request's.
+      const input = Math.max(1, Math.round(JSON.stringify([body.system, body.messages, body.tools]).length / 4));
       if (api === "openai") {
-        send(200, { id: "chatcmpl-1", object: "chat.completion", model: body.model, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: text } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+        send(200, { id: "chatcmpl-1", object: "chat.completion", model: body.model, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: text } }], usage: { prompt_tokens: input, completion_tokens: 1, total_tokens: input + 1 } });
       } else {
-        send(200, { id: "msg_1", type: "message", role: "assistant", model: body.model, content: text === "" ? [] : [{ type: "text", text }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } });
+        send(200, { id: "msg_1", type: "message", role: "assistant", model: body.model, content: text === "" ? [] : [{ type: "text", text }], stop_reason: "end_turn", usage: { input_tokens: input, output_tokens: 1 } });
       }
     });
   });

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{emit_request, validate_parts, Violation};
+use super::{emit_request, lists, validate_parts, Violation};
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
@@ -78,6 +78,13 @@ fn independent(before: Option<&Value>, after: Option<&Value>, format: Format) ->
             !continues_calls
         }
         Format::Anthropic => role(before) != role(after),
+        // A reasoning item goes out only with the item it was produced with.
+        Format::Responses => before.get("type").and_then(Value::as_str) != Some("reasoning"),
+        // A converted tool result takes its toolName from the call before it.
+        // and an assistant message continuing a tool-calling one merges into it.
+        Format::AiSdk => {
+            role(after) != Some("tool") && !(role(after) == Some("assistant") && lists::calls_tools(before))
+        }
     }
 }
 
@@ -195,7 +202,7 @@ impl EmitCache {
     pub fn to_value(&self, assembled: &Assembled) -> Value {
         let messages = Value::Array(self.messages(assembled).cloned().collect());
         match assembled.format {
-            Format::OpenAi => messages,
+            Format::OpenAi | Format::Responses | Format::AiSdk => messages,
             Format::Anthropic => {
                 let mut request = Map::new();
                 if let Some(system) = &assembled.system {

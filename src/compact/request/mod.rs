@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 
 pub mod emitted;
+pub(crate) mod lists;
 mod validate;
 
 use serde_json::{Map, Value};
@@ -29,6 +30,8 @@ pub fn emit_request<'a>(messages: impl IntoIterator<Item = &'a Message>, format:
     Ok(match format {
         Format::OpenAi => sanitize_openai(value),
         Format::Anthropic => sanitize_anthropic(value),
+        Format::Responses => lists::drop_detached_reasoning(value),
+        Format::AiSdk => lists::merge_ai_sdk_continuations(value),
     })
 }
 

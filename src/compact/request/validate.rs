@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{block_keys, is_blank_text};
+use super::{block_keys, is_blank_text, lists};
 use crate::message::Format;
 /// One broken rule in a message list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -18,7 +18,7 @@ pub struct Violation {
     pub message: String,
 }
 
-fn violation(index: Option<usize>, rule: &'static str, message: impl Into<String>) -> Violation {
+pub(super) fn violation(index: Option<usize>, rule: &'static str, message: impl Into<String>) -> Violation {
     Violation { index, rule, message: message.into() }
 }
 
@@ -27,6 +27,10 @@ pub fn validate(value: &Value, format: Format) -> std::result::Result<(), Vec<Vi
     let violations = match format {
         Format::OpenAi => validate_openai(value),
         Format::Anthropic => validate_anthropic(value),
+        Format::Responses | Format::AiSdk => match value.as_array() {
+            Some(list) => lists::validate_list(&list.iter().collect::<Vec<_>>(), format),
+            None => vec![violation(None, "shape", format!("a {} request's input is an array", format.as_str()))],
+        },
     };
     if violations.is_empty() {
         Ok(())
@@ -49,6 +53,7 @@ pub(crate) fn validate_parts(
             validate_anthropic_messages(messages, &mut v);
             v
         }
+        Format::Responses | Format::AiSdk => lists::validate_list(messages, format),
     };
     if violations.is_empty() {
         Ok(())

@@ -1,0 +1,285 @@
+// The demo (www/) in headless Chromium, served as `npm start` serves it (www/serve.mjs: Vite's
+// preview server over www/dist, with the shared fixtures at /fixtures/). A person's path through
+// it: the page counts, a fixture is loaded, stepped until a compaction, the bar and the receipt
+// are checked, a compacted turn is recalled, a malformed file is dropped. Screenshots go to
+// tests/browser/screenshots/. scripts/test.sh builds www/dist first.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { withPage } from "./harness.mjs";
+import { startFakeProviders } from "../support/fake-providers.mjs";
+
+const WWW = new URL("../../www/", import.meta.url);
+const SHOTS = fileURLToPath(new URL("./screenshots/", import.meta.url));
+const FIXTURE = "openai/tau-bench-gpt-4o-airline.json";
+
+let demo;
+
+before(async () => {
+  assert.ok(existsSync(new URL("dist/index.html", WWW)), "www/dist is built (scripts/test.sh builds it)");
+  const { serveDemo } = await import(new URL("serve.mjs", WWW).href);
+  demo = await serveDemo({ port: 0, quiet: true });
+  mkdirSync(SHOTS, { recursive: true });
+});
+
+after(async () => {
+  await demo?.close();
+});
+
+/** Every response the page got: path, status, bytes on the wire (the encoded body), encoding. */
+function recordResponses(page) {
+  const responses = [];
+  page.on("requestfinished", async (request) => {
+    const response = await request.response();
+    const sizes = await request.sizes();
+    responses.push({
+      path: new URL(request.url()).pathname,
+      status: response?.status(),
+      bytes: sizes.responseBodySize,
+      encoding: (await response?.allHeaders())?.["content-encoding"],
+    });
+  });
+  return responses;
+}
+
+const shot = async (page, name, fullPage = true) => {
+  const path = `${SHOTS}${name}.png`;
+  await page.screenshot({ path, fullPage });
+  console.log(`# screenshot: ${path}`);
+};
+
+test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a turn, reports a bad file", async () => {
+  await withPage(async (page, log) => {
+    const responses = recordResponses(page);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(demo.url);
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+
+    // What was downloaded: the lite wasm and the o200k_base table only, both compressed.
+    const stats = await page.textContent("#stats");
+    console.log(`# ${stats}`);
+    const firstCount = Number(await page.getAttribute("#stats", "data-first-count"));
+    assert.ok(firstCount > 0, "the time to the first count is shown");
+    await page.waitForTimeout(100); // requestfinished handlers are async
+    const wasm = responses.filter((r) => r.path.endsWith(".wasm"));
+    const tables = responses.filter((r) => r.path.endsWith(".cctab"));
+    assert.equal(wasm.length, 1, "one wasm");
+    assert.deepEqual(tables.map((t) => t.path.replace(/-[\w-]+\.cctab$/, "")), ["/assets/o200k_base"], "only the table in use");
+    for (const r of [...wasm, ...tables]) assert.equal(r.encoding, "gzip", `${r.path} is served gzipped`);
+    const codeAndTable = wasm[0].bytes + tables[0].bytes;
+    const page1 = responses.reduce((sum, r) => sum + (r.bytes > 0 ? r.bytes : 0), 0);
+    console.log(`# network: wasm ${wasm[0].bytes} + o200k_base ${tables[0].bytes} = ${codeAndTable} bytes gzipped; ` +
+      `the whole page ${page1} bytes in ${responses.length} responses; first count at ${firstCount} ms`);
+    assert.ok(codeAndTable <= 1_000_000, `wasm and table ${codeAndTable} bytes ≤ 1.0 MB`);
+    assert.equal(Number(await page.getAttribute("#stats", "data-bytes")), codeAndTable, "the page shows what the network log shows");
+
+    // A fixture, with the run picker (tau-bench), built for a budget small enough to compact.
+    assert.equal(await page.isHidden("#fixture-picker"), false, "the fixtures are offered");
+    await page.selectOption("#fixture", FIXTURE);
+    await page.click("#load-fixture");
+    await page.waitForSelector("#run-picker:not([hidden])");
+    assert.match(await page.textContent("#run-count"), /of 200/);
+    await page.fill("#run", "3");
+    await page.click("#load-run");
+    await page.waitForFunction(() => /run 3 of 200/.test(document.querySelector("#loaded")?.textContent ?? ""));
+    await page.check('input[name="mode"][value="budget"]');
+    await page.fill("#budget", "3000");
+    await page.dispatchEvent("#budget", "change");
+    await shot(page, "demo-loaded");
+
+    // Step until a compaction happens.
+    await page.click("#to-compaction");
+    await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
+    const progress = await page.textContent("#progress");
+    console.log(`# ${progress}`);
+    const compaction = await page.textContent("#compaction-list details.compaction summary");
+    console.log(`# compaction: ${compaction}`);
+    assert.match(compaction, /After step \d+: [\d,]+ → [\d,]+ tokens; summary [\d,]+ tokens \(extractive\)/);
+
+    // The bar: the parts add up to the total (less the reply priming), within the budget, exact.
+    const parts = await page.$$eval(".bar .part", (els) => Object.fromEntries(els.map((e) => [e.dataset.part, Number(e.dataset.tokens)])));
+    const total = Number(await page.getAttribute(".bar-total", "data-total"));
+    assert.ok(parts.summary > 0, `the summary has tokens (${JSON.stringify(parts)})`);
+    assert.ok(parts.system + parts.summary + parts.recent <= total && total <= 3000, `${JSON.stringify(parts)} of ${total}`);
+    assert.match(await page.textContent(".bar-total"), /exact \(o200k_base\)/);
+    assert.match(await page.textContent(".bar-total"), /within budget/);
+
+    // The receipt lists the summarised run; the history shows the fates; the context holds the summary.
+    assert.ok(await page.$("#compaction-list details[open] .receipt .badge.fate-summarised"), "the receipt has a summarised run");
+    const fates = await page.$$eval("#history-list li.message", (els) => els.map((e) => e.dataset.action));
+    assert.ok(fates.includes("summarised") && fates.includes("kept"), `fates: ${[...new Set(fates)].join(", ")}`);
+    assert.ok(await page.$("#context-list li.section-summary"), "the context has a summary section");
+    assert.ok((await page.textContent("#summary-text pre.summary")).length > 20, "the summary text is shown");
+    await shot(page, "demo-compaction");
+
+    // recall_context on a compacted turn brings its messages back.
+    await page.waitForSelector("#recall-turn:not([disabled])");
+    const turn = await page.$eval("#recall-turn", (s) => s.value);
+    await page.click("#recall-go");
+    await page.waitForSelector("#recall-result .recalled");
+    const recalled = await page.textContent("#recall-result");
+    assert.match(recalled, new RegExp(`Turn ${turn}`));
+    // The memory's turn N is the replay's step N: the recalled messages are those the history labels "turn N".
+    const recalledIds = await page.$$eval("#recall-result .recalled li.message .id", (els) => els.map((e) => e.textContent));
+    const stepIds = await page.$$eval("#history-list li.message", (els, t) => els.filter((e) => e.querySelector(".step")?.textContent === `turn ${t}`).map((e) => e.dataset.id), turn);
+    assert.ok(recalledIds.length > 0, "the turn's messages came back");
+    assert.deepEqual(recalledIds, stepIds, `turn ${turn}: the step's messages`);
+    assert.match(await page.textContent("#recall-result details pre"), /"role": "tool"/, "answerRecall's tool message (OpenAI)");
+    await page.$eval("#recall", (el) => el.scrollIntoView());
+    await shot(page, "demo-recall");
+
+    // The session is in the sidebar.
+    const listed = await page.$$eval("#sessions [data-session] strong", (els) => els.map((e) => e.textContent));
+    assert.ok(listed.includes("tau-bench-gpt-4o-airline.json, run 3"), `sessions: ${listed.join(", ")}`);
+
+    // To the end: every step appended, the page still answers.
+    await page.click("#to-end");
+    await page.waitForFunction(() => /Step (\d+) of \1/.test(document.querySelector("#progress")?.textContent ?? ""));
+
+    // A malformed Claude Code log, dropped on the page: the loader's error names the line and field.
+    const bad = [
+      JSON.stringify({ type: "user", uuid: "a", message: { role: "user", content: "hello" } }),
+      JSON.stringify({ type: "assistant", uuid: "b", messages: { role: "assistant", content: "typo'd key" } }),
+    ].join("\n");
+    const dataTransfer = await page.evaluateHandle((text) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([text], "broken-session.jsonl", { type: "application/json" }));
+      return transfer;
+    }, bad);
+    await page.dispatchEvent("#drop", "drop", { dataTransfer });
+    await page.waitForSelector("#load-error:not([hidden])");
+    const error = await page.textContent("#load-error");
+    console.log(`# error shown: ${error}`);
+    assert.match(error, /broken-session\.jsonl: line 2/);
+    assert.match(error, /message/);
+    assert.match(await page.textContent("#progress"), /Step/, "the session loaded before is still there");
+    await page.$eval("#load", (el) => el.scrollIntoView());
+    await shot(page, "demo-error");
+
+    // A narrow screen: one column, nothing wider than the screen.
+    await page.setViewportSize({ width: 420, height: 900 });
+    await page.$eval("#replay", (el) => el.scrollIntoView());
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 420), "no horizontal scrolling at 420 px");
+    await shot(page, "demo-narrow", false);
+
+    assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+  });
+});
+
+test("demo: served without the shared fixtures, the picker is hidden and pasted JSON loads", async () => {
+  const { serveDemo } = await import(new URL("serve.mjs", WWW).href);
+  process.env.CC_FIXTURES = fileURLToPath(new URL("./no-fixtures-here/", import.meta.url));
+  let bare;
+  try {
+    bare = await serveDemo({ port: 0, quiet: true });
+  } finally {
+    delete process.env.CC_FIXTURES;
+  }
+  try {
+    assert.deepEqual(await (await fetch(`${bare.url}fixtures/index.json`)).json(), [], "an empty fixture list");
+    assert.equal((await fetch(`${bare.url}fixtures/openai/tau-bench-gpt-4o-airline.json`)).status, 404);
+    await withPage(async (page, log) => {
+      await page.goto(bare.url);
+      await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+      assert.equal(await page.isHidden("#fixture-picker"), true);
+      await page.fill("#paste", JSON.stringify({ system: "Be brief.", messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello!" }] }));
+      await page.click("#load-paste");
+      await page.click("#to-end");
+      await page.waitForFunction(() => /Step 1 of 1/.test(document.querySelector("#progress")?.textContent ?? ""));
+      assert.match(await page.textContent("#loaded"), /pasted JSON: anthropic, 3 messages in 1 step \(anthropic\)/);
+      assert.equal(await page.$$eval("#history-list li.message", (els) => els.length), 3);
+      // Anthropic messages counted with o200k_base: the package says it is an estimate.
+      assert.match(await page.textContent(".bar-total"), /estimate/);
+      assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+    });
+  } finally {
+    await bare.close();
+  }
+});
+
+test("demo: a reload starts clean and counts again", async () => {
+  await withPage(async (page, log) => {
+    await page.goto(demo.url);
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    await page.reload();
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    assert.ok(Number(await page.getAttribute("#stats", "data-first-count")) > 0);
+    assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+  });
+});
+
+test("demo: with a model endpoint, compactions are summarised by it and the chat goes on", async () => {
+  const reply = "The customer wants to change a flight from Denver to Houston; the agent asked for the reservation id.";
+  const api = await startFakeProviders({ reply });
+  try {
+    await withPage(async (page, log) => {
+      await page.goto(demo.url);
+      await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+      await page.selectOption("#fixture", FIXTURE);
+      await page.click("#load-fixture");
+      await page.waitForSelector("#run-picker:not([hidden])");
+      await page.check('input[name="mode"][value="budget"]');
+      await page.fill("#budget", "3000");
+      await page.dispatchEvent("#budget", "change");
+      await page.selectOption("#api", "openai");
+      await page.fill("#base-url", `${api.baseURL}/v1`);
+      await page.fill("#model-name", "gpt-4o-mini");
+      await page.fill("#api-key", "test-key");
+      await page.click('#endpoint button[type="submit"]');
+      assert.equal(await page.inputValue("#api-key"), "", "the key is not left in the field");
+
+      // The model fails: the error is shown by the replay, which goes on when asked again.
+      api.state.behaviour = "http-500";
+      await page.click("#to-compaction");
+      await page.waitForSelector("#replay-error:not([hidden])", { timeout: 30_000 });
+      const failure = await page.textContent("#replay-error");
+      console.log(`# summariser error shown: ${failure.slice(0, 120)}`);
+      assert.match(failure, /^SummarizerError: .*HTTP 500/);
+      assert.equal(await page.$("#compaction-list details.compaction"), null, "no compaction was stored");
+      api.state.behaviour = "ok";
+
+      await page.click("#to-compaction");
+      await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
+      assert.equal(await page.isHidden("#replay-error"), true, "the error is gone");
+      assert.match(await page.textContent("#compaction-list details.compaction summary"), /\(external\)/);
+      assert.equal((await page.textContent("#summary-text pre.summary")).trim(), reply);
+      const summarised = api.requests.filter((r) => r.api === "openai");
+      assert.ok(summarised.length >= 2, "the model was asked for the summary, twice");
+      assert.deepEqual(summarised.flatMap((r) => r.violations), [], "valid requests");
+      // The failed step was recorded as its turn too: recall of each turn brings back that step's messages.
+      const turns = await page.$$eval("#recall-turn option", (els) => els.map((e) => e.value));
+      for (const turn of turns) {
+        await page.selectOption("#recall-turn", turn);
+        await page.click("#recall-go");
+        await page.waitForSelector(`#recall-result [data-turn="${turn}"]`);
+        const recalledIds = await page.$$eval("#recall-result .recalled li.message .id", (els) => els.map((e) => e.textContent));
+        const stepIds = await page.$$eval("#history-list li.message", (els, t) => els.filter((e) => e.querySelector(".step")?.textContent === `turn ${t}`).map((e) => e.dataset.id), turn);
+        assert.deepEqual(recalledIds, stepIds, `turn ${turn}: the step's messages`);
+      }
+
+      // At the end of the replay, the chat continues the session with the model.
+      await page.click("#to-end");
+      await page.waitForSelector("#chat:not([hidden])");
+      const before = api.requests.length;
+      await page.fill("#chat-input", "Which flight did I ask about?");
+      await page.click('#chat button[type="submit"]');
+      await page.waitForFunction(() => /\+ 1 chatted/.test(document.querySelector("#progress")?.textContent ?? ""));
+      const chat = api.requests.slice(before).find((r) => r.body.tools);
+      assert.ok(chat, "a chat request with tools");
+      assert.deepEqual(chat.violations, [], "the context sent is valid for the API");
+      assert.ok(chat.body.tools.some((t) => t.function?.name === "recall_context"), "recall_context is offered");
+      assert.equal(chat.body.messages.at(-1).content, "Which flight did I ask about?");
+      const last = await page.$$eval("#history-list li.message", (els) => els.slice(-2).map((e) => e.textContent));
+      assert.match(last[0], /Which flight did I ask about\?/);
+      assert.match(last[1], /The customer wants to change a flight/);
+      await shot(page, "demo-model");
+      // The one HTTP 500 the test asked the model for is logged by the browser itself.
+      const expected = /Failed to load resource: the server responded with a status of 500/;
+      assert.equal(log.filter((l) => expected.test(l)).length, 1, "the browser logged the 500 once");
+      assert.deepEqual(log.filter((l) => /error|failed/i.test(l) && !expected.test(l)), [], "no other console errors");
+    });
+  } finally {
+    await api.close();
+  }
+});

@@ -1,0 +1,243 @@
+// The `context-compactor` command, run as a child process (dist/cli.js, the package's bin) on
+// every shared fixture and on bad files: outputs parse and pass the provider's rules, budgets
+// hold (recounted here), exit codes are 0 / 1 (bad input) / 2 (usage), errors name the line or
+// record and the field, and no stack trace reaches the user.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { ConversationHistory, Tokenizer, loadConversation, validateMessages } from "context-compactor";
+import { FIXTURES, claudeCode } from "./fixtures.mjs";
+
+const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
+const fixture = (path) => fileURLToPath(new URL(path, FIXTURES));
+
+function cli(args, { input, env } = {}) {
+  const result = spawnSync(process.execPath, [CLI, ...args], {
+    input,
+    encoding: "utf8",
+    env: { ...process.env, CONTEXT_COMPACTOR_PROGRESS: "", ...env },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  assert.doesNotMatch(result.stderr, /^\s+at /m, "no stack trace");
+  return result;
+}
+
+let work;
+const FILES = {};
+
+before(() => {
+  work = mkdtempSync(join(tmpdir(), "cc-cli-"));
+  // An Anthropic request file: a system prompt and a real Claude Code session's messages.
+  FILES.anthropic = join(work, "request.json");
+  writeFileSync(FILES.anthropic, JSON.stringify({ system: "You are Claude Code.", messages: claudeCode("claude-code-tool-heavy.jsonl") }, null, 2));
+  FILES.tau = fixture("openai/tau-bench-gpt-4o-airline.json");
+  FILES.swe = fixture("openai/swe-agent-marshmallow-1867.traj");
+  FILES.short = fixture("anthropic/claude-code-short.jsonl");
+  FILES.heavy = fixture("anthropic/claude-code-tool-heavy.jsonl");
+});
+
+after(() => rmSync(work, { recursive: true, force: true }));
+
+/** The conversation's tokens, counted in-process the way the CLI's history does. */
+function tokensOf(file, options = {}) {
+  const loaded = loadConversation(readFileSync(file, "utf8"), options);
+  const history = new ConversationHistory({ format: loaded.format });
+  history.appendMany(loaded.messages);
+  return { loaded, report: history.tokenReport() };
+}
+
+test("compact --budget: every fixture, both formats: valid context, within the budget, recounted", () => {
+  const cases = [
+    ["tau", FILES.tau, ["--run", "3"]],
+    ["tau", FILES.tau, ["--run", "120"]],
+    ["swe", FILES.swe, []],
+    ["short", FILES.short, []],
+    ["heavy", FILES.heavy, []],
+    ["anthropic", FILES.anthropic, []],
+  ];
+  for (const [label, file, extra] of cases) {
+    const run = extra[1] === undefined ? {} : { run: Number(extra[1]) };
+    const { loaded, report } = tokensOf(file, run);
+    // Half the conversation, but room for its system prompt: something must go.
+    const budget = Math.max(200, Math.floor(report.total / 2));
+    for (const format of ["openai", "anthropic"]) {
+      const { status, stdout, stderr } = cli(["compact", file, "--budget", String(budget), "--format", format, ...extra]);
+      assert.equal(status, 0, `${label} ${format}: ${stderr}`);
+      const context = JSON.parse(stdout);
+      assert.deepEqual(validateMessages(context, format), [], `${label} ${format}`);
+      const recount = new Tokenizer("o200k_base").countMessages(context, { format }).total;
+      assert.ok(recount <= budget, `${label} ${format}: ${recount} tokens recounted, budget ${budget}`);
+      assert.match(stderr, /^messages\s+count\s+action\s+reason\s+tokens before\s+after$/m, "the receipt table");
+      assert.match(stderr, new RegExp(`total [\\d,]+ of ${budget.toLocaleString("en-US")} \\(within budget\\)`));
+      assert.match(stderr, new RegExp(`before: ${report.total.toLocaleString("en-US")} tokens in ${loaded.origins.length} messages`));
+      if (format === loaded.format) console.log(`# ${label} (${loaded.source}): ${report.total} -> ${recount} tokens, budget ${budget}`);
+    }
+  }
+});
+
+test("compact --json: the build result and what was loaded; --budget N is budget.maxTokens", () => {
+  const { status, stdout } = cli(["compact", FILES.heavy, "--budget", "1500", "--json"]);
+  assert.equal(status, 0);
+  const result = JSON.parse(stdout);
+  assert.equal(result.receipt.budget.maxTokens, 1500);
+  assert.ok(result.tokens.total <= 1500);
+  assert.deepEqual(validateMessages(result.messages, "anthropic"), []);
+  assert.equal(result.loaded.source, "claude-code");
+  assert.equal(result.loaded.ids.length, result.receipt.messagesBefore);
+  assert.equal(result.receipt.runs.reduce((sum, run) => sum + run.count, 0), result.receipt.messagesBefore, "every message in a run");
+  assert.equal(result.loaded.messages, undefined, "the messages are not repeated");
+});
+
+test("compact --profile, --summary none, --out", () => {
+  const out = join(work, "context.json");
+  const profiled = cli(["compact", FILES.tau, "--run", "3", "--profile", "gpt-4", "--out", out]);
+  assert.equal(profiled.status, 0, profiled.stderr);
+  assert.equal(profiled.stdout, "", "the context went to --out");
+  const context = JSON.parse(readFileSync(out, "utf8"));
+  assert.deepEqual(validateMessages(context, "openai"), []);
+  assert.match(profiled.stderr, /profile gpt-4: budget 6,144 tokens of a 8,192 window, cl100k_base/);
+  assert.ok(new Tokenizer("cl100k_base").countMessages(context).total <= 6144);
+  // A budget below what is left after thinning: the summary is due.
+  const summarised = cli(["compact", FILES.tau, "--run", "3", "--budget", "3000"]);
+  assert.equal(summarised.status, 0, summarised.stderr);
+  assert.match(summarised.stderr, /^m2–m56\s+55\s+summarised\s/m);
+  assert.match(summarised.stderr, /summary: [\d,]+ tokens \(extractive, made now\), covers the messages up to m56/);
+  assert.ok(JSON.parse(summarised.stdout).some((m) => m.role === "system" && m.content.includes("userRequests")), "the summary is in the context");
+  const none = cli(["compact", FILES.tau, "--run", "3", "--budget", "3000", "--summary", "none"]);
+  assert.equal(none.status, 0, none.stderr);
+  assert.match(none.stderr, /summary: none \(--summary none\)/);
+  assert.doesNotMatch(none.stderr, /summarised/);
+  // A model name resolves to its profile; the default profile follows the file's format.
+  assert.match(cli(["compact", FILES.swe, "--profile", "gpt-4o-2024-08-06"]).stderr, /profile gpt-4o:/);
+  assert.match(cli(["compact", FILES.short]).stderr, /profile claude-sonnet-4 \(the default/);
+  // --encoding counts a profile's settings with another encoding, and says so.
+  assert.match(cli(["compact", FILES.swe, "--profile", "gpt-4o", "--encoding", "cl100k_base"]).stderr, /cl100k_base \(--encoding; the profile counts with o200k_base\)/);
+});
+
+test("count: tokens by role and by part, as history.tokenReport() gives them", () => {
+  for (const file of [FILES.swe, FILES.short, FILES.anthropic]) {
+    const { report } = tokensOf(file);
+    const { status, stdout } = cli(["count", file]);
+    assert.equal(status, 0);
+    assert.match(stdout, new RegExp(`^total\\s+${report.total.toLocaleString("en-US")}$`, "m"));
+    for (const [role, tokens] of Object.entries(report.byRole)) assert.match(stdout, new RegExp(`^${role}\\s+${tokens.toLocaleString("en-US")}$`, "m"));
+    for (const [part, tokens] of Object.entries(report.byPart)) assert.match(stdout, new RegExp(`^${part}\\s+${tokens.toLocaleString("en-US")}$`, "m"));
+    const json = JSON.parse(cli(["count", file, "--json"]).stdout);
+    assert.equal(json.total, report.total);
+  }
+  const cl100k = JSON.parse(cli(["count", FILES.swe, "--json", "--encoding", "cl100k_base"]).stdout);
+  assert.equal(cl100k.encoding, "cl100k_base");
+  const converted = cli(["count", FILES.swe, "--format", "anthropic"]);
+  assert.match(converted.stdout, /converted to anthropic/);
+  assert.match(converted.stdout, /Anthropic's tokenizer is not public/);
+});
+
+test("inspect: one line per stored message with what the build does to it", () => {
+  const { status, stdout, stderr } = cli(["inspect", FILES.heavy, "--budget", "1500"]);
+  assert.equal(status, 0, stderr);
+  const lines = stdout.trimEnd().split("\n");
+  assert.match(lines[0], /^id\s+role\s+tokens\s+after\s+action\s+preview$/);
+  assert.equal(lines.length - 1, 17, "a line per message");
+  assert.match(lines[1], /^m1\s+user\s/);
+  assert.ok(lines.some((l) => /\b(dropped|summarised|thinned|compressed)\b/.test(l)), "something had to give");
+  assert.ok(lines.some((l) => /\[meta\] <local-command-caveat>/.test(l)), "marks are shown");
+  const json = JSON.parse(cli(["inspect", FILES.heavy, "--budget", "1500", "--json"]).stdout);
+  assert.equal(json.length, 17);
+  for (const key of ["action", "id", "origin", "preview", "role", "tokensAfter", "tokensBefore"]) assert.ok(key in json[0], key);
+  assert.ok(json.some((entry) => entry.reason), "a reason where there is one");
+  assert.deepEqual(json[0].origin, { line: 4 });
+});
+
+test("standard input, and a UTF-16 file (as PowerShell writes them)", () => {
+  const input = JSON.stringify([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+  const piped = cli(["count", "-", "--json"], { input });
+  assert.equal(piped.status, 0, piped.stderr);
+  assert.equal(JSON.parse(piped.stdout).messages, 2);
+  const utf16 = join(work, "utf16.json");
+  writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(input, "utf16le")]));
+  assert.equal(JSON.parse(cli(["count", utf16, "--json"]).stdout).messages, 2);
+});
+
+test("bad files: exit code 1 and a message naming the line or record and the field", () => {
+  const write = (name, text) => {
+    const path = join(work, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const user = JSON.stringify({ type: "user", message: { role: "user", content: "hi" } });
+  const cases = [
+    [join(work, "missing.json"), /cannot read .*missing\.json: no such file/],
+    [work, /it is a directory/],
+    [write("empty.json", ""), /empty\.json: the file is empty/],
+    [write("truncated.json", '[\n  {"role": "user", "content": "hi"},\n'), /truncated\.json: the file is not valid JSON: EOF while parsing .* at line 3/],
+    [write("broken.jsonl", `${user}\n${user}\n{"type": "assistant", "message": {\n${user}\n`), /broken\.jsonl: line 3: not valid JSON/],
+    [write("nomessage.jsonl", `${user}\n{"type": "user", "uuid": "u2"}\n`), /nomessage\.jsonl: line 2: record has no "message" \(at line 2\.message\)/],
+    [write("wrongtype.jsonl", `${user}\n{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": []}]}}\n`), /line 2: `input` must be an object, got an array \(at line 2\.message\.content\[0\]\.input\)/],
+    [write("orphan.json", '[{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c9", "content": "x"}]'), /orphan\.json: \[1\]: tool result answers tool call "c9", which no earlier assistant message made/],
+    [write("shape.json", '{"conversation": []}'), /shape\.json: expected .* got an object with keys `conversation`/],
+    [write("numbers.json", "[1, 2, 3]"), /\[0\]: expected a message \(an object\), got a number/],
+    [write("traj.traj", '{"history": [{"role": "tool", "content": "x", "tool_call_ids": 5}]}'), /history\[0\]: `tool_call_ids` must be an array of ids, got a number \(at history\[0\]\.tool_call_ids\)/],
+    [write("binary.bin", Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0x00, 0xff, 0xfe])), /binary data/],
+    [FILES.swe, /run 1 was asked for, but the file is a SWE-agent trajectory/, ["--run", "1"]],
+    [FILES.tau, /run 500 does not exist: the file has 200 runs/, ["--run", "500"]],
+  ];
+  for (const [file, message, extra = []] of cases) {
+    for (const command of ["compact", "count", "inspect"]) {
+      const { status, stdout, stderr } = cli([command, file, ...extra]);
+      assert.equal(status, 1, `${command} ${file}: ${stderr}`);
+      assert.equal(stdout, "");
+      assert.match(stderr, message);
+      assert.match(stderr, /^context-compactor: /);
+      assert.equal(stderr.trimEnd().split("\n").length, 1, `one line: ${stderr}`);
+    }
+  }
+});
+
+test("usage: exit code 2, and --help for the tool and each command", () => {
+  for (const args of [
+    [],
+    ["frobnicate", FILES.swe],
+    ["compact"],
+    ["compact", FILES.swe, FILES.short],
+    ["compact", FILES.swe, "--bugdet", "5"],
+    ["compact", FILES.swe, "--budget", "lots"],
+    ["compact", FILES.swe, "--budget", "0"],
+    ["compact", FILES.swe, "--budget", "100", "--profile", "gpt-4o"],
+    ["compact", FILES.swe, "--profile", "llama-3"],
+    ["compact", FILES.swe, "--format", "gemini"],
+    ["compact", FILES.swe, "--summary", "abstractive"],
+    ["compact", FILES.swe, "--encoding", "p50k_base"],
+    ["count", FILES.swe, "--profile", "gpt-4o"],
+    ["inspect", FILES.swe, "--out", "x.json"],
+    ["compact", join(work, "does-not-exist.json"), "--budget", "x"],
+  ]) {
+    const { status, stderr } = cli(args);
+    assert.equal(status, 2, `${args.join(" ")}: ${stderr}`);
+    assert.match(stderr, /Run "context-compactor --help" for usage\./);
+  }
+  const help = cli(["--help"]);
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /^Usage: context-compactor <command> FILE/);
+  for (const command of ["compact", "count", "inspect"]) {
+    const { status, stdout } = cli([command, "--help"]);
+    assert.equal(status, 0);
+    assert.match(stdout, new RegExp(`^Usage: context-compactor ${command} FILE`));
+  }
+  const profiles = cli(["compact", "--help"]).stdout;
+  assert.match(profiles, /^Profiles: .*\bgpt-4o\b/m);
+  assert.match(profiles, /^Profiles: .*\bclaude-sonnet-4\b/m);
+});
+
+test("progress: drawn on stderr only for a terminal (forced here), and cleared", () => {
+  const plain = cli(["count", FILES.tau]);
+  assert.doesNotMatch(plain.stderr, /\r/, "not a TTY: no progress");
+  const drawn = cli(["count", FILES.tau, "--json"], { env: { CONTEXT_COMPACTOR_PROGRESS: "1" } });
+  assert.equal(drawn.status, 0);
+  assert.match(drawn.stderr, /\rreading\s+\[#+-*\]\s+\d+% [\d.]+\/4\.1 MB/);
+  assert.ok(drawn.stderr.endsWith("\r\x1b[K"), "the bar is cleared before the output");
+  assert.equal(JSON.parse(drawn.stdout).messages, 32, "stdout is untouched");
+});

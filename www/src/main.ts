@@ -1,0 +1,419 @@
+/** The demo page: wires the controls to the replay and redraws the panels after each change. */
+import { profileNames, resolveProfile, type Format } from "context-compactor/lite";
+import { chatTurn, summarizerFor, type Endpoint } from "./chat";
+import { LoadError, messageCount, readConversation, type Conversation } from "./conversation";
+import { ensureEncoding, stats } from "./engine";
+import { compactionItem, contextList, h, historyList, kb, legend, n, recallView, tokenBar } from "./render";
+import { Replay, profileOf, type Settings } from "./replay";
+import { PageShelf, type SessionShelf } from "./sessions";
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => {
+  const element = document.getElementById(id);
+  if (!element) throw new Error(`#${id} is missing from index.html`);
+  return element as T;
+};
+
+/** Where the conversation came from, so that another tau-bench run can be loaded from it. */
+interface Source {
+  name: string;
+  input: string | Uint8Array;
+}
+
+const plural = (count: number, noun: string) => `${n(count)} ${noun}${count === 1 ? "" : "s"}`;
+
+const state: {
+  replay?: Replay;
+  source?: Source;
+  busy: boolean;
+  playing: boolean;
+  /** The settings changed while something ran: applied when it is done. */
+  settingsChanged: boolean;
+  endpoint?: Endpoint;
+  shelf: SessionShelf;
+} = { busy: false, playing: false, settingsChanged: false, shelf: new PageShelf() };
+
+// ---------------------------------------------------------------------------------------------
+// Header: what the page downloaded and when it first counted.
+
+function showStats(): void {
+  const parts = stats.downloads.map((d) => `${d.what} ${kb(d.transferred)}${d.transferred !== d.decoded ? ` (${kb(d.decoded)} unpacked)` : ""}`);
+  const total = stats.downloads.reduce((sum, d) => sum + d.transferred, 0);
+  const first = stats.firstCountAt === undefined ? "" : `; first exact count ${Math.round(stats.firstCountAt)} ms after navigation ` +
+    `(package ready at ${Math.round(stats.readyAt)} ms, table loaded in ${Math.round(stats.loadRanksMs ?? 0)} ms)`;
+  const text = `Downloaded ${parts.join(" + ")} = ${kb(total)}${first}.`;
+  const el = $("stats");
+  el.textContent = text;
+  el.dataset.bytes = String(total);
+  if (stats.firstCountAt !== undefined) el.dataset.firstCount = String(Math.round(stats.firstCountAt));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+function settings(): Settings {
+  const mode = (document.querySelector<HTMLInputElement>('input[name="mode"]:checked')?.value ?? "profile") as Settings["mode"];
+  const budget = Math.max(1000, Math.floor(Number($<HTMLInputElement>("budget").value) || 4000));
+  return {
+    mode,
+    profile: $<HTMLSelectElement>("profile").value,
+    budget,
+    encoding: $<HTMLSelectElement>("encoding").value as Settings["encoding"],
+    format: $<HTMLSelectElement>("format").value as Format | "file",
+  };
+}
+
+function showSettings(): void {
+  const chosen = settings();
+  $("profile-field").hidden = chosen.mode !== "profile";
+  $("budget-field").hidden = chosen.mode !== "budget";
+  $("encoding-field").hidden = chosen.mode !== "budget";
+  const profile = profileOf(chosen);
+  const trigger = Math.floor(profile.contextWindow * profile.triggerFraction);
+  $("profile-info").textContent = chosen.mode === "profile"
+    ? `${profile.name}: a ${n(profile.contextWindow)}-token window, compaction past ${n(trigger)} tokens, the last ${profile.keepRecentSteps} steps kept whole, counted with ${profile.encoding}${profile.format === "anthropic" ? " (Claude's tokenizer is not public: an estimate)" : ""}.`
+    : `At most ${n(chosen.budget)} tokens: compaction when the context would pass them, aiming at ${n(Math.floor(chosen.budget * 0.6))}; counted with ${chosen.encoding}.`;
+}
+
+/** Settings changed: the same steps replayed into a new session built for them. */
+async function applySettings(): Promise<void> {
+  showSettings();
+  const old = state.replay;
+  if (!old) return;
+  if (state.busy) {
+    state.settingsChanged = true;
+    return;
+  }
+  await run(async () => {
+    const next = new Replay(old.conversation, settings(), old.summarize, old.session.id);
+    await ensureEncoding(profileOf(next.settings).encoding);
+    await next.replayTo(old.replayed);
+    state.replay = next;
+    await state.shelf.save(next);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+function showLoadError(message: string | undefined): void {
+  const box = $("load-error");
+  box.hidden = message === undefined;
+  box.textContent = message ?? "";
+}
+
+async function load(source: Source, runIndex?: number): Promise<void> {
+  let conversation: Conversation;
+  try {
+    conversation = readConversation(source.input, source.name, runIndex);
+  } catch (error) {
+    showLoadError(error instanceof LoadError ? error.message : `${source.name}: ${String(error)}`);
+    return;
+  }
+  showLoadError(undefined);
+  state.source = source;
+  const runs = conversation.loaded.run;
+  $("run-picker").hidden = !runs;
+  if (runs) {
+    const input = $<HTMLInputElement>("run");
+    input.max = String(runs.count - 1);
+    input.value = String(runs.index);
+    $("run-count").textContent = `of ${n(runs.count)} (0–${n(runs.count - 1)})`;
+  }
+  await run(async () => {
+    // A session nothing was replayed into is replaced, not kept beside the new one.
+    if (state.replay && state.replay.position === 0) await state.shelf.remove(state.replay.session.id);
+    const replay = new Replay(conversation, settings(), state.endpoint && summarizerFor(state.endpoint));
+    await ensureEncoding(profileOf(replay.settings).encoding);
+    state.replay = replay;
+    await replay.build();
+    await state.shelf.save(replay);
+  }, "load-error");
+  const { loaded } = conversation;
+  const notes = [...loaded.notes, ...(loaded.skipped.length ? [`${n(loaded.skipped.length)} records skipped (${[...new Set(loaded.skipped.map((s) => s.reason))].slice(0, 3).join("; ")})`] : [])];
+  $("loaded").textContent = `${source.name}: ${loaded.source}${runs ? `, run ${runs.index} of ${runs.count}` : ""}, ${plural(messageCount(conversation), "message")} in ${plural(conversation.steps.length, "step")} (${conversation.format}).` +
+    (notes.length ? ` ${notes.join(". ")}.` : "");
+  $("step").focus();
+}
+
+async function loadFile(file: File): Promise<void> {
+  await load({ name: file.name, input: new Uint8Array(await file.arrayBuffer()) });
+}
+
+async function fixtures(): Promise<void> {
+  let list: Array<{ path: string; bytes: number }>;
+  try {
+    const response = await fetch("fixtures/index.json");
+    if (!response.ok) return;
+    list = await response.json();
+  } catch {
+    return; // a static build without the shared fixtures: no picker
+  }
+  if (!Array.isArray(list) || list.length === 0) return;
+  const select = $<HTMLSelectElement>("fixture");
+  select.replaceChildren(...list.map((f) => h("option", { value: f.path }, `${f.path} (${kb(f.bytes)})`)));
+  $("fixture-picker").hidden = false;
+}
+
+async function loadFixture(path: string): Promise<void> {
+  const response = await fetch(`fixtures/${path}`);
+  if (!response.ok) {
+    showLoadError(`fixtures/${path}: HTTP ${response.status}`);
+    return;
+  }
+  await load({ name: path.split("/").pop() ?? path, input: new Uint8Array(await response.arrayBuffer()) });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replay
+
+/**
+ * Runs one action at a time, then redraws. An error is shown in `errorBox` (the replay's, unless
+ * said otherwise), never thrown at the page; the session stays as the package left it.
+ */
+async function run(action: () => Promise<void>, errorBox = "replay-error"): Promise<void> {
+  if (state.busy) return;
+  state.busy = true;
+  setBusy(true);
+  const box = $(errorBox);
+  try {
+    await action();
+    box.hidden = true;
+  } catch (error) {
+    box.hidden = false;
+    box.textContent = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    state.playing = false;
+  } finally {
+    state.busy = false;
+    setBusy(false);
+    render();
+    if (state.settingsChanged) {
+      state.settingsChanged = false;
+      void applySettings();
+    }
+  }
+}
+
+function setBusy(busy: boolean): void {
+  document.body.toggleAttribute("aria-busy", busy);
+}
+
+async function advance(until: "step" | "compaction" | "end"): Promise<void> {
+  await run(async () => {
+    const replay = state.replay;
+    if (!replay) return;
+    while (!replay.done) {
+      const compaction = await replay.step();
+      if (until === "step" || (until === "compaction" && compaction)) break;
+    }
+    await state.shelf.save(replay);
+  });
+}
+
+async function play(): Promise<void> {
+  state.playing = !state.playing;
+  render();
+  while (state.playing && state.replay && !state.replay.done) {
+    await advance("step");
+    await new Promise((resolve) => setTimeout(resolve, 350));
+  }
+  state.playing = false;
+  render();
+}
+
+async function restart(): Promise<void> {
+  const old = state.replay;
+  if (!old) return;
+  await run(async () => {
+    const replay = new Replay(old.conversation, old.settings, old.summarize, old.session.id);
+    await replay.build();
+    state.replay = replay;
+    await state.shelf.save(replay);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawing
+
+function render(): void {
+  const replay = state.replay;
+  const buttons = ["step", "to-compaction", "to-end", "play"].map((id) => $<HTMLButtonElement>(id));
+  for (const button of buttons) button.disabled = !replay || replay.done || (state.busy && button.id !== "play");
+  $<HTMLButtonElement>("restart").disabled = !replay || state.busy || replay.position === 0;
+  $("play").textContent = state.playing ? "Pause" : "Play";
+  $("play").setAttribute("aria-pressed", String(state.playing));
+  $("chat").hidden = !(replay?.done && state.endpoint);
+  const { endpoint } = state;
+  $("endpoint-status").textContent = endpoint
+    ? `Using ${endpoint.model} at ${endpoint.baseURL} for summaries${replay?.done ? " and to chat on below" : "; the chat opens at the end of the replay"}. The key is kept in memory only.`
+    : "No model: the built-in summariser runs.";
+  void renderSessions();
+  if (stats.downloads.length) showStats();
+  if (!replay) return;
+  const { history } = replay.session;
+  const profile = profileOf(replay.settings);
+  $("progress").textContent = `Step ${n(replay.replayed)} of ${n(replay.total)}${replay.liveTurns ? ` + ${replay.liveTurns} chatted` : ""} · ${n(history.length)} messages · last build ${replay.buildMs.toFixed(1)} ms`;
+  const last = replay.last;
+  const byId = new Map(replay.messages.map((m) => [m.id, m]));
+  $("history-list").replaceChildren(historyList(replay.messages, replay.entries));
+  $("history-count").textContent = `(${n(replay.messages.length)})`;
+  if (last) {
+    const estimate = history.tokenReport().estimate;
+    $("bar").replaceChildren(tokenBar({ result: last, profile, encoding: history.encoding, estimate }));
+    $("context-list").replaceChildren(contextList(last, byId));
+    $("context-count").textContent = `(${n(last.layout.length)})`;
+  }
+  const summary = history.summaryState().current;
+  $("summary-text").replaceChildren(summary
+    ? h("div", {},
+      h("p.hint", {}, `${n(summary.tokens)} tokens (${summary.source}), standing for ${n(summary.messageCount)} messages (${n(summary.originalTokens)} tokens) up to ${summary.summarisedUntil}, made ${summary.createdAt}.`),
+      h("pre.summary", {}, summary.text))
+    : h("p.hint", {}, "No summary yet: one is made when the context passes the profile's trigger."));
+  const compactions = [...replay.compactions].reverse();
+  $("compactions-count").textContent = compactions.length ? `(${compactions.length})` : "";
+  $("compaction-list").replaceChildren(...(compactions.length ? compactions.map((c, i) => compactionItem(c, i === 0)) : [h("p.hint", {}, "None yet.")]));
+  const turns = replay.compactedTurns();
+  const select = $<HTMLSelectElement>("recall-turn");
+  const previous = select.value;
+  select.replaceChildren(...(turns.length ? turns.map((t) => h("option", { value: t }, `turn ${t}`)) : [h("option", {}, "no compacted turn yet")]));
+  if (turns.map(String).includes(previous)) select.value = previous;
+  select.disabled = turns.length === 0;
+  $<HTMLButtonElement>("recall-go").disabled = turns.length === 0;
+}
+
+async function renderSessions(): Promise<void> {
+  const list = await state.shelf.list();
+  $("sessions-note").textContent = state.shelf.note;
+  $("sessions").replaceChildren(...(list.length
+    ? list.map((s) => h("li", { "data-session": s.id, class: s.id === state.replay?.session.id ? "current" : undefined },
+      h("button.session", { type: "button", "aria-current": s.id === state.replay?.session.id ? "true" : undefined },
+        h("strong", {}, s.title), h("span", {}, `${n(s.messages)} messages · ${n(s.tokens)} tokens`))))
+    : [h("li.hint", {}, "None yet: load a conversation.")]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wiring
+
+function wire(): void {
+  $("load-fixture").addEventListener("click", () => void loadFixture($<HTMLSelectElement>("fixture").value));
+  $("load-paste").addEventListener("click", () => {
+    const text = $<HTMLTextAreaElement>("paste").value;
+    if (text.trim() === "") return showLoadError("Paste a conversation first.");
+    void load({ name: "pasted JSON", input: text });
+  });
+  $("load-run").addEventListener("click", () => {
+    if (state.source) void load(state.source, Math.max(0, Math.floor(Number($<HTMLInputElement>("run").value) || 0)));
+  });
+  const file = $<HTMLInputElement>("file");
+  file.addEventListener("change", () => {
+    const chosen = file.files?.[0];
+    if (chosen) void loadFile(chosen);
+    file.value = "";
+  });
+  const drop = $("drop");
+  drop.addEventListener("click", () => file.click());
+  drop.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      file.click();
+    }
+  });
+  // The whole page takes a dropped file.
+  document.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    drop.classList.add("over");
+  });
+  document.addEventListener("dragleave", (event) => {
+    if (event.relatedTarget === null) drop.classList.remove("over");
+  });
+  document.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    const dropped = event.dataTransfer?.files?.[0];
+    if (dropped) void loadFile(dropped);
+  });
+
+  for (const id of ["profile", "budget", "encoding", "format"]) $(id).addEventListener("change", () => void applySettings());
+  for (const radio of document.querySelectorAll<HTMLInputElement>('input[name="mode"]')) radio.addEventListener("change", () => void applySettings());
+
+  $("step").addEventListener("click", () => void advance("step"));
+  $("to-compaction").addEventListener("click", () => void advance("compaction"));
+  $("to-end").addEventListener("click", () => void advance("end"));
+  $("play").addEventListener("click", () => void play());
+  $("restart").addEventListener("click", () => void restart());
+
+  $("recall-go").addEventListener("click", () => {
+    const replay = state.replay;
+    const turn = Number($<HTMLSelectElement>("recall-turn").value);
+    if (!replay || !Number.isInteger(turn)) return;
+    try {
+      const { result, toolMessage } = replay.recall(turn);
+      $("recall-result").replaceChildren(recallView(turn, result, toolMessage));
+    } catch (error) {
+      $("recall-result").replaceChildren(h("p.error", { role: "alert" }, error instanceof Error ? `${error.name}: ${error.message}` : String(error)));
+    }
+  });
+
+  $("sessions").addEventListener("click", async (event) => {
+    const id = (event.target as HTMLElement).closest<HTMLElement>("[data-session]")?.dataset.session;
+    if (!id || state.busy || id === state.replay?.session.id) return;
+    const replay = await state.shelf.open(id);
+    if (!replay) return;
+    state.replay = replay;
+    $("recall-result").replaceChildren();
+    render();
+  });
+
+  $("endpoint").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const endpoint: Endpoint = {
+      api: $<HTMLSelectElement>("api").value as Format,
+      baseURL: $<HTMLInputElement>("base-url").value.trim() || ($<HTMLSelectElement>("api").value === "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1"),
+      model: $<HTMLInputElement>("model-name").value.trim(),
+      apiKey: $<HTMLInputElement>("api-key").value,
+    };
+    if (!endpoint.model || !endpoint.apiKey) {
+      $("endpoint-status").textContent = "A model name and a key are needed.";
+      return;
+    }
+    state.endpoint = endpoint;
+    if (state.replay) state.replay.summarize = summarizerFor(endpoint);
+    $<HTMLInputElement>("api-key").value = "";
+    render();
+  });
+  $("forget").addEventListener("click", () => {
+    state.endpoint = undefined;
+    if (state.replay) state.replay.summarize = undefined;
+    render();
+  });
+  $("chat").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const input = $<HTMLInputElement>("chat-input");
+    const text = input.value.trim();
+    const { replay, endpoint } = state;
+    if (!text || !replay || !endpoint) return;
+    input.value = "";
+    void run(async () => {
+      await chatTurn(replay, endpoint, text);
+      await state.shelf.save(replay);
+    }, "chat-error");
+  });
+}
+
+async function main(): Promise<void> {
+  const select = $<HTMLSelectElement>("profile");
+  select.replaceChildren(...profileNames().map((name) => h("option", { value: name }, name)));
+  select.value = profileNames().includes("gpt-4o") ? "gpt-4o" : profileNames()[0];
+  $("legend").replaceChildren(legend());
+  wire();
+  showSettings();
+  render();
+  // The first count: the table of the default encoding, fetched now.
+  await ensureEncoding(resolveProfile(select.value).encoding);
+  showStats();
+  await fixtures();
+  document.body.dataset.ready = "true";
+}
+
+main().catch((error) => {
+  showLoadError(`The demo could not start: ${error instanceof Error ? error.message : String(error)}`);
+});

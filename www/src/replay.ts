@@ -1,0 +1,241 @@
+/**
+ * A conversation replayed step by step into a fresh `Session` with memory: append a step, build
+ * the context the next model call would get, record the turn in the memory. A build that made a
+ * new summary is a compaction, kept with its receipt.
+ */
+import {
+  Session,
+  answerRecall,
+  compact,
+  resolveProfile,
+  type BuildOptions,
+  type BuildResultIn,
+  type EncodingName,
+  type Format,
+  type Message,
+  type Profile,
+  type Receipt,
+  type ReceiptEntry,
+  type RecallResult,
+  type Summarizer,
+  type AnthropicMessage,
+  type AnthropicToolUseBlock,
+  type OpenAIToolCall,
+  type SummaryRecord,
+} from "context-compactor/lite";
+import type { Conversation } from "./conversation";
+
+/** What the page's controls choose: a built-in profile, or a budget of our own. */
+export interface Settings {
+  mode: "profile" | "budget";
+  profile: string;
+  /** Tokens, in budget mode. */
+  budget: number;
+  /** In budget mode (a profile names its own). */
+  encoding: EncodingName;
+  /** The context's format: the file's, or converted. */
+  format: Format | "file";
+}
+
+/** The profile the settings stand for: a built-in one, or one made of the budget (no compaction before it is full). */
+export function profileOf(settings: Settings): Profile {
+  if (settings.mode === "profile") return resolveProfile(settings.profile);
+  return { name: `budget ${settings.budget}`, contextWindow: settings.budget, triggerFraction: 1, keepRecentSteps: 3, encoding: settings.encoding };
+}
+
+export function buildOptions(settings: Settings, fileFormat: Format): BuildOptions & { format: Format } {
+  return { profile: profileOf(settings), format: settings.format === "file" ? fileFormat : settings.format };
+}
+
+/** A build's result, its messages typed for the provider they are for. */
+export type Built = BuildResultIn<Format>;
+
+export interface Compaction {
+  /** The step after which it happened (1-based). */
+  step: number;
+  receipt: Receipt;
+  summary: SummaryRecord;
+}
+
+export interface StoredMessage {
+  id: string;
+  message: Message;
+  /** The step (memory turn) it was appended in, 1-based. */
+  step: number;
+}
+
+/** Session ids: letters, digits, '-', '_', '.', ':'. */
+export function newSessionId(): string {
+  return `demo-${Date.now().toString(36)}-${Math.floor(Math.random() * 36 ** 4).toString(36)}`;
+}
+
+export class Replay {
+  readonly session: Session;
+  readonly messages: StoredMessage[] = [];
+  readonly compactions: Compaction[] = [];
+  /** Steps appended so far (live chat turns included). */
+  position = 0;
+  /** Turns chatted with a model after the replay. */
+  liveTurns = 0;
+  last?: Built;
+  entries: ReceiptEntry[] = [];
+  /** Milliseconds of the last build. */
+  buildMs = 0;
+
+  constructor(
+    readonly conversation: Conversation,
+    readonly settings: Settings,
+    /** A model's summariser (the built-in extractive summary without one). */
+    public summarize?: Summarizer,
+    id: string = newSessionId(),
+  ) {
+    const profile = profileOf(settings);
+    this.session = new Session({ id, memory: true, maxLoops: 1_000_000, encoding: profile.encoding, format: conversation.format });
+    this.session.metadata = { title: this.title, source: conversation.loaded.source };
+  }
+
+  /** The file's name, and the run of a tau-bench run list. */
+  get title(): string {
+    const run = this.conversation.loaded.run;
+    return run ? `${this.conversation.name}, run ${run.index}` : this.conversation.name;
+  }
+
+  get total(): number {
+    return this.conversation.steps.length;
+  }
+
+  get done(): boolean {
+    return this.position >= this.total;
+  }
+
+  get replayed(): number {
+    return Math.min(this.position, this.total);
+  }
+
+  get options(): BuildOptions & { format: Format } {
+    return buildOptions(this.settings, this.conversation.format);
+  }
+
+  /** Appends the next step, builds, records the turn. Returns the compaction it caused, if any. */
+  async step(): Promise<Compaction | undefined> {
+    if (this.done) return undefined;
+    const { history } = this.session;
+    const index = this.position;
+    const batch = this.conversation.steps[index];
+    const first = index === 0 && this.conversation.system !== undefined;
+    const ids = first
+      ? history.appendMany({ system: this.conversation.system, messages: batch as AnthropicMessage[] }, "anthropic")
+      : history.appendMany(batch, this.conversation.format);
+    // Anthropic's system prompt is stored as the first message.
+    const stored = first ? [{ role: "system", content: this.conversation.system } as unknown as Message, ...batch] : batch;
+    ids.forEach((id, i) => this.messages.push({ id, message: stored[i], step: index + 1 }));
+    this.position += 1;
+    try {
+      return await this.build();
+    } finally {
+      // Recorded even when the build failed (a model's summariser can), so that turn N stays step N.
+      this.session.memory?.recordTurn({ workspaceContext: this.workspace(index, batch) });
+    }
+  }
+
+  /** Builds the context for the next model call; a new summary makes it a compaction. */
+  async build(format?: Format): Promise<Compaction | undefined> {
+    const { history } = this.session;
+    const before = history.summaryState().generation;
+    const started = performance.now();
+    const options = { ...this.options, ...(format ? { format } : {}) };
+    const last = this.summarize ? await compact(history, { ...options, summarize: this.summarize }) : history.build(options);
+    this.last = last;
+    this.buildMs = performance.now() - started;
+    this.entries = history.receiptEntries();
+    const state = history.summaryState();
+    if (state.generation === before || !state.current) return undefined;
+    const compaction = { step: this.position, receipt: last.receipt, summary: state.current };
+    this.compactions.push(compaction);
+    return compaction;
+  }
+
+  /**
+   * What the replayed agent "saw" in the step, as its workspace snapshot: the log has no
+   * workspace of its own, so the step's tool calls and sizes stand in.
+   */
+  private workspace(index: number, batch: Message[]): string {
+    const tools = batch.flatMap((m) => {
+      const record = m as Record<string, unknown>;
+      const calls = Array.isArray(record.tool_calls) ? (record.tool_calls as Array<{ function?: { name?: string } }>).map((c) => c.function?.name) : [];
+      const uses = Array.isArray(record.content) ? (record.content as Array<{ type?: string; name?: string }>).filter((b) => b.type === "tool_use").map((b) => b.name) : [];
+      return [...calls, ...uses].filter((n): n is string => typeof n === "string");
+    });
+    return `Replay of ${this.conversation.name}, step ${index + 1} of ${this.total}: ${batch.map((m) => m.role).join(", ")}` +
+      (tools.length ? `; tools called: ${tools.join(", ")}` : "");
+  }
+
+  /** The context in `format`, for a live model call. */
+  async buildFor(format: Format): Promise<Built> {
+    await this.build(format);
+    if (!this.last) throw new Error("no build result");
+    return this.last;
+  }
+
+  /** Appends messages that are not from the file (a live chat); they belong to the turn under way. */
+  appendLive(messages: Message[], format: Format): void {
+    const ids = this.session.history.appendMany(messages, format);
+    ids.forEach((id, i) => this.messages.push({ id, message: messages[i], step: this.position + 1 }));
+  }
+
+  /** Closes a live turn: it is recorded in the memory like a replayed step. */
+  endLiveTurn(workspaceContext: string): void {
+    this.position += 1;
+    this.liveTurns += 1;
+    this.session.memory?.recordTurn({ workspaceContext });
+  }
+
+  /** Tool results for a live assistant message: `recall_context` from the memory, any other tool refused. */
+  answerToolCalls(message: Message, format: Format): Message[] {
+    const memory = this.session.memory;
+    const record = message as Record<string, unknown>;
+    if (format === "openai") {
+      const calls = (Array.isArray(record.tool_calls) ? record.tool_calls : []) as OpenAIToolCall[];
+      return calls.map((c) => c.function.name === "recall_context" && memory
+        ? answerRecall(memory, c, { format })
+        : ({ role: "tool", tool_call_id: c.id, content: `The tool ${c.function.name} is not available in this demo.` } as Message));
+    }
+    const uses = (Array.isArray(record.content) ? record.content : []).filter((b: { type?: string }) => b.type === "tool_use") as AnthropicToolUseBlock[];
+    if (uses.length === 0) return [];
+    const blocks = uses.map((u) => {
+      if (u.name === "recall_context" && memory) {
+        const answer = answerRecall(memory, u, { format }) as { content: unknown[] };
+        return answer.content[0];
+      }
+      return { type: "tool_result", tool_use_id: u.id, content: `The tool ${u.name} is not available in this demo.`, is_error: true };
+    });
+    return [{ role: "user", content: blocks } as Message];
+  }
+
+  /** Turns not wholly in the last context (their summaries stand in, or did not fit). */
+  compactedTurns(): number[] {
+    const memory = this.last?.receipt.memory;
+    return memory ? [...memory.turns, ...memory.omitted].sort((a, b) => a - b) : [];
+  }
+
+  /** `recall_context` on a turn, as the model would call it: the structured result and the tool message to append. */
+  recall(turn: number): { result: RecallResult; toolMessage: Message } {
+    const memory = this.session.memory;
+    if (!memory) throw new Error("this session has no memory");
+    const args = { turnNumbers: [turn] };
+    const result = memory.recall(args);
+    const format = this.options.format;
+    const call = format === "anthropic"
+      ? { type: "tool_use" as const, id: "toolu_demo_recall", name: "recall_context", input: args }
+      : { id: "call_demo_recall", type: "function" as const, function: { name: "recall_context", arguments: JSON.stringify(args) } };
+    return { result, toolMessage: answerRecall(memory, call, { format }) };
+  }
+
+  /** Replays up to `position` steps (after a change of settings, into a new session). */
+  async replayTo(position: number, onStep?: () => void): Promise<void> {
+    while (this.position < Math.min(position, this.total)) {
+      await this.step();
+      onStep?.();
+    }
+  }
+}
