@@ -5,10 +5,10 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, Summarizer, SummaryOptions,
-    SummarySource, SummaryState, TurnNote,
+    self, summary, validate, Action, BudgetOptions, BuildOptions, DropReason, Item, ReduceCache, Summarizer,
+    SummaryOptions, SummarySource, SummaryState, TurnNote,
 };
-use context_compactor::message::{self, Format, Message};
+use context_compactor::message::{self, Format, Message, Part, Role};
 use context_compactor::tokens::{self, Encoding, REPLY_PRIMING};
 use context_compactor::ErrorKind;
 use proptest::prelude::*;
@@ -200,8 +200,8 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
             0 => None,
             n => Some(SummaryOptions {
                 summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
-                trigger_tokens: knobs.trigger,
-                target_tokens: knobs.trigger / 2,
+                trigger_tokens: Some(knobs.trigger),
+                target_tokens: Some(knobs.trigger / 2),
                 min_messages: 8,
                 min_new_messages: 4,
                 ..SummaryOptions::default()
@@ -291,6 +291,29 @@ fn check(
         at += run.count;
     }
     prop_assert_eq!(at, messages.len());
+    // Issue #11: the task and the latest request (the first and last user messages with text) are
+    // in every context, whole or cut to head and tail, and the receipt says so.
+    let in_context: std::collections::HashSet<&str> =
+        context.messages.iter().flat_map(|m| m.sources.iter().map(String::as_str)).collect();
+    let with_text: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User)
+        .filter(|(_, m)| {
+            m.content.parts.iter().any(|p| matches!(p, Part::Text { text, .. } if !text.trim().is_empty()))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for i in [with_text.first(), with_text.last()].into_iter().flatten() {
+        prop_assert!(in_context.contains(ids[*i].as_str()), "{} pinned: {:?}", ids[*i], context.receipt.runs);
+        prop_assert!(context.receipt.pinned.iter().any(|p| p.id == ids[*i]), "{:?}", context.receipt.pinned);
+    }
+    // With a summary configured, nothing leaves the context uncovered: no dropped run but repairs.
+    if options.summary.is_some() {
+        let uncovered =
+            context.receipt.runs.iter().find(|r| r.action == Action::Dropped && r.reason != Some(DropReason::Repair));
+        prop_assert!(uncovered.is_none(), "{:?}", context.receipt.runs);
+    }
     // The memory speaks for exactly the turns the context does not wholly hold (thinned counts as not).
     let whole: Vec<bool> = context
         .receipt

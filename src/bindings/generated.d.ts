@@ -159,7 +159,11 @@ memory?: MemoryOptions | null,
  */
 now?: string, };
 
-export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, };
+export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, 
+/**
+ * The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
+ */
+maxTokens?: number, };
 
 export type CompressOptions = { maxTokens?: number, arrayKeep?: number, stringMaxChars?: number, maxDepth?: number, textMode?: TextMode, textMaxChars?: number, textHead?: number, textTail?: number, };
 
@@ -178,11 +182,13 @@ summarizer?: Summarizer,
  */
 summariser?: Summarizer, 
 /**
- * Compaction is due past this many tokens (seed 001: 50,000).
+ * Compaction is due past this many tokens (default: the budget's `maxTokens`; without a
+ * budget, seed 001's 50,000).
  */
 triggerTokens?: number, 
 /**
- * After compaction the recent messages plus the summary aim below this (seed 001: 30,000).
+ * After compaction the context aims below this (default: the budget's `maxTokens`, the recent
+ * messages filling what the summary leaves; without a budget, 0.6 × the trigger).
  */
 targetTokens?: number, 
 /**
@@ -226,7 +232,8 @@ export type Profile = { name: string, contextWindow: number,
  */
 triggerFraction: number, 
 /**
- * After compaction, aim below this fraction (default: 0.6 × the trigger, seed 001's 30k/50k).
+ * After compaction, aim below this fraction (default: the trigger: the recent messages fill
+ * what the summary leaves).
  */
 targetFraction?: number, 
 /**
@@ -263,11 +270,11 @@ export type LayoutEntry = {
  */
 sources: readonly string[], section: Section, action: Action, };
 
-export type Section = "system" | "summary" | "recent";
+export type Section = "system" | "pinned" | "summary" | "recent";
 
 export type Action = "dropped" | "summarised" | "thinned" | "digested" | "compressed" | "kept";
 
-export type DropReason = "repair" | "thinning" | "window" | "budget";
+export type DropReason = "repair" | "thinning" | "window" | "budget" | "bridge" | "memory";
 
 export type TokensByPart = { system: number, summary: number, recent: number, 
 /**
@@ -283,7 +290,15 @@ tokensBefore: number, tokensAfter: number, messagesBefore: number, messagesAfter
 /**
  * What happened to every stored message, as runs of alike messages in history order.
  */
-runs: Array<Readonly<ReceiptRun>>, repairs: Array<Repair>, summary: SummaryUse | null, 
+runs: Array<Readonly<ReceiptRun>>, repairs: Array<Repair>, 
+/**
+ * The pinned requests: the task and the latest request, always in the context.
+ */
+pinned: Array<PinUse>, summary: SummaryUse | null, 
+/**
+ * The bridge, when one stands between the summary in force and the recent messages.
+ */
+bridge: BridgeUse | null, 
 /**
  * The memory's turn summaries the context holds (a session with memory).
  */
@@ -306,7 +321,23 @@ from: string, to: string, count: number, action: Action, reason?: DropReason, to
 
 export type ReceiptEntry = { id: string, action: Action, reason?: DropReason, tokensBefore: number, tokensAfter: number, };
 
-export type BudgetReport = { maxTokens: number, systemTokens: number, summaryBudget: number, recentBudget: number, };
+export type BudgetReport = { 
+/**
+ * The most tokens the context may have (`budget.maxTokens`, or the window × the ratio).
+ */
+maxTokens: number, systemTokens: number, 
+/**
+ * The pinned requests, as they went in.
+ */
+pinnedTokens: number, 
+/**
+ * The summary section's share: at most this much for the summary, the bridge and the memory.
+ */
+summaryBudget: number, 
+/**
+ * What the recent messages had: everything the other parts left.
+ */
+recentBudget: number, };
 
 export type Repair = { id: string, kind: RepairKind, callId?: string, };
 
@@ -316,7 +347,25 @@ export type SummaryUse = { requestId: string, summarisedUntil: string, tokens: n
 /**
  * Made during this build (the extractive summariser).
  */
-fresh: boolean, };
+fresh: boolean, 
+/**
+ * Longer than the summary section's share: its head and tail are in the context.
+ */
+truncated: boolean, };
+
+export type PinUse = { id: string, role: PinRole, 
+/**
+ * Cut to its head and tail to fit half of what the system prompt leaves.
+ */
+truncated: boolean, tokensBefore: number, tokensAfter: number, };
+
+export type PinRole = "task" | "latest";
+
+export type BridgeUse = { 
+/**
+ * The first and last messages it covers.
+ */
+from: string, until: string, messages: number, tokens: number, };
 
 export type MemoryUse = { 
 /**

@@ -12,9 +12,9 @@ use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch
 use crate::compact::profile::Profile;
 use crate::compact::reduce::compress::TextMode;
 use crate::compact::{
-    Action, BudgetReport, DropReason, MemoryOptions, MemoryUse, PendingSummary, Receipt, ReceiptEntry, ReceiptRun,
-    Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
-    SummaryState, SummaryUse, TokensByPart, Violation,
+    Action, BridgeUse, BudgetReport, DropReason, MemoryOptions, MemoryUse, PendingSummary, PinRole, PinUse, Receipt,
+    ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
+    SummarySource, SummaryState, SummaryUse, TokensByPart, Violation,
 };
 use crate::history::{LoggedMessage, TokenReport};
 use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
@@ -87,6 +87,9 @@ fn declarations() -> String {
         Repair::decl(&cfg),
         RepairKind::decl(&cfg),
         SummaryUse::decl(&cfg),
+        PinUse::decl(&cfg),
+        PinRole::decl(&cfg),
+        BridgeUse::decl(&cfg),
         MemoryUse::decl(&cfg),
         SummaryRequest::decl(&cfg),
         SummaryRecord::decl(&cfg),

@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::memory;
-use super::plan::{made_up_tokens, Ctx, Pass, Plan};
-use super::receipt::{self, Action, Receipt, Section, SummaryUse, TokensByPart};
+use super::memory::{self, MemoryUse};
+use super::plan::{Ctx, Pass, Plan};
+use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
 use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::PLACEHOLDER_TEXT;
+use super::select::Selection;
+use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
 use crate::message::{Content, Format, Message, Role};
@@ -73,86 +75,140 @@ pub(crate) fn placeholder(format: Format) -> Message {
     Message::new(Role::User, Content::text(PLACEHOLDER_TEXT), format)
 }
 
-/// The stage: the context and its receipt from what the earlier stages decided.
+/// Which stored messages a context holds whole enough to count as there (thinned ones do not).
+fn present(len: usize, plans: impl IntoIterator<Item = impl std::borrow::Borrow<Plan>>) -> Vec<bool> {
+    let mut present = vec![false; len];
+    for plan in plans {
+        for member in plan.borrow().members.iter().filter(|m| !m.text_only) {
+            if let Some(slot) = present.get_mut(member.msg) {
+                *slot = true;
+            }
+        }
+    }
+    present
+}
+
+/// The memory's turn summaries for the turns a context does not wholly hold (`present`), within
+/// `room` tokens and the memory's own cap.
+fn memory_section(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    present: &[bool],
+    room: usize,
+) -> Option<(Option<Message>, MemoryUse)> {
+    let options = ctx.options.memory.as_ref()?;
+    if ctx.turns.is_empty() {
+        return None;
+    }
+    let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
+    let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
+    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.memory_lines)
+}
+
+/// The tokens the memory's turn summaries take beside `selection` (for `select::fill`).
+pub(crate) fn memory_tokens_for(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &Pass,
+    selection: &Selection,
+    room: usize,
+) -> usize {
+    let kept =
+        pass.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
+    let present = present(ctx.items.len(), kept);
+    memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
+}
+
+fn context_message(message: Message, section: Section) -> ContextMessage {
+    ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept }
+}
+
+/// The stage: the context and its receipt from what the earlier stages decided. System messages
+/// and pinned requests where they were, then the summary section (the summary in force, the
+/// bridge, the memory's turn summaries), then the recent messages; a pinned request among the
+/// recent messages stays in its place.
 pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Result<BuildOutcome> {
     let items = ctx.items;
     let format = ctx.options.format;
-    // Kept units in history order, system units where they were.
+    let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
     let mut kept: Vec<(&Plan, Section)> = pass.system.iter().map(|p| (p, Section::System)).collect();
+    kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
     kept.sort_by_key(|(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
-    let summary_in_context = pass.summary_in_context;
-    let mut summary_msgs = if summary_in_context { std::mem::take(&mut pass.summary_messages) } else { Vec::new() };
     let mut tokens = TokensByPart::default();
-    if summary_in_context {
-        tokens.summary = pass.summary_tokens;
+    let mut summary_section: Vec<Message> = std::mem::take(&mut pass.summary_messages);
+    tokens.summary = pass.summary_tokens;
+    if let Some((message, _)) = &pass.bridge {
+        summary_section.push(message.clone());
+        tokens.summary += pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
     }
-    let memory_use = match (&ctx.options.memory, ctx.turns.is_empty()) {
-        (Some(options), false) => {
-            // Thinned messages do not count as in the context: their turn's summary is wanted.
-            let mut present = vec![false; items.len()];
-            for (plan, _) in &kept {
-                for member in plan.members.iter().filter(|m| !m.text_only) {
-                    if let Some(slot) = present.get_mut(member.msg) {
-                        *slot = true;
-                    }
-                }
-            }
-            // What the summary budget leaves: the recent budget was set without it, so the
-            // context stays within the maximum.
-            let room = pass.budget.map_or(usize::MAX, |b| b.summary_budget.saturating_sub(tokens.summary));
-            let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
-            let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-            memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, format, &mut cache.memory_lines).map(
-                |(message, used)| {
-                    summary_msgs.extend(message);
-                    tokens.summary += used.tokens;
-                    used
-                },
-            )
-        }
-        _ => None,
-    };
-    let mut messages: Vec<ContextMessage> = Vec::new();
-    // The summary section goes before the first recent message (or last, if there is none).
-    let mut summary_section = Some(summary_msgs);
-    let place = |messages: &mut Vec<ContextMessage>, section: Option<Vec<Message>>| {
-        messages.extend(section.into_iter().flatten().map(|message| ContextMessage {
-            message: Arc::new(message),
-            sources: Vec::new(),
-            section: Section::Summary,
-            action: Action::Kept,
-        }));
-    };
-    let mut after: HashMap<usize, (Action, u32)> = HashMap::new();
     for (plan, section) in &kept {
-        if *section == Section::Recent {
-            place(&mut messages, summary_section.take());
-        }
         if plan.member_tokens.len() != plan.members.len() {
             return Err(Error::internal(format!("unit {} is in the context but was not counted", plan.unit)));
+        }
+        let n: usize = plan.tokens;
+        match section {
+            Section::System => tokens.system += n,
+            _ => tokens.recent += n,
+        }
+    }
+    // The memory's turn summaries: what the summary section's share leaves, within the budget.
+    let present_now = present(items.len(), kept.iter().map(|(p, _)| *p));
+    let used = tokens.system + tokens.summary + tokens.recent + REPLY_PRIMING + pass.placeholder_tokens;
+    let room =
+        pass.max.map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.share.saturating_sub(tokens.summary)));
+    let memory_use = match memory_section(ctx, cache, &present_now, room) {
+        Some((message, used)) => {
+            summary_section.extend(message);
+            tokens.summary += used.tokens;
+            Some(used)
+        }
+        None => None,
+    };
+
+    let mut messages: Vec<ContextMessage> = Vec::new();
+    let mut section = Some(summary_section);
+    let mut after: HashMap<usize, (Action, u32)> = HashMap::new();
+    let exchange = ctx.options.summary.as_ref().is_some_and(|s| s.placement == SummaryPlacement::Exchange);
+    let mut placeholder_used = false;
+    for (plan, kind) in &kept {
+        if *kind == Section::Recent {
+            if let Some(list) = section.take() {
+                let ends_with_assistant = list.last().is_some_and(|m| m.role == Role::Assistant);
+                messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
+                // Seed 004's exchange ends with the summary as an assistant message: a recent
+                // assistant message must not merge into it.
+                let next_assistant = plan
+                    .members
+                    .first()
+                    .and_then(|m| items.get(m.msg))
+                    .is_some_and(|i| i.message.role == Role::Assistant);
+                if exchange && ends_with_assistant && next_assistant {
+                    messages.push(context_message(placeholder(format), Section::Recent));
+                    tokens.recent += pass.placeholder_tokens;
+                    placeholder_used = true;
+                }
+            }
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
             let message = ctx.materialize(cache, member)?;
             let id = ctx.item(member.msg)?.id.to_string();
             let action = member.action();
             let entry = after.entry(member.msg).or_insert((action, 0));
-            entry.0 = entry.0.max(action);
+            // The most reduced of its members says what became of the message.
+            entry.0 = entry.0.min(action);
             entry.1 += n;
-            match section {
-                Section::System => tokens.system += *n as usize,
-                _ => tokens.recent += *n as usize,
-            }
-            messages.push(ContextMessage { message, sources: vec![id], section: *section, action });
+            messages.push(ContextMessage { message, sources: vec![id], section: *kind, action });
         }
     }
-    place(&mut messages, summary_section.take());
+    if let Some(list) = section.take() {
+        messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
+    }
 
-    // Anthropic: the first message must come from the user, and there must be one; no provider
-    // takes an empty list.
-    let mut placeholder_used = false;
-    if format == Format::Anthropic || messages.is_empty() {
+    // Anthropic: the first message must come from the user (an assistant message, thinking
+    // first, is never moved), and there must be one; no provider takes an empty list.
+    if !placeholder_used && (format == Format::Anthropic || messages.is_empty()) {
         let first = messages.iter().position(|m| !m.message.role.is_instruction());
         let needs = match first.and_then(|i| messages.get(i)) {
             None => format == Format::Anthropic || messages.is_empty(),
@@ -160,26 +216,48 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         };
         if needs {
             let at = first.unwrap_or(messages.len());
-            let message = placeholder(format);
-            tokens.recent += made_up_tokens(ctx, cache, &message);
-            messages.insert(
-                at,
-                ContextMessage {
-                    message: Arc::new(message),
-                    sources: Vec::new(),
-                    section: Section::Recent,
-                    action: Action::Kept,
-                },
-            );
+            tokens.recent += pass.placeholder_tokens;
+            messages.insert(at, context_message(placeholder(format), Section::Recent));
             placeholder_used = true;
             pass.notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }
     }
     tokens.total = tokens.system + tokens.summary + tokens.recent + REPLY_PRIMING;
 
-    let fates = receipt::fates(items, &pass.structure, &pass.covered, &pass.plans, &after);
+    let summarised_until = summarised_until(ctx, &pass);
+    let fates = receipt::fates(
+        items,
+        &pass.structure,
+        &pass.covered,
+        &pass.plans,
+        &after,
+        summarised_until,
+        ctx.turns,
+        memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
+    );
     let tokens_before = items.iter().map(|i| i.tokens as usize).sum::<usize>() + REPLY_PRIMING;
-    let within_budget = pass.budget.is_none_or(|b| tokens.total <= b.max_tokens);
+    let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
+    if let Some(budget) = pass.budget.as_mut() {
+        budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
+        budget.recent_budget =
+            budget.max_tokens.saturating_sub(tokens.system + tokens.summary + budget.pinned_tokens + REPLY_PRIMING);
+    }
+    let pinned = pass
+        .pins
+        .iter()
+        .flat_map(|pin| {
+            let id =
+                pin.plan.members.first().and_then(|m| items.get(m.msg)).map_or_else(String::new, |i| i.id.to_string());
+            let truncated = pin.plan.members.iter().any(|m| m.cut_text.is_some());
+            pin.roles.iter().map(move |role| PinUse {
+                id: id.clone(),
+                role: *role,
+                truncated,
+                tokens_before: pin.whole,
+                tokens_after: pin.plan.tokens,
+            })
+        })
+        .collect();
     let receipt = Receipt {
         tokens_before,
         tokens_after: tokens.total,
@@ -191,12 +269,15 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         runs: receipt::runs(items, &fates),
         fates,
         repairs: pass.structure.repairs.clone(),
-        summary: pass.summary.filter(|_| summary_in_context).map(|s| SummaryUse {
+        pinned,
+        summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
             request_id: s.request_id.clone(),
             summarised_until: s.summarised_until.clone(),
             tokens: s.tokens,
             fresh: false,
+            truncated: pass.summary_truncated,
         }),
+        bridge: pass.bridge.take().map(|(_, b)| b),
         memory: memory_use,
         placeholder: placeholder_used,
         notes: std::mem::take(&mut pass.notes),
@@ -206,62 +287,20 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     Ok(BuildOutcome { context, summary_request: pass.summary_request.take(), new_summary: None })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::compact::plan::testing::{through_reduce, turns, Log, ENCODING};
-    use crate::compact::receipt::DropReason;
-    use crate::compact::summary::SummaryState;
-    use crate::compact::{select, BudgetOptions, BuildOptions};
-    use serde_json::json;
-
-    #[test]
-    fn the_context_is_system_then_recent_with_a_receipt_for_every_message() {
-        let log = turns(40, 1, 30);
-        let items = log.items();
-        let budget = BudgetOptions { context_window: 4_000, min_messages: 1, ..BudgetOptions::default() };
-        let options = BuildOptions {
-            budget: Some(budget),
-            summary: None,
-            digest: None,
-            compress: None,
-            ..BuildOptions::default()
-        };
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let mut pass = through_reduce(&ctx, &mut cache, &state);
-        select::fill_budget(&ctx, &mut cache, &mut pass).unwrap();
-        let outcome = assemble(&ctx, &mut cache, pass).unwrap();
-        let context = &outcome.context;
-        assert_eq!(context.messages[0].section, Section::System);
-        assert!(context.messages[1..].iter().all(|m| m.section == Section::Recent));
-        assert_eq!(context.messages.last().unwrap().sources, [format!("m{}", items.len())]);
-        let receipt = &context.receipt;
-        assert_eq!(receipt.fates.len(), items.len());
-        assert_eq!(receipt.runs.iter().map(|r| r.count).sum::<usize>(), items.len());
-        assert_eq!(receipt.fates[1].reason, Some(DropReason::Budget));
-        let kept: usize = receipt.fates.iter().map(|f| f.tokens_after as usize).sum();
-        assert_eq!(kept + REPLY_PRIMING, context.tokens.total);
-        assert_eq!(context.tokens.total, context.tokens.system + context.tokens.recent + REPLY_PRIMING);
-        assert!(receipt.within_budget && !receipt.placeholder);
-        assert!(context.request(&mut EmitCache::default()).is_ok(), "valid for the provider");
-    }
-
-    #[test]
-    fn anthropic_gets_a_placeholder_when_no_user_message_leads() {
-        let log = Log::openai(json!([{"role": "system", "content": "s"}, {"role": "assistant", "content": "hello"}]));
-        let items = log.items();
-        let options = BuildOptions { format: Format::Anthropic, summary: None, ..BuildOptions::default() };
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let pass = through_reduce(&ctx, &mut cache, &state);
-        let context = assemble(&ctx, &mut cache, pass).unwrap().context;
-        let roles: Vec<Role> = context.messages().map(|m| m.role).collect();
-        assert_eq!(roles, [Role::System, Role::User, Role::Assistant]);
-        assert_eq!(context.messages().nth(1).unwrap().content.joined_text(), PLACEHOLDER_TEXT);
-        assert!(context.receipt.placeholder);
-        assert!(context.to_request().is_ok());
+/// The first stored message the summary section does not stand for (with a summary configured):
+/// the recent messages start there, and what repair left out before it was summarised too.
+fn summarised_until(ctx: &Ctx, pass: &Pass) -> Option<usize> {
+    ctx.options.summary.as_ref()?;
+    let covered = pass.summary.map(|s| s.until_index + 1);
+    let suffix = pass
+        .suffix_start
+        .filter(|s| *s > 0 || pass.bridge.is_some())
+        .map(|o| pass.plans.get(o).and_then(|p| pass.unit(p.unit)).map_or(ctx.items.len(), |u| u.first));
+    match (covered, suffix) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -52,9 +52,13 @@ impl Compactor {
         let calibrated;
         let options = match (&factor, &options.budget) {
             (Some(factor), Some(budget)) => {
-                let window = factor.counted_budget(budget.context_window as usize).clamp(1, u32::MAX as usize) as u32;
+                let counted = |billed: u32| factor.counted_budget(billed as usize).clamp(1, u32::MAX as usize) as u32;
                 calibrated = BuildOptions {
-                    budget: Some(super::BudgetOptions { context_window: window, ..budget.clone() }),
+                    budget: Some(super::BudgetOptions {
+                        context_window: counted(budget.context_window),
+                        max_tokens: budget.max_tokens.map(counted),
+                        ..budget.clone()
+                    }),
                     ..options.clone()
                 };
                 &calibrated

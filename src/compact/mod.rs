@@ -2,13 +2,15 @@
 //! One file per stage, in the order `build_once` runs them:
 //!
 //! ```text
-//! repair      drop unanswered calls and orphan results (reported); group into units
-//! plan        the summary in force; units split into system, summarised and active (`Pass`)
-//! select      the budget split (`allot`), the recent steps kept whole (`measure`)
-//! reduce      thin older turns; digest file reads of older turns; compress long output
-//! summarise   past the trigger: a SummaryRequest (or the extractive summary, and a second pass)
-//! select      count window, then token budget; units whole or not at all
-//! assemble    [system] + [summary] + [recent], a placeholder user message only if needed
+//! repair      drop unanswered calls and orphan results, report moved results; group into units
+//! plan        the summary in force; the pinned requests (`pins`); system, summarised and active units
+//! select      the budget split (`allot`): pins, the summary section's share; the recent steps (`measure`)
+//! reduce      fits as it is? verbatim. Else digests, compression (and thinning) while it does not fit
+//! summarise   does not fit (or past an explicit trigger): a summary of what the recent messages
+//!             leave out (extractive: made here, and a second pass; external: a SummaryRequest)
+//! select      the recent messages newest first (a suffix when a summary covers the rest), the
+//!             bridge between the summary in force and them
+//! assemble    [system] + [pins] + [summary section] + [recent], a placeholder only if needed
 //! ```
 //!
 //! The stored messages never change: the context is a view. Reductions are cached by record id
@@ -19,6 +21,7 @@ pub mod assemble;
 pub mod compactor;
 pub mod memory;
 pub mod options;
+pub(crate) mod pins;
 pub(crate) mod plan;
 pub mod profile;
 pub mod receipt;
@@ -37,8 +40,10 @@ pub use assemble::{BuildOutcome, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use options::{BudgetOptions, BuildOptions, BuildSpec, Patch, ProfileRef};
+pub use plan::PinRole;
 pub use receipt::{
-    Action, BudgetReport, DropReason, Fate, Receipt, ReceiptEntry, ReceiptRun, Section, SummaryUse, TokensByPart,
+    Action, BridgeUse, BudgetReport, DropReason, Fate, PinUse, Receipt, ReceiptEntry, ReceiptRun, Section, SummaryUse,
+    TokensByPart,
 };
 pub use reduce::compress::{CompressOptions, TextMode};
 pub use reduce::{DigestOptions, ReduceCache};
@@ -118,16 +123,11 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     let mut pass = Pass::new(ctx, cache, structure, state)?;
     select::allot(ctx, cache, &mut pass)?;
     select::measure(ctx, cache, &mut pass)?;
-    // With a budget and no compaction in sight, reductions wait for the selection (newest
-    // first), which stops once the budget is full: a warm build costs what it keeps.
-    pass.lazy = ctx.options.budget.is_some()
-        && pass.optimise
-        && !summarise::could_summarise(ctx, &pass, state, allow_summarise);
     reduce::plan_active(ctx, cache, &mut pass)?;
+    reduce::fit(ctx, cache, &mut pass)?;
     if let Some(record) = summarise::summarise(ctx, cache, &mut pass, state, allow_summarise)? {
         return Ok(Step::Summarise { record });
     }
-    select::window(ctx, &mut pass);
-    select::fill_budget(ctx, cache, &mut pass)?;
+    select::fill(ctx, cache, &mut pass)?;
     Ok(Step::Done(Box::new(assemble::assemble(ctx, cache, pass)?)))
 }

@@ -22,11 +22,15 @@ pub struct BudgetOptions {
     pub context_window: u32,
     /// Share of the window the context may use (seed 001: 0.6).
     pub target_ratio: f64,
-    /// Share of what the system prompt leaves, for the summary (0.26)…
+    /// The most tokens the context may have, given directly (instead of the window × the ratio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// At most this share of what the system prompt and the pinned requests leave goes to the
+    /// summary section (0.26); what it does not use goes to the recent messages…
     pub summary_ratio: f64,
-    /// …and for the recent messages (0.65); the rest is a buffer.
+    /// …which are guaranteed this share at least (0.65).
     pub recent_ratio: f64,
-    /// Up to this many messages, nothing is optimised if they fit (seed 001: 10).
+    /// Kept for compatibility: a history that fits the budget is never optimised, whatever its length.
     pub min_messages: usize,
 }
 
@@ -35,11 +39,16 @@ impl Default for BudgetOptions {
         BudgetOptions {
             context_window: 128_000,
             target_ratio: 0.6,
+            max_tokens: None,
             summary_ratio: 0.26,
             recent_ratio: 0.65,
             min_messages: 10,
         }
     }
+}
+
+fn window_share(window: u32, ratio: f64) -> usize {
+    (f64::from(window) * ratio).floor() as usize
 }
 
 fn check_ratio(name: &str, value: f64) -> Result<()> {
@@ -56,6 +65,9 @@ impl BudgetOptions {
             return Err(Error::invalid_argument("budget.contextWindow must be positive"));
         }
         check_ratio("budget.targetRatio", self.target_ratio)?;
+        if self.max_tokens == Some(0) {
+            return Err(Error::invalid_argument("budget.maxTokens must be positive"));
+        }
         check_ratio("budget.summaryRatio", self.summary_ratio)?;
         check_ratio("budget.recentRatio", self.recent_ratio)?;
         if self.summary_ratio + self.recent_ratio > 1.0 + 1e-9 {
@@ -67,9 +79,20 @@ impl BudgetOptions {
         Ok(())
     }
 
-    /// The most tokens the whole context may have.
+    /// The most tokens the whole context may have: `maxTokens`, else the window × the ratio.
     pub fn max_tokens(&self) -> usize {
-        (f64::from(self.context_window) * self.target_ratio).floor() as usize
+        match self.max_tokens {
+            Some(max) => max as usize,
+            None => window_share(self.context_window, self.target_ratio),
+        }
+    }
+
+    /// How the budget was given, for messages: `maxTokens` or the window × the ratio.
+    pub(crate) fn describe(&self) -> String {
+        match self.max_tokens {
+            Some(max) => format!("budget.maxTokens {max}"),
+            None => format!("{} × {}", self.context_window, self.target_ratio),
+        }
     }
 }
 
@@ -188,7 +211,8 @@ impl<T> Patch<T> {
 
 /// Declares the partial form of an options section (every field optional) and how it applies.
 macro_rules! partial {
-    ($(#[$meta:meta])* $name:ident as $ts:literal for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident as $ts:literal for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }
+     $($(#[$xmeta:meta])* extra $extra:ident: $xty:ty)?) => {
         $(#[$meta])*
         #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
         #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -196,6 +220,7 @@ macro_rules! partial {
         #[cfg_attr(test, ts(rename = $ts, optional_fields))]
         pub struct $name {
             $($(#[$fmeta])* pub $field: Option<$ty>,)*
+            $($(#[$xmeta])* pub $extra: Option<$xty>,)?
         }
 
         impl $name {
@@ -210,7 +235,7 @@ macro_rules! partial {
 }
 
 partial!(
-    /// `budget` as given.
+    /// `budget` as given: `maxTokens`, or the window and the share of it the context may use.
     BudgetPatch as "BudgetOptions" for BudgetOptions {
         context_window: u32,
         target_ratio: f64,
@@ -218,7 +243,33 @@ partial!(
         recent_ratio: f64,
         min_messages: usize,
     }
+    /// The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
+    extra max_tokens: u32
 );
+
+impl BudgetPatch {
+    /// The budget after this patch: `maxTokens` wins over the window and ratio it is merged with;
+    /// given together with either of them in the same options, the three must agree.
+    fn merge_into(self, budget: &mut BudgetOptions) -> Result<()> {
+        let max = self.max_tokens;
+        let explicit_window = self.context_window.is_some() || self.target_ratio.is_some();
+        self.apply(budget);
+        if let Some(max) = max {
+            if explicit_window && window_share(budget.context_window, budget.target_ratio) != max as usize {
+                return Err(Error::invalid_argument(format!(
+                    "budget.maxTokens ({max}) disagrees with budget.contextWindow × budget.targetRatio ({} × {} = {}): give one or the other",
+                    budget.context_window,
+                    budget.target_ratio,
+                    window_share(budget.context_window, budget.target_ratio)
+                )));
+            }
+            budget.max_tokens = Some(max);
+        } else if explicit_window {
+            budget.max_tokens = None;
+        }
+        Ok(())
+    }
+}
 
 partial!(
     /// `compress` as given.
@@ -250,9 +301,11 @@ pub struct SummaryPatch {
     pub summarizer: Option<Summarizer>,
     /// @deprecated Spelled `summarizer` now; still read.
     pub summariser: Option<Summarizer>,
-    /// Compaction is due past this many tokens (seed 001: 50,000).
+    /// Compaction is due past this many tokens (default: the budget's `maxTokens`; without a
+    /// budget, seed 001's 50,000).
     pub trigger_tokens: Option<u32>,
-    /// After compaction the recent messages plus the summary aim below this (seed 001: 30,000).
+    /// After compaction the context aims below this (default: the budget's `maxTokens`, the recent
+    /// messages filling what the summary leaves; without a budget, 0.6 × the trigger).
     pub target_tokens: Option<u32>,
     /// The first summary needs at least this many messages (20).
     pub min_messages: Option<usize>,
@@ -278,16 +331,13 @@ impl SummaryPatch {
         macro_rules! set {
             ($($field:ident),*) => {$(if let Some(value) = self.$field { target.$field = value; })*};
         }
-        set!(
-            trigger_tokens,
-            target_tokens,
-            min_messages,
-            min_new_messages,
-            new_token_ratio,
-            max_tokens,
-            required_keys,
-            placement
-        );
+        if let Some(trigger) = self.trigger_tokens {
+            target.trigger_tokens = Some(trigger);
+        }
+        if let Some(goal) = self.target_tokens {
+            target.target_tokens = Some(goal);
+        }
+        set!(min_messages, min_new_messages, new_token_ratio, max_tokens, required_keys, placement);
         if self.prompt.is_some() {
             target.prompt = self.prompt;
         }
@@ -392,7 +442,15 @@ impl BuildSpec {
             Patch::Null => None,
             Patch::Set(n) => Some(n),
         };
-        options.budget = self.budget.merge(options.budget, BudgetPatch::apply);
+        options.budget = match self.budget {
+            Patch::Unset => options.budget,
+            Patch::Null => None,
+            Patch::Set(patch) => {
+                let mut budget = options.budget.unwrap_or_default();
+                patch.merge_into(&mut budget)?;
+                Some(budget)
+            }
+        };
         if let Some(steps) = self.keep_recent_steps {
             options.keep_recent_steps = steps;
         }
@@ -429,10 +487,10 @@ mod tests {
         // compact(history, { profile: "gpt-4o", summarize }) asks for an external summariser:
         // the profile's trigger (0.75 × 128,000) must stay, not fall to the default 50,000.
         let options = resolve(json!({"profile": "gpt-4o", "summary": {"summarizer": "external"}})).unwrap();
-        let summary = options.summary.unwrap();
+        let summary = options.summary.clone().unwrap();
         assert_eq!(summary.summarizer, Summarizer::External);
-        let gpt4o = super::super::profile::resolve("gpt-4o").unwrap();
-        assert_eq!((summary.trigger_tokens, summary.target_tokens), (96_000, gpt4o.target_tokens()));
+        let max = options.budget.as_ref().map(BudgetOptions::max_tokens);
+        assert_eq!((summary.trigger(max), summary.target(max)), (96_000, 96_000));
         // The deprecated spelling is read too.
         let old = resolve(json!({"profile": "gpt-4o", "summary": {"summariser": "external"}})).unwrap();
         assert_eq!(old.summary.unwrap().summarizer, Summarizer::External);
@@ -453,7 +511,14 @@ mod tests {
         let plain = resolve(json!({"summary": {"triggerTokens": 10_000, "targetTokens": 6_000}})).unwrap();
         assert_eq!(plain.format, Format::Anthropic, "the history's format");
         let summary = plain.summary.unwrap();
-        assert_eq!((summary.trigger_tokens, summary.min_messages), (10_000, SummaryOptions::default().min_messages));
+        assert_eq!(
+            (summary.trigger_tokens, summary.min_messages),
+            (Some(10_000), SummaryOptions::default().min_messages)
+        );
+        // Without a budget, seed 001's 50k/30k; an explicit trigger alone keeps its 0.6.
+        assert_eq!((SummaryOptions::default().trigger(None), SummaryOptions::default().target(None)), (50_000, 30_000));
+        let only_trigger = SummaryOptions { trigger_tokens: Some(10_000), ..SummaryOptions::default() };
+        assert_eq!((only_trigger.target(None), only_trigger.target(Some(60_000))), (6_000, 10_000));
         assert_eq!(plain.budget, None);
         assert_eq!(
             BuildSpec::from_value(json!({})).unwrap().resolve(Encoding::O200kBase, Format::OpenAi).unwrap(),
@@ -468,10 +533,30 @@ mod tests {
         assert!(resolve(json!({"profile": "no-such-model"})).is_err());
         let error = resolve(json!({"profile": "gpt-4"})).unwrap_err();
         assert!(error.message.contains("counts with cl100k_base"), "{error}");
-        // The merged options are validated: a trigger below the profile's target is refused.
-        assert!(resolve(json!({"profile": "gpt-4o", "summary": {"triggerTokens": 10_000}}))
+        // The merged options are validated: a target above the trigger is refused.
+        assert!(resolve(json!({"profile": "gpt-4o", "summary": {"triggerTokens": 10_000, "targetTokens": 20_000}}))
             .unwrap_err()
             .message
             .contains("targetTokens"));
+        assert!(resolve(json!({"profile": "gpt-4o", "summary": {"triggerTokens": 10_000}})).is_ok());
+    }
+
+    #[test]
+    fn the_budget_is_max_tokens_or_the_window_times_the_ratio() {
+        let max = |value: Value| resolve(value).map(|o| o.budget.unwrap().max_tokens());
+        assert_eq!(max(json!({"budget": {"maxTokens": 5_000}})).unwrap(), 5_000);
+        assert_eq!(max(json!({"budget": {"contextWindow": 10_000, "targetRatio": 1}})).unwrap(), 10_000);
+        // maxTokens wins over a profile's window; given with a window and ratio, they must agree.
+        assert_eq!(max(json!({"profile": "gpt-4o", "budget": {"maxTokens": 50_000}})).unwrap(), 50_000);
+        assert_eq!(
+            max(json!({"budget": {"contextWindow": 10_000, "targetRatio": 0.5, "maxTokens": 5_000}})).unwrap(),
+            5_000
+        );
+        let error = max(json!({"budget": {"contextWindow": 10_000, "maxTokens": 5_000}})).unwrap_err();
+        assert!(error.message.contains("disagrees"), "{error}");
+        assert!(max(json!({"budget": {"maxTokens": 0}})).unwrap_err().message.contains("maxTokens"));
+        // A window given later replaces a maxTokens given before (a profile has none).
+        let options = resolve(json!({"budget": {"maxTokens": 5_000}})).unwrap();
+        assert_eq!(options.budget.unwrap().describe(), "budget.maxTokens 5000");
     }
 }

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use super::receipt::{Action, BudgetReport, DropReason};
+use serde::Serialize;
+
+use super::receipt::{Action, BridgeUse, BudgetReport, DropReason};
 use super::reduce::ReduceCache;
 use super::repair::{Item, Structure, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
@@ -16,25 +18,44 @@ use crate::tokens::{self, Encoding};
 
 // ---------------------------------------------------------------------------------------------
 
+/// How a tool result is reduced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduction {
+    /// A file's contents become their one-line digest (seed 002).
+    Digest,
+    /// Long output compressed (JSON-aware, or head and tail).
+    Compress,
+    /// Head and tail of this many characters each: the reduction sized to what the budget needs.
+    Cut(u32),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct MemberPlan {
     pub(crate) msg: usize,
     pub(crate) parts: Option<Vec<usize>>,
-    /// Part indices replaced by their compressed or digested form.
-    pub(crate) replace: Vec<(usize, Action)>,
+    /// Result parts replaced by their reduced form.
+    pub(crate) replace: Vec<(usize, Reduction)>,
     /// Only the text parts (history thinning).
     pub(crate) text_only: bool,
+    /// Text parts cut to their head and tail of this many characters each, images and documents
+    /// left out, tool calls and thinking whole (a pinned request or the oldest recent unit that
+    /// does not fit whole).
+    pub(crate) cut_text: Option<u32>,
 }
 
 impl MemberPlan {
+    pub(crate) fn of(msg: usize, parts: Option<Vec<usize>>) -> MemberPlan {
+        MemberPlan { msg, parts, replace: Vec::new(), text_only: false, cut_text: None }
+    }
+
     pub(crate) fn whole(&self) -> bool {
-        self.parts.is_none() && self.replace.is_empty() && !self.text_only
+        self.parts.is_none() && self.replace.is_empty() && !self.text_only && self.cut_text.is_none()
     }
 
     pub(crate) fn action(&self) -> Action {
         if self.text_only {
             Action::Thinned
-        } else if self.replace.iter().any(|(_, a)| *a == Action::Compressed) {
+        } else if self.cut_text.is_some() || self.replace.iter().any(|(_, r)| *r != Reduction::Digest) {
             Action::Compressed
         } else if !self.replace.is_empty() {
             Action::Digested
@@ -51,8 +72,28 @@ pub(crate) struct Plan {
     pub(crate) member_tokens: Vec<u32>,
     pub(crate) tokens: usize,
     pub(crate) dropped: Option<DropReason>,
-    /// Reductions still to apply: (digest allowed, compression allowed).
-    pub(crate) pending: Option<(bool, bool)>,
+    /// Counted in its current form (`member_tokens` and `tokens` are up to date).
+    pub(crate) counted: bool,
+}
+
+/// Why a request is pinned (a unit can be both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum PinRole {
+    /// The first user message with text (and the first that is not harness text, if later).
+    Task,
+    /// The last user message with text (and the last that is not harness text, if earlier).
+    Latest,
+}
+
+/// A pinned user request: always in the context, whole or cut to its head and tail.
+#[derive(Clone, Debug)]
+pub(crate) struct Pin {
+    pub(crate) roles: Vec<PinRole>,
+    pub(crate) plan: Plan,
+    /// Tokens whole, as stored.
+    pub(crate) whole: usize,
 }
 
 /// What stays the same during a build.
@@ -123,12 +164,22 @@ impl Ctx<'_, '_> {
                 continue;
             }
             let replaced = match member.replace.iter().find(|(k, _)| *k == j) {
-                Some((_, action)) => self.reduced(cache, member.msg, j, *action)?,
+                Some((_, reduction)) => self.reduced(cache, member.msg, j, *reduction)?,
                 None => None,
             };
-            parts.push(replaced.unwrap_or_else(|| original.clone()));
+            let part = match (replaced, member.cut_text, original) {
+                (Some(part), _, _) => part,
+                (None, Some(chars), Part::Text { text, extra }) => Part::Text {
+                    text: crate::extract::head_tail(text, chars as usize, chars as usize),
+                    extra: extra.clone(),
+                },
+                // Cut short, a message keeps its calls, results and thinking, not its images.
+                (None, Some(_), Part::Image { .. } | Part::Other(_)) => continue,
+                (None, _, original) => original.clone(),
+            };
+            parts.push(part);
         }
-        let form = if member.parts.is_none() && !member.text_only {
+        let form = if member.parts.is_none() && !member.text_only && member.cut_text.is_none() {
             source.content.form
         } else if source.content.form == ContentForm::Text && parts.iter().all(|p| matches!(p, Part::Text { .. })) {
             ContentForm::Text
@@ -172,11 +223,12 @@ impl Ctx<'_, '_> {
             total += n as usize;
         }
         plan.tokens = total;
+        plan.counted = true;
         Ok(())
     }
 }
 
-/// A cache key for a member's variant: the id, the parts, the replacements, text-only or not.
+/// A cache key for a member's variant: the id, the parts, the reductions, text-only or cut.
 pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
     use std::fmt::Write;
     let mut key = String::with_capacity(id.len() + 16);
@@ -190,20 +242,24 @@ pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
         key.push('*');
     }
     key.push('|');
-    for (j, action) in &member.replace {
-        let _ = write!(key, "{j}{}", if *action == Action::Compressed { 'c' } else { 'd' });
+    for (j, reduction) in &member.replace {
+        let _ = match reduction {
+            Reduction::Digest => write!(key, "{j}d"),
+            Reduction::Compress => write!(key, "{j}c"),
+            Reduction::Cut(n) => write!(key, "{j}x{n}"),
+        };
     }
     if member.text_only {
         key.push_str("|t");
+    }
+    if let Some(n) = member.cut_text {
+        let _ = write!(key, "|k{n}");
     }
     key
 }
 
 pub(crate) fn base_members(unit: &Unit) -> Vec<MemberPlan> {
-    unit.members
-        .iter()
-        .map(|m| MemberPlan { msg: m.msg, parts: m.parts.clone(), replace: Vec::new(), text_only: false })
-        .collect()
+    unit.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()
 }
 
 pub(crate) fn has_text(message: &Message, member: &MemberPlan) -> bool {
@@ -228,6 +284,19 @@ pub(crate) fn made_up_tokens(ctx: &Ctx, cache: &mut ReduceCache, message: &Messa
     n as usize
 }
 
+/// How the recent messages were chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Everything fits: the history as it is (only repairs).
+    Verbatim,
+    /// Neither a budget nor a summary: the reductions of older turns, nothing dropped.
+    Unlimited,
+    /// Reductions (and, without a summary, thinning) made the history fit.
+    Reduced,
+    /// Units had to leave: the recent section is a selection (a suffix when a summary covers the rest).
+    Selected,
+}
+
 /// What one pass of the pipeline over the history knows, stage by stage: each stage reads what
 /// the stages before it set and adds its own (see `super::build_once` for the order).
 pub(crate) struct Pass<'s> {
@@ -238,35 +307,50 @@ pub(crate) struct Pass<'s> {
     /// The system units, whole, in history order.
     pub(crate) system: Vec<Plan>,
     pub(crate) system_tokens: usize,
-    /// Units the summary in force stands for.
+    /// Units the summary in force stands for (pinned units aside).
     pub(crate) covered: Vec<usize>,
-    /// The other units (not system, not covered), in order: what the later stages decide on.
+    /// The other units (not system, not covered, not pinned), in order: what the later stages decide on.
     pub(crate) active: Vec<usize>,
-    /// Select (`allot`): the summary's messages, their tokens, whether they are in the context,
-    /// the budget (with a budget) and what the recent messages may use.
+    /// The pinned requests (`pins`), in history order.
+    pub(crate) pins: Vec<Pin>,
+    /// Select (`allot`): the most tokens the context may have (with a budget), the budget's
+    /// report, the reserve for a placeholder user message, the pins' tokens as they go in, the
+    /// summary section's share, and the summary in force as the context shows it.
+    pub(crate) max: Option<usize>,
+    pub(crate) budget: Option<BudgetReport>,
+    pub(crate) placeholder_tokens: usize,
+    pub(crate) pins_tokens: usize,
+    pub(crate) share: usize,
     pub(crate) summary_messages: Vec<Message>,
     pub(crate) summary_tokens: usize,
-    pub(crate) summary_in_context: bool,
-    pub(crate) budget: Option<BudgetReport>,
-    pub(crate) recent_cap: usize,
+    pub(crate) summary_truncated: bool,
     /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
-    /// active messages and their tokens before any reduction, and whether to optimise at all.
+    /// active messages and their tokens as stored, and whether the history as it is needs a
+    /// placeholder user message first.
     pub(crate) tail_start: usize,
     pub(crate) active_messages: usize,
     pub(crate) unreduced: usize,
-    pub(crate) optimise: bool,
-    /// Reduce: reductions wait for the selection (a budget and no compaction in sight).
-    pub(crate) lazy: bool,
-    /// One plan per active unit, in order.
+    pub(crate) verbatim_placeholder: bool,
+    /// One plan per active unit, in order, and how they were decided.
     pub(crate) plans: Vec<Plan>,
+    pub(crate) mode: Mode,
+    /// Reductions wait for the selection: none can make the history fit.
+    pub(crate) lazy: bool,
+    /// With a summary: the ordinal in `active` where the recent messages begin; the active units
+    /// before it are covered by the summary or the bridge.
+    pub(crate) suffix_start: Option<usize>,
+    /// The bridge: an extractive summary of the active units before the recent messages, while
+    /// the summary in force does not reach them.
+    pub(crate) bridge: Option<(Message, BridgeUse)>,
     /// Summarise: the request for the caller's summariser, when compaction is due.
     pub(crate) summary_request: Option<SummaryRequest>,
     pub(crate) notes: Vec<String>,
 }
 
 impl<'s> Pass<'s> {
-    /// The first stage after repair: the summary in force, and the units split into system
-    /// (counted now: they are always kept), covered by that summary, and active.
+    /// The first stage after repair: the summary in force, the pinned requests, and the other
+    /// units split into system (counted now: they are always kept), covered by that summary, and
+    /// active.
     pub(crate) fn new(
         ctx: &Ctx,
         cache: &mut ReduceCache,
@@ -290,15 +374,22 @@ impl<'s> Pass<'s> {
         };
         let compaction = structure.units.iter().rev().find(|unit| is_compaction(unit)).map_or(0, |unit| unit.first);
         let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
+        // Pins are requests the context still answers: none from before a compaction item.
+        let pinned = super::pins::find(ctx, &structure, compaction);
 
         let mut system: Vec<Plan> = Vec::new();
         let mut covered: Vec<usize> = Vec::new();
         let mut active: Vec<usize> = Vec::new();
+        let mut pins: Vec<Pin> = Vec::new();
         for (u, unit) in structure.units.iter().enumerate() {
             if unit.kind == UnitKind::System && !(unit.first < boundary && is_compaction(unit)) {
                 let mut plan = Plan::of(u, unit);
                 ctx.plan_tokens(cache, &mut plan)?;
                 system.push(plan);
+            } else if let Some((_, roles)) = pinned.iter().find(|(p, _)| *p == u) {
+                let mut plan = Plan::of(u, unit);
+                ctx.plan_tokens(cache, &mut plan)?;
+                pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan });
             } else if unit.first < boundary {
                 covered.push(u);
             } else {
@@ -306,6 +397,7 @@ impl<'s> Pass<'s> {
             }
         }
         let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
+        let pins_tokens = pins.iter().map(|p| p.whole).sum();
         Ok(Pass {
             structure,
             summary,
@@ -313,17 +405,24 @@ impl<'s> Pass<'s> {
             system_tokens,
             covered,
             active,
+            pins,
+            max: None,
+            budget: None,
+            placeholder_tokens: 0,
+            pins_tokens,
+            share: usize::MAX,
             summary_messages: Vec::new(),
             summary_tokens: 0,
-            summary_in_context: false,
-            budget: None,
-            recent_cap: usize::MAX,
+            summary_truncated: false,
             tail_start: 0,
             active_messages: 0,
             unreduced: 0,
-            optimise: true,
-            lazy: false,
+            verbatim_placeholder: false,
             plans: Vec::new(),
+            mode: Mode::Verbatim,
+            lazy: false,
+            suffix_start: None,
+            bridge: None,
             summary_request: None,
             notes,
         })
@@ -331,6 +430,24 @@ impl<'s> Pass<'s> {
 
     pub(crate) fn unit(&self, u: usize) -> Option<&Unit> {
         self.structure.units.get(u)
+    }
+
+    /// The context's tokens with the active units as planned: system, pins, the summary section
+    /// (the summary in force and the bridge), the kept plans, the reply priming and, when
+    /// `placeholder`, a placeholder user message.
+    pub(crate) fn view(&self, placeholder: bool) -> usize {
+        let kept: usize = self.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum();
+        self.fixed_tokens(placeholder) + kept
+    }
+
+    /// Everything but the recent messages: system, pins, summary section, priming, placeholder.
+    pub(crate) fn fixed_tokens(&self, placeholder: bool) -> usize {
+        self.system_tokens
+            + self.pins_tokens
+            + self.summary_tokens
+            + self.bridge.as_ref().map_or(0, |(_, b)| b.tokens)
+            + tokens::REPLY_PRIMING
+            + if placeholder { self.placeholder_tokens } else { 0 }
     }
 }
 
@@ -343,7 +460,7 @@ impl Plan {
             member_tokens: Vec::new(),
             tokens: 0,
             dropped: None,
-            pending: None,
+            counted: false,
         }
     }
 }
@@ -374,8 +491,16 @@ pub(crate) mod testing {
 
     impl Log {
         pub(crate) fn openai(value: Value) -> Log {
+            Log::parsed(value, Format::OpenAi)
+        }
+
+        pub(crate) fn anthropic(value: Value) -> Log {
+            Log::parsed(value, Format::Anthropic)
+        }
+
+        fn parsed(value: Value, format: Format) -> Log {
             let messages: Vec<Arc<Message>> =
-                parse(value, Format::OpenAi).expect("valid messages").into_iter().map(Arc::new).collect();
+                parse(value, format).expect("valid messages").into_iter().map(Arc::new).collect();
             let tokens = messages.iter().map(|m| count_message(ENCODING, m).total).collect();
             let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
             Log { ids, messages, tokens }
@@ -388,15 +513,22 @@ pub(crate) mod testing {
         }
     }
 
-    /// The stages before summarise and the second selection, as `build_once` runs them.
+    /// The stages before summarise, as `build_once` runs them.
     pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
         let structure = structure_for(ctx.items, ctx.options.dedupe_system, cache);
         let mut pass = Pass::new(ctx, cache, structure, state).expect("plan");
         select::allot(ctx, cache, &mut pass).expect("allot");
         select::measure(ctx, cache, &mut pass).expect("measure");
-        pass.lazy =
-            ctx.options.budget.is_some() && pass.optimise && !summarise::could_summarise(ctx, &pass, state, true);
-        reduce::plan_active(ctx, cache, &mut pass).expect("reduce");
+        reduce::plan_active(ctx, cache, &mut pass).expect("plans");
+        reduce::fit(ctx, cache, &mut pass).expect("fit");
+        pass
+    }
+
+    /// Every stage but assemble, the summary stage not allowed to summarise.
+    pub(crate) fn through_fill<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
+        let mut pass = through_reduce(ctx, cache, state);
+        assert!(summarise::summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
+        select::fill(ctx, cache, &mut pass).expect("fill");
         pass
     }
 
@@ -458,8 +590,11 @@ mod tests {
         assert_eq!(pass.system.len(), 1);
         assert_eq!(pass.system_tokens, items[0].tokens as usize, "system units are counted at once");
         let first = |units: &[usize]| units.iter().map(|u| pass.unit(*u).unwrap().first).collect::<Vec<_>>();
-        assert_eq!(first(&pass.covered), [1, 2, 4]);
-        assert_eq!(first(&pass.active)[0], 5);
+        // The task (m2) and the latest request (m10) are pinned: neither covered nor active.
+        assert_eq!(first(&pass.covered), [2, 4]);
+        assert_eq!(first(&pass.active), [5, 6, 8, 10, 12]);
+        let pinned: Vec<usize> = pass.pins.iter().map(|p| pass.unit(p.plan.unit).unwrap().first).collect();
+        assert_eq!(pinned, [1, 9]);
 
         // A summary of another history is ignored, and said so.
         let stale = SummaryState { current: Some(record("m9", 4)), ..Default::default() };
@@ -480,14 +615,14 @@ mod tests {
         let options = BuildOptions::default();
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
         let mut cache = ReduceCache::default();
-        let text_only = MemberPlan { msg: 1, parts: None, replace: Vec::new(), text_only: true };
+        let text_only = MemberPlan { text_only: true, ..MemberPlan::of(1, None) };
         let message = ctx.materialize(&mut cache, &text_only).unwrap();
         assert_eq!(message.content.joined_text(), "reading");
         assert!(message.tool_calls().next().is_none());
         assert_eq!(ctx.member_tokens(&mut cache, &text_only).unwrap(), tokens::count_message(ENCODING, &message).total);
         let again = ctx.materialize(&mut cache, &text_only).unwrap();
         assert!(Arc::ptr_eq(&message, &again), "the same variant is the same message build after build");
-        let whole = MemberPlan { msg: 1, parts: None, replace: Vec::new(), text_only: false };
+        let whole = MemberPlan::of(1, None);
         assert!(Arc::ptr_eq(&ctx.materialize(&mut cache, &whole).unwrap(), items[1].message));
     }
 }

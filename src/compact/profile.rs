@@ -18,7 +18,8 @@ pub struct Profile {
     pub context_window: u32,
     /// Compaction is due past this fraction of the window (Init 0.75, Execute 0.70).
     pub trigger_fraction: f64,
-    /// After compaction, aim below this fraction (default: 0.6 × the trigger, seed 001's 30k/50k).
+    /// After compaction, aim below this fraction (default: the trigger: the recent messages fill
+    /// what the summary leaves).
     #[serde(default)]
     #[cfg_attr(test, ts(optional))]
     pub target_fraction: Option<f64>,
@@ -80,13 +81,17 @@ impl Profile {
         (f64::from(self.context_window) * self.trigger_fraction).floor() as u32
     }
 
+    /// The target after compaction: `targetFraction` of the window if given, else the trigger (the
+    /// recent messages fill what the summary leaves).
     pub fn target_tokens(&self) -> u32 {
-        let target = self.target_fraction.unwrap_or(self.trigger_fraction * 0.6);
+        let target = self.target_fraction.unwrap_or(self.trigger_fraction);
         (f64::from(self.context_window) * target).floor() as u32
     }
 
-    /// Build options for this profile: the budget may fill the window up to the trigger; past it,
-    /// compaction; older turns thinned; the recent steps whole.
+    /// Build options for this profile: the budget is the window up to the trigger, and compaction
+    /// is due past it (the summary's trigger and target derive from the budget; the target is
+    /// explicit only with `targetFraction`); older turns thinned when no summary is configured;
+    /// the recent steps whole.
     pub fn to_options(&self) -> Result<BuildOptions> {
         self.validate()?;
         let options = BuildOptions {
@@ -99,8 +104,7 @@ impl Profile {
             keep_recent_steps: self.keep_recent_steps,
             thin: true,
             summary: Some(SummaryOptions {
-                trigger_tokens: self.trigger_tokens(),
-                target_tokens: self.target_tokens(),
+                target_tokens: self.target_fraction.map(|_| self.target_tokens()),
                 ..SummaryOptions::default()
             }),
             ..BuildOptions::default()
@@ -191,7 +195,8 @@ mod tests {
             (1_000_000, 700_000, 5)
         );
         let options = init.to_options().unwrap();
-        assert_eq!(options.summary.as_ref().unwrap().trigger_tokens, 150_000);
+        let summary = options.summary.as_ref().unwrap();
+        assert_eq!((summary.trigger(Some(150_000)), summary.target(Some(150_000))), (150_000, 150_000));
         assert_eq!(options.budget.as_ref().unwrap().max_tokens(), 150_000);
         assert!(options.thin);
     }

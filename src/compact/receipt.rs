@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::memory::MemoryUse;
 use super::plan::Plan;
 use super::repair::{Item, Repair, Structure};
+use super::TurnNote;
 
 /// Which part of the context a message belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
@@ -15,6 +16,8 @@ use super::repair::{Item, Repair, Structure};
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Section {
     System,
+    /// A pinned request (the task, the latest request), before the summary or among the recent messages.
+    Pinned,
     Summary,
     Recent,
 }
@@ -45,6 +48,11 @@ pub enum DropReason {
     Window,
     /// Did not fit the token budget.
     Budget,
+    /// Summarised by the bridge: the extractive summary of what lies between the summary in force
+    /// and the recent messages.
+    Bridge,
+    /// Summarised by the memory's turn summary of its turn.
+    Memory,
 }
 
 /// What happened to one stored message; `Receipt::fates` has one per stored message, in order.
@@ -103,10 +111,41 @@ pub struct TokensByPart {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BudgetReport {
+    /// The most tokens the context may have (`budget.maxTokens`, or the window × the ratio).
     pub max_tokens: usize,
     pub system_tokens: usize,
+    /// The pinned requests, as they went in.
+    pub pinned_tokens: usize,
+    /// The summary section's share: at most this much for the summary, the bridge and the memory.
     pub summary_budget: usize,
+    /// What the recent messages had: everything the other parts left.
     pub recent_budget: usize,
+}
+
+/// A pinned request in the receipt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PinUse {
+    pub id: String,
+    pub role: super::plan::PinRole,
+    /// Cut to its head and tail to fit half of what the system prompt leaves.
+    pub truncated: bool,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+}
+
+/// The bridge in the receipt: an extractive summary of messages the summary in force does not
+/// cover yet (not stored; a new summary replaces it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BridgeUse {
+    /// The first and last messages it covers.
+    pub from: String,
+    pub until: String,
+    pub messages: usize,
+    pub tokens: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -118,6 +157,8 @@ pub struct SummaryUse {
     pub tokens: u32,
     /// Made during this build (the extractive summariser).
     pub fresh: bool,
+    /// Longer than the summary section's share: its head and tail are in the context.
+    pub truncated: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -139,7 +180,11 @@ pub struct Receipt {
     #[serde(skip)]
     pub fates: Vec<Fate>,
     pub repairs: Vec<Repair>,
+    /// The pinned requests: the task and the latest request, always in the context.
+    pub pinned: Vec<PinUse>,
     pub summary: Option<SummaryUse>,
+    /// The bridge, when one stands between the summary in force and the recent messages.
+    pub bridge: Option<BridgeUse>,
     /// The memory's turn summaries the context holds (a session with memory).
     pub memory: Option<MemoryUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).
@@ -202,19 +247,28 @@ fn run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> ReceiptRun {
     }
 }
 
-/// Each stored message's fate: summarised (covered by the summary in force), dropped (by repair,
-/// thinning, the window or the budget), or what its members in the context (`after`: the action
-/// and the tokens of each message in the context) became.
+/// Each stored message's fate: summarised (by the summary in force, the bridge, or its turn's
+/// memory summary), dropped (by repair, thinning, the window or the budget), or what its members
+/// in the context (`after`: the action and the tokens of each message in the context) became.
+/// With a summary, what repair left out before `summarised_until` counts as summarised too.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fates(
     items: &[Item],
     structure: &Structure,
     covered: &[usize],
     plans: &[Plan],
     after: &HashMap<usize, (Action, u32)>,
+    summarised_until: Option<usize>,
+    turns: &[TurnNote],
+    memory_turns: &[u32],
 ) -> Vec<Fate> {
     let mut fate: Vec<(Action, Option<DropReason>)> = vec![(Action::Dropped, Some(DropReason::Repair)); items.len()];
-    let covered_set: Vec<usize> = covered.to_vec();
-    for &u in &covered_set {
+    if let Some(until) = summarised_until {
+        for slot in fate.iter_mut().take(until) {
+            *slot = (Action::Summarised, None);
+        }
+    }
+    for &u in covered {
         if let Some(unit) = structure.units.get(u) {
             for m in &unit.members {
                 if let Some(slot) = fate.get_mut(m.msg) {
@@ -223,24 +277,28 @@ pub(crate) fn fates(
             }
         }
     }
+    let memory = |msg: usize| turns.iter().any(|t| (t.first..=t.last).contains(&msg) && memory_turns.contains(&t.turn));
     for plan in plans {
+        let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {
-            let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
             for m in unit_members {
                 if let Some(slot) = fate.get_mut(m.msg) {
-                    if slot.0 == Action::Dropped {
-                        *slot = (Action::Dropped, Some(reason));
-                    }
+                    *slot = match reason {
+                        DropReason::Bridge => (Action::Summarised, Some(DropReason::Bridge)),
+                        _ if memory(m.msg) => (Action::Summarised, Some(DropReason::Memory)),
+                        _ => (Action::Dropped, Some(reason)),
+                    };
                 }
             }
-        } else if let Some(unit) = structure.units.get(plan.unit) {
+        } else {
             // Members of a kept unit that thinning left out.
-            for m in &unit.members {
+            for m in unit_members {
                 if !plan.members.iter().any(|p| p.msg == m.msg) {
                     if let Some(slot) = fate.get_mut(m.msg) {
-                        if slot.0 == Action::Dropped {
-                            *slot = (Action::Dropped, Some(DropReason::Thinning));
-                        }
+                        *slot = match memory(m.msg) {
+                            true => (Action::Summarised, Some(DropReason::Memory)),
+                            false => (Action::Dropped, Some(DropReason::Thinning)),
+                        };
                     }
                 }
             }
@@ -296,7 +354,9 @@ mod tests {
             runs,
             fates,
             repairs: Vec::new(),
+            pinned: Vec::new(),
             summary: None,
+            bridge: None,
             memory: None,
             placeholder: false,
             notes: Vec::new(),

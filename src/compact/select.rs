@@ -1,55 +1,103 @@
-//! Select: what the context has room for. `allot` splits the budget (seed 001) between the system
-//! prompt, the summary and the recent messages; `measure` finds the recent steps kept whole and
-//! whether anything needs optimising; `window` is seed 000's count window; `fill_budget` keeps
-//! units newest first while they fit, whole or not at all.
+//! Select: what the context has room for. `allot` does the budget arithmetic (seed 001): the
+//! system prompt, the pinned requests, the summary section's share; `measure` finds the recent
+//! steps kept whole and what the history costs as it is; `select` takes units newest first within
+//! a room; `fill` makes the recent section when not everything fits: a suffix covered before it by
+//! the summary (and a bridge), or, without a summary, the units that fit (older ones may still be
+//! taken after one that does not). Whatever the summary section does not use goes to the recent
+//! messages.
 
 use super::assemble::placeholder;
-use super::plan::{made_up_tokens, Ctx, MemberPlan, Pass};
+use super::plan::{made_up_tokens, Ctx, Mode, Pass, Plan, Reduction};
 use super::receipt::{BudgetReport, DropReason};
-use super::reduce::{apply_reductions, ReduceCache};
-use super::summarise::summary_messages;
+use super::reduce::stages::fully_reduced;
+use super::reduce::ReduceCache;
+use super::summarise::{self, summary_messages};
 use crate::error::{Error, Result};
+use crate::message::{Part, Role};
 use crate::tokens::REPLY_PRIMING;
 
-/// The budget arithmetic: the summary in force and its tokens, and with a budget the report and
-/// what the recent messages may use (`recent_cap`). A budget too small for the system prompt
-/// is an error.
+/// The budget arithmetic: the most tokens (with a budget), the pins sized to at most half of what
+/// the system prompt leaves, the summary section's share of the rest (`budget.summaryRatio`), and
+/// the summary in force as the context shows it (cut to the share if it is longer). A budget too
+/// small for the system prompt is an error.
 pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;
-    pass.summary_messages = pass.summary.map(|s| summary_messages(options, s)).unwrap_or_default();
-    pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
-    // Reserved always: Anthropic needs a user message first, and no provider takes an empty list.
-    let placeholder_tokens = made_up_tokens(ctx, cache, &placeholder(options.format));
-    if let Some(budget) = &options.budget {
-        let max = budget.max_tokens();
-        let system_tokens = pass.system_tokens;
-        let floor = system_tokens + REPLY_PRIMING + placeholder_tokens;
-        if floor > max {
-            return Err(Error::invalid_argument(format!(
-                "the budget of {max} tokens ({} × {}) is too small for the system prompt alone ({system_tokens} tokens)",
-                budget.context_window, budget.target_ratio
-            )));
-        }
-        let avail = max - floor;
-        let summary_budget = (avail as f64 * budget.summary_ratio).floor() as usize;
-        let recent_budget = (avail as f64 * budget.recent_ratio).floor() as usize;
-        if pass.summary_tokens > avail {
-            pass.notes
-                .push(format!("the summary ({} tokens) does not fit the budget and was left out", pass.summary_tokens));
-            pass.summary_tokens = 0;
-        }
-        pass.recent_cap = recent_budget.min(avail - pass.summary_tokens);
-        pass.budget = Some(BudgetReport { max_tokens: max, system_tokens, summary_budget, recent_budget });
+    pass.placeholder_tokens = made_up_tokens(ctx, cache, &placeholder(options.format));
+    if let Some(summary) = pass.summary {
+        pass.summary_messages = summary_messages(options, &summary.text, &summary.summarised_until);
+        pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
     }
-    pass.summary_in_context = pass.summary.is_some() && (pass.summary_tokens > 0 || pass.summary_messages.is_empty());
+    let Some(budget) = &options.budget else { return Ok(()) };
+    let max = budget.max_tokens();
+    pass.max = Some(max);
+    let floor = pass.system_tokens + REPLY_PRIMING + pass.placeholder_tokens;
+    if floor > max {
+        return Err(Error::invalid_argument(format!(
+            "the budget of {max} tokens ({}) is too small for the system prompt alone ({} tokens)",
+            budget.describe(),
+            pass.system_tokens
+        )));
+    }
+    super::pins::size(ctx, cache, pass, (max - pass.system_tokens - REPLY_PRIMING) / 2)?;
+    let avail = max.saturating_sub(floor + pass.pins_tokens);
+    pass.share = (avail as f64 * budget.summary_ratio).floor() as usize;
+    if let Some(summary) = pass.summary.filter(|_| pass.summary_tokens > pass.share) {
+        cut_summary(ctx, cache, pass, &summary.text, &summary.summarised_until)?;
+    }
+    pass.budget = Some(BudgetReport {
+        max_tokens: max,
+        system_tokens: pass.system_tokens,
+        pinned_tokens: pass.pins_tokens,
+        summary_budget: pass.share,
+        recent_budget: avail.saturating_sub(pass.summary_tokens),
+    });
     Ok(())
 }
 
-/// The recent steps kept whole (seed 004), the active messages and their tokens unreduced, and
-/// whether to optimise at all: seed 001 leaves up to `min_messages` messages alone if they fit.
+/// The summary in force, longer than its share: its head and tail, as long as the share allows.
+fn cut_summary(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, text: &str, until: &str) -> Result<()> {
+    let tokens_at = |chars: usize, cache: &mut ReduceCache| -> (Vec<crate::message::Message>, usize) {
+        let cut = crate::extract::head_tail(text, chars, chars);
+        let messages = summary_messages(ctx.options, &cut, until);
+        let n = messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
+        (messages, n)
+    };
+    let (mut low, mut high) = (0usize, text.chars().count() / 2);
+    let mut best = None;
+    while low <= high {
+        let mid = low + (high - low) / 2;
+        let (messages, n) = tokens_at(mid, cache);
+        if n <= pass.share {
+            best = Some((messages, n));
+            low = mid + 1;
+        } else if mid == 0 {
+            break;
+        } else {
+            high = mid - 1;
+        }
+    }
+    match best {
+        Some((messages, n)) => {
+            pass.summary_messages = messages;
+            pass.summary_tokens = n;
+            pass.summary_truncated = true;
+            pass.notes
+                .push(format!("the summary was cut to its head and tail to fit its share ({} tokens)", pass.share));
+        }
+        None => {
+            pass.summary_messages = Vec::new();
+            pass.summary_tokens = 0;
+            pass.summary_truncated = true;
+            pass.notes.push("the summary does not fit the budget at all and was left out".to_string());
+        }
+    }
+    Ok(())
+}
+
+/// The recent steps kept whole (seed 004), the active messages and their tokens as stored, and
+/// whether the history as it is would need a placeholder user message first.
 pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;
-    // The ordinal (in `active`) where the last N steps begin.
     let keep = options.keep_recent_steps.max(1);
     let mut tail_start = 0usize;
     let mut steps_seen = 0usize;
@@ -64,182 +112,320 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Re
     }
     pass.tail_start = if steps_seen < keep { 0 } else { tail_start };
 
-    let mut msgs: Vec<usize> =
-        pass.active.iter().filter_map(|u| pass.unit(*u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
-    msgs.sort_unstable();
-    msgs.dedup();
-    pass.active_messages = msgs.len();
-
+    let mut messages = 0usize;
+    let mut last_msg = None;
     let mut unreduced = 0usize;
     for &u in &pass.active {
         let Some(unit) = pass.structure.units.get(u) else { continue };
         for member in &unit.members {
+            // Members of one message sit in one unit, or in a step and the user unit after it.
+            if last_msg != Some(member.msg) {
+                messages += 1;
+                last_msg = Some(member.msg);
+            }
             unreduced += match member.parts {
                 None => ctx.item(member.msg)?.tokens as usize,
                 Some(_) => {
-                    let plan = MemberPlan {
-                        msg: member.msg,
-                        parts: member.parts.clone(),
-                        replace: Vec::new(),
-                        text_only: false,
-                    };
-                    ctx.member_tokens(cache, &plan)? as usize
+                    ctx.member_tokens(cache, &super::plan::MemberPlan::of(member.msg, member.parts.clone()))? as usize
                 }
             };
         }
     }
+    pass.active_messages = messages;
     pass.unreduced = unreduced;
-    pass.optimise = match &options.budget {
-        Some(budget) => !(pass.active_messages <= budget.min_messages && unreduced <= pass.recent_cap),
-        None => true,
-    };
+    let first_is_user = pass
+        .pins
+        .first()
+        .map(|p| p.plan.unit)
+        .into_iter()
+        .chain(pass.active.first().copied())
+        .min()
+        .and_then(|u| pass.unit(u))
+        .is_some_and(|unit| unit.kind == super::repair::UnitKind::User);
+    let summary_leads = pass.summary_tokens > 0 && pass.summary_messages.first().is_some_and(|m| m.role == Role::User);
+    pass.verbatim_placeholder = options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
+    if options.budget.is_none() && options.summary.is_none() {
+        pass.mode = Mode::Unlimited;
+    }
     Ok(())
 }
 
-/// Seed 000's count window: only units with a message among the last N stay, tool chains whole.
-pub(crate) fn window(ctx: &Ctx, pass: &mut Pass) {
-    let Some(n) = ctx.options.max_messages else { return };
+/// The count window's first message, when `maxMessages` leaves active messages out.
+pub(crate) fn window_cutoff(ctx: &Ctx, pass: &Pass) -> Option<usize> {
+    let n = ctx.options.max_messages?;
+    // The pinned requests count too: they are messages of the history like the others.
+    let units = pass.active.iter().copied().chain(pass.pins.iter().map(|p| p.plan.unit));
     let mut msgs: Vec<usize> =
-        pass.plans.iter().filter(|p| p.dropped.is_none()).flat_map(|p| p.members.iter().map(|m| m.msg)).collect();
+        units.filter_map(|u| pass.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
     msgs.sort_unstable();
     msgs.dedup();
-    if msgs.len() > n {
-        let cutoff = msgs.get(msgs.len() - n).copied().unwrap_or(0);
-        for plan in pass.plans.iter_mut().filter(|p| p.dropped.is_none()) {
-            if plan.members.iter().all(|m| m.msg < cutoff) {
-                plan.dropped = Some(DropReason::Window);
-            }
-        }
+    (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
+}
+
+/// What a selection took: the plans it keeps (by ordinal in `active`), where it stopped (a suffix
+/// starts there), what it used, and the units it left out on the way (without a summary).
+pub(crate) struct Selection {
+    pub(crate) taken: Vec<(usize, Plan)>,
+    pub(crate) stop: usize,
+    pub(crate) used: usize,
+    pub(crate) skipped: Vec<(usize, DropReason)>,
+}
+
+/// The tokens left for the recent messages: the budget less everything else (with the reserve for
+/// a placeholder user message); unbounded without a budget.
+pub(crate) fn base_room(pass: &Pass) -> usize {
+    match pass.max {
+        Some(max) => max.saturating_sub(pass.fixed_tokens(true)),
+        None => usize::MAX,
     }
 }
 
-/// Seed 001's token budget: newest first, units whole or skipped, until the recent budget is
-/// full. A unit whose reductions wait (`pass.lazy`) is reduced and counted when reached.
-pub(crate) fn fill_budget(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
-    if ctx.options.budget.is_none() || !pass.optimise {
-        return Ok(());
-    }
-    let recent_cap = pass.recent_cap;
-    let lazy = pass.lazy;
-    let mut remaining = recent_cap;
-    for plan in pass.plans.iter_mut().rev().filter(|p| p.dropped.is_none()) {
-        // Full to 95%: what is left would be scattered fragments of long ago.
-        if remaining.saturating_mul(20) < recent_cap {
-            plan.dropped = Some(DropReason::Budget);
+/// Units newest first within `room` tokens. A unit that does not fit whole is taken with every
+/// reduction it can have (the newest step excepted); the one where the room runs out may go in
+/// cut to its head and tail if more than 5% of the budget is left. `contiguous` (a summary covers
+/// what is before): the first unit that does not fit ends the selection; otherwise it is skipped
+/// and older units may still be taken. The count window ends it too.
+pub(crate) fn select(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &Pass,
+    room: usize,
+    contiguous: bool,
+) -> Result<Selection> {
+    let cutoff = window_cutoff(ctx, pass);
+    let newest = pass.plans.len().saturating_sub(1);
+    let cut_floor = pass.max.map_or(usize::MAX, |m| m / 20);
+    let mut remaining = room;
+    let mut selection = Selection { taken: Vec::new(), stop: pass.plans.len(), used: 0, skipped: Vec::new() };
+    for (o, plan) in pass.plans.iter().enumerate().rev() {
+        if plan.dropped.is_some() {
+            selection.skipped.push((o, plan.dropped.unwrap_or(DropReason::Budget)));
             continue;
         }
-        if plan.pending.is_some() || lazy {
-            apply_reductions(ctx, cache, &pass.structure, plan)?;
-            ctx.plan_tokens(cache, plan)?;
+        let outside = cutoff.is_some_and(|c| plan.members.iter().all(|m| m.msg < c));
+        if outside {
+            if contiguous {
+                break;
+            }
+            selection.skipped.push((o, DropReason::Window));
+            continue;
         }
-        if plan.tokens <= remaining {
-            remaining -= plan.tokens;
-        } else {
-            plan.dropped = Some(DropReason::Budget);
+        if !contiguous && remaining <= room / 20 && !selection.taken.is_empty() {
+            selection.skipped.push((o, DropReason::Budget));
+            continue;
+        }
+        let mut form = plan.clone();
+        if !form.counted {
+            ctx.plan_tokens(cache, &mut form)?;
+        }
+        if form.tokens > remaining && o != newest {
+            form = fully_reduced(ctx, cache, pass, &form)?;
+            if form.tokens < remaining {
+                // Reduced more than the room needs: its results cut only as deep as it does.
+                if let Some(cut) = cut_to_fit(ctx, cache, &form, remaining, false)? {
+                    if cut.tokens > form.tokens {
+                        form = cut;
+                    }
+                }
+            }
+        }
+        if form.tokens > remaining {
+            // With a summary, the unit where the room runs out is the suffix's boundary: cut to
+            // fit, or the end. Without, it is skipped (and cut to fill what is left at the end).
+            let cut = match contiguous && remaining > cut_floor {
+                true => cut_to_fit(ctx, cache, &form, remaining, true)?,
+                false => None,
+            };
+            match cut {
+                Some(cut) => form = cut,
+                None if contiguous => break,
+                None => {
+                    selection.skipped.push((o, DropReason::Budget));
+                    continue;
+                }
+            }
+        }
+        remaining -= form.tokens;
+        selection.used += form.tokens;
+        selection.stop = o;
+        selection.taken.push((o, form));
+        if contiguous && remaining == 0 {
+            break;
         }
     }
-    if pass.plans.last().is_some_and(|p| p.dropped == Some(DropReason::Budget)) {
-        pass.notes.push("the newest message does not fit the recent budget".to_string());
+    if !contiguous && remaining > cut_floor {
+        // What is left goes to the newest unit skipped for the budget, cut to fit.
+        let newest_skipped = selection.skipped.iter().position(|(_, r)| *r == DropReason::Budget);
+        if let Some(at) = newest_skipped {
+            let (o, _) = selection.skipped[at];
+            if let Some(plan) = pass.plans.get(o) {
+                let mut form = fully_reduced(ctx, cache, pass, plan)?;
+                if form.tokens > remaining {
+                    form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
+                        Some(cut) => cut,
+                        None => form,
+                    };
+                }
+                if form.tokens <= remaining {
+                    selection.skipped.remove(at);
+                    selection.used += form.tokens;
+                    selection.stop = selection.stop.min(o);
+                    selection.taken.push((o, form));
+                }
+            }
+        }
+    }
+    if contiguous {
+        // Everything older than the suffix is covered by the summary.
+        selection.skipped.clear();
+    }
+    Ok(selection)
+}
+
+/// The plan cut to the longest head and tail of its results (and texts, with `texts`; calls,
+/// thinking and digests whole) that fits `room`; `None` if not even the shortest does.
+fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
+    let mut longest = 0usize;
+    for member in &plan.members {
+        let message = ctx.item(member.msg)?.message;
+        for j in super::plan::part_indices(message, member) {
+            longest = longest.max(match message.content.parts.get(j) {
+                Some(Part::Text { text, .. }) => text.chars().count(),
+                Some(Part::ToolResult(result)) => result.content.joined_text().chars().count(),
+                _ => 0,
+            });
+        }
+    }
+    let at = |chars: u32, cache: &mut ReduceCache| -> Result<Plan> {
+        let mut cut = plan.clone();
+        for member in cut.members.iter_mut() {
+            let message = ctx.item(member.msg)?.message;
+            if texts {
+                member.cut_text = Some(chars);
+            }
+            for j in super::plan::part_indices(message, member) {
+                if !matches!(message.content.parts.get(j), Some(Part::ToolResult(_))) {
+                    continue;
+                }
+                match member.replace.iter_mut().find(|(k, _)| *k == j) {
+                    Some((_, Reduction::Digest)) => {}
+                    Some((_, reduction)) => *reduction = Reduction::Cut(chars),
+                    None => member.replace.push((j, Reduction::Cut(chars))),
+                }
+            }
+        }
+        ctx.plan_tokens(cache, &mut cut)?;
+        Ok(cut)
+    };
+    let (mut low, mut high) = (0u32, u32::try_from(longest / 2).unwrap_or(u32::MAX));
+    let mut best = None;
+    while low <= high {
+        let mid = low + (high - low) / 2;
+        let cut = at(mid, cache)?;
+        if cut.tokens <= room {
+            best = Some(cut);
+            low = mid + 1;
+        } else if mid == 0 {
+            break;
+        } else {
+            high = mid - 1;
+        }
+    }
+    Ok(best)
+}
+
+/// A selection with a section that depends on it (the bridge, the memory's turn summaries): the
+/// room less `reserve` first; if the section then takes less than reserved, once more with the
+/// room less what it took, kept if everything still fits.
+pub(crate) fn select_with<X>(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &mut Pass,
+    room: usize,
+    reserve: usize,
+    contiguous: bool,
+    mut section: impl FnMut(&Ctx, &mut ReduceCache, &mut Pass, &Selection) -> Result<(X, usize)>,
+) -> Result<(Selection, X)> {
+    let first = select(ctx, cache, pass, room.saturating_sub(reserve), contiguous)?;
+    let (x, used) = section(ctx, cache, pass, &first)?;
+    if used >= reserve || room == usize::MAX {
+        return Ok((first, x));
+    }
+    let second = select(ctx, cache, pass, room.saturating_sub(used), contiguous)?;
+    if second.stop >= first.stop && second.used <= first.used {
+        return Ok((first, x));
+    }
+    let (y, again) = section(ctx, cache, pass, &second)?;
+    if second.used + again <= room {
+        Ok((second, y))
+    } else {
+        Ok((first, x))
+    }
+}
+
+/// Makes the plans what `selection` took; the others are covered (a suffix: by the summary and the
+/// bridge) or dropped for the reason the selection gives.
+pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
+    let Selection { taken, stop, skipped, .. } = selection;
+    for (o, reason) in skipped {
+        if let Some(plan) = pass.plans.get_mut(o) {
+            plan.dropped = Some(reason);
+        }
+    }
+    for (o, plan) in taken {
+        if let Some(slot) = pass.plans.get_mut(o) {
+            *slot = plan;
+        }
+    }
+    for plan in pass.plans.iter_mut().take(stop) {
+        if plan.dropped.is_none() {
+            plan.dropped = Some(if contiguous { DropReason::Bridge } else { DropReason::Budget });
+        }
+    }
+    if contiguous {
+        pass.suffix_start = Some(stop);
+    }
+}
+
+/// The recent section when not everything fits (`Mode::Selected`): with a summary, the suffix
+/// that fits, the bridge covering what lies between the summary in force and it; without one,
+/// the units that fit, within what the memory's turn summaries leave.
+pub(crate) fn fill(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+    if pass.mode != Mode::Selected {
+        for plan in pass.plans.iter_mut().filter(|p| !p.counted) {
+            ctx.plan_tokens(cache, plan)?;
+        }
+        return Ok(());
+    }
+    let room = base_room(pass);
+    if ctx.options.summary.is_some() {
+        let selection = select(ctx, cache, pass, room, true)?;
+        if selection.stop == 0 {
+            apply(pass, selection, true);
+            return Ok(());
+        }
+        let cap = summarise::bridge_cap(ctx, cache, pass);
+        let (selection, bridge) = select_with(ctx, cache, pass, room, cap, true, |ctx, cache, pass, selection| {
+            let bridge = summarise::bridge(ctx, cache, pass, selection.stop, cap)?;
+            let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
+            Ok((bridge, tokens))
+        })?;
+        pass.bridge = bridge;
+        apply(pass, selection, true);
+    } else if ctx.options.memory.is_some() && !ctx.turns.is_empty() {
+        let reserve =
+            ctx.options.memory.as_ref().and_then(|m| m.max_tokens).map_or(pass.share, |m| pass.share.min(m as usize));
+        let (selection, _) = select_with(ctx, cache, pass, room, reserve, false, |ctx, cache, pass, selection| {
+            let used = super::assemble::memory_tokens_for(ctx, cache, pass, selection, reserve);
+            Ok(((), used))
+        })?;
+        apply(pass, selection, false);
+    } else {
+        let selection = select(ctx, cache, pass, room, false)?;
+        apply(pass, selection, false);
     }
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::compact::plan::testing::{through_reduce, turns, ENCODING};
-    use crate::compact::plan::{Pass, Plan};
-    use crate::compact::summary::SummaryState;
-    use crate::compact::{BudgetOptions, BuildOptions};
-
-    fn options(budget: Option<BudgetOptions>) -> BuildOptions {
-        BuildOptions { budget, summary: None, compress: None, digest: None, ..BuildOptions::default() }
-    }
-
-    #[test]
-    fn allot_splits_what_the_system_prompt_leaves() {
-        let log = turns(2, 1, 5);
-        let items = log.items();
-        let options = options(Some(BudgetOptions { context_window: 10_000, ..BudgetOptions::default() }));
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let pass = through_reduce(&ctx, &mut cache, &state);
-        let budget = pass.budget.unwrap();
-        assert_eq!(budget.max_tokens, 6_000);
-        let placeholder = made_up_tokens(&ctx, &mut cache, &placeholder(options.format));
-        let avail = 6_000 - pass.system_tokens - REPLY_PRIMING - placeholder;
-        assert_eq!(
-            (budget.summary_budget, budget.recent_budget),
-            ((avail as f64 * 0.26) as usize, (avail as f64 * 0.65) as usize)
-        );
-        assert_eq!(pass.recent_cap, budget.recent_budget);
-
-        let tiny = self::options(Some(BudgetOptions { context_window: 10, ..BudgetOptions::default() }));
-        let ctx = Ctx { options: &tiny, ..ctx };
-        let structure = crate::compact::repair::structure_for(&items, true, &mut cache);
-        let state = SummaryState::default();
-        let mut pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
-        assert!(allot(&ctx, &mut cache, &mut pass).unwrap_err().message.contains("too small for the system prompt"));
-    }
-
-    #[test]
-    fn measure_finds_the_recent_steps_and_leaves_small_histories_alone() {
-        let log = turns(3, 2, 5);
-        let items = log.items();
-        let options = BuildOptions { keep_recent_steps: 2, ..options(None) };
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let pass = through_reduce(&ctx, &mut cache, &state);
-        // Each turn is a user unit, two steps and an answer: the last two step-like units are
-        // turn 3's second step and its answer.
-        let tail: Vec<usize> = pass.active[pass.tail_start..].iter().map(|u| pass.unit(*u).unwrap().first).collect();
-        assert_eq!(tail, [items.len() - 3, items.len() - 1]);
-        assert_eq!(pass.active_messages, items.len() - 1);
-        assert_eq!(pass.unreduced, items[1..].iter().map(|i| i.tokens as usize).sum::<usize>());
-        assert!(pass.optimise, "no budget: always optimised");
-
-        let roomy = self::options(Some(BudgetOptions { min_messages: 100, ..BudgetOptions::default() }));
-        let ctx = Ctx { options: &roomy, ..ctx };
-        let state = SummaryState::default();
-        assert!(!through_reduce(&ctx, &mut cache, &state).optimise, "few messages that fit");
-    }
-
-    #[test]
-    fn the_window_keeps_units_with_a_message_among_the_last_n() {
-        let log = turns(4, 1, 5);
-        let items = log.items();
-        let options = BuildOptions { max_messages: Some(10), ..options(None) };
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let mut pass = through_reduce(&ctx, &mut cache, &state);
-        window(&ctx, &mut pass);
-        let kept: Vec<usize> =
-            pass.plans.iter().filter(|p| p.dropped.is_none()).flat_map(|p| p.members.iter().map(|m| m.msg)).collect();
-        // The last 10 messages, and the call whose result is the oldest of them: chains stay whole.
-        assert_eq!(kept, (items.len() - 11..items.len()).collect::<Vec<_>>());
-        assert!(pass.plans.iter().filter(|p| p.dropped.is_some()).all(|p| p.dropped == Some(DropReason::Window)));
-    }
-
-    #[test]
-    fn the_budget_is_filled_newest_first_with_whole_units() {
-        let log = turns(30, 1, 60);
-        let items = log.items();
-        let options =
-            options(Some(BudgetOptions { context_window: 3_000, min_messages: 1, ..BudgetOptions::default() }));
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let mut pass = through_reduce(&ctx, &mut cache, &state);
-        assert!(pass.lazy, "a budget and no summary: reductions wait for the selection");
-        fill_budget(&ctx, &mut cache, &mut pass).unwrap();
-        let kept: Vec<&Plan> = pass.plans.iter().filter(|p| p.dropped.is_none()).collect();
-        let used: usize = kept.iter().map(|p| p.tokens).sum();
-        assert!(used <= pass.recent_cap && !kept.is_empty(), "{used} of {}", pass.recent_cap);
-        assert!(pass.plans.last().is_some_and(|p| p.dropped.is_none()), "the newest unit comes first");
-        assert!(pass.plans.first().is_some_and(|p| p.dropped == Some(DropReason::Budget)), "the oldest do not fit");
-        assert!(pass.plans.iter().all(|p| p.dropped.is_none() || p.dropped == Some(DropReason::Budget)));
-    }
-}
+mod tests;

@@ -49,10 +49,12 @@ pub struct SummaryOptions {
     /// Who writes the summary. `summariser` is read too (deprecated: the API spells it `summarize`).
     #[serde(alias = "summariser")]
     pub summarizer: Summarizer,
-    /// Compaction is due past this many tokens (seed 001's upper threshold, 50k).
-    pub trigger_tokens: u32,
-    /// After compaction the recent messages plus the summary aim below this (seed 001: 30k).
-    pub target_tokens: u32,
+    /// Compaction is due past this many tokens. Default: the budget's maximum (a context that
+    /// fits is never compacted); without a budget, seed 001's upper threshold (50k).
+    pub trigger_tokens: Option<u32>,
+    /// After compaction the context aims below this. Default: the budget's maximum (the recent
+    /// messages fill what the summary leaves); without a budget, 0.6 × the trigger (seed 001: 30k).
+    pub target_tokens: Option<u32>,
     /// The first summary needs at least this many messages (seed 001: 20).
     pub min_messages: usize,
     /// A new summary needs at least this many new messages (seed 001: 10)…
@@ -72,8 +74,8 @@ impl Default for SummaryOptions {
     fn default() -> Self {
         SummaryOptions {
             summarizer: Summarizer::Extractive,
-            trigger_tokens: 50_000,
-            target_tokens: 30_000,
+            trigger_tokens: None,
+            target_tokens: None,
             min_messages: 20,
             min_new_messages: 10,
             new_token_ratio: 0.5,
@@ -87,14 +89,18 @@ impl Default for SummaryOptions {
 
 impl SummaryOptions {
     pub fn validate(&self) -> Result<()> {
-        if self.trigger_tokens == 0 {
+        if self.trigger_tokens == Some(0) {
             return Err(Error::invalid_argument("summary.triggerTokens must be positive"));
         }
-        if self.target_tokens >= self.trigger_tokens {
-            return Err(Error::invalid_argument(format!(
-                "summary.targetTokens ({}) must be below summary.triggerTokens ({})",
-                self.target_tokens, self.trigger_tokens
-            )));
+        if self.target_tokens == Some(0) {
+            return Err(Error::invalid_argument("summary.targetTokens must be positive"));
+        }
+        if let (Some(target), Some(trigger)) = (self.target_tokens, self.trigger_tokens) {
+            if target > trigger {
+                return Err(Error::invalid_argument(format!(
+                    "summary.targetTokens ({target}) must not exceed summary.triggerTokens ({trigger})"
+                )));
+            }
         }
         if !(self.new_token_ratio > 0.0 && self.new_token_ratio.is_finite()) {
             return Err(Error::invalid_argument("summary.newTokenRatio must be a positive number"));
@@ -111,7 +117,29 @@ impl SummaryOptions {
     pub fn prompt(&self) -> &str {
         self.prompt.as_deref().unwrap_or(DEFAULT_COMPACT_PROMPT)
     }
+
+    /// The trigger in force for a context of at most `max` tokens (`None`: no budget).
+    pub fn trigger(&self, max: Option<usize>) -> usize {
+        match (self.trigger_tokens, max) {
+            (Some(trigger), _) => trigger as usize,
+            (None, Some(max)) => max,
+            (None, None) => DEFAULT_TRIGGER_TOKENS,
+        }
+    }
+
+    /// The target in force for a context of at most `max` tokens: never above the trigger.
+    pub fn target(&self, max: Option<usize>) -> usize {
+        let trigger = self.trigger(max);
+        match (self.target_tokens, max) {
+            (Some(target), _) => (target as usize).min(trigger),
+            (None, Some(max)) => max.min(trigger),
+            (None, None) => trigger / 5 * 3,
+        }
+    }
 }
+
+/// Seed 001's thresholds, for a build without a budget: compaction past 50k tokens, down to 30k.
+pub const DEFAULT_TRIGGER_TOKENS: usize = 50_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -361,10 +361,10 @@ pub fn turn_line(turn: u32, summary: &str) -> String {
 pub fn turn_summary<M: Borrow<Message>>(messages: &[M], workspace_context: &str) -> (String, Vec<String>) {
     let found = extract(messages, None);
     let mut parts = Vec::new();
-    if !found.requests.is_empty() {
-        parts.push(format!("asked: {}", squash(&found.requests.join(" / "), 240)));
+    if !found.user_messages.is_empty() {
+        parts.push(format!("asked: {}", squash(&found.user_messages.join(" / "), 240)));
     }
-    if let Some(answer) = found.conclusions.last() {
+    if let Some(answer) = &found.last_text {
         parts.push(format!("answered: {}", squash(answer, 240)));
     }
     if !found.tools.is_empty() {
@@ -379,9 +379,9 @@ pub fn turn_summary<M: Borrow<Message>>(messages: &[M], workspace_context: &str)
     let insights = found
         .files
         .iter()
-        .map(|f| format!("file: {f}"))
-        .chain(found.errors.iter().map(|e| format!("error: {e}")))
-        .chain(found.todos.iter().map(|t| format!("todo: {t}")))
+        .map(|f| format!("file: {} ({})", f.path, f.ops_text()))
+        .chain(found.errors.iter().map(|e| format!("error: {}", e.text())))
+        .chain(found.pending.iter().map(|t| format!("todo: {t}")))
         .take(12)
         .collect();
     (parts.join("; "), insights)

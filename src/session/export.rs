@@ -197,8 +197,8 @@ mod tests {
             session.history.append_values(turn, Format::OpenAi).unwrap();
         }
         let summary = SummaryOptions {
-            trigger_tokens: 2_000,
-            target_tokens: 1_000,
+            trigger_tokens: Some(2_000),
+            target_tokens: Some(1_000),
             min_messages: 5,
             ..SummaryOptions::default()
         };

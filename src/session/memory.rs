@@ -317,8 +317,9 @@ pub(crate) mod tests {
     #[test]
     fn the_context_carries_the_summaries_of_turns_it_does_not_hold() {
         let mut session = agent_with_two_turns();
+        // More than the 6,000-token window holds: a history that fits is kept verbatim.
         for turn in 3..=12 {
-            let long = format!("Turn {turn}: {}", "please look at the seat map again. ".repeat(40));
+            let long = format!("Turn {turn}: {}", "please look at the seat map again. ".repeat(80));
             session
                 .history
                 .append_values(json!([{"role": "user", "content": long}, {"role": "assistant", "content": format!("Seat {turn}A is free.")}]), Format::OpenAi)

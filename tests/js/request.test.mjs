@@ -133,7 +133,9 @@ test("bad requests and options are typed errors", () => {
 
 test("a history calibrated by reported usage budgets with the top of the band", () => {
   const history = new ConversationHistory({ format: "anthropic" });
-  for (let i = 0; i < 60; i++) {
+  // About 2,600 tokens: whole within the 3,000-token window, too much once the window is
+  // counted at the calibrated factor (3,000 / 1.3).
+  for (let i = 0; i < 88; i++) {
     history.append({ role: i % 2 ? "assistant" : "user", content: `turn ${i}: ${"a fairly ordinary sentence of prose. ".repeat(1 + (i % 5))}` });
   }
   const report = history.tokenReport();
@@ -156,7 +158,9 @@ test("a history calibrated by reported usage budgets with the top of the band", 
   assert.equal(calibration.model, "claude-sonnet-4-5");
   assert.ok(withinBudget && calibration.upper <= 3000, `billed at most ${calibration.upper} of 3000`);
   assert.ok(budget.maxTokens < 3000 / 1.3, `counted budget ${budget.maxTokens}`);
-  assert.ok(after.tokens.total < before.tokens.total);
+  assert.equal(before.tokens.total, history.tokenCount().total, "uncalibrated, the history fits whole");
+  assert.ok(after.tokens.total < before.tokens.total && after.tokens.total <= budget.maxTokens);
+  assert.ok(after.tokens.total >= 0.9 * budget.maxTokens, `the counted budget is used: ${after.tokens.total} of ${budget.maxTokens}`);
   assert.equal(history.tokenReport().calibration.model, "claude-sonnet-4-5");
 
   assert.throws(() => history.recordUsage({ input_tokens: 10 }), /model/);

@@ -33,6 +33,11 @@ pub struct ReduceCache {
     pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
     /// Tokens of the memory's turn-summary lines, by text.
     pub(crate) memory_lines: FastMap<String, u32>,
+    /// Which results are file contents and which files later calls touch.
+    pub(crate) files: super::index::FileIndex,
+    /// Extractive summaries (the bridge) by what they cover: the previous summary's request id,
+    /// the first and last message, and the budget.
+    pub(crate) extracts: FastMap<(String, u64, u32), String>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,

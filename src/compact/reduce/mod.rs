@@ -1,18 +1,23 @@
-//! Reduce: the stage that makes older units cheaper without dropping them. History thinning
-//! (`thin`), file-read digests (`digest`) and tool-output compression (`compress`), each reduction
-//! computed once per message and kept in the `ReduceCache` between builds.
+//! Reduce: the stage that makes units cheaper without dropping them, least lossy first and only
+//! while the context does not fit (`stages`): file reads a later call made stale become digests,
+//! then older file reads, then long outputs are compressed, the last one only as much as needed;
+//! without a summary, complete earlier turns are then thinned (`thin`). The recent steps stay
+//! whole. Each reduction is computed once per message part and kept in the `ReduceCache`.
+//! Without a budget and without a summary, the older turns' reads and long outputs are reduced
+//! as they always were (`plan_active`).
 
 pub mod cache;
 pub mod compress;
 pub mod digest;
+pub(crate) mod index;
+pub(crate) mod stages;
 pub(crate) mod thin;
 
 use serde::{Deserialize, Serialize};
 
 pub use cache::ReduceCache;
 
-use super::plan::{part_indices, Ctx, MemberPlan, Pass, Plan};
-use super::receipt::{Action, DropReason};
+use super::plan::{part_indices, Ctx, MemberPlan, Mode, Pass, Plan, Reduction};
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
 use crate::message::{Content, Part, Role, ToolResult};
@@ -39,35 +44,23 @@ impl DigestOptions {
     }
 }
 
-/// The stage: one plan per active unit, thinned where thinning applies (older turns), and, for
-/// tool steps, the reductions they may get (digests in later turns, compression but for the
-/// newest), applied now or, when `pass.lazy`, left for the selection to apply to what it keeps.
+/// The plans of the active units, whole. In `Mode::Unlimited` (no budget, no summary), seed 002's
+/// digests of file reads in older turns and the compression of long outputs but the newest, as
+/// they always were.
 pub(crate) fn plan_active(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
-    let thinning = if ctx.options.thin && pass.optimise { thin::decide(ctx, pass)? } else { Default::default() };
     let structure = std::sync::Arc::clone(&pass.structure);
     let last_ordinal = pass.active.len().saturating_sub(1);
+    let unlimited = pass.mode == Mode::Unlimited;
+    if unlimited {
+        index(ctx, cache);
+    }
     let mut plans: Vec<Plan> = Vec::with_capacity(pass.active.len());
     for (o, &u) in pass.active.iter().enumerate() {
         let Some(unit) = structure.units.get(u) else { continue };
         let mut plan = Plan::of(u, unit);
-        if let Some(decision) = thinning.get(&u) {
-            match decision {
-                Some(member) => plan.members = vec![member.clone()],
-                None => plan.dropped = Some(DropReason::Thinning),
-            }
-        }
-        if pass.optimise && unit.kind == UnitKind::Step && plan.dropped.is_none() && !thinning.contains_key(&u) {
-            // Seed 002: a file read becomes a digest in a later turn; seed 004: never within
-            // the last N steps.
+        if unlimited && unit.kind == UnitKind::Step {
             let older = o < pass.tail_start && unit.turn < structure.last_turn;
-            let fresh = o == last_ordinal;
-            plan.pending = Some((older, !fresh));
-            if !pass.lazy {
-                apply_reductions(ctx, cache, &structure, &mut plan)?;
-            }
-        }
-        // Lazily, a unit is counted when the selection reaches it (most never are).
-        if !pass.lazy {
+            ctx.reduce_members(cache, &structure, &mut plan.members, older, o != last_ordinal)?;
             ctx.plan_tokens(cache, &mut plan)?;
         }
         plans.push(plan);
@@ -76,22 +69,78 @@ pub(crate) fn plan_active(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -
     Ok(())
 }
 
+/// How the recent messages will be made: the history as it is when it fits (`Mode::Verbatim`), or
+/// reduced until it fits (`Mode::Reduced`, the `stages`), or else a selection (`Mode::Selected`).
+/// The goal is the budget; without one, a summary's trigger (past which, without a budget,
+/// nothing is dropped: the summary stage decides). The count window forces a selection.
+pub(crate) fn fit(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+    let window = super::select::window_cutoff(ctx, pass).is_some();
+    if pass.mode == Mode::Unlimited {
+        if window {
+            pass.mode = Mode::Selected;
+        }
+        return Ok(());
+    }
+    let goal = match (pass.max, &ctx.options.summary) {
+        (Some(max), _) => max,
+        (None, Some(summary)) => summary.trigger(None),
+        (None, None) => usize::MAX,
+    };
+    stages::count_all(ctx, cache, pass)?;
+    let pins_whole: usize = pass.pins.iter().map(|p| p.whole).sum();
+    let fixed = pass.system_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
+    let placeholder = if pass.verbatim_placeholder { pass.placeholder_tokens } else { 0 };
+    if !window && fixed + placeholder + pass.unreduced <= goal {
+        pass.mode = Mode::Verbatim;
+        return whole_pins(ctx, cache, pass);
+    }
+    let fits = stages::until_fits(ctx, cache, pass, fixed + pass.placeholder_tokens, goal)?;
+    if !window && (fits || pass.max.is_none()) {
+        pass.mode = Mode::Reduced;
+        return whole_pins(ctx, cache, pass);
+    }
+    pass.mode = Mode::Selected;
+    Ok(())
+}
+
+/// The pins as stored: nothing leaves the context, so nothing needs cutting.
+fn whole_pins(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+    for pin in pass.pins.iter_mut() {
+        if pin.plan.members.iter().any(|m| m.cut_text.is_some()) {
+            for member in pin.plan.members.iter_mut() {
+                member.cut_text = None;
+            }
+            ctx.plan_tokens(cache, &mut pin.plan)?;
+        }
+    }
+    pass.pins_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
+    Ok(())
+}
+
+/// The file index, up to date with the history.
+pub(crate) fn index(ctx: &Ctx, cache: &mut ReduceCache) {
+    let tools: &[String] = ctx.options.digest.as_ref().map_or(&[], |d| d.tools.as_slice());
+    cache.files.update(ctx.items, tools);
+}
+
 impl Ctx<'_, '_> {
-    /// Computes (once) the reduced form of result part `j` of message `msg`; says if there is one.
+    /// Computes (once) the digested or compressed form of result part `j` of message `msg`;
+    /// says if there is one (shorter than the part).
     pub(crate) fn ensure_reduced(
         &self,
         cache: &mut ReduceCache,
         msg: usize,
         j: usize,
-        action: Action,
-        call: Option<&crate::message::ToolCall>,
+        reduction: Reduction,
+        path: Option<&str>,
     ) -> Result<bool> {
         let item = *self.item(msg)?;
         let len = item.message.content.parts.len();
         let slot = cache.part(item.id, j, len);
-        let cached = match action {
-            Action::Compressed => slot.compressed.as_ref().map(Option::is_some),
-            _ => slot.digested.as_ref().map(Option::is_some),
+        let cached = match reduction {
+            Reduction::Compress => slot.compressed.as_ref().map(Option::is_some),
+            Reduction::Digest => slot.digested.as_ref().map(Option::is_some),
+            Reduction::Cut(_) => return Ok(true),
         };
         if let Some(done) = cached {
             return Ok(done);
@@ -104,59 +153,52 @@ impl Ctx<'_, '_> {
         let reduced_text = if !text_only || text.is_empty() {
             None
         } else {
-            match action {
-                Action::Compressed => self.options.compress.as_ref().and_then(|o| compress::compress_text(&text, o)),
+            match reduction {
+                Reduction::Compress => self.options.compress.as_ref().and_then(|o| compress::compress_text(&text, o)),
                 _ => {
-                    let path = call.and_then(digest::call_path);
-                    let line = digest::digest(path.as_deref(), &text);
+                    let line = digest::digest(path.filter(|p| !p.is_empty()), &text);
                     (line.len() < text.len()).then_some(line)
                 }
             }
         };
-        let part = reduced_text.map(|t| {
-            Part::ToolResult(ToolResult {
-                call_id: result.call_id.clone(),
-                content: Content::text(t),
-                is_error: result.is_error,
-                extra: result.extra.clone(),
-            })
-        });
+        let part = reduced_text.map(|t| result_with(result, t));
         let found = part.is_some();
         cache.computed += 1;
         let slot = cache.part(item.id, j, len);
-        match action {
-            Action::Compressed => slot.compressed = Some(part),
+        match reduction {
+            Reduction::Compress => slot.compressed = Some(part),
             _ => slot.digested = Some(part),
         }
         Ok(found)
     }
 
-    /// The reduced part computed by `ensure_reduced`.
+    /// The reduced part: computed by `ensure_reduced`, or cut here.
     pub(crate) fn reduced(
         &self,
         cache: &mut ReduceCache,
         msg: usize,
         j: usize,
-        action: Action,
+        reduction: Reduction,
     ) -> Result<Option<Part>> {
         let item = *self.item(msg)?;
+        if let Reduction::Cut(chars) = reduction {
+            return Ok(match item.message.content.parts.get(j) {
+                Some(Part::ToolResult(result)) => {
+                    let text = result.content.joined_text();
+                    Some(result_with(result, crate::extract::head_tail(&text, chars as usize, chars as usize)))
+                }
+                _ => None,
+            });
+        }
         let slot = cache.part(item.id, j, item.message.content.parts.len());
-        Ok(match action {
-            Action::Compressed => slot.compressed.clone().flatten(),
+        Ok(match reduction {
+            Reduction::Compress => slot.compressed.clone().flatten(),
             _ => slot.digested.clone().flatten(),
         })
     }
 
-    pub(crate) fn find_call(&self, structure: &Structure, call_id: &str) -> Option<&crate::message::ToolCall> {
-        let (msg, j) = structure.calls.get(call_id)?;
-        let message: &crate::message::Message = self.items.get(*msg)?.message;
-        match message.content.parts.get(*j)? {
-            Part::ToolCall(call) => Some(call),
-            _ => None,
-        }
-    }
-
-    /// Adds digest and compression replacements to a step's result members.
+    /// Adds digests (file reads, when `digest`) and compression (long outputs, when `compress`) to
+    /// a step's result members: every reduction there is, the most a unit can be reduced.
     pub(crate) fn reduce_members(
         &self,
         cache: &mut ReduceCache,
@@ -165,98 +207,78 @@ impl Ctx<'_, '_> {
         digest: bool,
         compress: bool,
     ) -> Result<()> {
-        for member in members.iter_mut() {
+        for c in self.candidates(cache, structure, members)? {
+            let member = members.get_mut(c.member).ok_or_else(|| Error::internal("member out of range"))?;
+            if member.replace.iter().any(|(k, _)| *k == c.part) {
+                continue;
+            }
+            if digest
+                && c.read.is_some()
+                && self.ensure_reduced(cache, member.msg, c.part, Reduction::Digest, c.read.as_deref())?
+            {
+                member.replace.push((c.part, Reduction::Digest));
+            } else if compress && c.long && self.ensure_reduced(cache, member.msg, c.part, Reduction::Compress, None)? {
+                member.replace.push((c.part, Reduction::Compress));
+            }
+        }
+        Ok(())
+    }
+
+    /// The result parts of `members` that a reduction could apply to, in order.
+    pub(crate) fn candidates(
+        &self,
+        cache: &mut ReduceCache,
+        structure: &Structure,
+        members: &[MemberPlan],
+    ) -> Result<Vec<Candidate>> {
+        let mut out = Vec::new();
+        for (m, member) in members.iter().enumerate() {
             let item = *self.item(member.msg)?;
             if item.message.role == Role::Assistant || member.text_only {
                 continue;
             }
             for j in part_indices(item.message, member) {
                 let Some(Part::ToolResult(result)) = item.message.content.parts.get(j) else { continue };
-                let call = self.find_call(structure, &result.call_id);
-                if let (true, Some(options), Some(call)) = (digest, self.options.digest.as_ref(), call) {
-                    if result.is_error != Some(true) && digest::is_file_read(call, &options.tools) {
-                        // Compute with the call so the digest can name the file; cached after.
-                        if self.ensure_reduced(cache, member.msg, j, Action::Digested, Some(call))? {
-                            member.replace.push((j, Action::Digested));
-                            continue;
-                        }
-                    }
-                }
-                if let (true, Some(options)) = (compress, self.options.compress.as_ref()) {
-                    if self.part_tokens(cache, member.msg, j)? > options.max_tokens
-                        && self.ensure_reduced(cache, member.msg, j, Action::Compressed, None)?
-                    {
-                        member.replace.push((j, Action::Compressed));
-                    }
-                }
+                let call = structure.calls.get(&result.call_id).copied();
+                let read = match (call, self.options.digest.is_some(), result.is_error) {
+                    (Some((msg, part)), true, None | Some(false)) => cache.files.read(msg, part).map(String::from),
+                    _ => None,
+                };
+                let superseded = match (&read, call) {
+                    (Some(path), Some((msg, _))) => cache.files.superseded(msg, path),
+                    _ => false,
+                };
+                let long = match &self.options.compress {
+                    Some(options) => self.part_tokens(cache, member.msg, j)? > options.max_tokens,
+                    None => false,
+                };
+                out.push(Candidate { member: m, part: j, read, superseded, long });
             }
         }
-        Ok(())
+        Ok(out)
     }
 }
 
-/// Applies the reductions a plan still has pending.
-pub(crate) fn apply_reductions(
-    ctx: &Ctx,
-    cache: &mut ReduceCache,
-    structure: &Structure,
-    plan: &mut Plan,
-) -> Result<()> {
-    if let Some((digest, compress)) = plan.pending.take() {
-        ctx.reduce_members(cache, structure, &mut plan.members, digest, compress)?;
-    }
-    Ok(())
+/// A result part a reduction could apply to.
+pub(crate) struct Candidate {
+    pub(crate) member: usize,
+    pub(crate) part: usize,
+    /// The file it holds, if it is a file read (digests on).
+    pub(crate) read: Option<String>,
+    /// A later call touches that file.
+    pub(crate) superseded: bool,
+    /// Longer than `compress.maxTokens` (compression on).
+    pub(crate) long: bool,
+}
+
+fn result_with(result: &ToolResult, text: String) -> Part {
+    Part::ToolResult(ToolResult {
+        call_id: result.call_id.clone(),
+        content: Content::text(text),
+        is_error: result.is_error,
+        extra: result.extra.clone(),
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::compact::plan::testing::{through_reduce, turns, ENCODING};
-    use crate::compact::summary::SummaryState;
-    use crate::compact::BuildOptions;
-
-    #[test]
-    fn older_turns_are_thinned_to_their_request_and_last_answer() {
-        let log = turns(3, 2, 5);
-        let items = log.items();
-        let options = BuildOptions { thin: true, keep_recent_steps: 3, summary: None, ..BuildOptions::default() };
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let pass = through_reduce(&ctx, &mut cache, &state);
-        // Turn 1 (m2..m7): the request and the answer stay, the two tool steps are dropped.
-        let turn1: Vec<&Plan> = pass.plans.iter().filter(|p| pass.unit(p.unit).unwrap().turn == 1).collect();
-        let fates: Vec<Option<DropReason>> = turn1.iter().map(|p| p.dropped).collect();
-        assert_eq!(fates, [None, Some(DropReason::Thinning), Some(DropReason::Thinning), None]);
-        // The last turn's steps are recent: whole.
-        assert!(pass
-            .plans
-            .iter()
-            .rev()
-            .take(2)
-            .all(|p| p.dropped.is_none() && p.members.iter().all(|m| m.replace.is_empty())));
-    }
-
-    #[test]
-    fn long_results_of_older_steps_are_digested_or_compressed() {
-        let log = turns(3, 1, 400);
-        let items = log.items();
-        let options = BuildOptions { keep_recent_steps: 1, summary: None, ..BuildOptions::default() };
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
-        let mut cache = ReduceCache::default();
-        let state = SummaryState::default();
-        let pass = through_reduce(&ctx, &mut cache, &state);
-        assert!(!pass.lazy, "no budget: reductions are applied at once");
-        let steps: Vec<&Plan> =
-            pass.plans.iter().filter(|p| pass.unit(p.unit).unwrap().kind == UnitKind::Step).collect();
-        let actions: Vec<Action> = steps.iter().map(|p| p.members[1].action()).collect();
-        // Turns 1 and 2 read files in an earlier turn: digests; the current turn's read is not
-        // digested (it may be compressed: it is not the newest unit).
-        assert_eq!(actions[..2], [Action::Digested, Action::Digested]);
-        assert_ne!(actions[2], Action::Digested);
-        assert!(steps[0].tokens < items[3].tokens as usize, "a digest is cheaper than the read");
-        let computed = cache.computed;
-        through_reduce(&ctx, &mut cache, &state);
-        assert_eq!(cache.computed, computed, "a second pass reuses the reductions");
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
-//! History thinning (seed 004): in the turns before the recent steps, a turn keeps its user
-//! request and the assistant's last text; its tool traffic and earlier replies are left out.
+//! History thinning (seed 004): a complete earlier turn (not the current one) before the recent
+//! steps keeps its user request and the assistant's last text; its tool traffic and earlier
+//! replies are left out. Only without a summary, and only while the context does not fit.
 
 use std::collections::HashMap;
 
@@ -8,14 +9,16 @@ use super::super::repair::UnitKind;
 use crate::error::Result;
 use crate::message::{Part, Role};
 
-/// Per unit before the recent steps: the member it keeps (the turn's last user request, or the
-/// turn's last assistant text, text parts only), or `None` when it is left out.
+/// Per unit of a complete earlier turn before the recent steps: the member it keeps (the turn's
+/// last user request, or the turn's last assistant text, text parts only), or `None` when it is
+/// left out.
 pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<MemberPlan>>> {
     let mut thinning: HashMap<usize, Option<MemberPlan>> = HashMap::new();
     let mut last_user: HashMap<usize, usize> = HashMap::new();
     let mut last_text: HashMap<usize, (usize, MemberPlan)> = HashMap::new();
+    let last_turn = pass.structure.last_turn;
     for &u in pass.active.iter().take(pass.tail_start) {
-        let Some(unit) = pass.unit(u) else { continue };
+        let Some(unit) = pass.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
         match unit.kind {
             UnitKind::User => {
                 last_user.insert(unit.turn, u);
@@ -31,13 +34,10 @@ pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<Mem
                         let whole = unit.kind == UnitKind::Assistant
                             && unit.members.len() == 1
                             && text_parts.len() == message.content.parts.len();
-                        let plan = MemberPlan {
-                            msg: member.msg,
-                            parts: Some(text_parts),
-                            replace: Vec::new(),
-                            text_only: !whole,
+                        let plan = match whole {
+                            true => MemberPlan::of(member.msg, None),
+                            false => MemberPlan { text_only: true, ..MemberPlan::of(member.msg, Some(text_parts)) },
                         };
-                        let plan = if whole { MemberPlan { parts: None, text_only: false, ..plan } } else { plan };
                         last_text.insert(unit.turn, (u, plan));
                         break;
                     }
@@ -47,7 +47,7 @@ pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<Mem
         }
     }
     for &u in pass.active.iter().take(pass.tail_start) {
-        let Some(unit) = pass.unit(u) else { continue };
+        let Some(unit) = pass.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
         let keep = match unit.kind {
             UnitKind::User => {
                 (last_user.get(&unit.turn) == Some(&u)).then(|| base_members(unit).into_iter().next()).flatten()

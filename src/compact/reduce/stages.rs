@@ -1,0 +1,220 @@
+//! The reductions in order, least lossy first, each only while the context does not fit, never in
+//! the last `keepRecentSteps` steps:
+//!
+//! 1. file reads that a later call made stale (a read, edit, write or patch of the same path)
+//!    become their digest, within a turn too (a coding agent's session is one turn);
+//! 2. the other file reads before the recent steps become their digest;
+//! 3. long outputs before the recent steps are compressed;
+//! 4. without a summary (and with `thin`), complete earlier turns are thinned (seed 004).
+//!
+//! Oldest first within each; the reduction that makes the context fit is only as deep as needed
+//! (the head and tail that leave it just within the goal), so a history a little over its budget
+//! stays a little under it.
+
+use std::sync::Arc;
+
+use super::{index, thin, ReduceCache};
+use crate::compact::plan::{Ctx, MemberPlan, Pass, Plan, Reduction};
+use crate::compact::receipt::DropReason;
+use crate::compact::repair::UnitKind;
+use crate::error::{Error, Result};
+use crate::message::{Part, Role};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    StaleReads,
+    Reads,
+    LongOutputs,
+}
+
+/// Counts every active plan in its current form.
+pub(crate) fn count_all(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+    for plan in pass.plans.iter_mut().filter(|p| !p.counted) {
+        ctx.plan_tokens(cache, plan)?;
+    }
+    Ok(())
+}
+
+/// Reduces until the context (with `fixed` tokens besides the active units) is at most `goal`;
+/// says whether it is. When no reduction could make it fit, none is made and the selection
+/// reduces what it keeps (`pass.lazy`).
+pub(crate) fn until_fits(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &mut Pass,
+    fixed: usize,
+    goal: usize,
+) -> Result<bool> {
+    count_all(ctx, cache, pass)?;
+    let mut view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
+    if view <= goal {
+        return Ok(true);
+    }
+    let thinning = ctx.options.thin && ctx.options.summary.is_none();
+    if view.saturating_sub(most_saved(ctx, pass, thinning)?) > goal {
+        pass.lazy = true;
+        return Ok(false);
+    }
+    index(ctx, cache);
+    let structure = Arc::clone(&pass.structure);
+    for stage in [Stage::StaleReads, Stage::Reads, Stage::LongOutputs] {
+        let wanted = match stage {
+            Stage::StaleReads | Stage::Reads => ctx.options.digest.is_some(),
+            Stage::LongOutputs => ctx.options.compress.is_some(),
+        };
+        if !wanted {
+            continue;
+        }
+        for o in 0..pass.tail_start.min(pass.plans.len()) {
+            let Some(plan) = pass.plans.get_mut(o) else { continue };
+            if plan.dropped.is_some() || structure.units.get(plan.unit).is_none_or(|u| u.kind != UnitKind::Step) {
+                continue;
+            }
+            for c in ctx.candidates(cache, &structure, &plan.members)? {
+                let (reduction, applies) = match stage {
+                    Stage::StaleReads => (Reduction::Digest, c.read.is_some() && c.superseded),
+                    Stage::Reads => (Reduction::Digest, c.read.is_some()),
+                    Stage::LongOutputs => (Reduction::Compress, c.long),
+                };
+                let member = plan.members.get(c.member).ok_or_else(|| Error::internal("member out of range"))?;
+                if !applies
+                    || member.replace.iter().any(|(k, _)| *k == c.part)
+                    || !ctx.ensure_reduced(cache, member.msg, c.part, reduction, c.read.as_deref())?
+                {
+                    continue;
+                }
+                let before = ctx.member_tokens(cache, member)? as usize;
+                let mut reduced = member.clone();
+                reduced.replace.push((c.part, reduction));
+                let after = ctx.member_tokens(cache, &reduced)? as usize;
+                if after >= before {
+                    continue;
+                }
+                let need = view - goal;
+                if stage == Stage::LongOutputs && before - after > need {
+                    // This one is enough: cut only as deep as the goal needs, if that keeps more
+                    // (a file read becomes its digest whole: half a file misleads).
+                    if let Some(cut) = cut_to_save(ctx, cache, member, c.part, need)? {
+                        reduced = cut;
+                    }
+                }
+                let after = ctx.member_tokens(cache, &reduced)? as usize;
+                if let Some(slot) = plan.members.get_mut(c.member) {
+                    *slot = reduced;
+                }
+                ctx.plan_tokens(cache, plan)?;
+                view = view - before + after;
+                if view <= goal {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    if thinning {
+        thin_until(ctx, pass, cache, &mut view, goal)?;
+    }
+    Ok(view <= goal)
+}
+
+/// The most every reduction together could save: the results before the recent steps (and, when
+/// thinning, the older turns' units), an upper bound that needs no reduction computed.
+fn most_saved(ctx: &Ctx, pass: &Pass, thinning: bool) -> Result<usize> {
+    let mut most = 0usize;
+    for plan in pass.plans.iter().take(pass.tail_start) {
+        let Some(unit) = pass.unit(plan.unit) else { continue };
+        if thinning && unit.turn < pass.structure.last_turn {
+            most += plan.tokens;
+            continue;
+        }
+        if unit.kind != UnitKind::Step {
+            continue;
+        }
+        for (member, n) in plan.members.iter().zip(&plan.member_tokens) {
+            if ctx.item(member.msg)?.message.role != Role::Assistant {
+                most += *n as usize;
+            }
+        }
+    }
+    Ok(most)
+}
+
+/// `member` with result part `part` cut to the longest head and tail that still saves `need`
+/// tokens; `None` when no cut does.
+fn cut_to_save(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    member: &MemberPlan,
+    part: usize,
+    need: usize,
+) -> Result<Option<MemberPlan>> {
+    let before = ctx.member_tokens(cache, member)? as usize;
+    let chars = match ctx.item(member.msg)?.message.content.parts.get(part) {
+        Some(Part::ToolResult(result)) => result.content.joined_text().chars().count(),
+        _ => return Ok(None),
+    };
+    let with = |k: u32| {
+        let mut cut = member.clone();
+        cut.replace.push((part, Reduction::Cut(k)));
+        cut
+    };
+    let (mut low, mut high) = (0u32, u32::try_from(chars / 2).unwrap_or(u32::MAX));
+    let mut best = None;
+    while low <= high {
+        let mid = low + (high - low) / 2;
+        let candidate = with(mid);
+        let after = ctx.member_tokens(cache, &candidate)? as usize;
+        if before.saturating_sub(after) >= need {
+            best = Some(candidate);
+            low = mid + 1;
+        } else if mid == 0 {
+            break;
+        } else {
+            high = mid - 1;
+        }
+    }
+    Ok(best)
+}
+
+/// Seed 004's thinning, turn by turn from the oldest, while the context does not fit.
+fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut ReduceCache, view: &mut usize, goal: usize) -> Result<()> {
+    let decisions = thin::decide(ctx, pass)?;
+    let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.unit(*u).map(|unit| unit.turn)).collect();
+    turns.sort_unstable();
+    turns.dedup();
+    for turn in turns {
+        for plan in pass.plans.iter_mut() {
+            let Some(decision) = decisions.get(&plan.unit) else { continue };
+            if pass.structure.units.get(plan.unit).is_none_or(|u| u.turn != turn) || plan.dropped.is_some() {
+                continue;
+            }
+            let before = plan.tokens;
+            match decision {
+                Some(member) => {
+                    plan.members = vec![member.clone()];
+                    ctx.plan_tokens(cache, plan)?;
+                }
+                None => plan.dropped = Some(DropReason::Thinning),
+            }
+            let after = if plan.dropped.is_some() { 0 } else { plan.tokens };
+            *view = *view - before + after;
+        }
+        if *view <= goal {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Every reduction a unit can have (digests of all its reads, compression of its long outputs):
+/// the form a unit takes when it does not fit whole.
+pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan) -> Result<Plan> {
+    let mut reduced = plan.clone();
+    if pass.unit(plan.unit).is_some_and(|u| u.kind == UnitKind::Step) {
+        index(ctx, cache);
+        let digest = ctx.options.digest.is_some();
+        let compress = ctx.options.compress.is_some();
+        ctx.reduce_members(cache, &pass.structure, &mut reduced.members, digest, compress)?;
+    }
+    ctx.plan_tokens(cache, &mut reduced)?;
+    Ok(reduced)
+}
