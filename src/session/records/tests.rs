@@ -196,8 +196,8 @@ fn replaced_parts_get_new_generations_and_the_old_ones_are_removed() {
     storage.save(&mut session, 1);
     let options = BuildOptions {
         summary: Some(SummaryOptions {
-            trigger_tokens: 500,
-            target_tokens: 300,
+            trigger_tokens: Some(500),
+            target_tokens: Some(300),
             min_messages: 4,
             ..Default::default()
         }),
@@ -428,8 +428,8 @@ fn a_summary_over_messages_that_moved_gives_way() {
     }
     let options = BuildOptions {
         summary: Some(SummaryOptions {
-            trigger_tokens: 500,
-            target_tokens: 300,
+            trigger_tokens: Some(500),
+            target_tokens: Some(300),
             min_messages: 4,
             ..Default::default()
         }),
