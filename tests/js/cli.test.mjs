@@ -104,9 +104,11 @@ test("compact --profile, --summary none, --out", () => {
   // A budget below what is left after thinning: the summary is due.
   const summarised = cli(["compact", FILES.tau, "--run", "3", "--budget", "3000"]);
   assert.equal(summarised.status, 0, summarised.stderr);
-  assert.match(summarised.stderr, /^m2–m56\s+55\s+summarised\s/m);
-  assert.match(summarised.stderr, /summary: [\d,]+ tokens \(extractive, made now\), covers the messages up to m56/);
-  assert.ok(JSON.parse(summarised.stdout).some((m) => m.role === "system" && m.content.includes("userRequests")), "the summary is in the context");
+  // m1 is the system prompt, m2 the task (pinned since #11), m61–m62 the latest turn.
+  assert.match(summarised.stderr, /^m1–m2\s+2\s+kept\s/m);
+  assert.match(summarised.stderr, /^m3–m60\s+58\s+summarised\s/m);
+  assert.match(summarised.stderr, /summary: [\d,]+ tokens \(extractive, made now\), covers the messages up to m60/);
+  assert.ok(JSON.parse(summarised.stdout).some((m) => m.role === "system" && m.content.includes("userMessages")), "the summary is in the context");
   const none = cli(["compact", FILES.tau, "--run", "3", "--budget", "3000", "--summary", "none"]);
   assert.equal(none.status, 0, none.stderr);
   assert.match(none.stderr, /summary: none \(--summary none\)/);
@@ -148,7 +150,9 @@ test("inspect: one line per stored message with what the build does to it", () =
   const json = JSON.parse(cli(["inspect", FILES.heavy, "--budget", "1500", "--json"]).stdout);
   assert.equal(json.length, 17);
   for (const key of ["action", "id", "origin", "preview", "role", "tokensAfter", "tokensBefore"]) assert.ok(key in json[0], key);
-  assert.ok(json.some((entry) => entry.reason), "a reason where there is one");
+  // With a summary configured nothing leaves the context uncovered (#11): no drops, so no drop reasons.
+  assert.deepEqual(json.filter((entry) => entry.action === "dropped"), []);
+  assert.ok(json.some((entry) => entry.action === "summarised"), "the older messages are summarised");
   assert.deepEqual(json[0].origin, { line: 4 });
 });
 
