@@ -29,6 +29,7 @@ pub mod reduce;
 pub mod repair;
 pub mod request;
 pub(crate) mod select;
+pub mod state;
 pub(crate) mod summarise;
 pub mod summary;
 
@@ -50,6 +51,7 @@ pub use reduce::{DigestOptions, ReduceCache};
 pub use repair::{Item, Repair, RepairKind, UnitKind};
 pub use request::emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
+pub use state::{StateNote, StateOptions, StatePart, StateSectionUse, StateUse};
 pub use summary::{
     PendingSummary, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
     SummaryState,
@@ -64,7 +66,7 @@ pub fn build(
     state: &SummaryState,
     cache: &mut ReduceCache,
 ) -> Result<BuildOutcome> {
-    build_with_notes(items, encoding, options, state, cache, &[])
+    build_with_notes(items, encoding, options, state, cache, &[], &[])
 }
 
 /// `build` for a session with memory: `turns` are its recorded turns, whose summaries stand in for
@@ -76,11 +78,12 @@ pub fn build_with_notes<'b>(
     state: &SummaryState,
     cache: &mut ReduceCache,
     turns: &[TurnNote<'b>],
+    state_notes: &[StateNote],
 ) -> Result<BuildOutcome> {
     options.validate()?;
     cache.prepare(options.fingerprint(encoding));
     cache.builds += 1;
-    let ctx = Ctx { items, encoding, options, turns };
+    let ctx = Ctx { items, encoding, options, turns, state: state_notes };
     let outcome = build_twice_if_summarised(&ctx, state, cache);
     // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
     let builds = cache.builds;

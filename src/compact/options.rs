@@ -9,6 +9,7 @@ use super::memory::MemoryOptions;
 use super::profile::Profile;
 use super::reduce::compress::CompressOptions;
 use super::reduce::DigestOptions;
+use super::state::StateOptions;
 use super::summary::{Summarizer, SummaryOptions, SummaryPlacement};
 use crate::error::{Error, Result};
 use crate::message::Format;
@@ -116,6 +117,8 @@ pub struct BuildOptions {
     pub summary: Option<SummaryOptions>,
     /// A session's memory: summaries of recorded turns not wholly in the context (`None`: left out).
     pub memory: Option<MemoryOptions>,
+    /// A session's state (skill, todos, artifacts, uploads) after the system prompt (`None`: left out).
+    pub state: Option<StateOptions>,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
 }
@@ -133,6 +136,7 @@ impl Default for BuildOptions {
             thin: false,
             summary: Some(SummaryOptions::default()),
             memory: Some(MemoryOptions::default()),
+            state: Some(StateOptions::default()),
             now: None,
         }
     }
@@ -402,6 +406,10 @@ pub struct BuildSpec {
     /// them out.
     #[cfg_attr(test, ts(as = "Option<MemoryOptions>", optional = nullable))]
     pub memory: Patch<MemoryOptions>,
+    /// A session's state after the system prompt, in seed 002's order: the active skill, the open
+    /// todos, the available artifacts (with `<code_ref>`), the uploaded files; `null` leaves it out.
+    #[cfg_attr(test, ts(as = "Option<StateOptions>", optional = nullable))]
+    pub state: Patch<StateOptions>,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
 }
@@ -464,6 +472,7 @@ impl BuildSpec {
         }
         options.summary = self.summary.merge(options.summary, SummaryPatch::apply);
         options.memory = self.memory.merge(options.memory, |given, memory| *memory = given);
+        options.state = self.state.merge(options.state, |given, state| *state = given);
         if self.now.is_some() {
             options.now = self.now;
         }
