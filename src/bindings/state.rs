@@ -78,12 +78,7 @@ impl Session {
 /// The `file_reader` tool definition, in OpenAI's `tools` shape or Anthropic's.
 #[wasm_bindgen(js_name = fileReaderTool, unchecked_return_type = "FileReaderTool")]
 pub fn file_reader_tool(#[wasm_bindgen(unchecked_param_type = "Format")] format: JsValue) -> JsResult<JsValue> {
-    let tool = match Format::parse(&string_arg(&format, "the format")?)? {
-        Format::OpenAi => artifacts::openai_tool(),
-        Format::Anthropic => artifacts::anthropic_tool(),
-        Format::Responses => artifacts::responses_tool(),
-        Format::AiSdk => artifacts::ai_sdk_tool(),
-    };
+    let tool = artifacts::tool(Format::parse(&string_arg(&format, "the format")?)?);
     Ok(to_js(&tool)?)
 }
 

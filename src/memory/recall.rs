@@ -33,24 +33,9 @@ fn input_schema() -> Value {
     })
 }
 
-/// For OpenAI Chat Completions' `tools`.
-pub fn openai_tool() -> Value {
-    json!({"type": "function", "function": {"name": TOOL_NAME, "description": DESCRIPTION, "parameters": input_schema()}})
-}
-
-/// For Anthropic Messages' `tools`.
-pub fn anthropic_tool() -> Value {
-    json!({"name": TOOL_NAME, "description": DESCRIPTION, "input_schema": input_schema()})
-}
-
-/// For OpenAI Responses' `tools` (a function tool, flat).
-pub fn responses_tool() -> Value {
-    json!({"type": "function", "name": TOOL_NAME, "description": DESCRIPTION, "parameters": input_schema()})
-}
-
-/// For the AI SDK: the tool's name, description and JSON Schema (wrap it with `jsonSchema()`).
-pub fn ai_sdk_tool() -> Value {
-    json!({"name": TOOL_NAME, "description": DESCRIPTION, "inputSchema": input_schema()})
+/// The tool's definition in `format`'s `tools` shape.
+pub fn tool(format: crate::message::Format) -> Value {
+    crate::message::tool_definition(format, TOOL_NAME, DESCRIPTION, input_schema())
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -332,8 +317,9 @@ mod tests {
 
     #[test]
     fn both_tool_shapes_describe_the_same_schema() {
-        assert_eq!(openai_tool()["function"]["parameters"], anthropic_tool()["input_schema"]);
-        assert_eq!(anthropic_tool()["name"], TOOL_NAME);
+        use crate::message::Format;
+        assert_eq!(tool(Format::OpenAi)["function"]["parameters"], tool(Format::Anthropic)["input_schema"]);
+        assert_eq!(tool(Format::Anthropic)["name"], TOOL_NAME);
     }
 
     #[test]

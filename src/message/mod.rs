@@ -109,6 +109,42 @@ pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
 }
 
 /// Converts a message list between formats, for what both can express.
+/// A tool's definition in `format`'s `tools` shape: OpenAI Chat Completions (nested under
+/// `function`), Anthropic (`input_schema`), OpenAI Responses (flat), or the AI SDK's (wrap the
+/// schema with `jsonSchema()`).
+pub fn tool_definition(format: Format, name: &str, description: &str, parameters: Value) -> Value {
+    match format {
+        Format::OpenAi => {
+            serde_json::json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+        }
+        Format::Anthropic => serde_json::json!({"name": name, "description": description, "input_schema": parameters}),
+        Format::Responses => {
+            serde_json::json!({"type": "function", "name": name, "description": description, "parameters": parameters})
+        }
+        Format::AiSdk => serde_json::json!({"name": name, "description": description, "inputSchema": parameters}),
+    }
+}
+
+/// A model's call of `tool` as the agent hands it over (OpenAI's tool call, or Anthropic's
+/// `tool_use` block): its input (OpenAI's `arguments` text, Anthropic's `input` object; `Null`
+/// when absent), its provider, and its id. A call of the wrong shape is the caller's mistake.
+pub fn tool_call_input<'a>(call: &'a Value, tool: &str) -> Result<(&'a Value, Format, &'a str)> {
+    let (input, format) = match call.get("function") {
+        Some(function) if function.is_object() => (function.get("arguments"), Format::OpenAi),
+        Some(_) => {
+            return Err(Error::invalid_argument(format!(
+                "a {tool} call's `function` must be an object (OpenAI's {{ name, arguments }})"
+            )))
+        }
+        None => (call.get("input"), Format::Anthropic),
+    };
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::invalid_argument(format!("a {tool} call needs an `id` string")))?;
+    Ok((input.unwrap_or(&Value::Null), format, id))
+}
+
 pub fn convert(value: Value, from: Format, to: Format) -> Result<Value> {
     Ok(emit(&parse(value, from)?, to))
 }

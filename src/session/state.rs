@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Session;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::message::{Format, Message};
 use crate::state::artifacts::{self, Artifact, ArtifactInput, SavedArtifact};
 use crate::state::{AgentState, AppState};
@@ -30,21 +30,9 @@ impl Session {
     /// have or bad arguments, the error marked as one so the model can correct itself. In
     /// `format`, or the call's own.
     pub fn answer_file_reader(&self, call: &Value, format: Option<Format>) -> Result<Message> {
-        let (input, own_format) = match call.get("function") {
-            Some(function) if function.is_object() => (function.get("arguments"), Format::OpenAi),
-            Some(_) => {
-                return Err(Error::invalid_argument(
-                    "a file_reader call's `function` must be an object (OpenAI's { name, arguments })",
-                ))
-            }
-            None => (call.get("input"), Format::Anthropic),
-        };
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Error::invalid_argument("a file_reader call needs an `id` string"))?;
-        let read = artifacts::requested_path(input.unwrap_or(&Value::Null))
-            .and_then(|path| self.artifacts.find(&path).map(artifacts::reader_text));
+        let (input, own_format, id) = crate::message::tool_call_input(call, artifacts::FILE_READER_TOOL)?;
+        let read =
+            artifacts::requested_path(input).and_then(|path| self.artifacts.find(&path).map(artifacts::reader_text));
         let (content, is_error) = match read {
             Ok(text) => (text, false),
             Err(error) if error.kind == ErrorKind::Internal => return Err(error),

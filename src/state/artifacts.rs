@@ -337,20 +337,9 @@ fn parameters() -> Value {
     })
 }
 
-pub fn openai_tool() -> Value {
-    json!({"type": "function", "function": {"name": FILE_READER_TOOL, "description": FILE_READER_DESCRIPTION, "parameters": parameters()}})
-}
-
-pub fn anthropic_tool() -> Value {
-    json!({"name": FILE_READER_TOOL, "description": FILE_READER_DESCRIPTION, "input_schema": parameters()})
-}
-
-pub fn responses_tool() -> Value {
-    json!({"type": "function", "name": FILE_READER_TOOL, "description": FILE_READER_DESCRIPTION, "parameters": parameters()})
-}
-
-pub fn ai_sdk_tool() -> Value {
-    json!({"description": FILE_READER_DESCRIPTION, "inputSchema": parameters()})
+/// The tool's definition in `format`'s `tools` shape.
+pub fn tool(format: crate::message::Format) -> Value {
+    crate::message::tool_definition(format, FILE_READER_TOOL, FILE_READER_DESCRIPTION, parameters())
 }
 
 /// The file a `file_reader` call names (Anthropic's `input` object or OpenAI's `arguments` text).
