@@ -160,6 +160,12 @@ memory?: MemoryOptions | null,
  */
 state?: StateOptions | null, 
 /**
+ * Seed 000: once an image was sent in an earlier turn, the context shows it as a one-line
+ * placeholder (`[image: png, 1024×768, sent in turn 3, message m5]`; default false). The
+ * stored message keeps the image.
+ */
+imagesSentOnce?: boolean, 
+/**
  * Timestamp recorded on a summary made during this build (the core has no clock).
  */
 now?: string, };
@@ -324,6 +330,10 @@ memory: MemoryUse | null,
  */
 state: StateUse | null, 
 /**
+ * The images of earlier turns the context shows as placeholders (`imagesSentOnce`).
+ */
+images: ImagesUse | null, 
+/**
  * A placeholder user message was put first (Anthropic needs one and none was left).
  */
 placeholder: boolean, notes: Array<string>, 
@@ -410,6 +420,18 @@ export type StateSectionUse = { part: StatePart,
 lines: number, omitted: number, tokens: number, };
 
 export type StateUse = { sections: Array<StateSectionUse>, tokens: number, };
+
+export type ImagePlaceholder = { 
+/**
+ * The stored message that holds it.
+ */
+id: string, turn: number, text: string, };
+
+export type ImagesUse = { replaced: Array<ImagePlaceholder>, 
+/**
+ * What the messages holding them cost whole, less what they cost with the placeholders.
+ */
+tokensSaved: number, };
 
 export type SummaryRequest = { id: string, 
 /**

@@ -16,7 +16,7 @@ use crate::compact::{
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
     SummarySource, SummaryState, SummaryUse, TokensByPart, Violation,
 };
-use crate::compact::{StateOptions, StatePart, StateSectionUse, StateUse};
+use crate::compact::{ImagePlaceholder, ImagesUse, StateOptions, StatePart, StateSectionUse, StateUse};
 use crate::history::{LoggedMessage, TokenReport};
 use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
 use crate::memory::search::DocumentKind;
@@ -99,6 +99,8 @@ fn declarations() -> String {
         StatePart::decl(&cfg),
         StateSectionUse::decl(&cfg),
         StateUse::decl(&cfg),
+        ImagePlaceholder::decl(&cfg),
+        ImagesUse::decl(&cfg),
         SummaryRequest::decl(&cfg),
         SummaryRecord::decl(&cfg),
         SummarySource::decl(&cfg),

@@ -287,6 +287,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         bridge: pass.bridge.take().map(|(_, b)| b),
         memory: memory_use,
         state: pass.state_use.take(),
+        images: None,
         placeholder: placeholder_used,
         notes: std::mem::take(&mut pass.notes),
         calibration: None,

@@ -19,6 +19,7 @@
 
 pub mod assemble;
 pub mod compactor;
+pub mod images;
 pub mod memory;
 pub mod options;
 pub(crate) mod pins;
@@ -39,6 +40,7 @@ use plan::{Ctx, Pass};
 
 pub use assemble::{BuildOutcome, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
+pub use images::{ImagePlaceholder, ImagesUse};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use options::{BudgetOptions, BuildOptions, BuildSpec, Patch, ProfileRef};
 pub use plan::PinRole;
@@ -83,11 +85,41 @@ pub fn build_with_notes<'b>(
     options.validate()?;
     cache.prepare(options.fingerprint(encoding));
     cache.builds += 1;
-    let ctx = Ctx { items, encoding, options, turns, state: state_notes };
-    let outcome = build_twice_if_summarised(&ctx, state, cache);
+    // Images sent once: the stored messages of earlier turns that hold images go in with
+    // placeholders, as if stored so (a message's counts and reductions are cached by id: a
+    // message whose form changed is forgotten).
+    let (substitutes, images) = match options.images_sent_once {
+        true => {
+            let (substitutes, used) = images::sent_once(items, encoding);
+            (substitutes, Some(used))
+        }
+        false => (Vec::new(), None),
+    };
+    cache.images_replaced(substitutes.iter().filter_map(|s| items.get(s.index).map(|i| i.id)));
+    let mut shown: Vec<Item> = items.to_vec();
+    for substitute in &substitutes {
+        if let Some(item) = shown.get_mut(substitute.index) {
+            item.message = &substitute.message;
+            item.tokens = substitute.tokens;
+        }
+    }
+    let ctx = Ctx { items: &shown, encoding, options, turns, state: state_notes };
+    let mut outcome = build_twice_if_summarised(&ctx, state, cache);
     // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
     let builds = cache.builds;
     cache.materialized.retain(|_, (used, _)| *used == builds);
+    // The receipt counts the stored messages as stored.
+    if let (Ok(outcome), Some(images)) = (&mut outcome, images) {
+        let receipt = &mut outcome.context.receipt;
+        for substitute in &substitutes {
+            if let (Some(fate), Some(item)) = (receipt.fates.get_mut(substitute.index), items.get(substitute.index)) {
+                fate.tokens_before = item.tokens;
+            }
+        }
+        receipt.tokens_before += images.tokens_saved;
+        receipt.runs = receipt::runs(items, &receipt.fates);
+        receipt.images = Some(images);
+    }
     outcome
 }
 

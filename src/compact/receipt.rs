@@ -195,6 +195,8 @@ pub struct Receipt {
     pub memory: Option<MemoryUse>,
     /// The session's state sections the context holds, part by part.
     pub state: Option<super::state::StateUse>,
+    /// The images of earlier turns the context shows as placeholders (`imagesSentOnce`).
+    pub images: Option<super::images::ImagesUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).
     pub placeholder: bool,
     pub notes: Vec<String>,
@@ -367,6 +369,7 @@ mod tests {
             bridge: None,
             memory: None,
             state: None,
+            images: None,
             placeholder: false,
             notes: Vec::new(),
             calibration: None,

@@ -122,3 +122,28 @@ test("artifacts and state are saved by the store, and a sub-agent starts fresh",
   assert.equal(again.session.artifact("code_sales_analysis").description, "销售数据分析");
   assert.equal(again.session.state().workspacePath, "/ws/thread-1");
 });
+
+test("images sent once: an earlier turn's image goes as its placeholder, the stored one stays", () => {
+  const png = "iVBORw0KGgoAAAANSUhEUgAABAAAAAMACAYAAAA="; // a 1024×768 PNG's header
+  for (const format of ["openai", "anthropic"]) {
+    const session = new Session({ format });
+    const image = format === "openai"
+      ? { type: "image_url", image_url: { url: `data:image/png;base64,${png}` } }
+      : { type: "image", source: { type: "base64", media_type: "image/png", data: png } };
+    session.history.appendMany([
+      { role: "user", content: [{ type: "text", text: "What does this chart show?" }, image] },
+      { role: "assistant", content: "Sales rise in March." },
+      { role: "user", content: "And in April?" },
+    ]);
+    const once = session.history.build({ imagesSentOnce: true });
+    const again = session.history.build();
+    assert.deepEqual(validateMessages(once.messages, format), []);
+    const text = JSON.stringify(once.messages);
+    assert.ok(text.includes("[image: png, 1024×768, sent in turn 1, message m1]"), text);
+    assert.ok(!text.includes(png));
+    assert.ok(JSON.stringify(again.messages).includes(png), "off by default");
+    assert.ok(once.tokens.total < again.tokens.total);
+    assert.deepEqual(once.receipt.images.replaced.map((p) => [p.id, p.turn]), [["m1", 1]]);
+    assert.ok(JSON.stringify(session.history.get("m1")).includes(png), "the stored message keeps the image");
+  }
+});
