@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 use super::search::{DocumentKind, Hit};
 use super::{MemoryStore, MessageRange};
 use crate::error::{Error, Result};
-use crate::message::json::type_name;
 use crate::tokens::Encoding;
 
 pub const TOOL_NAME: &str = "recall_context";
@@ -46,24 +45,7 @@ pub enum RecallRequest {
 
 /// Reads the tool's input: Anthropic's `input` object, or OpenAI's `arguments` JSON text.
 pub fn parse_request(input: &Value) -> Result<RecallRequest> {
-    let parsed;
-    let input = match input {
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text)
-                .map_err(|e| Error::invalid_argument(format!("recall_context arguments are not valid JSON: {e}")))?;
-            &parsed
-        }
-        other => other,
-    };
-    let Value::Object(fields) = input else {
-        return Err(Error::invalid_argument(format!(
-            "recall_context input must be an object, got {}",
-            type_name(input)
-        )));
-    };
-    if let Some(key) = fields.keys().find(|k| !matches!(k.as_str(), "turnNumbers" | "query" | "limit")) {
-        return Err(Error::invalid_argument(format!("recall_context has no parameter `{key}`")));
-    }
+    let fields = crate::message::tool_arguments(input, TOOL_NAME, &["turnNumbers", "query", "limit"])?;
     match (fields.get("turnNumbers"), fields.get("query")) {
         (Some(Value::Array(turns)), None) if !turns.is_empty() => {
             let turns = turns

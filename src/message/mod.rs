@@ -145,6 +145,26 @@ pub fn tool_call_input<'a>(call: &'a Value, tool: &str) -> Result<(&'a Value, Fo
     Ok((input.unwrap_or(&Value::Null), format, id))
 }
 
+/// A tool call's arguments (OpenAI's JSON text, or Anthropic's object) as an object whose keys
+/// are all among `keys`; the errors name the tool, for a model to correct its call.
+pub fn tool_arguments(input: &Value, tool: &str, keys: &[&str]) -> Result<Map<String, Value>> {
+    let parsed = match input {
+        Value::String(text) => serde_json::from_str::<Value>(text)
+            .map_err(|e| Error::invalid_argument(format!("{tool} arguments are not valid JSON: {e}")))?,
+        other => other.clone(),
+    };
+    let Value::Object(fields) = parsed else {
+        return Err(Error::invalid_argument(format!(
+            "{tool} input must be an object, got {}",
+            json::type_name(&parsed)
+        )));
+    };
+    if let Some(key) = fields.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err(Error::invalid_argument(format!("{tool} has no parameter `{key}`")));
+    }
+    Ok(fields)
+}
+
 pub fn convert(value: Value, from: Format, to: Format) -> Result<Value> {
     Ok(emit(&parse(value, from)?, to))
 }

@@ -344,19 +344,7 @@ pub fn tool(format: crate::message::Format) -> Value {
 
 /// The file a `file_reader` call names (Anthropic's `input` object or OpenAI's `arguments` text).
 pub fn requested_path(input: &Value) -> Result<String> {
-    let parsed;
-    let input = match input {
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text)
-                .map_err(|e| Error::invalid_argument(format!("file_reader arguments are not valid JSON: {e}")))?;
-            &parsed
-        }
-        other => other,
-    };
-    let object = input.as_object().ok_or_else(|| Error::invalid_argument("file_reader input must be an object"))?;
-    if let Some(key) = object.keys().find(|k| !matches!(k.as_str(), "path" | "id")) {
-        return Err(Error::invalid_argument(format!("file_reader has no parameter `{key}`")));
-    }
+    let object = crate::message::tool_arguments(input, FILE_READER_TOOL, &["path", "id"])?;
     match object.get("path").or_else(|| object.get("id")).and_then(Value::as_str) {
         Some(path) if !path.trim().is_empty() => Ok(path.trim().to_string()),
         _ => Err(Error::invalid_argument("file_reader needs a non-empty `path`")),
