@@ -149,3 +149,35 @@ fn tool_arguments_that_are_not_a_json_object_still_convert() {
     assert_eq!(calls[1]["input"], json!({"arguments": "[1, 2]"}));
     assert_eq!(calls[2]["input"], json!({}));
 }
+
+/// A 1×1 PNG, base64.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+fn image_message(format: Format, data: &str) -> Value {
+    let url = format!("data:image/png;base64,{data}");
+    match format {
+        Format::OpenAi => json!([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]),
+        Format::Anthropic => json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]}]),
+        Format::Responses => json!([{"role": "user", "content": [{"type": "input_image", "image_url": url}]}]),
+        Format::AiSdk => {
+            json!([{"role": "user", "content": [{"type": "image", "image": data, "mediaType": "image/png"}]}])
+        }
+    }
+}
+
+#[test]
+fn broken_inline_image_data_is_refused_with_its_path() {
+    for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
+        let good = image_message(format, PNG);
+        let emitted = round_trip(&good, format);
+        let emitted = if format == Format::Anthropic { &emitted["messages"] } else { &emitted };
+        assert_eq!(emitted, &good, "{format:?}: well-formed data round-trips");
+        for (bad, why) in [("iVBOR*w0KGgo", "not base64"), ("", "empty"), ("iVBORw0KG", "cannot end")] {
+            let error = message::parse(image_message(format, bad), format).expect_err("broken data is refused");
+            let text = error.to_string();
+            assert!(text.contains(why), "{format:?} {bad:?}: {text}");
+            assert!(text.contains("messages[0].content[0]"), "{format:?}: the error names where: {text}");
+        }
+    }
+}

@@ -122,10 +122,12 @@ fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Par
             };
             let mut source = Fields::new(source, index, &fields.path("source"), "`source`")?;
             let image = match source.required_str("type")?.as_str() {
-                "base64" => ImageSource::Base64 {
-                    media_type: source.required_str("media_type")?,
-                    data: source.required_str("data")?,
-                },
+                "base64" => {
+                    let media_type = source.required_str("media_type")?;
+                    let data = source.required_str("data")?;
+                    super::check_image_data(&data).map_err(|why| source.error("data", why))?;
+                    ImageSource::Base64 { media_type, data }
+                }
                 "url" => ImageSource::Url(source.required_str("url")?),
                 // Files API references and future sources travel verbatim.
                 _ => return Ok(Part::Other(original)),

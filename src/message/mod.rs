@@ -235,6 +235,33 @@ impl Content {
     }
 }
 
+/// Checks inline image data (Anthropic's and the AI SDK's base64, a `data:…;base64,` URL's
+/// payload): a provider refuses a request whose image does not decode, and a build could not read
+/// its size, so broken data is refused where it comes in rather than sent on. Standard or URL-safe
+/// base64, whitespace allowed, `=` padding only at the end.
+pub(crate) fn check_image_data(data: &str) -> std::result::Result<(), String> {
+    let mut padding = 0usize;
+    let mut digits = 0usize;
+    for (at, byte) in data.bytes().enumerate() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'-' | b'/' | b'_' if padding == 0 => digits += 1,
+            b'=' if padding < 2 => padding += 1,
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => {
+                let shown = data[at..].chars().next().unwrap_or('?');
+                return Err(format!("image data is not base64: {shown:?} at offset {at}"));
+            }
+        }
+    }
+    if digits == 0 {
+        return Err("image data is empty".to_string());
+    }
+    if digits % 4 == 1 || (padding > 0 && (digits + padding) % 4 != 0) {
+        return Err(format!("image data is not base64: {digits} digits cannot end a base64 text"));
+    }
+    Ok(())
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ImageSource {
     /// A URL (OpenAI `image_url.url`, which may be a `data:` URL; Anthropic `source.type = "url"`).
