@@ -569,7 +569,12 @@ export type RecallResult = { turns: Array<RecalledTurn>, truncated: boolean, } |
 
 export type RecalledTurn = { turnNumber: number, summary: string, fullContext: string, messages: Array<RecalledMessage>, };
 
-export type RecalledMessage = { id: string, role: string, text: string, };
+export type RecalledMessage = { id: string, role: string, text: string, 
+/**
+ * The message's images, described; `answerRecall` attaches them where the format's tool
+ * results can carry images (Anthropic, AI SDK), and `history.get(id)` has them in any format.
+ */
+images?: Array<string>, };
 
 export type RecallHit = { text: string, kind: DocumentKind, id: string, turnNumber: number | null, score: number, };
 

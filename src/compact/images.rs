@@ -59,15 +59,35 @@ fn media(source: &ImageSource) -> (String, Option<&str>) {
     }
 }
 
-/// The placeholder line of an image: its kind, its size when its data says it (else why not).
-pub fn placeholder(source: &ImageSource, turn: u32, id: &str) -> String {
+/// An image in a few words: its kind, its size when its data says it (else why not).
+pub fn describe(source: &ImageSource) -> String {
     let (kind, data) = media(source);
     let size = match data.map(base64_image_size) {
         Some(Ok((w, h))) => format!("{w}×{h}"),
         Some(Err(error)) => format!("unreadable data: {}", error.describe()),
         None => "size not known".to_string(),
     };
-    format!("[image: {kind}, {size}, sent in turn {turn}, message {id}]")
+    format!("{kind}, {size}")
+}
+
+/// The placeholder line of an image.
+pub fn placeholder(source: &ImageSource, turn: u32, id: &str) -> String {
+    format!("[image: {}, sent in turn {turn}, message {id}]", describe(source))
+}
+
+/// The images of a message, its tool results' included, in order.
+pub fn images_of(message: &Message) -> Vec<&Part> {
+    let mut out = Vec::new();
+    for part in &message.content.parts {
+        match part {
+            Part::Image { .. } => out.push(part),
+            Part::ToolResult(result) => {
+                out.extend(result.content.parts.iter().filter(|p| matches!(p, Part::Image { .. })))
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn replace_images(parts: &[Part], turn: u32, id: &str, out: &mut Vec<String>) -> Option<Vec<Part>> {

@@ -79,6 +79,11 @@ pub trait Log {
     fn ids_in(&self, range: &MessageRange) -> Vec<String>;
     /// The turn a logged message belongs to, if it is recorded.
     fn turn_of(&self, id: &str) -> Option<u32>;
+    /// A line per image the message holds (`png, 1024×768`): its text shows them only as
+    /// `[image]`, and a build may have replaced them with placeholders (images sent once).
+    fn image_notes(&self, _id: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Runs a recall within `max_tokens`: whole turns (snapshot, summary and the turn's messages)
@@ -108,7 +113,8 @@ pub fn execute(
                 for id in snapshot.messages.as_ref().map(|range| log.ids_in(range)).unwrap_or_default() {
                     let Some((role, text)) = log.message(&id) else { continue };
                     let Some(text) = budget.take(&text) else { break };
-                    messages.push(RecalledMessage { id, role: role.to_string(), text });
+                    let images = log.image_notes(&id);
+                    messages.push(RecalledMessage { id, role: role.to_string(), text, images });
                 }
                 // A message that did not fit emptied the budget: the next turn's snapshot stops the loop.
                 items.push(RecalledTurn {
@@ -184,6 +190,11 @@ pub struct RecalledMessage {
     pub id: String,
     pub role: String,
     pub text: String,
+    /// The message's images, described; `answerRecall` attaches them where the format's tool
+    /// results can carry images (Anthropic, AI SDK), and `history.get(id)` has them in any format.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub images: Vec<String>,
 }
 
 /// A recalled turn: its snapshot, summary and messages.

@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, Record};
 use crate::memory::recall::{self, Log, RecallRequest, RecallResult, SearchHit};
 use crate::memory::{self, ContextSnapshot, MemoryStore, MessageRange};
-use crate::message::{Content, Format, Message, Role};
+use crate::message::{Content, ContentForm, Format, Message, Part, Role};
 
 /// What the agent hands the memory at the end of a turn.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -32,6 +32,8 @@ pub struct TurnInput {
 /// The defaults of the memory's calls when the caller names no limit: a turn summary's budget
 /// (and the most a caller may ask for), the cumulative summary's, and a recall's.
 pub const TURN_SUMMARY_MAX_TOKENS: u32 = 300;
+/// The most images one `recall_context` answer attaches.
+pub const MAX_RECALLED_IMAGES: usize = 4;
 pub const TURN_SUMMARY_MAX_TOKENS_LIMIT: u32 = 100_000;
 pub const CUMULATIVE_SUMMARY_MAX_TOKENS: usize = 2_000;
 pub const RECALL_MAX_TOKENS: usize = 4_000;
@@ -212,12 +214,41 @@ impl Session {
         // A call of the wrong shape is the caller's mistake (typed error); bad arguments are the
         // model's, answered with an error result it can read.
         let (input, own_format, id) = crate::message::tool_call_input(call, recall::TOOL_NAME)?;
-        let (content, is_error) = match self.recall(input, max_tokens) {
-            Ok(result) => (to_json_text(&result)?, false),
+        let format = format.unwrap_or(own_format);
+        let (content, is_error, images) = match self.recall(input, max_tokens) {
+            Ok(result) => (to_json_text(&result)?, false, self.recalled_images(&result, format)),
             Err(error) if error.kind == ErrorKind::Internal => return Err(error),
-            Err(error) => (format!("Error: {error}"), true),
+            Err(error) => (format!("Error: {error}"), true, Vec::new()),
         };
-        Ok(Message::tool_result(id, content, is_error, format.unwrap_or(own_format)))
+        let mut message = Message::tool_result(id, content, is_error, format);
+        if let Some(Part::ToolResult(result)) = message.content.parts.first_mut() {
+            if !images.is_empty() {
+                result.content.form = ContentForm::Parts;
+                result.content.parts.extend(images);
+            }
+        }
+        Ok(message)
+    }
+
+    /// The images of the recalled turns' messages, to attach to the answer where the format's
+    /// tool results carry images (Anthropic's `tool_result` blocks, the AI SDK's content output);
+    /// OpenAI's tool messages are text only, and there the result's `images` lines stand alone.
+    /// At most `MAX_RECALLED_IMAGES`: a recall is not a way to send a whole album again.
+    fn recalled_images(&self, result: &RecallResult, format: Format) -> Vec<Part> {
+        if !matches!(format, Format::Anthropic | Format::AiSdk) {
+            return Vec::new();
+        }
+        let RecallResult::Turns { turns, .. } = result else { return Vec::new() };
+        turns
+            .iter()
+            .flat_map(|turn| &turn.messages)
+            .filter(|m| !m.images.is_empty())
+            .filter_map(|m| self.history.get(&m.id))
+            .flat_map(|record| {
+                crate::compact::images::images_of(&record.message).into_iter().cloned().collect::<Vec<_>>()
+            })
+            .take(MAX_RECALLED_IMAGES)
+            .collect()
     }
 }
 
@@ -236,6 +267,17 @@ struct SessionLog<'a> {
 impl Log for SessionLog<'_> {
     fn message(&self, id: &str) -> Option<(&'static str, String)> {
         self.history.get(id).map(|r| (r.message.role.as_str(), r.message.readable_text()))
+    }
+
+    fn image_notes(&self, id: &str) -> Vec<String> {
+        let Some(record) = self.history.get(id) else { return Vec::new() };
+        crate::compact::images::images_of(&record.message)
+            .into_iter()
+            .filter_map(|part| match part {
+                Part::Image { source, .. } => Some(crate::compact::images::describe(source)),
+                _ => None,
+            })
+            .collect()
     }
 
     fn ids_in(&self, range: &MessageRange) -> Vec<String> {
@@ -300,6 +342,48 @@ pub(crate) mod tests {
             })
             .unwrap();
         session
+    }
+
+    /// A 1×1 PNG, base64.
+    const PNG: &str =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+    #[test]
+    fn a_recalled_turn_brings_its_images_back() {
+        let mut session = Session::new("main", Encoding::O200kBase, 10).unwrap();
+        session.enable_memory(10_000).unwrap();
+        session
+            .history
+            .append_values(
+                json!([
+                    {"role": "user", "content": [{"type": "text", "text": "What is in this chart?"},
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]},
+                    {"role": "assistant", "content": "A single pixel."}
+                ]),
+                Format::Anthropic,
+            )
+            .unwrap();
+        session.record_turn(TurnInput { workspace_context: "chart".into(), ..Default::default() }).unwrap();
+        let call =
+            json!({"type": "tool_use", "id": "toolu_1", "name": "recall_context", "input": {"turnNumbers": [1]}});
+
+        let result = session.recall(&call["input"], 5_000).unwrap();
+        let RecallResult::Turns { turns, .. } = &result else { panic!("turns") };
+        assert_eq!(turns[0].messages[0].images, ["png, 1×1"]);
+        assert!(turns[0].messages[1].images.is_empty());
+
+        let answer = session.answer_recall(&call, Some(Format::Anthropic), 5_000).unwrap();
+        let Some(Part::ToolResult(tool_result)) = answer.content.parts.first() else { panic!("a tool result") };
+        let images: Vec<_> = tool_result.content.parts.iter().filter(|p| matches!(p, Part::Image { .. })).collect();
+        assert_eq!(images.len(), 1, "Anthropic's tool_result carries the image itself");
+        let emitted = crate::message::emit(&[answer], Format::Anthropic);
+        assert_eq!(emitted["messages"][0]["content"][0]["content"][1]["source"]["data"], PNG);
+
+        let openai_call = json!({"id": "c9", "type": "function", "function": {"name": "recall_context", "arguments": "{\"turnNumbers\":[1]}"}});
+        let answer = session.answer_recall(&openai_call, Some(Format::OpenAi), 5_000).unwrap();
+        let emitted = crate::message::emit(&[answer], Format::OpenAi);
+        let text = emitted[0]["content"].as_str().expect("OpenAI's tool message is text");
+        assert!(text.contains("png, 1×1") && !text.contains(PNG), "{text}");
     }
 
     #[test]
