@@ -34,6 +34,9 @@
 use super::{BpeError, BpeErrorKind};
 
 pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
+use super::format::{
+    table_left_first, table_left_index, table_right_first, table_right_index, N_TABLES, PROB_BITS, RANS_L,
+};
 pub(crate) const HEADER_LEN: usize = 16 + 256;
 
 /// The token bytes of a vocabulary, in rank order.
@@ -121,8 +124,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     };
     let n_shared = m - h.n_pairs;
     let sh = if h.kind == 1 { IdStream::new(t, &mut at, n_shared)? } else { IdStream::empty() };
-    let la = IdStream::new(t, &mut at, h.n_pairs)?;
-    let ra = IdStream::new(t, &mut at, h.n_pairs)?;
+    let pairs = PairStream::new(t, &mut at)?;
     if at != t.len() {
         return Err(invalid("rank table has trailing bytes"));
     }
@@ -136,7 +138,11 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         }
         _ => None,
     };
-    let mut d = Decoder { sh, la, ra, flags, base, buf, offs };
+    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); 256];
+    for (r, &b) in t[16..HEADER_LEN].iter().enumerate() {
+        buckets[b as usize].push(r as u32);
+    }
+    let mut d = Decoder { sh, pairs, flags, base, buf, offs, buckets };
     // In chunks, through a function that is not inlined: wasm engines first run code from a
     // quick baseline compiler and swap in optimised code only at the next call, so one long
     // loop would run unoptimised from start to end (twice as slow in V8's Liftoff).
@@ -146,9 +152,12 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         d.run(r, e)?;
         r = e;
     }
-    let Decoder { buf, offs, sh, la, ra, .. } = d;
-    if !(sh.done() && la.done() && ra.done()) {
+    let Decoder { buf, offs, sh, pairs, .. } = d;
+    if !sh.done() {
         return Err(invalid("rank table bitmap disagrees with its counts"));
+    }
+    if !pairs.done() {
+        return Err(invalid("rank table pair stream is corrupt"));
     }
     let mut buf = buf;
     buf.v.truncate(buf.len);
@@ -173,39 +182,25 @@ const SYMBOLS: [(u8, u8); 256] = {
     t
 };
 
-/// Reader of an id stream (format above).
-struct IdStream<'a> {
-    syms: &'a [u8],
-    pos: usize,
+/// Reader of the low bits of ids, LSB first.
+struct BitReader<'a> {
     raw: &'a [u8],
     rpos: usize,
     acc: u64,
     nacc: u32,
 }
 
-impl<'a> IdStream<'a> {
-    fn new(t: &'a [u8], at: &mut usize, count: usize) -> Result<IdStream<'a>, BpeError> {
-        let truncated = || invalid("rank table truncated");
-        let b = u32_at(t, *at).ok_or_else(truncated)? as usize;
-        let syms = t.get(*at + 4..*at + 4 + count).ok_or_else(truncated)?;
-        let raw = t.get(*at + 4 + count..*at + 4 + count + b).ok_or_else(truncated)?;
-        *at += 4 + count + b;
-        Ok(IdStream { syms, pos: 0, raw, rpos: 0, acc: 0, nacc: 0 })
+impl<'a> BitReader<'a> {
+    fn new(raw: &'a [u8]) -> BitReader<'a> {
+        BitReader { raw, rpos: 0, acc: 0, nacc: 0 }
     }
 
-    fn empty() -> IdStream<'static> {
-        IdStream { syms: &[], pos: 0, raw: &[], rpos: 0, acc: 0, nacc: 0 }
-    }
-
-    /// The next id; u32::MAX for a malformed symbol (callers reject ids >= their rank).
-    /// Branch-light: the decode runs once per cold start, mostly as V8's baseline code, where
-    /// every mispredicted branch and every instruction counts.
+    /// The id of a symbol byte (format above), its low bits read from here; u32::MAX for a
+    /// malformed symbol (callers reject ids out of range). Branch-light: the decode runs once
+    /// per cold start, mostly as V8's baseline code, where every mispredicted branch and every
+    /// instruction counts.
     #[inline(always)]
-    fn next(&mut self) -> u32 {
-        let Some(&s) = self.syms.get(self.pos) else {
-            return u32::MAX;
-        };
-        self.pos += 1;
+    fn id(&mut self, s: u8) -> u32 {
         let (top, low) = SYMBOLS[s as usize];
         let (top, low) = (top as u32, low as u32);
         if self.nacc < low {
@@ -240,20 +235,163 @@ impl<'a> IdStream<'a> {
         }
     }
 
+    /// Every whole byte read.
+    fn done(&self) -> bool {
+        self.rpos == self.raw.len() && self.nacc < 8
+    }
+}
+
+fn section<'a>(t: &'a [u8], at: &mut usize, len: usize) -> Result<&'a [u8], BpeError> {
+    let s = t.get(*at..*at + len).ok_or_else(|| invalid("rank table truncated"))?;
+    *at += len;
+    Ok(s)
+}
+
+fn len_field(t: &[u8], at: &mut usize) -> Result<usize, BpeError> {
+    let b = u32_at(t, *at).ok_or_else(|| invalid("rank table truncated"))?;
+    *at += 4;
+    Ok(b as usize)
+}
+
+/// Reader of an id stream (format above).
+struct IdStream<'a> {
+    syms: &'a [u8],
+    pos: usize,
+    bits: BitReader<'a>,
+}
+
+impl<'a> IdStream<'a> {
+    fn new(t: &'a [u8], at: &mut usize, count: usize) -> Result<IdStream<'a>, BpeError> {
+        let b = len_field(t, at)?;
+        let syms = section(t, at, count)?;
+        let raw = section(t, at, b)?;
+        Ok(IdStream { syms, pos: 0, bits: BitReader::new(raw) })
+    }
+
+    fn empty() -> IdStream<'static> {
+        IdStream { syms: &[], pos: 0, bits: BitReader::new(&[]) }
+    }
+
+    /// The next id; u32::MAX past the end or for a malformed symbol.
+    #[inline(always)]
+    fn next(&mut self) -> u32 {
+        let Some(&s) = self.syms.get(self.pos) else {
+            return u32::MAX;
+        };
+        self.pos += 1;
+        self.bits.id(s)
+    }
+
     /// Every symbol read, and every whole byte of the bit stream.
     fn done(&self) -> bool {
-        self.pos == self.syms.len() && self.rpos == self.raw.len() && self.nacc < 8
+        self.pos == self.syms.len() && self.bits.done()
     }
+}
+
+const PROB_SCALE: usize = 1 << PROB_BITS;
+
+/// Reader of the pair section (format above): the rANS decoder, its tables, and the low bits.
+struct PairStream<'a> {
+    /// Per table, the symbol of each of the PROB_SCALE slots.
+    lut: Vec<u8>,
+    /// Per table and symbol, (frequency, start); frequency 0 for a symbol the table lacks.
+    fs: Vec<(u32, u32)>,
+    bytes: &'a [u8],
+    pos: usize,
+    x: u32,
+    /// Read past the end, or a symbol its table lacks: the stream is corrupt.
+    bad: bool,
+    bits: BitReader<'a>,
+}
+
+impl<'a> PairStream<'a> {
+    fn new(t: &'a [u8], at: &mut usize) -> Result<PairStream<'a>, BpeError> {
+        let mut lut = vec![0u8; N_TABLES * PROB_SCALE];
+        let mut fs = vec![(0u32, 0u32); N_TABLES * 256];
+        for tb in 0..N_TABLES {
+            let mut start = 0u32;
+            for s in 0..256 {
+                let f = varint(t, at).ok_or_else(|| invalid("rank table truncated"))?;
+                if f as usize > PROB_SCALE - start as usize {
+                    return Err(invalid("rank table frequencies overflow"));
+                }
+                fs[tb * 256 + s] = (f, start);
+                lut[tb * PROB_SCALE + start as usize..][..f as usize].fill(s as u8);
+                start += f;
+            }
+            if start != 0 && start as usize != PROB_SCALE {
+                return Err(invalid("rank table frequencies do not sum to the scale"));
+            }
+        }
+        let len = len_field(t, at)?;
+        let coded = section(t, at, len)?;
+        let (x, bytes) = match coded.split_first_chunk::<4>() {
+            Some((x, rest)) => (u32::from_be_bytes(*x), rest),
+            None => return Err(invalid("rank table pair stream is too short")),
+        };
+        let b = len_field(t, at)?;
+        let raw = section(t, at, b)?;
+        Ok(PairStream { lut, fs, bytes, pos: 0, x, bad: false, bits: BitReader::new(raw) })
+    }
+
+    /// The next symbol of table `tb` (< N_TABLES).
+    #[inline(always)]
+    fn symbol(&mut self, tb: usize) -> u8 {
+        let slot = self.x & (PROB_SCALE as u32 - 1);
+        let s = self.lut.get(tb * PROB_SCALE + slot as usize).copied().unwrap_or(0);
+        let (f, start) = self.fs.get(tb * 256 + s as usize).copied().unwrap_or((0, 0));
+        self.bad |= f == 0;
+        self.x = f.wrapping_mul(self.x >> PROB_BITS).wrapping_add(slot).wrapping_sub(start);
+        while self.x < RANS_L {
+            let Some(&b) = self.bytes.get(self.pos) else {
+                self.bad = true;
+                break;
+            };
+            self.x = (self.x << 8) | b as u32;
+            self.pos += 1;
+        }
+        s
+    }
+
+    /// The next rank, coded as its first byte and index among the ranks starting with it; its
+    /// first byte too. u32::MAX for an index past the ranks decoded so far.
+    #[inline(always)]
+    fn rank(&mut self, buckets: &[Vec<u32>], first_table: usize, index_table: impl Fn(u8) -> usize) -> (u32, u8) {
+        let first = self.symbol(first_table);
+        let s = self.symbol(index_table(first));
+        let i = self.bits.id(s) as usize;
+        let r = buckets.get(first as usize).and_then(|b| b.get(i)).copied().unwrap_or(u32::MAX);
+        (r, first)
+    }
+
+    /// Decoded to the end: the final state is the encoder's initial one, every byte was read.
+    fn done(&self) -> bool {
+        !self.bad && self.x == RANS_L && self.pos == self.bytes.len() && self.bits.done()
+    }
+}
+
+fn varint(t: &[u8], at: &mut usize) -> Option<u32> {
+    let mut x = 0u32;
+    for shift in [0, 7, 14] {
+        let b = *t.get(*at)?;
+        *at += 1;
+        x |= ((b & 0x7f) as u32) << shift;
+        if b < 0x80 {
+            return Some(x);
+        }
+    }
+    None
 }
 
 struct Decoder<'a> {
     sh: IdStream<'a>,
-    la: IdStream<'a>,
-    ra: IdStream<'a>,
+    pairs: PairStream<'a>,
     flags: &'a [u8],
     base: Option<&'a TokenStore>,
     buf: Buf,
     offs: Vec<u32>,
+    /// Per byte, the ranks decoded so far that start with it, in rank order.
+    buckets: Vec<Vec<u32>>,
 }
 
 impl Decoder<'_> {
@@ -262,20 +400,27 @@ impl Decoder<'_> {
         for r in r0..r1 {
             let i = r - 256;
             let shared = self.flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
-            if shared {
+            let first = if shared {
                 let o = self.sh.next();
                 let tok = self
                     .base
                     .and_then(|b| b.token(o))
+                    .filter(|t| !t.is_empty())
                     .ok_or_else(|| invalid(format!("token {r}: no base token {o}")))?;
                 self.buf.push_slice(tok);
+                tok[0]
             } else {
-                let (a, b) = (self.la.next(), self.ra.next());
-                let (a, b) = (a as usize, b as usize);
-                let span = |x: usize| Some((*self.offs.get(x)?, *self.offs.get(x + 1)?));
-                let spans = if a < r && b < r && self.offs.len() == r + 1 { span(a).zip(span(b)) } else { None };
-                let Some(((sa, ea), (sb, eb))) = spans else {
-                    return Err(invalid(format!("token {r} refers to a rank >= {r}")));
+                let (a, first) = self.pairs.rank(&self.buckets, table_left_first(), table_left_index);
+                let span = |offs: &[u32], x: usize| Some((*offs.get(x)?, *offs.get(x + 1)?));
+                let Some((sa, ea)) = span(&self.offs, a as usize) else {
+                    return Err(invalid(format!("token {r}: left part out of range")));
+                };
+                let last = self.buf.v.get(ea.wrapping_sub(1) as usize).copied().unwrap_or(0);
+                let (b, _) = self.pairs.rank(&self.buckets, table_right_first(last), table_right_index);
+                // Buckets hold ranks below r only; the length check guards a corrupt `offs`.
+                let spans = if self.offs.len() == r + 1 { span(&self.offs, b as usize) } else { None };
+                let Some((sb, eb)) = spans else {
+                    return Err(invalid(format!("token {r}: right part out of range")));
                 };
                 // Bounds what a forged table could make us allocate (lengths can double at
                 // every rank). The longest token of both vocabularies has 128 bytes.
@@ -286,11 +431,15 @@ impl Decoder<'_> {
                 self.buf.room(MAX_TOKEN_BYTES as usize);
                 self.buf.copy_back(sa as usize, la as usize);
                 self.buf.copy_back(sb as usize, lb as usize);
-            }
+                first
+            };
             if self.buf.len > u32::MAX as usize {
                 return Err(invalid("rank table expands beyond 4 GiB"));
             }
             self.offs.push(self.buf.len as u32);
+            if let Some(b) = self.buckets.get_mut(first as usize) {
+                b.push(r as u32);
+            }
         }
         Ok(())
     }
