@@ -175,6 +175,10 @@ pub fn push_pairs(t: &mut Vec<u8>, ends: &[(u8, u8)], pairs: &[(u32, u32, u32)])
     if next_pair.next().is_some() {
         return Err("pairs out of rank order".into());
     }
+    // How many ranks start with each byte, so that the decoder lays its lists out in one array.
+    for &c in &counts {
+        push_varint(t, c);
+    }
     let mut freqs = vec![[0u32; 256]; N_TABLES];
     for &(tb, s) in &events {
         freqs[tb][s as usize] += 1;

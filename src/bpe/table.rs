@@ -138,9 +138,9 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
         }
         _ => None,
     };
-    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); 256];
+    let mut buckets = Buckets::new(&pairs.counts, n)?;
     for (r, &b) in t[16..HEADER_LEN].iter().enumerate() {
-        buckets[b as usize].push(r as u32);
+        buckets.push(b, r as u32)?;
     }
     let mut d = Decoder { sh, pairs, flags, base, buf, offs, buckets };
     // In chunks, through a function that is not inlined: wasm engines first run code from a
@@ -292,6 +292,8 @@ const PROB_SCALE: usize = 1 << PROB_BITS;
 
 /// Reader of the pair section (format above): the rANS decoder, its tables, and the low bits.
 struct PairStream<'a> {
+    /// How many ranks start with each byte.
+    counts: [u32; 256],
     /// Per table, the symbol of each of the PROB_SCALE slots.
     lut: Vec<u8>,
     /// Per table and symbol, (frequency, start); frequency 0 for a symbol the table lacks.
@@ -306,6 +308,10 @@ struct PairStream<'a> {
 
 impl<'a> PairStream<'a> {
     fn new(t: &'a [u8], at: &mut usize) -> Result<PairStream<'a>, BpeError> {
+        let mut counts = [0u32; 256];
+        for c in &mut counts {
+            *c = varint(t, at).ok_or_else(|| invalid("rank table truncated"))?;
+        }
         let mut lut = vec![0u8; N_TABLES * PROB_SCALE];
         let mut fs = vec![(0u32, 0u32); N_TABLES * 256];
         for tb in 0..N_TABLES {
@@ -331,7 +337,7 @@ impl<'a> PairStream<'a> {
         };
         let b = len_field(t, at)?;
         let raw = section(t, at, b)?;
-        Ok(PairStream { lut, fs, bytes, pos: 0, x, bad: false, bits: BitReader::new(raw) })
+        Ok(PairStream { counts, lut, fs, bytes, pos: 0, x, bad: false, bits: BitReader::new(raw) })
     }
 
     /// The next symbol of table `tb` (< N_TABLES).
@@ -356,17 +362,61 @@ impl<'a> PairStream<'a> {
     /// The next rank, coded as its first byte and index among the ranks starting with it; its
     /// first byte too. u32::MAX for an index past the ranks decoded so far.
     #[inline(always)]
-    fn rank(&mut self, buckets: &[Vec<u32>], first_table: usize, index_table: impl Fn(u8) -> usize) -> (u32, u8) {
+    fn rank(&mut self, buckets: &Buckets, first_table: usize, index_table: impl Fn(u8) -> usize) -> (u32, u8) {
         let first = self.symbol(first_table);
         let s = self.symbol(index_table(first));
-        let i = self.bits.id(s) as usize;
-        let r = buckets.get(first as usize).and_then(|b| b.get(i)).copied().unwrap_or(u32::MAX);
-        (r, first)
+        (buckets.get(first, self.bits.id(s)), first)
     }
 
     /// Decoded to the end: the final state is the encoder's initial one, every byte was read.
     fn done(&self) -> bool {
         !self.bad && self.x == RANS_L && self.pos == self.bytes.len() && self.bits.done()
+    }
+}
+
+/// Per byte, the ranks decoded so far that start with it, in rank order: one array, each
+/// byte's list at a fixed place sized by the table's counts.
+struct Buckets {
+    ranks: Vec<u32>,
+    start: [u32; 256],
+    len: [u32; 256],
+    cap: [u32; 256],
+}
+
+impl Buckets {
+    fn new(counts: &[u32; 256], n: usize) -> Result<Buckets, BpeError> {
+        let (mut start, mut total) = ([0u32; 256], 0u64);
+        for (s, &c) in start.iter_mut().zip(counts) {
+            *s = total as u32;
+            total += c as u64;
+        }
+        if total != n as u64 {
+            return Err(invalid("rank table byte counts disagree with its size"));
+        }
+        Ok(Buckets { ranks: vec![0; n], start, len: [0; 256], cap: *counts })
+    }
+
+    /// Rank `i` of those starting with `first`; u32::MAX if there is none (yet).
+    #[inline(always)]
+    fn get(&self, first: u8, i: u32) -> u32 {
+        let b = first as usize;
+        if i >= self.len[b] {
+            return u32::MAX;
+        }
+        self.ranks.get((self.start[b] + i) as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    #[inline(always)]
+    fn push(&mut self, first: u8, r: u32) -> Result<(), BpeError> {
+        let b = first as usize;
+        let slot =
+            (self.len[b] < self.cap[b]).then(|| self.ranks.get_mut((self.start[b] + self.len[b]) as usize)).flatten();
+        let Some(slot) = slot else {
+            return Err(invalid(format!("token {r}: more tokens start with byte {first} than the table counts")));
+        };
+        *slot = r;
+        self.len[b] += 1;
+        Ok(())
     }
 }
 
@@ -390,8 +440,7 @@ struct Decoder<'a> {
     base: Option<&'a TokenStore>,
     buf: Buf,
     offs: Vec<u32>,
-    /// Per byte, the ranks decoded so far that start with it, in rank order.
-    buckets: Vec<Vec<u32>>,
+    buckets: Buckets,
 }
 
 impl Decoder<'_> {
@@ -437,9 +486,7 @@ impl Decoder<'_> {
                 return Err(invalid("rank table expands beyond 4 GiB"));
             }
             self.offs.push(self.buf.len as u32);
-            if let Some(b) = self.buckets.get_mut(first as usize) {
-                b.push(r as u32);
-            }
+            self.buckets.push(first, r as u32)?;
         }
         Ok(())
     }

@@ -134,12 +134,17 @@ fn forged_tables_are_errors_not_aborts() {
     let e = table::decode(&forge(&doubling, None), None).err().map(|e| e.kind());
     assert_eq!(e, Some(BpeErrorKind::InvalidTable));
     // A part coded as an index past the ranks that start with its byte: the encoder is told
-    // rank 256 starts with byte 254 (it starts with 255), so 257's left part is index 1 of 254's
-    // ranks, which hold rank 1 alone.
+    // rank 256 starts with byte 254 (it starts with 255) and 257 with 255 (the counts agree),
+    // so 257's left part is index 1 of 254's ranks, which hold rank 1 alone.
     let mut ends: Vec<(u8, u8)> = (0..=255u8).rev().map(|b| (b, b)).collect();
-    ends.extend([(254, 254), (254, 253)]);
+    ends.extend([(254, 254), (255, 253)]);
     let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&ends)), None).err().unwrap();
     assert!(e.message().contains("token 257: left part out of range"), "{e}");
+    // Byte counts that disagree with the tokens.
+    ends.truncate(256);
+    ends.extend([(254, 254), (254, 253)]);
+    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&ends)), None).err().unwrap();
+    assert!(e.message().contains("token 256: more tokens start with byte 255"), "{e}");
     // Truncation, trailing bytes, and every single-byte change of the pair section.
     assert!(table::decode(&t[..t.len() - 1], None).is_err());
     let mut t2 = t.clone();
