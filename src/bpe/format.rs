@@ -70,8 +70,9 @@ pub fn push_ids(t: &mut Vec<u8>, ids: &[u32]) -> Result<(), String> {
 
 /// Frequencies of a table sum to 1 << PROB_BITS.
 pub const PROB_BITS: u32 = 12;
-/// The rANS state stays in [RANS_L, RANS_L << 8) between symbols.
-pub const RANS_L: u32 = 1 << 23;
+/// The rANS state stays in [RANS_L, RANS_L << 16) between symbols, renormalised by whole
+/// 16-bit words: at most one per symbol, so the decoder reads it without a loop or a branch.
+pub const RANS_L: u32 = 1 << 16;
 /// Byte classes that select a table (see `class`).
 pub const CLASSES: usize = 16;
 /// Tables: the first byte of `left`; then per class, `left`'s index given its first byte,
@@ -199,22 +200,21 @@ pub fn push_pairs(t: &mut Vec<u8>, ends: &[(u8, u8)], pairs: &[(u32, u32, u32)])
         }
     }
     let mut x = RANS_L;
-    let mut out = Vec::new();
+    let mut words: Vec<u16> = Vec::new();
     for &(tb, s) in events.iter().rev() {
         let (f, st) = (freqs[tb][s as usize], starts[tb][s as usize]);
-        let x_max = ((RANS_L >> PROB_BITS) << 8) * f;
-        while x >= x_max {
-            out.push(x as u8);
-            x >>= 8;
+        if x as u64 >= (((RANS_L >> PROB_BITS) as u64) << 16) * f as u64 {
+            words.push(x as u16);
+            x >>= 16;
         }
         x = ((x / f) << PROB_BITS) + (x % f) + st;
     }
-    // Reversed below: the decoder reads the final state first, big-endian, then the bytes
+    // Reversed: the decoder reads the final state first (high word first), then the words
     // renormalisation pushed, last first.
-    out.extend_from_slice(&x.to_le_bytes());
-    out.reverse();
-    t.extend_from_slice(&(out.len() as u32).to_le_bytes());
-    t.extend_from_slice(&out);
+    words.extend([x as u16, (x >> 16) as u16]);
+    words.reverse();
+    t.extend_from_slice(&((words.len() * 2) as u32).to_le_bytes());
+    t.extend(words.iter().flat_map(|w| w.to_le_bytes()));
     let bits = bits.finish();
     t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
     t.extend_from_slice(&bits);
