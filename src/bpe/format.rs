@@ -1,45 +1,261 @@
 //! The rank-table format shared by build.rs (which writes the tables, including this file with
 //! `#[path]`), the decoder in table.rs, and the tests that forge tables. Plain std only, so the
-//! build script can compile it too.
+//! build script can compile it too. The layout is documented in src/bpe/table.rs.
 #![allow(dead_code)] // Each includer uses its own part: build.rs writes, the library reads.
 
 pub const MAGIC: &[u8; 4] = b"CCBT";
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
-/// An id stream (see src/bpe/table.rs): per id, a symbol byte holding v = id + 1 exactly if
-/// v < 32, else its bit length and top 5 bits; the remaining low bits go, LSB first, to a
-/// separate bit stream. gzip then entropy-codes the symbols (skewed) and leaves the raw bits
-/// (near uniform): 6% smaller than byte planes of the ids, with no entropy decoder to ship.
+/// The symbol of an id (see table.rs): for v = id + 1, v itself if v < 32, else 32 +
+/// (bitlen(v) - 6) * 16 + (top 5 bits of v - 16); and the `n` low bits of v it leaves out.
+pub fn id_symbol(id: u32) -> Result<(u8, u32, u32), String> {
+    let v = id + 1;
+    if v < 32 {
+        return Ok((v as u8, 0, 0));
+    }
+    let len = 32 - v.leading_zeros();
+    if len > 19 {
+        return Err(format!("id {id} is too large for the id coding"));
+    }
+    let low = len - 5;
+    Ok(((32 + (len - 6) * 16 + ((v >> low) - 16)) as u8, low, v & ((1 << low) - 1)))
+}
+
+/// Low bits, LSB first, packed into bytes.
+#[derive(Default)]
+pub struct BitWriter {
+    pub bytes: Vec<u8>,
+    acc: u64,
+    nacc: u32,
+}
+
+impl BitWriter {
+    pub fn push(&mut self, n: u32, bits: u32) {
+        self.acc |= (bits as u64) << self.nacc;
+        self.nacc += n;
+        while self.nacc >= 8 {
+            self.bytes.push(self.acc as u8);
+            self.acc >>= 8;
+            self.nacc -= 8;
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.nacc > 0 {
+            self.bytes.push(self.acc as u8);
+        }
+        self.bytes
+    }
+}
+
+/// An id stream (see src/bpe/table.rs): the symbol bytes, then the low bits in a separate bit
+/// stream, which gzip leaves alone. Used for the o200k_base ranks of a delta table's shared tokens.
 pub fn push_ids(t: &mut Vec<u8>, ids: &[u32]) -> Result<(), String> {
     let mut syms = Vec::with_capacity(ids.len());
-    let (mut bits, mut acc, mut nacc) = (Vec::new(), 0u64, 0u32);
+    let mut bits = BitWriter::default();
     for &id in ids {
-        let v = id + 1;
-        if v < 32 {
-            syms.push(v as u8);
-            continue;
-        }
-        let len = 32 - v.leading_zeros();
-        if len > 19 {
-            return Err(format!("id {id} is too large for the id stream"));
-        }
-        let low = len - 5;
-        syms.push((32 + (len - 6) * 16 + ((v >> low) - 16)) as u8);
-        acc |= ((v & ((1 << low) - 1)) as u64) << nacc;
-        nacc += low;
-        while nacc >= 8 {
-            bits.push(acc as u8);
-            acc >>= 8;
-            nacc -= 8;
-        }
+        let (s, n, low) = id_symbol(id)?;
+        syms.push(s);
+        bits.push(n, low);
     }
-    if nacc > 0 {
-        bits.push(acc as u8);
-    }
+    let bits = bits.finish();
     t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
     t.extend_from_slice(&syms);
     t.extend_from_slice(&bits);
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The pair section: rANS-coded with static, context-selected frequency tables.
+
+/// Frequencies of a table sum to 1 << PROB_BITS.
+pub const PROB_BITS: u32 = 12;
+/// The rANS state stays in [RANS_L, RANS_L << 16) between symbols, renormalised by whole
+/// 16-bit words: at most one per symbol, so the decoder reads it without a loop or a branch.
+pub const RANS_L: u32 = 1 << 16;
+/// Byte classes that select a table (see `class`).
+pub const CLASSES: usize = 16;
+/// Tables: the first byte of `left`; then per class, `left`'s index given its first byte,
+/// `right`'s first byte given `left`'s last byte, `right`'s index given its first byte.
+pub const N_TABLES: usize = 1 + 3 * CLASSES;
+
+/// The class of a byte: lower, upper, digit, space, newline, other control, `.`, `_`, `-`,
+/// brackets, other ASCII, and UTF-8 continuation (two halves) and lead bytes (three lengths).
+#[inline(always)]
+pub const fn class(b: u8) -> usize {
+    CLASS_OF[b as usize] as usize
+}
+
+const CLASS_OF: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = byte_class(b as u8);
+        b += 1;
+    }
+    t
+};
+
+const fn byte_class(b: u8) -> u8 {
+    match b {
+        b'a'..=b'z' => 0,
+        b'A'..=b'Z' => 1,
+        b'0'..=b'9' => 2,
+        b' ' => 3,
+        b'\n' | b'\r' => 4,
+        0..=31 | 127 => 5,
+        b'.' => 6,
+        b'_' => 7,
+        b'-' => 8,
+        b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' => 9,
+        32..=126 => 10,
+        0x80..=0x9f => 11,
+        0xa0..=0xbf => 12,
+        0xc0..=0xdf => 13,
+        0xe0..=0xef => 14,
+        0xf0..=0xff => 15,
+    }
+}
+
+/// The table coding the first byte of `left`.
+#[inline(always)]
+pub const fn table_left_first() -> usize {
+    0
+}
+/// The table coding `left`'s index among the tokens that start with its first byte `first`.
+#[inline(always)]
+pub const fn table_left_index(first: u8) -> usize {
+    1 + class(first)
+}
+/// The table coding the first byte of `right`, after a `left` ending in `last`.
+#[inline(always)]
+pub const fn table_right_first(last: u8) -> usize {
+    1 + CLASSES + class(last)
+}
+/// The table coding `right`'s index among the tokens that start with its first byte `first`.
+#[inline(always)]
+pub const fn table_right_index(first: u8) -> usize {
+    1 + 2 * CLASSES + class(first)
+}
+
+/// Writes the pair section of a table: tokens `pairs` = (rank, left, right), in rank order;
+/// `ends[r]` = (first byte, last byte) of every rank r of the vocabulary. A rank is coded as
+/// its first byte and its index among the lower ranks that start with that byte (in rank order).
+pub fn push_pairs(t: &mut Vec<u8>, ends: &[(u8, u8)], pairs: &[(u32, u32, u32)]) -> Result<(), String> {
+    // Index of each rank in its first byte's list, filled in rank order as the decoder does.
+    let mut index = vec![u32::MAX; ends.len()];
+    let mut counts = [0u32; 256];
+    let mut next_pair = pairs.iter().peekable();
+    let mut events: Vec<(usize, u8)> = Vec::with_capacity(pairs.len() * 4);
+    let mut bits = BitWriter::default();
+    for (r, &(first, _)) in ends.iter().enumerate() {
+        if let Some(&&(pr, a, b)) = next_pair.peek() {
+            if pr as usize == r {
+                next_pair.next();
+                for (side, x) in [(0, a), (1, b)] {
+                    let i = *index
+                        .get(x as usize)
+                        .filter(|&&i| i != u32::MAX && (x as usize) < r)
+                        .ok_or_else(|| format!("token {r}: part {x} is not a lower rank"))?;
+                    let (xf, _) = ends[x as usize];
+                    let (s, n, low) = id_symbol(i)?;
+                    if side == 0 {
+                        events.push((table_left_first(), xf));
+                        events.push((table_left_index(xf), s));
+                    } else {
+                        events.push((table_right_first(ends[a as usize].1), xf));
+                        events.push((table_right_index(xf), s));
+                    }
+                    bits.push(n, low);
+                }
+            }
+        }
+        index[r] = counts[first as usize];
+        counts[first as usize] += 1;
+    }
+    if next_pair.next().is_some() {
+        return Err("pairs out of rank order".into());
+    }
+    // How many ranks start with each byte, so that the decoder lays its lists out in one array.
+    for &c in &counts {
+        push_varint(t, c);
+    }
+    let mut freqs = vec![[0u32; 256]; N_TABLES];
+    for &(tb, s) in &events {
+        freqs[tb][s as usize] += 1;
+    }
+    for f in &mut freqs {
+        normalize(f);
+        for &x in f.iter() {
+            push_varint(t, x);
+        }
+    }
+    // rANS codes last symbol first, so the decoder reads them in order.
+    let mut starts = vec![[0u32; 256]; N_TABLES];
+    for (st, f) in starts.iter_mut().zip(&freqs) {
+        let mut c = 0;
+        for (s, x) in st.iter_mut().zip(f) {
+            *s = c;
+            c += x;
+        }
+    }
+    let mut x = RANS_L;
+    let mut words: Vec<u16> = Vec::new();
+    for &(tb, s) in events.iter().rev() {
+        let (f, st) = (freqs[tb][s as usize], starts[tb][s as usize]);
+        if x as u64 >= (((RANS_L >> PROB_BITS) as u64) << 16) * f as u64 {
+            words.push(x as u16);
+            x >>= 16;
+        }
+        x = ((x / f) << PROB_BITS) + (x % f) + st;
+    }
+    // Reversed: the decoder reads the final state first (high word first), then the words
+    // renormalisation pushed, last first.
+    words.extend([x as u16, (x >> 16) as u16]);
+    words.reverse();
+    t.extend_from_slice(&((words.len() * 2) as u32).to_le_bytes());
+    t.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+    let bits = bits.finish();
+    t.extend_from_slice(&(bits.len() as u32).to_le_bytes());
+    t.extend_from_slice(&bits);
+    Ok(())
+}
+
+/// Scales counts to frequencies summing to 1 << PROB_BITS, every used symbol at least 1
+/// (an unused table stays all zero).
+fn normalize(f: &mut [u32; 256]) {
+    let total: u64 = f.iter().map(|&x| x as u64).sum();
+    if total == 0 {
+        return;
+    }
+    let m = 1u64 << PROB_BITS;
+    for x in f.iter_mut() {
+        if *x > 0 {
+            *x = ((*x as u64 * m / total) as u32).max(1);
+        }
+    }
+    // Settle the rounding on the largest frequencies, where it costs least.
+    loop {
+        let sum: u64 = f.iter().map(|&x| x as u64).sum();
+        if sum == m {
+            break;
+        }
+        let big = (0..256).max_by_key(|&i| f[i]).unwrap_or(0);
+        if sum > m {
+            let cut = ((sum - m) as u32).min(f[big] - 1).max(1);
+            f[big] -= cut;
+        } else {
+            f[big] += (m - sum) as u32;
+        }
+    }
+}
+
+fn push_varint(t: &mut Vec<u8>, mut x: u32) {
+    while x >= 0x80 {
+        t.push(x as u8 | 0x80);
+        x >>= 7;
+    }
+    t.push(x as u8);
 }
 
 /// A 64-bit checksum of a table: the library accepts only tables whose checksum build.rs recorded.

@@ -104,33 +104,99 @@ fn table_decoding_is_checked() {
     assert!(generated::O200K_CHECKSUMS.contains(&table::table_checksum(embedded::O200K)));
 }
 
+/// A standalone table of the 256 byte ranks (rank r is byte 255 - r) and `pairs`, in rank order
+/// from 256, coded with `ends` as each token's first and last byte (the true ones if `None`).
+fn forge(pairs: &[(u32, u32)], ends: Option<&[(u8, u8)]>) -> Vec<u8> {
+    let mut t = b"CCBT".to_vec();
+    t.extend_from_slice(&[table::VERSION, 0, 0, 0]);
+    t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
+    t.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+    t.extend((0..=255u8).rev());
+    let mut true_ends: Vec<(u8, u8)> = (0..=255u8).rev().map(|b| (b, b)).collect();
+    for &(a, b) in pairs {
+        let end = |x: u32| true_ends.get(x as usize).copied().unwrap_or((0, 0));
+        true_ends.push((end(a).0, end(b).1));
+    }
+    let ranked: Vec<(u32, u32, u32)> = pairs.iter().enumerate().map(|(i, &(a, b))| (256 + i as u32, a, b)).collect();
+    super::format::push_pairs(&mut t, ends.unwrap_or(&true_ends), &ranked).unwrap();
+    t
+}
+
 #[test]
 fn forged_tables_are_errors_not_aborts() {
-    let forge = |pairs: &[(u32, u32)]| {
-        let mut t = b"CCBT\x02\x00\x00\x00".to_vec();
-        t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
-        t.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
-        t.extend((0..=255u8).rev());
-        super::format::push_ids(&mut t, &pairs.iter().map(|p| p.0).collect::<Vec<_>>()).unwrap();
-        super::format::push_ids(&mut t, &pairs.iter().map(|p| p.1).collect::<Vec<_>>()).unwrap();
-        t
-    };
     // A well-formed small table decodes.
-    let ok = table::decode(&forge(&[(0, 1), (256, 2)]), None).unwrap();
+    let t = forge(&[(0, 1), (256, 2)], None);
+    let ok = table::decode(&t, None).unwrap();
     assert_eq!(ok.len(), 258);
-    assert_eq!(ok.token(257).unwrap().len(), 3);
+    assert_eq!(ok.token(257).unwrap(), [255, 254, 253]);
     // Token lengths doubling at every rank: refused long before memory runs out.
     let doubling: Vec<(u32, u32)> = (256..256 + 64).map(|r| (r - 1, r - 1)).collect();
-    assert_eq!(table::decode(&forge(&doubling), None).err().map(|e| e.kind()), Some(BpeErrorKind::InvalidTable));
-    // Forward references, truncation, trailing bytes.
-    assert!(table::decode(&forge(&[(300, 1)]), None).is_err());
-    let t = forge(&[(0, 1), (256, 2)]);
+    let e = table::decode(&forge(&doubling, None), None).err().map(|e| e.kind());
+    assert_eq!(e, Some(BpeErrorKind::InvalidTable));
+    // A part coded as an index past the ranks that start with its byte: the encoder is told
+    // rank 256 starts with byte 254 (it starts with 255) and 257 with 255 (the counts agree),
+    // so 257's left part is index 1 of 254's ranks, which hold rank 1 alone.
+    let mut ends: Vec<(u8, u8)> = (0..=255u8).rev().map(|b| (b, b)).collect();
+    ends.extend([(254, 254), (255, 253)]);
+    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&ends)), None).err().unwrap();
+    assert!(e.message().contains("token 257: left part out of range"), "{e}");
+    // Byte counts that disagree with the tokens.
+    ends.truncate(256);
+    ends.extend([(254, 254), (254, 253)]);
+    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&ends)), None).err().unwrap();
+    assert!(e.message().contains("token 256: more tokens start with byte 255"), "{e}");
+    // Truncation, trailing bytes, and every single-byte change of the pair section.
     assert!(table::decode(&t[..t.len() - 1], None).is_err());
     let mut t2 = t.clone();
     t2.push(0);
     assert!(table::decode(&t2, None).is_err());
+    for i in table::HEADER_LEN..t.len() {
+        for flip in [1u8, 0x80, 0xff] {
+            let mut t3 = t.clone();
+            t3[i] ^= flip;
+            let _ = table::decode(&t3, None);
+        }
+    }
     // And load_ranks refuses all of them by checksum.
     for enc in [BpeEncoding::O200kBase, BpeEncoding::Cl100kBase] {
         assert!(!enc.checksums().contains(&table::table_checksum(&t)));
+    }
+}
+
+#[test]
+fn tables_of_other_format_versions_are_refused() {
+    let mut t = forge(&[(0, 1)], None);
+    t[4] = table::VERSION - 1;
+    let e = table::decode(&t, None).err().unwrap();
+    assert_eq!(e.kind(), BpeErrorKind::InvalidTable);
+    assert!(e.message().contains(&format!("unsupported rank table version {}", table::VERSION - 1)), "{e}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Any bytes after a valid header (the pair section of a table of random pairs, cut and
+    /// overwritten at random, or plain noise): decode returns, Ok or Err, and never panics.
+    #[test]
+    fn random_pair_sections_never_panic(
+        pairs in proptest::collection::vec((0u32..300, 0u32..300), 1..40),
+        noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        cut in 0usize..2000,
+        at in 0usize..2000,
+    ) {
+        let valid: Vec<(u32, u32)> = pairs.iter().enumerate().map(|(i, &(a, b))| (a % (256 + i as u32), b % (256 + i as u32))).collect();
+        let t = forge(&valid, None);
+        let decoded = table::decode(&t, None);
+        proptest::prop_assert!(decoded.is_ok() || valid.len() > 6, "{:?}", decoded.err());
+        let mut cut_t = t[..table::HEADER_LEN + cut % (t.len() - table::HEADER_LEN)].to_vec();
+        let _ = table::decode(&cut_t, None);
+        cut_t.truncate(table::HEADER_LEN);
+        cut_t.extend_from_slice(&noise);
+        let _ = table::decode(&cut_t, None);
+        let mut over = t.clone();
+        for (k, &b) in noise.iter().take(8).enumerate() {
+            let i = table::HEADER_LEN + (at + k * 97) % (t.len() - table::HEADER_LEN);
+            over[i] = b;
+        }
+        let _ = table::decode(&over, None);
     }
 }
