@@ -110,8 +110,10 @@ export function tokenBar({ result, profile, encoding, estimate }: BarInput): HTM
   const budget = receipt.budget?.maxTokens;
   const scale = Math.max(window, receipt.tokensBefore, tokens.total);
   const pct = (value: number) => `${Math.min(100, (100 * value) / scale).toFixed(3)}%`;
-  const parts: Array<[keyof typeof tokens, string]> = [["system", "system"], ["summary", "summary"], ["recent", "recent"]];
-  const priming = tokens.total - tokens.system - tokens.summary - tokens.recent;
+  // The session's state sections (todos, skill, artifacts) show only when a build has them.
+  const parts: Array<[keyof typeof tokens, string]> = [["system", "system"], ["state", "state"], ["summary", "summary"], ["recent", "recent"]]
+    .filter(([key]) => key !== "state" || tokens.state > 0) as Array<[keyof typeof tokens, string]>;
+  const priming = tokens.total - tokens.system - tokens.state - tokens.summary - tokens.recent;
   const bar = h("div.bar", { role: "img", "aria-label": `${n(tokens.total)} of ${n(window)} tokens: system ${n(tokens.system)}, summary ${n(tokens.summary)}, recent ${n(tokens.recent)}` },
     h("div.before", { style: `width:${pct(receipt.tokensBefore)}`, title: `the whole history: ${n(receipt.tokensBefore)} tokens` }),
     ...parts.map(([key, label]) => h(`div.part.part-${label}`, { style: `width:${pct(tokens[key])}`, title: `${label}: ${n(tokens[key])} tokens`, "data-part": label, "data-tokens": tokens[key] })),
