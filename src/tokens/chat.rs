@@ -295,7 +295,7 @@ mod tests {
                 {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}},
                 {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}},
                 {"type": "image_url", "image_url": {"url": "https://example.com/b.png", "detail": "low"}},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@@"}}
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJDRA=="}}
             ]}]),
             Format::OpenAi,
         )
