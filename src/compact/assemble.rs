@@ -17,7 +17,7 @@ use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
-use crate::message::{Content, Format, Message, Role};
+use crate::message::{self, Content, Format, Message, Role};
 use crate::tokens::REPLY_PRIMING;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -207,11 +207,14 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     }
 
     // Anthropic: the first message must come from the user (an assistant message, thinking
-    // first, is never moved), and there must be one; no provider takes an empty list.
-    if !placeholder_used && (format == Format::Anthropic || messages.is_empty()) {
+    // first, is never moved), and there must be one; no provider takes an empty list, and a
+    // converted message with nothing the format can carry (an empty text) is left out.
+    let emits_nothing = || messages.iter().all(|m| message::emit_one(&m.message, format).is_none());
+    if !placeholder_used && (format == Format::Anthropic || emits_nothing()) {
         let first = messages.iter().position(|m| !m.message.role.is_instruction());
         let needs = match first.and_then(|i| messages.get(i)) {
             None => format == Format::Anthropic || messages.is_empty(),
+            Some(_) if format != Format::Anthropic => true,
             Some(m) => m.message.role == Role::Assistant && format == Format::Anthropic,
         };
         if needs {
