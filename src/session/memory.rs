@@ -45,7 +45,7 @@ pub struct TurnSummaryRequest {
     pub turn_number: u32,
     pub message_ids: Vec<String>,
     /// One user message holding the turn's transcript and the instruction, in the requested format.
-    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
+    #[cfg_attr(test, ts(type = "AnyMessages"))]
     pub messages: Value,
     pub prompt: String,
     pub max_tokens: u32,
