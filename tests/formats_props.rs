@@ -169,6 +169,15 @@ fn check(
                 prop_assert!(at >= cut, "{} was covered by the compaction at {}", item, cut);
             }
         }
+        // An item the model produced after reasoning (its `msg_`/`fc_` id says so) goes out only
+        // with that reasoning: the API refuses it alone.
+        if format == Format::Responses && item.get("id").is_some() && kind != "reasoning" {
+            if let Some(at) = values.iter().position(|v| v == item) {
+                if at > 0 && values[at - 1]["type"] == "reasoning" {
+                    prop_assert_eq!(i.checked_sub(1).and_then(|p| sent.get(p)), values.get(at - 1), "{} lost its reasoning", item);
+                }
+            }
+        }
         if kind == "reasoning" {
             // Followed by the very item that followed it in the history.
             let at = values.iter().position(|v| v == item).unwrap_or(0);
@@ -211,4 +220,17 @@ proptest! {
     ) {
         check(ai_sdk(&events), Format::AiSdk, window, steps, thin)?;
     }
+}
+
+/// Found by the property above (#15): a step's reasoning left out while its calls, which carry
+/// their `fc_` ids, were sent.
+#[test]
+fn a_call_with_an_id_goes_out_with_its_reasoning() {
+    let events = [
+        Event::Text { reasoning: true, words: 179 },
+        Event::User(79),
+        Event::Step { reasoning: true, calls: 3, answered: true, output: 1396 },
+    ];
+    let result = check(responses(&events), Format::Responses, Some(329), 1, false);
+    assert!(result.is_ok(), "{result:?}");
 }

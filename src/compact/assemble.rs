@@ -17,7 +17,7 @@ use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
-use crate::message::{self, Content, Format, Message, Role};
+use crate::message::{self, Content, Format, Message, Part, Role};
 use crate::tokens::REPLY_PRIMING;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -119,6 +119,28 @@ pub(crate) fn memory_tokens_for(
     memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
 }
 
+/// A Responses item without the id the model gave it (a message's, or a call's), if it has one.
+fn without_item_id(message: &Message) -> Option<Message> {
+    let has_id = message.extra.contains_key("id") || message.tool_calls().any(|call| call.extra.contains_key("id"));
+    if message.source != Format::Responses || !has_id {
+        return None;
+    }
+    let mut anonymous = message.clone();
+    anonymous.extra.remove("id");
+    for part in anonymous.content.parts.iter_mut() {
+        if let Part::ToolCall(call) = part {
+            call.extra.remove("id");
+        }
+    }
+    Some(anonymous)
+}
+
+/// Whether `message` is a Responses reasoning item.
+fn is_reasoning(message: &Message) -> bool {
+    message.source == Format::Responses
+        && matches!(message.content.parts.as_slice(), [Part::Other(value)] if value.get("type").and_then(Value::as_str) == Some("reasoning"))
+}
+
 fn context_message(message: Message, section: Section) -> ContextMessage {
     ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept }
 }
@@ -192,8 +214,23 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             }
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
-            let message = ctx.materialize(cache, member)?;
+            let mut message = ctx.materialize(cache, member)?;
             let id = ctx.item(member.msg)?.id.to_string();
+            // A Responses item the model produced after reasoning names itself by its id
+            // (`msg_…`, `fc_…`); sent without that reasoning right before it, the API refuses
+            // it, so it goes out as a new item, without its id.
+            let reasoning_before = member.msg.checked_sub(1).and_then(|i| items.get(i)).filter(|i| is_reasoning(i.message));
+            if let Some(reasoning) = reasoning_before {
+                // (Cut short, a reasoning message has lost its item: it is there but empty.)
+                let follows = messages.last().is_some_and(|m| {
+                    m.sources.iter().any(|s| s.as_str() == reasoning.id) && !m.message.content.parts.is_empty()
+                });
+                if !follows {
+                    if let Some(anonymous) = without_item_id(&message) {
+                        message = Arc::new(anonymous);
+                    }
+                }
+            }
             let action = member.action();
             let entry = after.entry(member.msg).or_insert((action, 0));
             // The most reduced of its members says what became of the message.
