@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use context_compactor::compact::{self, validate, BudgetOptions, BuildOptions, Item, ReduceCache, SummaryState};
+use context_compactor::compact::{self, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, SummaryState};
 use context_compactor::message::{self, Format, Message};
 use context_compactor::tokens::{self, Encoding};
 use proptest::prelude::*;
@@ -182,6 +182,12 @@ fn check(
             // Followed by the very item that followed it in the history.
             let at = values.iter().position(|v| v == item).unwrap_or(0);
             prop_assert_eq!(sent.get(i + 1), values.get(at + 1));
+        }
+    }
+    // The receipt says what was sent: a reasoning item it calls kept (or reduced) is in the request.
+    for (fate, value) in context.receipt.fates.iter().zip(&values) {
+        if value["type"] == "reasoning" && !matches!(fate.action, Action::Dropped | Action::Summarised) {
+            prop_assert!(sent.contains(value), "{} is {:?} in the receipt but not sent", value, fate.action);
         }
     }
     if let Some(cut) = last_compaction {

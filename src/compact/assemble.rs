@@ -12,7 +12,7 @@ use super::plan::{Ctx, Pass, Plan};
 use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
 use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
-use super::request::PLACEHOLDER_TEXT;
+use super::request::{self, PLACEHOLDER_TEXT};
 use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
@@ -135,6 +135,34 @@ fn without_item_id(message: &Message) -> Option<Message> {
     Some(anonymous)
 }
 
+/// The positions (last first) of the reasoning items not followed by a model output.
+fn detached_reasoning(
+    messages: &[ContextMessage],
+    stored: &HashMap<&str, &Message>,
+    format: Format,
+) -> Vec<usize> {
+    // Judged by the stored item: cut short, a reasoning message has lost its part.
+    let reasoning =
+        |m: &ContextMessage| m.sources.iter().any(|s| stored.get(s.as_str()).is_some_and(|m| is_reasoning(m)));
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if !reasoning(m) {
+            continue;
+        }
+        let next = messages[i + 1..].iter().find(|n| !reasoning(n));
+        // At the end of the list it stays: its item may follow in a later message of a run.
+        let attached = next.is_none_or(|n| match message::emit([n.message.as_ref()], format) {
+            Value::Array(items) => items.first().is_some_and(request::is_output),
+            _ => false,
+        });
+        if !attached || m.message.content.parts.is_empty() {
+            out.push(i);
+        }
+    }
+    out.reverse();
+    out
+}
+
 /// Whether `message` is a Responses reasoning item.
 fn is_reasoning(message: &Message) -> bool {
     message.source == Format::Responses
@@ -241,6 +269,26 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     }
     if let Some(list) = section.take() {
         messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
+    }
+
+    // A reasoning item goes out only before the item it was produced with: one whose call was
+    // left unanswered, or whose item was cut to its text, is left out here, where the receipt
+    // sees it (the request's own fix, request::lists, remains for lists emitted elsewhere).
+    if format == Format::Responses {
+        // The stored messages in the context, by id (the context's size, not the history's).
+        let index: HashMap<&str, usize> =
+            after.keys().filter_map(|&msg| items.get(msg).map(|item| (item.id, msg))).collect();
+        let stored: HashMap<&str, &Message> =
+            index.iter().filter_map(|(&id, &msg)| items.get(msg).map(|item| (id, item.message.as_ref()))).collect();
+        for i in detached_reasoning(&messages, &stored, format) {
+            let removed = messages.remove(i);
+            for source in &removed.sources {
+                let Some(&msg) = index.get(source.as_str()) else { continue };
+                if let Some((_, n)) = after.remove(&msg) {
+                    tokens.recent = tokens.recent.saturating_sub(n as usize);
+                }
+            }
+        }
     }
 
     // Anthropic: the first message must come from the user (an assistant message, thinking
