@@ -136,11 +136,7 @@ fn without_item_id(message: &Message) -> Option<Message> {
 }
 
 /// The positions (last first) of the reasoning items not followed by a model output.
-fn detached_reasoning(
-    messages: &[ContextMessage],
-    stored: &HashMap<&str, &Message>,
-    format: Format,
-) -> Vec<usize> {
+fn detached_reasoning(messages: &[ContextMessage], stored: &HashMap<&str, &Message>, format: Format) -> Vec<usize> {
     // Judged by the stored item: cut short, a reasoning message has lost its part.
     let reasoning =
         |m: &ContextMessage| m.sources.iter().any(|s| stored.get(s.as_str()).is_some_and(|m| is_reasoning(m)));
@@ -247,7 +243,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             // A Responses item the model produced after reasoning names itself by its id
             // (`msg_…`, `fc_…`); sent without that reasoning right before it, the API refuses
             // it, so it goes out as a new item, without its id.
-            let reasoning_before = member.msg.checked_sub(1).and_then(|i| items.get(i)).filter(|i| is_reasoning(i.message));
+            let reasoning_before =
+                member.msg.checked_sub(1).and_then(|i| items.get(i)).filter(|i| is_reasoning(i.message));
             if let Some(reasoning) = reasoning_before {
                 // (Cut short, a reasoning message has lost its item: it is there but empty.)
                 let follows = messages.last().is_some_and(|m| {

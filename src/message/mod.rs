@@ -341,8 +341,12 @@ impl Message {
         if let (Format::AiSdk, Some(name)) = (format, tool_name) {
             extra.insert("toolName".into(), Value::from(name));
         }
-        let result =
-            ToolResult { call_id: call_id.to_string(), content: Content::text(text), is_error: is_error.then_some(true), extra };
+        let result = ToolResult {
+            call_id: call_id.to_string(),
+            content: Content::text(text),
+            is_error: is_error.then_some(true),
+            extra,
+        };
         let role = if format == Format::OpenAi { Role::Tool } else { Role::User };
         Message::new(role, Content::parts(vec![Part::ToolResult(result)]), format)
     }
