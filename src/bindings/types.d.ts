@@ -61,6 +61,17 @@ export interface TokenCountRequest {
   /** Used when `options.model` is not given. */
   model?: string;
 }
+/**
+ * A Responses request (`format: "openai-responses"`): `client.responses.create`'s params are
+ * accepted as they stand. Always an estimate: OpenAI publishes no counting rule for it.
+ */
+export interface ResponsesCountRequest {
+  input: string | ReadonlyArray<MessageInput>;
+  instructions?: string | null;
+  tools?: ReadonlyArray<object>;
+  tool_choice?: unknown;
+  model?: string;
+}
 /** Read by the core (src/tokens/request.rs `RequestOptions::read`), unknown keys refused. */
 export interface RequestCountOptions {
   format?: Format;

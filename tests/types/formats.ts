@@ -3,7 +3,8 @@
 // `openai`'s `ResponseInputItem`.
 import type { ModelMessage } from "ai";
 import type OpenAI from "openai";
-import { ConversationHistory, convertMessages } from "context-compactor";
+import { ConversationHistory, Tokenizer, convertMessages } from "context-compactor";
+import type { RequestTokenCount } from "context-compactor";
 
 const history = new ConversationHistory({ format: "ai-sdk" });
 
@@ -22,8 +23,11 @@ const converted: ModelMessage[] = convertMessages(items, "openai-responses", "ai
 history.appendMany(modelMessages, "ai-sdk");
 history.appendMany(input, "openai-responses");
 
+// A Responses request as the SDK types it is counted as it stands.
+const counted: RequestTokenCount = new Tokenizer("o200k_base").countRequest(request, { format: "openai-responses" });
+
 // The checker must refuse a mismatch, which proves this file tests something.
 // @ts-expect-error Responses items are not ModelMessages
 const wrong: ModelMessage[] = forResponses.messages;
 
-void [modelMessages, input, request, stored, items, converted, wrong];
+void [modelMessages, input, request, stored, items, converted, wrong, counted];
