@@ -66,7 +66,7 @@ export interface TokenCountRequest {
  * accepted as they stand. Always an estimate: OpenAI publishes no counting rule for it.
  */
 export interface ResponsesCountRequest {
-  input: string | ReadonlyArray<MessageInput>;
+  input?: string | ReadonlyArray<MessageInput>;
   instructions?: string | null;
   tools?: ReadonlyArray<object>;
   tool_choice?: unknown;

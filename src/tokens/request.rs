@@ -231,7 +231,9 @@ fn count_message_list_inner(
 /// A Responses tool definition in Chat's shape (function tools nest under `function`).
 fn chat_tool(tool: &Value) -> Value {
     match tool.as_object() {
-        Some(object) if object.get("type").and_then(Value::as_str) == Some("function") && !object.contains_key("function") => {
+        Some(object)
+            if object.get("type").and_then(Value::as_str) == Some("function") && !object.contains_key("function") =>
+        {
             let mut function = object.clone();
             function.remove("type");
             function.remove("strict");
@@ -327,7 +329,8 @@ impl Counting<'_> {
                     type_name(&instructions)
                 )));
             };
-            let message = Message::new(message::Role::Developer, message::Content::text(text), Format::Responses);
+            // As Chat's system message (its tools join it, as they join Chat's).
+            let message = Message::new(message::Role::System, message::Content::text(text), Format::Responses);
             first_system = Some(message.content.joined_text());
             count.system += self.message(&message, None, images, count)?;
         }
@@ -350,7 +353,7 @@ impl Counting<'_> {
             count.per_message.push(saturate(tokens));
             opaque += usize::from(item.is_opaque());
             if item.role.is_instruction() && !item.is_compaction() {
-                if first_system.is_none() {
+                if first_system.is_none() && item.role == message::Role::System {
                     first_system = Some(item.content.joined_text());
                 }
                 count.system += tokens;
@@ -378,7 +381,9 @@ impl Counting<'_> {
             ToolList::read(&nested, "tools", &mut tools)?;
             let counted = openai_tool_tokens(self.encoding, &tools, first_system.as_deref());
             count.tools = counted.tokens;
-            count.estimates.push("tools: rendered as Chat Completions renders function tools (not measured for Responses)".into());
+            count
+                .estimates
+                .push("tools: rendered as Chat Completions renders function tools (not measured for Responses)".into());
             if counted.estimated {
                 count.estimates.push("tools: tools other than functions are counted as their JSON".into());
             }
@@ -616,7 +621,7 @@ mod tests {
         let chat = json!({
             "model": "gpt-4o",
             "messages": [
-                {"role": "developer", "content": "Be brief."},
+                {"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "Weather in Paris?"},
                 {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
                 {"role": "tool", "tool_call_id": "c1", "content": "18C"}
