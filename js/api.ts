@@ -23,6 +23,8 @@ export const MemoryModule = guardClass(wasm.MemoryModule);
 export type MemoryModule = wasm.MemoryModule;
 
 export const recallContextTool = guardFunction(wasm.recallContextTool);
+export const fileReaderTool = guardFunction(wasm.fileReaderTool);
+export const supportedLanguages = guardFunction(wasm.supportedLanguages);
 export const convertMessages = guardFunction(wasm.convertMessages);
 export const validateMessages = guardFunction(wasm.validateMessages);
 export const profileNames = guardFunction(wasm.profileNames);

@@ -13,6 +13,7 @@ pub mod load;
 pub mod memory;
 pub mod message;
 pub mod session;
+pub mod state;
 pub mod tokens;
 pub mod versioned;
 

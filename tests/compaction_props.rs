@@ -238,8 +238,27 @@ fn check(
             summary,
         })
         .collect();
+    // A session's state (#17): open todos and a list of artifacts of varied length.
+    let state_notes = vec![
+        compact::StateNote {
+            part: compact::StatePart::Todos,
+            header: "Open todos:".into(),
+            lines: (0..messages.len() % 4).map(|i| format!("- task {i}")).collect(),
+            footer: None,
+            keep_last: false,
+        },
+        compact::StateNote {
+            part: compact::StatePart::Artifacts,
+            header: "Available code files:".into(),
+            lines: (0..messages.len() % 25)
+                .map(|i| format!("- code_{i} (python) - step {i} of the analysis"))
+                .collect(),
+            footer: Some("Reference one with <code_ref>{code_id}</code_ref>.".into()),
+            keep_last: true,
+        },
+    ];
     let build = |items: &[Item], cache: &mut ReduceCache| {
-        compact::build_with_notes(items, ENCODING, options, state, cache, &notes)
+        compact::build_with_notes(items, ENCODING, options, state, cache, &notes, &state_notes)
     };
     let snapshot = messages.to_vec();
     let mut cache = ReduceCache::new();
@@ -275,6 +294,19 @@ fn check(
     let recount: usize =
         context.messages().map(|m| tokens::count_message(ENCODING, m).total as usize).sum::<usize>() + REPLY_PRIMING;
     prop_assert_eq!(recount, context.tokens.total);
+    // The state's sections follow the system prompt, counted exactly, as the receipt says.
+    let state_tokens: usize = context
+        .messages
+        .iter()
+        .filter(|m| m.section == compact::Section::State)
+        .map(|m| tokens::count_message(ENCODING, &m.message).total as usize)
+        .sum();
+    prop_assert_eq!(state_tokens, context.tokens.state);
+    prop_assert_eq!(context.receipt.state.as_ref().map_or(0, |s| s.tokens), context.tokens.state);
+    let first_state = context.messages.iter().position(|m| m.section == compact::Section::State);
+    if let Some(at) = first_state {
+        prop_assert!(context.messages[..at].iter().all(|m| m.section == compact::Section::System));
+    }
     prop_assert_eq!(context.receipt.fates.len(), messages.len());
     // The runs tell the same story as the fates, by id: alike neighbours in one run, nothing missed.
     let mut at = 0usize;

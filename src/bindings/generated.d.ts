@@ -155,6 +155,17 @@ summary?: SummaryOptions | null,
  */
 memory?: MemoryOptions | null, 
 /**
+ * A session's state after the system prompt, in seed 002's order: the active skill, the open
+ * todos, the available artifacts (with `<code_ref>`), the uploaded files; `null` leaves it out.
+ */
+state?: StateOptions | null, 
+/**
+ * Seed 000: once an image was sent in an earlier turn, the context shows it as a one-line
+ * placeholder (`[image: png, 1024×768, sent in turn 3, message m5]`; default false). The
+ * stored message keeps the image.
+ */
+imagesSentOnce?: boolean, 
+/**
  * Timestamp recorded on a summary made during this build (the core has no clock).
  */
 now?: string, };
@@ -226,6 +237,13 @@ export type MemoryOptions = {
  */
 maxTokens?: number, };
 
+export type StateOptions = { 
+/**
+ * At most this many tokens for the state's sections (default 2,000; a budget caps them
+ * further at a quarter of what the system prompt leaves).
+ */
+maxTokens?: number, };
+
 export type Profile = { name: string, contextWindow: number, 
 /**
  * Compaction is due past this fraction of the window (Init 0.75, Execute 0.70).
@@ -270,13 +288,17 @@ export type LayoutEntry = {
  */
 sources: readonly string[], section: Section, action: Action, };
 
-export type Section = "system" | "pinned" | "summary" | "recent";
+export type Section = "system" | "state" | "pinned" | "summary" | "recent";
 
 export type Action = "dropped" | "summarised" | "thinned" | "digested" | "compressed" | "kept";
 
 export type DropReason = "repair" | "thinning" | "window" | "budget" | "bridge" | "memory";
 
-export type TokensByPart = { system: number, summary: number, recent: number, 
+export type TokensByPart = { system: number, 
+/**
+ * The session's state sections (`receipt.state`).
+ */
+state: number, summary: number, recent: number, 
 /**
  * All of the above plus the reply priming.
  */
@@ -304,6 +326,14 @@ bridge: BridgeUse | null,
  */
 memory: MemoryUse | null, 
 /**
+ * The session's state sections the context holds, part by part.
+ */
+state: StateUse | null, 
+/**
+ * The images of earlier turns the context shows as placeholders (`imagesSentOnce`).
+ */
+images: ImagesUse | null, 
+/**
  * A placeholder user message was put first (Anthropic needs one and none was left).
  */
 placeholder: boolean, notes: Array<string>, 
@@ -326,6 +356,10 @@ export type BudgetReport = {
  * The most tokens the context may have (`budget.maxTokens`, or the window × the ratio).
  */
 maxTokens: number, systemTokens: number, 
+/**
+ * The session's state sections, as they went in.
+ */
+stateTokens: number, 
 /**
  * The pinned requests, as they went in.
  */
@@ -376,6 +410,28 @@ turns: Array<number>, tokens: number,
  * Turns not wholly in the context whose summaries did not fit.
  */
 omitted: Array<number>, };
+
+export type StatePart = "skill" | "todos" | "artifacts" | "uploads";
+
+export type StateSectionUse = { part: StatePart, 
+/**
+ * Lines shown, and lines that did not fit.
+ */
+lines: number, omitted: number, tokens: number, };
+
+export type StateUse = { sections: Array<StateSectionUse>, tokens: number, };
+
+export type ImagePlaceholder = { 
+/**
+ * The stored message that holds it.
+ */
+id: string, turn: number, text: string, };
+
+export type ImagesUse = { replaced: Array<ImagePlaceholder>, 
+/**
+ * What the messages holding them cost whole, less what they cost with the placeholders.
+ */
+tokensSaved: number, };
 
 export type SummaryRequest = { id: string, 
 /**
@@ -519,9 +575,107 @@ export type RecallHit = { text: string, kind: DocumentKind, id: string, turnNumb
 
 export type SubagentResult = { ok: boolean, result: string, context_id: string, loops: number, };
 
+export type Artifact = { id: string, 
+/**
+ * A supported language's name (`supportedLanguages()`).
+ */
+language: string, description: string, content: string, lineCount: number, charCount: number, 
+/**
+ * An ISO 8601 date or `seq:N` (the core has no clock).
+ */
+createdAt: string, };
+
+export type ArtifactInput = { 
+/**
+ * Letters, digits, '_', '-' or '.', at most 128 (seed 002: `code_sales_analysis`).
+ */
+id: string, language: string, 
+/**
+ * Seed 002: given, or made from the first line of the content.
+ */
+description?: string, content: string, 
+/**
+ * Default: `seq:N`, N the artifact's number in the session.
+ */
+createdAt?: string, 
+/**
+ * Refuse an unsupported language instead of falling back to python (default false).
+ */
+strictLanguage?: boolean, };
+
+export type LanguageFallback = { requested: string, used: string, };
+
+export type SavedArtifact = { id: string, language: string, fileName: string, description: string, lineCount: number, charCount: number, createdAt: string, languageFallback?: LanguageFallback, };
+
+export type TodoStatus = "pending" | "in_progress" | "completed" | "cancelled";
+
+export type Todo = { content: string, status?: TodoStatus, };
+
+export type UploadedFile = { name: string, 
+/**
+ * Where the agent finds it (a workspace path or URL).
+ */
+path?: string, mediaType?: string, 
+/**
+ * In bytes.
+ */
+size?: number, description?: string, };
+
+export type AgentState = { todos?: Array<Todo>, 
+/**
+ * The tools the agent may use now.
+ */
+allowedTools?: Array<string>, 
+/**
+ * Tools that stay allowed for the whole session.
+ */
+persistentTools?: Array<string>, activeSkill?: string, 
+/**
+ * The agents, skills or tools the user @-mentioned.
+ */
+mentionedAgents?: Array<string>, 
+/**
+ * The model the user prefers (seed 000: vision, code, …).
+ */
+modelPref?: string, workspacePath?: string, userId?: string, uploadedFiles?: Array<UploadedFile>, };
+
+export type AppState = { 
+/**
+ * "main", or "subagent-xxxxxxxx".
+ */
+contextId: string, parentContext: string | null, 
+/**
+ * The session id that persists it (a sub-agent's is its context id: seed 000's isolation).
+ */
+threadId: string, loops: number, maxLoops: number, todos?: Array<Todo>, 
+/**
+ * The tools the agent may use now.
+ */
+allowedTools?: Array<string>, 
+/**
+ * Tools that stay allowed for the whole session.
+ */
+persistentTools?: Array<string>, activeSkill?: string, 
+/**
+ * The agents, skills or tools the user @-mentioned.
+ */
+mentionedAgents?: Array<string>, 
+/**
+ * The model the user prefers (seed 000: vision, code, …).
+ */
+modelPref?: string, workspacePath?: string, userId?: string, uploadedFiles?: Array<UploadedFile>, };
+
 export type MemoryExport = { format: "context-compactor/memory", version: 1, contexts: Array<ContextSnapshot>, summaries: Array<MemorySummary>, };
 
-export type SessionExport = { format: "context-compactor/session", version: 1, id: string, parentId: string | null, messageFormat: Format, loops: number, maxLoops: number, subagentsSpawned: number, turnStart: number, metadata: Record<string, unknown>, history: HistoryExport, memory: MemoryExport | null, maxSnapshotChars: number | null, };
+export type SessionExport = { format: "context-compactor/session", version: 1, id: string, parentId: string | null, messageFormat: Format, loops: number, maxLoops: number, subagentsSpawned: number, turnStart: number, metadata: Record<string, unknown>, history: HistoryExport, memory: MemoryExport | null, maxSnapshotChars: number | null, 
+/**
+ * Seed 002's artifacts, in the order they were saved (absent: none).
+ */
+artifacts?: Array<Artifact>, 
+/**
+ * Seed 000's agent state (absent: the empty state).
+ */
+state?: AgentState, };
 
 export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMessage>, summary: SummaryState, };
 

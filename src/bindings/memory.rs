@@ -164,11 +164,6 @@ impl MemoryModule {
 /// The `recall_context` tool definition, in OpenAI's `tools` shape or Anthropic's.
 #[wasm_bindgen(js_name = recallContextTool, unchecked_return_type = "RecallContextTool")]
 pub fn recall_context_tool(#[wasm_bindgen(unchecked_param_type = "Format")] format: JsValue) -> JsResult<JsValue> {
-    let tool = match Format::parse(&string_arg(&format, "the format")?)? {
-        Format::OpenAi => recall::openai_tool(),
-        Format::Anthropic => recall::anthropic_tool(),
-        Format::Responses => recall::responses_tool(),
-        Format::AiSdk => recall::ai_sdk_tool(),
-    };
+    let tool = recall::tool(Format::parse(&string_arg(&format, "the format")?)?);
     Ok(to_js(&tool)?)
 }

@@ -13,6 +13,7 @@ mod memory;
 mod records;
 mod recovery;
 mod session;
+mod state;
 mod tokenizer;
 #[cfg(test)]
 mod typescript;
@@ -25,6 +26,7 @@ pub use load::load_conversation;
 pub use memory::{recall_context_tool, MemoryModule};
 pub use recovery::recover_after_trap;
 pub use session::Session;
+pub use state::{file_reader_tool, supported_languages};
 pub use tokenizer::Tokenizer;
 
 use crate::compact::{profile, validate};

@@ -197,3 +197,9 @@ export function recallContextTool(format: "openai"): RecallContextToolOpenAI;
 export function recallContextTool(format: "anthropic"): RecallContextToolAnthropic;
 export function recallContextTool(format: "openai-responses"): RecallContextToolResponses;
 export function recallContextTool(format: "ai-sdk"): RecallContextToolAiSdk;
+export interface FileReaderToolOpenAI { type: "function"; function: { name: "file_reader"; description: string; parameters: { [key: string]: unknown } } }
+export interface FileReaderToolAnthropic { name: "file_reader"; description: string; input_schema: { type: "object"; [key: string]: unknown } }
+export type FileReaderTool = FileReaderToolOpenAI | FileReaderToolAnthropic;
+/** The `file_reader` tool definition, typed for the named provider. */
+export function fileReaderTool(format: "openai"): FileReaderToolOpenAI;
+export function fileReaderTool(format: "anthropic"): FileReaderToolAnthropic;

@@ -16,6 +16,7 @@ use crate::compact::{
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
     SummarySource, SummaryState, SummaryUse, TokensByPart, Violation,
 };
+use crate::compact::{ImagePlaceholder, ImagesUse, StateOptions, StatePart, StateSectionUse, StateUse};
 use crate::history::{LoggedMessage, TokenReport};
 use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
 use crate::memory::search::DocumentKind;
@@ -25,6 +26,9 @@ use crate::session::records::{Changes, PullPlan, PullReport, Renumbered, Session
 use crate::session::{
     HistoryExport, HistoryOptions, MemoryChoice, MemorySettings, SessionExport, SessionOptions, SubagentResult,
     TurnInput, TurnSummaryRequest,
+};
+use crate::state::{
+    AgentState, AppState, Artifact, ArtifactInput, LanguageFallback, SavedArtifact, Todo, TodoStatus, UploadedFile,
 };
 use crate::tokens::calibration::{Calibrated, Factor};
 use crate::tokens::{ChatCount, RequestCount};
@@ -72,6 +76,7 @@ fn declarations() -> String {
         Summarizer::decl(&cfg),
         SummaryPlacement::decl(&cfg),
         MemoryOptions::decl(&cfg),
+        StateOptions::decl(&cfg),
         Profile::decl(&cfg),
         // Build results.
         BuildResult::decl(&cfg),
@@ -91,6 +96,11 @@ fn declarations() -> String {
         PinRole::decl(&cfg),
         BridgeUse::decl(&cfg),
         MemoryUse::decl(&cfg),
+        StatePart::decl(&cfg),
+        StateSectionUse::decl(&cfg),
+        StateUse::decl(&cfg),
+        ImagePlaceholder::decl(&cfg),
+        ImagesUse::decl(&cfg),
         SummaryRequest::decl(&cfg),
         SummaryRecord::decl(&cfg),
         SummarySource::decl(&cfg),
@@ -113,6 +123,16 @@ fn declarations() -> String {
         RecalledMessage::decl(&cfg),
         RecallHit::decl(&cfg),
         SubagentResult::decl(&cfg),
+        // Artifacts and agent state.
+        Artifact::decl(&cfg),
+        ArtifactInput::decl(&cfg),
+        LanguageFallback::decl(&cfg),
+        SavedArtifact::decl(&cfg),
+        TodoStatus::decl(&cfg),
+        Todo::decl(&cfg),
+        UploadedFile::decl(&cfg),
+        AgentState::decl(&cfg),
+        AppState::decl(&cfg),
         MemoryExport::decl(&cfg),
         SessionExport::decl(&cfg),
         HistoryExport::decl(&cfg),

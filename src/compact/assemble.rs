@@ -201,7 +201,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     }
     // The memory's turn summaries: what the summary section's share leaves, within the budget.
     let present_now = present(items.len(), kept.iter().map(|(p, _)| *p));
-    let used = tokens.system + tokens.summary + tokens.recent + REPLY_PRIMING + pass.placeholder_tokens;
+    tokens.state = pass.state_tokens;
+    let used = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING + pass.placeholder_tokens;
     let room =
         pass.max.map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.share.saturating_sub(tokens.summary)));
     let memory_use = match memory_section(ctx, cache, &present_now, room) {
@@ -288,6 +289,11 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         }
     }
 
+    // The state's sections right after the system prompt (seed 002's order).
+    let at = messages.iter().take_while(|m| m.section == Section::System).count();
+    let state_messages = std::mem::take(&mut pass.state_messages);
+    messages.splice(at..at, state_messages.into_iter().map(|m| context_message(m, Section::State)));
+
     // Anthropic: the first message must come from the user (an assistant message, thinking
     // first, is never moved), and there must be one; no provider takes an empty list, and a
     // converted message with nothing the format can carry (an empty text) is left out.
@@ -307,7 +313,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             pass.notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }
     }
-    tokens.total = tokens.system + tokens.summary + tokens.recent + REPLY_PRIMING;
+    tokens.total = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING;
 
     let summarised_until = summarised_until(ctx, &pass);
     let fates = receipt::fates(
@@ -324,8 +330,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
     if let Some(budget) = pass.budget.as_mut() {
         budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
-        budget.recent_budget =
-            budget.max_tokens.saturating_sub(tokens.system + tokens.summary + budget.pinned_tokens + REPLY_PRIMING);
+        budget.recent_budget = budget
+            .max_tokens
+            .saturating_sub(tokens.system + tokens.state + tokens.summary + budget.pinned_tokens + REPLY_PRIMING);
     }
     let pinned = pass
         .pins
@@ -364,6 +371,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         }),
         bridge: pass.bridge.take().map(|(_, b)| b),
         memory: memory_use,
+        state: pass.state_use.take(),
+        images: None,
         placeholder: placeholder_used,
         notes: std::mem::take(&mut pass.notes),
         calibration: None,

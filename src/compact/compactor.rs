@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{
     build_with_notes, Assembled, BuildOptions, BuildOutcome, CompactedContext, EmitCache, Item, PendingSummary,
-    Receipt, ReceiptEntry, ReduceCache, SummaryRecord, SummarySource, SummaryState, TurnNote,
+    Receipt, ReceiptEntry, ReduceCache, StateNote, SummaryRecord, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, Result};
 use crate::history::{ConversationHistory, TokenReport};
@@ -40,6 +40,7 @@ impl Compactor {
         history: &mut ConversationHistory,
         options: &BuildOptions,
         turns: &[TurnNote],
+        state: &[StateNote],
     ) -> Result<BuildOutcome> {
         history.count_all();
         let items: Vec<Item> = history
@@ -66,7 +67,7 @@ impl Compactor {
             _ => options,
         };
         let mut outcome =
-            build_with_notes(&items, history.encoding(), options, &self.summary, &mut self.reduce, turns)?;
+            build_with_notes(&items, history.encoding(), options, &self.summary, &mut self.reduce, turns, state)?;
         outcome.context.receipt.calibration = factor.map(|f| f.apply(outcome.context.tokens.total));
         if let Some(record) = &outcome.new_summary {
             let state = SummaryState {

@@ -19,6 +19,7 @@
 
 pub mod assemble;
 pub mod compactor;
+pub mod images;
 pub mod memory;
 pub mod options;
 pub(crate) mod pins;
@@ -29,6 +30,7 @@ pub mod reduce;
 pub mod repair;
 pub mod request;
 pub(crate) mod select;
+pub mod state;
 pub(crate) mod summarise;
 pub mod summary;
 
@@ -38,6 +40,7 @@ use plan::{Ctx, Pass};
 
 pub use assemble::{BuildOutcome, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
+pub use images::{ImagePlaceholder, ImagesUse};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use options::{BudgetOptions, BuildOptions, BuildSpec, Patch, ProfileRef};
 pub use plan::PinRole;
@@ -50,6 +53,7 @@ pub use reduce::{DigestOptions, ReduceCache};
 pub use repair::{Item, Repair, RepairKind, UnitKind};
 pub use request::emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
+pub use state::{StateNote, StateOptions, StatePart, StateSectionUse, StateUse};
 pub use summary::{
     PendingSummary, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
     SummaryState,
@@ -64,7 +68,7 @@ pub fn build(
     state: &SummaryState,
     cache: &mut ReduceCache,
 ) -> Result<BuildOutcome> {
-    build_with_notes(items, encoding, options, state, cache, &[])
+    build_with_notes(items, encoding, options, state, cache, &[], &[])
 }
 
 /// `build` for a session with memory: `turns` are its recorded turns, whose summaries stand in for
@@ -76,15 +80,46 @@ pub fn build_with_notes<'b>(
     state: &SummaryState,
     cache: &mut ReduceCache,
     turns: &[TurnNote<'b>],
+    state_notes: &[StateNote],
 ) -> Result<BuildOutcome> {
     options.validate()?;
     cache.prepare(options.fingerprint(encoding));
     cache.builds += 1;
-    let ctx = Ctx { items, encoding, options, turns };
-    let outcome = build_twice_if_summarised(&ctx, state, cache);
+    // Images sent once: the stored messages of earlier turns that hold images go in with
+    // placeholders, as if stored so (a message's counts and reductions are cached by id: a
+    // message whose form changed is forgotten).
+    let (substitutes, images) = match options.images_sent_once {
+        true => {
+            let (substitutes, used) = images::sent_once(items, encoding);
+            (substitutes, Some(used))
+        }
+        false => (Vec::new(), None),
+    };
+    cache.images_replaced(substitutes.iter().filter_map(|s| items.get(s.index).map(|i| i.id)));
+    let mut shown: Vec<Item> = items.to_vec();
+    for substitute in &substitutes {
+        if let Some(item) = shown.get_mut(substitute.index) {
+            item.message = &substitute.message;
+            item.tokens = substitute.tokens;
+        }
+    }
+    let ctx = Ctx { items: &shown, encoding, options, turns, state: state_notes };
+    let mut outcome = build_twice_if_summarised(&ctx, state, cache);
     // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
     let builds = cache.builds;
     cache.materialized.retain(|_, (used, _)| *used == builds);
+    // The receipt counts the stored messages as stored.
+    if let (Ok(outcome), Some(images)) = (&mut outcome, images) {
+        let receipt = &mut outcome.context.receipt;
+        for substitute in &substitutes {
+            if let (Some(fate), Some(item)) = (receipt.fates.get_mut(substitute.index), items.get(substitute.index)) {
+                fate.tokens_before = item.tokens;
+            }
+        }
+        receipt.tokens_before += images.tokens_saved;
+        receipt.runs = receipt::runs(items, &receipt.fates);
+        receipt.images = Some(images);
+    }
     outcome
 }
 

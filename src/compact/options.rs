@@ -9,6 +9,7 @@ use super::memory::MemoryOptions;
 use super::profile::Profile;
 use super::reduce::compress::CompressOptions;
 use super::reduce::DigestOptions;
+use super::state::StateOptions;
 use super::summary::{Summarizer, SummaryOptions, SummaryPlacement};
 use crate::error::{Error, Result};
 use crate::message::Format;
@@ -116,6 +117,10 @@ pub struct BuildOptions {
     pub summary: Option<SummaryOptions>,
     /// A session's memory: summaries of recorded turns not wholly in the context (`None`: left out).
     pub memory: Option<MemoryOptions>,
+    /// A session's state (skill, todos, artifacts, uploads) after the system prompt (`None`: left out).
+    pub state: Option<StateOptions>,
+    /// Seed 000: images of turns before the latest go in as a one-line placeholder.
+    pub images_sent_once: bool,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
 }
@@ -133,6 +138,8 @@ impl Default for BuildOptions {
             thin: false,
             summary: Some(SummaryOptions::default()),
             memory: Some(MemoryOptions::default()),
+            state: Some(StateOptions::default()),
+            images_sent_once: false,
             now: None,
         }
     }
@@ -171,7 +178,7 @@ impl BuildOptions {
     }
 
     pub(crate) fn fingerprint(&self, encoding: Encoding) -> String {
-        format!("{encoding:?}|{:?}|{:?}", self.compress, self.digest)
+        format!("{encoding:?}|{:?}|{:?}|{}", self.compress, self.digest, self.images_sent_once)
     }
 }
 
@@ -402,6 +409,14 @@ pub struct BuildSpec {
     /// them out.
     #[cfg_attr(test, ts(as = "Option<MemoryOptions>", optional = nullable))]
     pub memory: Patch<MemoryOptions>,
+    /// A session's state after the system prompt, in seed 002's order: the active skill, the open
+    /// todos, the available artifacts (with `<code_ref>`), the uploaded files; `null` leaves it out.
+    #[cfg_attr(test, ts(as = "Option<StateOptions>", optional = nullable))]
+    pub state: Patch<StateOptions>,
+    /// Seed 000: once an image was sent in an earlier turn, the context shows it as a one-line
+    /// placeholder (`[image: png, 1024×768, sent in turn 3, message m5]`; default false). The
+    /// stored message keeps the image.
+    pub images_sent_once: Option<bool>,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
 }
@@ -464,6 +479,10 @@ impl BuildSpec {
         }
         options.summary = self.summary.merge(options.summary, SummaryPatch::apply);
         options.memory = self.memory.merge(options.memory, |given, memory| *memory = given);
+        options.state = self.state.merge(options.state, |given, state| *state = given);
+        if let Some(once) = self.images_sent_once {
+            options.images_sent_once = once;
+        }
         if self.now.is_some() {
             options.now = self.now;
         }

@@ -149,7 +149,7 @@ mod tests {
     fn pins_of(log: &Log) -> Vec<(usize, Vec<PinRole>)> {
         let items = log.items();
         let options = BuildOptions::default();
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
         let mut cache = ReduceCache::default();
         let structure = structure_for(&items, true, &mut cache);
         find(&ctx, &structure, 0).into_iter().map(|(u, roles)| (structure.units[u].first, roles)).collect()

@@ -11,7 +11,7 @@ use super::receipt::{Action, BridgeUse, BudgetReport, DropReason};
 use super::reduce::ReduceCache;
 use super::repair::{Item, Structure, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
-use super::{BuildOptions, TurnNote};
+use super::{BuildOptions, StateNote, StateUse, TurnNote};
 use crate::error::{Error, Result};
 use crate::message::{Content, ContentForm, Format, Message, Part};
 use crate::tokens::{self, Encoding};
@@ -103,6 +103,8 @@ pub(crate) struct Ctx<'a, 'b> {
     pub(crate) options: &'a BuildOptions,
     /// A session's recorded turns (`memory`), whose summaries stand in for turns not held whole.
     pub(crate) turns: &'a [TurnNote<'b>],
+    /// A session's state (`state`): the sections after the system prompt.
+    pub(crate) state: &'a [StateNote],
 }
 
 pub(crate) fn part_indices(message: &Message, member: &MemberPlan) -> Vec<usize> {
@@ -113,6 +115,15 @@ pub(crate) fn part_indices(message: &Message, member: &MemberPlan) -> Vec<usize>
 }
 
 impl Ctx<'_, '_> {
+    /// The agent's open todos, from the state's todo section (`- ` list lines).
+    pub(crate) fn open_todos(&self) -> Vec<String> {
+        self.state
+            .iter()
+            .filter(|n| n.part == super::StatePart::Todos)
+            .flat_map(|n| n.lines.iter().map(|l| l.strip_prefix("- ").unwrap_or(l).to_string()))
+            .collect()
+    }
+
     pub(crate) fn item(&self, msg: usize) -> Result<&Item<'_>> {
         self.items.get(msg).ok_or_else(|| Error::internal(format!("message index {msg} out of range")))
     }
@@ -331,6 +342,10 @@ pub(crate) struct Pass<'s> {
     pub(crate) summary_messages: Vec<Message>,
     pub(crate) summary_tokens: usize,
     pub(crate) summary_truncated: bool,
+    /// Select (`allot`): the state's sections as they go in after the system prompt.
+    pub(crate) state_messages: Vec<Message>,
+    pub(crate) state_tokens: usize,
+    pub(crate) state_use: Option<StateUse>,
     /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
     /// active messages and their tokens as stored, and whether the history as it is needs a
     /// placeholder user message first.
@@ -421,6 +436,9 @@ impl<'s> Pass<'s> {
             summary_messages: Vec::new(),
             summary_tokens: 0,
             summary_truncated: false,
+            state_messages: Vec::new(),
+            state_tokens: 0,
+            state_use: None,
             tail_start: 0,
             active_messages: 0,
             unreduced: 0,
@@ -450,6 +468,7 @@ impl<'s> Pass<'s> {
     /// Everything but the recent messages: system, pins, summary section, priming, placeholder.
     pub(crate) fn fixed_tokens(&self, placeholder: bool) -> usize {
         self.system_tokens
+            + self.state_tokens
             + self.pins_tokens
             + self.summary_tokens
             + self.bridge.as_ref().map_or(0, |(_, b)| b.tokens)
@@ -587,7 +606,7 @@ mod tests {
         let log = turns(3, 1, 5);
         let items = log.items();
         let options = BuildOptions::default();
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
         let mut cache = ReduceCache::default();
         // The summary covers the first turn (m2..m5).
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
@@ -620,7 +639,7 @@ mod tests {
         ]));
         let items = log.items();
         let options = BuildOptions::default();
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
         let mut cache = ReduceCache::default();
         let text_only = MemberPlan { text_only: true, ..MemberPlan::of(1, None) };
         let message = ctx.materialize(&mut cache, &text_only).unwrap();

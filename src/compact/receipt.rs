@@ -16,6 +16,8 @@ use super::TurnNote;
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Section {
     System,
+    /// A session's state after the system prompt (skill, todos, artifacts, uploads).
+    State,
     /// A pinned request (the task, the latest request), before the summary or among the recent messages.
     Pinned,
     Summary,
@@ -101,6 +103,8 @@ pub struct ReceiptEntry {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokensByPart {
     pub system: usize,
+    /// The session's state sections (`receipt.state`).
+    pub state: usize,
     pub summary: usize,
     pub recent: usize,
     /// All of the above plus the reply priming.
@@ -114,6 +118,8 @@ pub struct BudgetReport {
     /// The most tokens the context may have (`budget.maxTokens`, or the window × the ratio).
     pub max_tokens: usize,
     pub system_tokens: usize,
+    /// The session's state sections, as they went in.
+    pub state_tokens: usize,
     /// The pinned requests, as they went in.
     pub pinned_tokens: usize,
     /// The summary section's share: at most this much for the summary, the bridge and the memory.
@@ -187,6 +193,10 @@ pub struct Receipt {
     pub bridge: Option<BridgeUse>,
     /// The memory's turn summaries the context holds (a session with memory).
     pub memory: Option<MemoryUse>,
+    /// The session's state sections the context holds, part by part.
+    pub state: Option<super::state::StateUse>,
+    /// The images of earlier turns the context shows as placeholders (`imagesSentOnce`).
+    pub images: Option<super::images::ImagesUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).
     pub placeholder: bool,
     pub notes: Vec<String>,
@@ -358,6 +368,8 @@ mod tests {
             summary: None,
             bridge: None,
             memory: None,
+            state: None,
+            images: None,
             placeholder: false,
             notes: Vec::new(),
             calibration: None,

@@ -27,7 +27,10 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
         pass.summary_messages = summary_messages(options, &summary.text, &summary.summarised_until);
         pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
     }
-    let Some(budget) = &options.budget else { return Ok(()) };
+    let Some(budget) = &options.budget else {
+        state_section(ctx, pass, usize::MAX);
+        return Ok(());
+    };
     let max = budget.max_tokens();
     pass.max = Some(max);
     let floor = pass.system_tokens + REPLY_PRIMING + pass.placeholder_tokens;
@@ -38,7 +41,10 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
             pass.system_tokens
         )));
     }
-    super::pins::size(ctx, cache, pass, (max - pass.system_tokens - REPLY_PRIMING) / 2)?;
+    // The state's sections: at most a quarter of what the system prompt leaves.
+    state_section(ctx, pass, (max - floor) / 4);
+    let floor = floor + pass.state_tokens;
+    super::pins::size(ctx, cache, pass, (max - pass.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2)?;
     let avail = max.saturating_sub(floor + pass.pins_tokens);
     pass.share = (avail as f64 * budget.summary_ratio).floor() as usize;
     if let Some(summary) = pass.summary.filter(|_| pass.summary_tokens > pass.share) {
@@ -47,11 +53,25 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
     pass.budget = Some(BudgetReport {
         max_tokens: max,
         system_tokens: pass.system_tokens,
+        state_tokens: pass.state_tokens,
         pinned_tokens: pass.pins_tokens,
         summary_budget: pass.share,
         recent_budget: avail.saturating_sub(pass.summary_tokens),
     });
     Ok(())
+}
+
+/// The state's sections (`compact::state`) within their cap and `room`.
+fn state_section(ctx: &Ctx, pass: &mut Pass, room: usize) {
+    let Some(options) = ctx.options.state.as_ref() else { return };
+    let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize);
+    if let Some((messages, used)) =
+        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format)
+    {
+        pass.state_messages = messages;
+        pass.state_tokens = used.tokens;
+        pass.state_use = Some(used);
+    }
 }
 
 /// The summary in force, longer than its share: its head and tail, as long as the share allows.

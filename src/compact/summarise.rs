@@ -198,13 +198,16 @@ pub(crate) fn bridge(
     for member in &members {
         std::hash::Hash::hash(&super::plan::member_key(ctx.item(member.msg)?.id, member), &mut hasher);
     }
+    // The open todos stand in the bridge's pending work.
+    std::hash::Hash::hash(&ctx.open_todos(), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
     let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
     let text = match cache.extracts.get(&key) {
         Some(text) => text.clone(),
         None => {
             let messages = members.iter().map(|m| ctx.materialize(cache, m)).collect::<Result<Vec<Arc<Message>>>>()?;
-            let text = crate::extract::extractive(&messages, None, ctx.encoding, budget);
+            let todos = ctx.open_todos();
+            let text = crate::extract::extractive_with_todos(&messages, None, &todos, ctx.encoding, budget);
             if cache.extracts.len() > 32 {
                 cache.extracts.clear();
             }
@@ -234,7 +237,8 @@ fn extractive_record(
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
     let members = originals(ctx, cache, pass, stop)?;
     let messages = members.iter().map(|m| ctx.materialize(cache, m)).collect::<Result<Vec<Arc<Message>>>>()?;
-    let text = crate::extract::extractive(&messages, pass.summary.map(|s| s.text.as_str()), ctx.encoding, cap as u32);
+    let previous = pass.summary.map(|s| s.text.as_str());
+    let text = crate::extract::extractive_with_todos(&messages, previous, &ctx.open_todos(), ctx.encoding, cap as u32);
     let tokens = summary::validate_summary(&text, ctx.encoding, cap as u32, &[])?;
     let created_at = ctx.options.now.clone().unwrap_or_else(|| format!("seq:{}", state.generation + 1));
     Ok(summary::record(&request, text, tokens, created_at, SummarySource::Extractive))

@@ -23,8 +23,8 @@ mod files;
 mod injected;
 mod render;
 
-pub use render::extractive;
 use render::fold_previous;
+pub use render::{extractive, extractive_with_todos};
 
 use std::collections::BTreeMap;
 

@@ -128,7 +128,26 @@ pub fn extractive<M: std::borrow::Borrow<Message>>(
     encoding: Encoding,
     max_tokens: u32,
 ) -> String {
-    fit(extract(messages, previous), encoding, max_tokens as usize)
+    extractive_with_todos(messages, previous, &[], encoding, max_tokens)
+}
+
+/// `extractive`, with the agent's open todos (its state, seed 000) as the pending tasks when there
+/// are any: the state is newer than any todo list the messages hold.
+pub fn extractive_with_todos<M: std::borrow::Borrow<Message>>(
+    messages: &[M],
+    previous: Option<&str>,
+    open_todos: &[String],
+    encoding: Encoding,
+    max_tokens: u32,
+) -> String {
+    let mut ex = extract(messages, previous);
+    if !open_todos.is_empty() {
+        ex.pending = open_todos.to_vec();
+        if ex.next_step.as_deref().is_none_or(|s| s.starts_with("Continue with: ")) {
+            ex.next_step = ex.pending.first().map(|p| format!("Continue with: {p}"));
+        }
+    }
+    fit(ex, encoding, max_tokens as usize)
 }
 
 /// Renders `ex` within `max` tokens, dropping the least important entries first.

@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 use super::search::{DocumentKind, Hit};
 use super::{MemoryStore, MessageRange};
 use crate::error::{Error, Result};
-use crate::message::json::type_name;
 use crate::tokens::Encoding;
 
 pub const TOOL_NAME: &str = "recall_context";
@@ -33,24 +32,9 @@ fn input_schema() -> Value {
     })
 }
 
-/// For OpenAI Chat Completions' `tools`.
-pub fn openai_tool() -> Value {
-    json!({"type": "function", "function": {"name": TOOL_NAME, "description": DESCRIPTION, "parameters": input_schema()}})
-}
-
-/// For Anthropic Messages' `tools`.
-pub fn anthropic_tool() -> Value {
-    json!({"name": TOOL_NAME, "description": DESCRIPTION, "input_schema": input_schema()})
-}
-
-/// For OpenAI Responses' `tools` (a function tool, flat).
-pub fn responses_tool() -> Value {
-    json!({"type": "function", "name": TOOL_NAME, "description": DESCRIPTION, "parameters": input_schema()})
-}
-
-/// For the AI SDK: the tool's name, description and JSON Schema (wrap it with `jsonSchema()`).
-pub fn ai_sdk_tool() -> Value {
-    json!({"name": TOOL_NAME, "description": DESCRIPTION, "inputSchema": input_schema()})
+/// The tool's definition in `format`'s `tools` shape.
+pub fn tool(format: crate::message::Format) -> Value {
+    crate::message::tool_definition(format, TOOL_NAME, DESCRIPTION, input_schema())
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,24 +45,7 @@ pub enum RecallRequest {
 
 /// Reads the tool's input: Anthropic's `input` object, or OpenAI's `arguments` JSON text.
 pub fn parse_request(input: &Value) -> Result<RecallRequest> {
-    let parsed;
-    let input = match input {
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text)
-                .map_err(|e| Error::invalid_argument(format!("recall_context arguments are not valid JSON: {e}")))?;
-            &parsed
-        }
-        other => other,
-    };
-    let Value::Object(fields) = input else {
-        return Err(Error::invalid_argument(format!(
-            "recall_context input must be an object, got {}",
-            type_name(input)
-        )));
-    };
-    if let Some(key) = fields.keys().find(|k| !matches!(k.as_str(), "turnNumbers" | "query" | "limit")) {
-        return Err(Error::invalid_argument(format!("recall_context has no parameter `{key}`")));
-    }
+    let fields = crate::message::tool_arguments(input, TOOL_NAME, &["turnNumbers", "query", "limit"])?;
     match (fields.get("turnNumbers"), fields.get("query")) {
         (Some(Value::Array(turns)), None) if !turns.is_empty() => {
             let turns = turns
@@ -332,8 +299,9 @@ mod tests {
 
     #[test]
     fn both_tool_shapes_describe_the_same_schema() {
-        assert_eq!(openai_tool()["function"]["parameters"], anthropic_tool()["input_schema"]);
-        assert_eq!(anthropic_tool()["name"], TOOL_NAME);
+        use crate::message::Format;
+        assert_eq!(tool(Format::OpenAi)["function"]["parameters"], tool(Format::Anthropic)["input_schema"]);
+        assert_eq!(tool(Format::Anthropic)["name"], TOOL_NAME);
     }
 
     #[test]

@@ -109,6 +109,62 @@ pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
 }
 
 /// Converts a message list between formats, for what both can express.
+/// A tool's definition in `format`'s `tools` shape: OpenAI Chat Completions (nested under
+/// `function`), Anthropic (`input_schema`), OpenAI Responses (flat), or the AI SDK's (wrap the
+/// schema with `jsonSchema()`).
+pub fn tool_definition(format: Format, name: &str, description: &str, parameters: Value) -> Value {
+    match format {
+        Format::OpenAi => {
+            serde_json::json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+        }
+        Format::Anthropic => serde_json::json!({"name": name, "description": description, "input_schema": parameters}),
+        Format::Responses => {
+            serde_json::json!({"type": "function", "name": name, "description": description, "parameters": parameters})
+        }
+        Format::AiSdk => serde_json::json!({"name": name, "description": description, "inputSchema": parameters}),
+    }
+}
+
+/// A model's call of `tool` as the agent hands it over (OpenAI's tool call, or Anthropic's
+/// `tool_use` block): its input (OpenAI's `arguments` text, Anthropic's `input` object; `Null`
+/// when absent), its provider, and its id. A call of the wrong shape is the caller's mistake.
+pub fn tool_call_input<'a>(call: &'a Value, tool: &str) -> Result<(&'a Value, Format, &'a str)> {
+    let (input, format) = match call.get("function") {
+        Some(function) if function.is_object() => (function.get("arguments"), Format::OpenAi),
+        Some(_) => {
+            return Err(Error::invalid_argument(format!(
+                "a {tool} call's `function` must be an object (OpenAI's {{ name, arguments }})"
+            )))
+        }
+        None => (call.get("input"), Format::Anthropic),
+    };
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::invalid_argument(format!("a {tool} call needs an `id` string")))?;
+    Ok((input.unwrap_or(&Value::Null), format, id))
+}
+
+/// A tool call's arguments (OpenAI's JSON text, or Anthropic's object) as an object whose keys
+/// are all among `keys`; the errors name the tool, for a model to correct its call.
+pub fn tool_arguments(input: &Value, tool: &str, keys: &[&str]) -> Result<Map<String, Value>> {
+    let parsed = match input {
+        Value::String(text) => serde_json::from_str::<Value>(text)
+            .map_err(|e| Error::invalid_argument(format!("{tool} arguments are not valid JSON: {e}")))?,
+        other => other.clone(),
+    };
+    let Value::Object(fields) = parsed else {
+        return Err(Error::invalid_argument(format!(
+            "{tool} input must be an object, got {}",
+            json::type_name(&parsed)
+        )));
+    };
+    if let Some(key) = fields.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err(Error::invalid_argument(format!("{tool} has no parameter `{key}`")));
+    }
+    Ok(fields)
+}
+
 pub fn convert(value: Value, from: Format, to: Format) -> Result<Value> {
     Ok(emit(&parse(value, from)?, to))
 }

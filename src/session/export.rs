@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::history::{corrupt, ConversationHistory, LoggedMessage};
 use crate::memory::{self, MemoryExport, MemoryStore};
 use crate::message::Format;
+use crate::state::{AgentState, Artifact};
 use crate::tokens::Encoding;
 
 pub const EXPORT_FORMAT: &str = "context-compactor/session";
@@ -35,6 +36,18 @@ pub struct SessionExport {
     pub history: HistoryExport,
     pub memory: Option<MemoryExport>,
     pub max_snapshot_chars: Option<usize>,
+    /// Seed 002's artifacts, in the order they were saved (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(test, ts(as = "Option<Vec<Artifact>>", optional))]
+    pub artifacts: Vec<Artifact>,
+    /// Seed 000's agent state (absent: the empty state).
+    #[serde(default, skip_serializing_if = "is_empty_state")]
+    #[cfg_attr(test, ts(as = "Option<AgentState>", optional))]
+    pub state: AgentState,
+}
+
+fn is_empty_state(state: &AgentState) -> bool {
+    *state == AgentState::default()
 }
 
 /// A history as JSON: every message in the format it arrived in, with its id, and the summary
@@ -69,6 +82,8 @@ impl Session {
             },
             memory: self.memory.as_ref().map(MemoryStore::export),
             max_snapshot_chars: self.memory.as_ref().map(MemoryStore::max_snapshot_chars),
+            artifacts: self.artifacts.list().to_vec(),
+            state: self.agent.clone(),
         })
     }
 
@@ -124,6 +139,7 @@ impl Session {
                 session.turn_start()
             )));
         }
+        session.restore_state(export.artifacts, export.state).map_err(|e| corrupt("its artifacts or state", e))?;
         session.parent_id = export.parent_id;
         session.format = export.message_format;
         session.loops = export.loops;

@@ -211,20 +211,8 @@ impl Session {
     pub fn answer_recall(&mut self, call: &Value, format: Option<Format>, max_tokens: usize) -> Result<Message> {
         // A call of the wrong shape is the caller's mistake (typed error); bad arguments are the
         // model's, answered with an error result it can read.
-        let (input, own_format) = match call.get("function") {
-            Some(function) if function.is_object() => (function.get("arguments"), Format::OpenAi),
-            Some(_) => {
-                return Err(Error::invalid_argument(
-                    "a recall_context call's `function` must be an object (OpenAI's { name, arguments })",
-                ))
-            }
-            None => (call.get("input"), Format::Anthropic),
-        };
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Error::invalid_argument("a recall_context call needs an `id` string"))?;
-        let (content, is_error) = match self.recall(input.unwrap_or(&Value::Null), max_tokens) {
+        let (input, own_format, id) = crate::message::tool_call_input(call, recall::TOOL_NAME)?;
+        let (content, is_error) = match self.recall(input, max_tokens) {
             Ok(result) => (to_json_text(&result)?, false),
             Err(error) if error.kind == ErrorKind::Internal => return Err(error),
             Err(error) => (format!("Error: {error}"), true),

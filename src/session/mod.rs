@@ -6,6 +6,7 @@
 mod export;
 mod memory;
 pub mod records;
+mod state;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -44,6 +45,9 @@ pub struct Session {
     /// How many logged messages the memory's search index holds.
     indexed: usize,
     pub metadata: Map<String, Value>,
+    /// Seed 002's artifacts and seed 000's agent state (`state`).
+    artifacts: crate::state::ArtifactStore,
+    agent: crate::state::AgentState,
     /// Title, creation time and what storage holds (`records`).
     persist: records::Persisted,
 }
@@ -143,6 +147,8 @@ impl Session {
             subagents_spawned: 0,
             indexed: 0,
             metadata: Map::new(),
+            artifacts: crate::state::ArtifactStore::default(),
+            agent: crate::state::AgentState::default(),
             persist: records::Persisted::default(),
         }
     }
@@ -227,7 +233,8 @@ impl Session {
         Ok(self.loops)
     }
 
-    /// A child context with a fresh history that starts with `task` as the user's request.
+    /// A child context with a fresh history that starts with `task` as the user's request, and a
+    /// fresh state (seed 000: no todos, tools, skill or mentions; no artifacts; its own thread).
     pub fn spawn_subagent(&mut self, task: &str, max_loops: u32) -> Result<Session> {
         if task.trim().is_empty() {
             return Err(Error::invalid_argument("a sub-agent needs a task"));
@@ -305,7 +312,11 @@ impl Session {
                 .collect(),
             _ => Vec::new(),
         };
-        self.compactor.build(&mut self.history, options, &turns)
+        let notes = match options.state {
+            Some(_) => crate::state::notes(&self.agent, &self.artifacts),
+            None => Vec::new(),
+        };
+        self.compactor.build(&mut self.history, options, &turns, &notes)
     }
 
     /// The last build's receipt message by message; empty before the first build.

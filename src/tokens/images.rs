@@ -292,7 +292,7 @@ fn webp_size(b: &[u8]) -> Option<(u32, u32)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const GPT_4O_RULE: ImageRule = ImageRule::Tiles { base: 85, tile: 170 };
@@ -355,7 +355,7 @@ mod tests {
         assert_eq!(ImageRule::Anthropic.tokens(None, None), 1600);
     }
 
-    fn png(w: u32, h: u32) -> Vec<u8> {
+    pub(crate) fn png(w: u32, h: u32) -> Vec<u8> {
         let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
         b.extend(w.to_be_bytes());
         b.extend(h.to_be_bytes());
@@ -383,7 +383,7 @@ mod tests {
         b
     }
 
-    fn base64(bytes: &[u8]) -> String {
+    pub(crate) fn base64(bytes: &[u8]) -> String {
         const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         let mut out = String::new();
         for chunk in bytes.chunks(3) {

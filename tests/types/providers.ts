@@ -2,7 +2,8 @@
 // accepted, as typed, by the providers' own SDK parameter types.
 import type OpenAI from "openai";
 import type Anthropic from "@anthropic-ai/sdk";
-import { ConversationHistory, Session, Tokenizer, compact, recallContextTool, answerRecall } from "context-compactor";
+import { ConversationHistory, Session, Tokenizer, compact, recallContextTool, answerRecall, fileReaderTool } from "context-compactor";
+import type { AppState, SavedArtifact } from "context-compactor";
 import type { RequestTokenCount } from "context-compactor";
 
 const history = new ConversationHistory({ format: "openai" });
@@ -11,15 +12,25 @@ const forOpenAI = history.build({ format: "openai", profile: "gpt-4o" });
 const chat: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
   model: "gpt-4o",
   messages: forOpenAI.messages,
-  tools: [recallContextTool("openai")],
+  tools: [recallContextTool("openai"), fileReaderTool("openai")],
 };
+
+// Issue #17: artifacts and agent state, typed.
+const analyst = new Session({ id: "analyst" });
+const saved: SavedArtifact = analyst.saveArtifact({ id: "code_sales_analysis", language: "python", content: "x = 1\n" });
+const fileName: string = saved.fileName;
+analyst.setState({ todos: [{ content: "plot", status: "in_progress" }], activeSkill: "analysis" });
+const appState: AppState = analyst.state();
+const threadId: string = appState.threadId;
+const stateTokens: number = analyst.history.build({ state: { maxTokens: 500 } }).tokens.state;
+void [fileName, threadId, stateTokens];
 
 const forAnthropic = history.build({ format: "anthropic" });
 const request: Anthropic.MessageCreateParamsNonStreaming = {
   model: "claude-sonnet-4-5",
   max_tokens: 1024,
   ...forAnthropic.messages,
-  tools: [recallContextTool("anthropic")],
+  tools: [recallContextTool("anthropic"), fileReaderTool("anthropic")],
 };
 
 async function later(session: Session): Promise<void> {

@@ -16,7 +16,7 @@ fn system_then_pins_then_recent_with_a_receipt_for_every_message() {
     let items = log.items();
     let options =
         BuildOptions { budget: budget(2_400), summary: None, digest: None, compress: None, ..BuildOptions::default() };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
@@ -59,7 +59,7 @@ fn anthropic_the_summary_is_a_user_message_after_the_task_and_thinking_is_untouc
         summary: Some(SummaryOptions::default()),
         ..BuildOptions::default()
     };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
@@ -88,7 +88,7 @@ fn anthropic_gets_a_placeholder_when_no_user_message_leads() {
     let log = Log::openai(json!([{"role": "system", "content": "s"}, {"role": "assistant", "content": "hello"}]));
     let items = log.items();
     let options = BuildOptions { format: Format::Anthropic, summary: None, ..BuildOptions::default() };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);

@@ -38,6 +38,8 @@ pub struct ReduceCache {
     /// Extractive summaries (the bridge) by what they cover: the previous summary's request id,
     /// the first and last message, and the budget.
     pub(crate) extracts: FastMap<(String, u64, u32), String>,
+    /// The stored messages the last build showed with their images replaced (`images`).
+    pub(crate) images_once: crate::fasthash::FastSet<String>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
@@ -52,6 +54,21 @@ impl ReduceCache {
         if self.fingerprint != fingerprint {
             *self = ReduceCache { fingerprint, computed: self.computed, ..Default::default() };
         }
+    }
+
+    /// Forgets what it knows of the messages whose images are replaced now and were not at the
+    /// last build, or the other way round: their form changed.
+    pub(crate) fn images_replaced<'a>(&mut self, ids: impl Iterator<Item = &'a str>) {
+        let now: crate::fasthash::FastSet<String> = ids.map(str::to_string).collect();
+        let changed: Vec<String> = now.symmetric_difference(&self.images_once).cloned().collect();
+        for id in &changed {
+            self.parts.remove(id);
+            self.overheads.remove(id);
+            let prefix = format!("{id}|");
+            self.members.retain(|key, _| !key.starts_with(&prefix));
+            self.materialized.retain(|key, _| !key.starts_with(&prefix));
+        }
+        self.images_once = now;
     }
 
     pub(crate) fn part(&mut self, id: &str, index: usize, len: usize) -> &mut PartCache {

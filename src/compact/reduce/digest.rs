@@ -60,8 +60,9 @@ pub fn call_path(call: &ToolCall) -> Option<String> {
 
 /// The one-line digest of a file's contents.
 pub fn digest(path: Option<&str>, contents: &str) -> String {
+    let (named, contents) = reader_header(path, contents);
     let contents = strip_line_numbers(contents);
-    let name = path.map(base_name).unwrap_or("file");
+    let name = named.or(path.map(base_name)).unwrap_or("file");
     let extension = name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).unwrap_or_default();
     let lines = contents.lines().count();
     let size = human_size(contents.len());
@@ -98,6 +99,20 @@ pub fn digest(path: Option<&str>, contents: &str) -> String {
         None => format!("{extension}, {size}, {lines} lines"),
     };
     format!("[file read] {name} ({details})")
+}
+
+/// A reader that names the file in its first line (`file_reader`: `code_sales_analysis.py
+/// (python, 12 lines, 345 characters)`, a blank line, then the contents) when called with an id
+/// that has no extension: the file's name from that line, and the contents after it.
+fn reader_header<'a>(path: Option<&str>, contents: &'a str) -> (Option<&'a str>, &'a str) {
+    let Some(id) = path.map(base_name).filter(|n| !n.contains('.')) else { return (None, contents) };
+    let Some((first, rest)) = contents.split_once("\n\n") else { return (None, contents) };
+    match first.split_once(" (") {
+        Some((name, _)) if name.strip_prefix(id).is_some_and(|ext| ext.starts_with('.') && !ext.contains(' ')) => {
+            (Some(name), rest)
+        }
+        _ => (None, contents),
+    }
 }
 
 fn base_name(path: &str) -> &str {

@@ -88,7 +88,8 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result
     };
     stages::count_all(ctx, cache, pass)?;
     let pins_whole: usize = pass.pins.iter().map(|p| p.whole).sum();
-    let fixed = pass.system_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
+    let fixed =
+        pass.system_tokens + pass.state_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
     let placeholder = if pass.verbatim_placeholder { pass.placeholder_tokens } else { 0 };
     if !window && fixed + placeholder + pass.unreduced <= goal {
         pass.mode = Mode::Verbatim;

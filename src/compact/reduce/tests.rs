@@ -41,7 +41,7 @@ fn a_history_that_fits_stays_as_it_is() {
     let items = log.items();
     let total: u32 = items.iter().map(|i| i.tokens).sum();
     let options = BuildOptions { budget: budget(total + 500), keep_recent_steps: 1, ..BuildOptions::default() };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -59,7 +59,7 @@ fn stale_reads_go_first_within_one_turn_and_only_as_far_as_needed() {
     let goal = total - 2_500;
     let options =
         BuildOptions { budget: budget(goal as u32), keep_recent_steps: 2, summary: None, ..BuildOptions::default() };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -97,7 +97,7 @@ fn a_read_no_later_call_touches_is_digested_only_after_stale_ones() {
         summary: None,
         ..BuildOptions::default()
     };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -121,7 +121,7 @@ fn thinning_only_without_a_summary_only_earlier_turns_only_while_needed() {
         ..BuildOptions::default()
     };
     let options = thin(None);
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -145,7 +145,7 @@ fn without_budget_or_summary_older_turns_are_reduced_as_always() {
     let log = turns(3, 1, 400);
     let items = log.items();
     let options = BuildOptions { keep_recent_steps: 1, summary: None, ..BuildOptions::default() };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -167,7 +167,7 @@ fn hopeless_histories_leave_the_reductions_to_the_selection() {
     let log = turns(40, 2, 200);
     let items = log.items();
     let options = BuildOptions { budget: budget(3_000), summary: None, ..BuildOptions::default() };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);

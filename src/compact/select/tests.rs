@@ -19,7 +19,7 @@ fn allot_pins_then_shares_what_the_system_prompt_leaves() {
     let log = turns(2, 1, 5);
     let items = log.items();
     let options = options(Some(BudgetOptions { context_window: 10_000, ..BudgetOptions::default() }));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -49,7 +49,7 @@ fn pins_over_half_the_room_are_cut_to_head_and_tail() {
     ]));
     let items = log.items();
     let options = options(budget(1_200));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -68,7 +68,7 @@ fn measure_finds_the_recent_steps() {
     let log = turns(3, 2, 5);
     let items = log.items();
     let options = BuildOptions { keep_recent_steps: 2, ..options(None) };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
@@ -83,7 +83,7 @@ fn the_window_keeps_units_with_a_message_among_the_last_n() {
     let log = turns(4, 1, 5);
     let items = log.items();
     let options = BuildOptions { max_messages: Some(10), ..options(None) };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
@@ -99,7 +99,7 @@ fn the_budget_is_filled_newest_first_and_the_boundary_cut_to_fit() {
     let log = turns(30, 1, 60);
     let items = log.items();
     let options = options(budget(1_800));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
@@ -121,7 +121,7 @@ fn without_a_summary_a_unit_too_big_is_skipped_and_older_ones_taken() {
     let log = Log::openai(serde_json::Value::Array(list));
     let items = log.items();
     let options = options(budget(700));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
@@ -147,7 +147,7 @@ fn with_a_summary_the_recent_messages_are_a_suffix() {
     let log = Log::openai(serde_json::Value::Array(list));
     let items = log.items();
     let options = BuildOptions { summary: Some(Default::default()), ..options(budget(900)) };
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);

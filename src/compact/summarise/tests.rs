@@ -43,7 +43,7 @@ fn a_history_that_fits_its_budget_is_never_summarised_whatever_its_size() {
     let items = log.items();
     let total: u32 = items.iter().map(|i| i.tokens).sum();
     let options = options(Summarizer::Extractive, Some(total + 10));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
@@ -60,7 +60,7 @@ fn over_the_budget_a_summary_is_forced_whatever_the_gates() {
     if let Some(summary) = options.summary.as_mut() {
         summary.min_messages = 10_000;
     }
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
@@ -77,7 +77,7 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     let log = turns(12, 1, 40);
     let items = log.items();
     let options = options(Summarizer::External, Some(1_500));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
@@ -109,7 +109,7 @@ fn with_a_summary_in_force_little_new_is_bridged_and_much_new_summarised() {
     let log = turns(14, 1, 40);
     let items = log.items();
     let options = options(Summarizer::Extractive, Some(1_500));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     // Covers the first twelve turns but for their last steps: a little is left between it and the
     // recent messages.
@@ -133,7 +133,7 @@ fn the_bridge_fills_the_gap_and_the_context_its_budget() {
     let log = turns(14, 1, 40);
     let items = log.items();
     let options = options(Summarizer::Extractive, Some(1_500));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let until = 10;
     let state = SummaryState {
@@ -176,7 +176,7 @@ fn without_a_budget_the_trigger_and_the_gates_decide() {
     let log = Log::openai(json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]));
     let items = log.items();
     let options = options(Summarizer::Extractive, None);
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[] };
+    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
 use crate::memory::{MemoryExport, EXPORT_FORMAT as MEMORY_FORMAT, EXPORT_VERSION as MEMORY_VERSION};
 use crate::session::{HistoryExport, Session, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
+use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
 use crate::tokens::REPLY_PRIMING;
 
@@ -221,6 +222,11 @@ impl Session {
         let calibration: Option<CalibrationState> =
             if meta.calibration == 0 { None } else { sorted.body(&id, Kind::Calibration, meta.calibration)? };
         let turns = (1..=meta.turns).map(|k| sorted.body::<Turn>(&id, Kind::Turn, k)).collect::<Result<Vec<_>>>()?;
+        let artifacts = (1..=meta.artifacts)
+            .map(|k| sorted.body::<Artifact>(&id, Kind::Artifact, k))
+            .collect::<Result<Vec<_>>>()?;
+        let state: AgentState =
+            if meta.state == 0 { AgentState::default() } else { sorted.body(&id, Kind::State, meta.state)? };
         if meta.chunked % CHUNK as u64 != 0 || meta.chunked > meta.messages {
             return Err(Error::corrupt(
                 &meta_record.key,
@@ -261,6 +267,8 @@ impl Session {
             history: HistoryExport { encoding: settings.encoding, messages, summary: summary.clone() },
             memory,
             max_snapshot_chars: settings.max_snapshot_chars,
+            artifacts,
+            state: state.clone(),
         };
         let mut session = Session::from_export(export).map_err(|mut error| {
             error.message = format!("stored session {id:?} does not hold together: {}", error.message);
@@ -292,6 +300,7 @@ impl Session {
             settings: Some(settings),
             summary: Part { generation: meta.summary, value: summary },
             calibration: Part { generation: meta.calibration, value: calibration },
+            state: Part { generation: meta.state, value: state },
         };
         Ok(session)
     }
@@ -308,6 +317,7 @@ pub(super) fn garbage(sorted: &Sorted<'_>, meta: &Meta) -> Vec<Vec<String>> {
             k if k == slot(Kind::Settings) => n < meta.settings,
             k if k == slot(Kind::Summary) => n < meta.summary,
             k if k == slot(Kind::Calibration) => n < meta.calibration,
+            k if k == slot(Kind::State) => n < meta.state,
             _ => false,
         };
         if behind {

@@ -14,6 +14,8 @@
 //! | `["r", id, "summary", g]` | `summary` | the summary state (current summary, compaction under way) |
 //! | `["r", id, "calibration", g]` | `calibration` | the observations of reported usage, per model |
 //! | `["r", id, "t", k]` | `turn` | the k-th recorded memory turn: its snapshot and summary |
+//! | `["r", id, "a", k]` | `artifact` | the k-th saved artifact (written once: artifacts do not change) |
+//! | `["r", id, "state", g]` | `state` | the agent state (todos, tools, skill, uploads, …) |
 //!
 //! Numbers are 12 digits, so that the lexical order of keys is the numeric one. Records are never
 //! rewritten in place: a changed part gets the next generation `g`, and the meta record, written
@@ -76,6 +78,8 @@ pub enum Kind {
     Summary,
     Calibration,
     Turn,
+    Artifact,
+    State,
 }
 
 impl Kind {
@@ -88,6 +92,8 @@ impl Kind {
             Kind::Summary => "summary",
             Kind::Calibration => "calibration",
             Kind::Turn => "turn",
+            Kind::Artifact => "artifact",
+            Kind::State => "state",
         }
     }
 
@@ -101,10 +107,21 @@ impl Kind {
             Kind::Summary => "summary",
             Kind::Calibration => "calibration",
             Kind::Turn => "t",
+            Kind::Artifact => "a",
+            Kind::State => "state",
         }
     }
 
-    const DATA: [Kind; 6] = [Kind::Message, Kind::Chunk, Kind::Settings, Kind::Summary, Kind::Calibration, Kind::Turn];
+    const DATA: [Kind; 8] = [
+        Kind::Message,
+        Kind::Chunk,
+        Kind::Settings,
+        Kind::Summary,
+        Kind::Calibration,
+        Kind::Turn,
+        Kind::Artifact,
+        Kind::State,
+    ];
 }
 
 pub fn meta_key(id: &str) -> Vec<String> {
@@ -274,6 +291,16 @@ pub struct Meta {
     pub loops: u32,
     pub subagents_spawned: u32,
     pub turn_start: u64,
+    /// Artifacts saved, and the agent state's generation (0: never set). Absent in records
+    /// written before they existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub artifacts: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub state: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The part of a session that changes rarely: how it counts and reads, its limits, metadata.

@@ -16,6 +16,7 @@ use crate::ids::fnv1a;
 use crate::memory::{MemoryExport, MessageRange};
 use crate::message::{self, Message};
 use crate::session::Session;
+use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
 use crate::tokens::REPLY_PRIMING;
 
@@ -63,6 +64,8 @@ struct Theirs {
     summary: Option<SummaryState>,
     calibration: Option<Option<CalibrationState>>,
     turns: Vec<Turn>,
+    artifacts: Vec<Artifact>,
+    state: Option<AgentState>,
 }
 
 impl Session {
@@ -88,7 +91,8 @@ impl Session {
             Some(ours)
                 if theirs.created_at != ours.created_at
                     || theirs.messages < ours.messages
-                    || theirs.turns < ours.turns =>
+                    || theirs.turns < ours.turns
+                    || theirs.artifacts < ours.artifacts =>
             {
                 Err(Error::conflict(format!(
                     "the stored session {:?} was replaced (deleted and made again) since this one was saved or loaded",
@@ -135,6 +139,12 @@ impl Session {
         for k in saved.turns() as u64 + 1..=theirs.turns {
             keys.push(data_key(&self.id, Kind::Turn, k));
         }
+        for k in saved.artifacts() as u64 + 1..=theirs.artifacts {
+            keys.push(data_key(&self.id, Kind::Artifact, k));
+        }
+        if theirs.state != saved.state.generation && theirs.state > 0 {
+            keys.push(data_key(&self.id, Kind::State, theirs.state));
+        }
         Ok(PullPlan { current: false, keys })
     }
 
@@ -167,6 +177,16 @@ impl Session {
         let turns = (saved.turns() as u64 + 1..=meta.turns)
             .map(|k| sorted.body::<Turn>(&id, Kind::Turn, k))
             .collect::<Result<Vec<_>>>()?;
+        let artifacts = (saved.artifacts() as u64 + 1..=meta.artifacts)
+            .map(|k| sorted.body::<Artifact>(&id, Kind::Artifact, k))
+            .collect::<Result<Vec<_>>>()?;
+        let state = if meta.state == saved.state.generation {
+            None
+        } else if meta.state == 0 {
+            Some(AgentState::default())
+        } else {
+            Some(sorted.body(&id, Kind::State, meta.state)?)
+        };
         let encoding = settings.as_ref().map_or(self.history.encoding(), |s| s.encoding);
         let (logged, counts) =
             sorted.messages(&id, saved.messages() as u64 + 1, meta.messages, meta.chunked, &counting_tag(encoding))?;
@@ -181,7 +201,7 @@ impl Session {
                     .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Theirs { meta, messages, settings, summary, calibration, turns })
+        Ok(Theirs { meta, messages, settings, summary, calibration, turns, artifacts, state })
     }
 
     /// Applies what another writer saved since this session's last save or load (the meta record
@@ -191,6 +211,7 @@ impl Session {
     /// made here over messages that moved gives way (`superseded`). On any error, nothing changes.
     pub fn pull(&mut self, records: &[StoredRecord]) -> Result<PullReport> {
         let theirs = self.read_theirs(records)?;
+        let theirs_state_saved = theirs.state.clone();
         let saved = self.persist.saved.clone();
         let saved_meta = saved.meta.clone();
         let saved_count = saved.messages();
@@ -333,6 +354,24 @@ impl Session {
             next.compactor.set_calibration(calibration);
         }
 
+        // Artifacts: the saved ones, theirs, then this session's unsaved ones (an id both saved
+        // is a conflict: artifacts are written once). The agent state: this session's when it
+        // changed it, else theirs.
+        let mut artifacts = self.artifacts.list().to_vec();
+        let ours_unsaved = artifacts.split_off(saved.artifacts().min(artifacts.len()));
+        artifacts.extend(theirs.artifacts);
+        artifacts.extend(ours_unsaved);
+        let state = match (theirs.state, self.agent == saved.state.value) {
+            (Some(their_state), true) => their_state,
+            _ => self.agent.clone(),
+        };
+        next.restore_state(artifacts, state).map_err(|e| {
+            Error::conflict(format!(
+                "this session's unsaved artifacts or state cannot follow the stored ones: {}",
+                e.message
+            ))
+        })?;
+
         // Counters: the other writer's, plus what this session added since its save.
         // (Where the turn under way starts follows from the rebuilt memory: its last turn's range.)
         let (saved_loops, saved_spawned) = saved_meta.as_ref().map_or((0, 0), |m| (m.loops, m.subagents_spawned));
@@ -350,6 +389,10 @@ impl Session {
             calibration: match theirs.calibration {
                 Some(value) => Part { generation: theirs.meta.calibration, value },
                 None => saved.calibration,
+            },
+            state: match &theirs_state_saved {
+                Some(value) => Part { generation: theirs.meta.state, value: value.clone() },
+                None => saved.state,
             },
             meta: Some(theirs.meta),
         };

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
 use crate::message::PartKind;
 use crate::session::Session;
+use crate::state::AgentState;
 use crate::tokens::calibration::CalibrationState;
 use crate::tokens::{MessageTokens, REPLY_PRIMING};
 
@@ -46,6 +47,7 @@ pub(super) struct SavePoint {
     pub settings: Option<Settings>,
     pub summary: Part<SummaryState>,
     pub calibration: Part<Option<CalibrationState>>,
+    pub state: Part<AgentState>,
     /// The sum of the stored messages' token totals, when known (a load that could not reuse the
     /// counts leaves it to the next save, which counts them).
     pub message_tokens: Option<u64>,
@@ -66,6 +68,10 @@ impl SavePoint {
 
     pub fn turns(&self) -> usize {
         self.meta.as_ref().map_or(0, |m| m.turns as usize)
+    }
+
+    pub fn artifacts(&self) -> usize {
+        self.meta.as_ref().map_or(0, |m| m.artifacts as usize)
     }
 
     pub fn settings_generation(&self) -> u64 {
@@ -239,6 +245,19 @@ impl Session {
             }
         }
 
+        // Artifacts: written once each, in order; the agent state under its next generation.
+        for (k, artifact) in self.artifacts.list().iter().enumerate().skip(saved.artifacts()) {
+            records.push(seal(data_key(id, Kind::Artifact, k as u64 + 1), Kind::Artifact, artifact)?);
+        }
+        if self.agent != saved.state.value {
+            let generation = saved.state.generation + 1;
+            records.push(seal(data_key(id, Kind::State, generation), Kind::State, &self.agent)?);
+            if saved.state.generation > 0 {
+                remove.push(data_key(id, Kind::State, saved.state.generation));
+            }
+            next.state = Part { generation, value: self.agent.clone() };
+        }
+
         let created_at = self.persist.created_at.unwrap_or(now);
         let meta = Meta {
             id: self.id.clone(),
@@ -257,6 +276,8 @@ impl Session {
             loops: self.loops,
             subagents_spawned: self.subagents_spawned,
             turn_start: self.turn_start() as u64,
+            artifacts: self.artifacts.len() as u64,
+            state: next.state.generation,
         };
         if records.is_empty() && saved.meta.as_ref() == Some(&meta) {
             self.persist.pending = None;

@@ -448,3 +448,99 @@ fn a_summary_over_messages_that_moved_gives_way() {
     let current = second.compactor.summary_state().current.clone().unwrap();
     assert_eq!(second.history.records()[current.until_index].id, current.summarised_until);
 }
+
+fn artifact(id: &str, content: &str) -> crate::state::ArtifactInput {
+    crate::state::ArtifactInput {
+        id: id.into(),
+        language: "python".into(),
+        content: content.into(),
+        description: Some(format!("{id}'s code")),
+        ..Default::default()
+    }
+}
+
+fn todos(items: &[&str]) -> crate::state::AgentState {
+    crate::state::AgentState {
+        todos: items.iter().map(|c| crate::state::Todo { content: c.to_string(), ..Default::default() }).collect(),
+        active_skill: Some("analysis".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn artifacts_and_state_are_records_of_their_own() {
+    let mut session = Session::new("main", Encoding::O200kBase, 10).unwrap();
+    session.history.append_value(user("analyse the sales"), Format::OpenAi).unwrap();
+    session.save_artifact(artifact("code_sales_analysis", "import pandas\n")).unwrap();
+    session.set_agent_state(todos(&["load", "plot"])).unwrap();
+    let mut storage = Storage::default();
+    let changes = storage.save(&mut session, 1);
+    let kinds: Vec<&str> = changes.records.iter().map(|r| r.key[2.min(r.key.len() - 1)].as_str()).collect();
+    assert_eq!(kinds, ["m", "settings", "a", "state", "main"]);
+    let artifact_record = &changes.records[2];
+    assert!(artifact_record.value.starts_with(r#"{"v":1,"kind":"artifact""#));
+    assert_eq!(body_of(artifact_record)["id"], "code_sales_analysis");
+    let loaded = storage.load("main").unwrap();
+    assert_eq!(exported(&loaded), exported(&session));
+    assert_eq!(loaded.artifacts().len(), 1);
+
+    // One more artifact: that record and the meta only; a new state: its next generation, the old removed.
+    let mut session = loaded;
+    session.save_artifact(artifact("code_chart", "import matplotlib\n")).unwrap();
+    let changes = storage.save(&mut session, 2);
+    let keys: Vec<Vec<String>> = changes.records.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(keys, [data_key("main", Kind::Artifact, 2), meta_key("main")]);
+    session.set_agent_state(todos(&["plot"])).unwrap();
+    let changes = storage.save(&mut session, 3);
+    assert_eq!(changes.records[0].key, data_key("main", Kind::State, 2));
+    assert_eq!(changes.remove, [data_key("main", Kind::State, 1)]);
+    let loaded = storage.load("main").unwrap();
+    assert_eq!(exported(&loaded), exported(&session));
+    assert_eq!(loaded.agent_state(), &todos(&["plot"]));
+
+    // A damaged artifact record is named by its key; nothing loads.
+    let mut damaged = storage.clone();
+    let key = data_key("main", Kind::Artifact, 1);
+    let value = damaged.0[&key].replace("import pandas", "import numpy");
+    damaged.0.insert(key.clone(), value);
+    let error = damaged.load("main").unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Corrupt);
+    assert_eq!(error.path.as_deref(), Some(key.join("/").as_str()));
+    // A meta record that names an artifact the storage lacks.
+    let mut missing = storage.clone();
+    missing.0.remove(&data_key("main", Kind::Artifact, 2));
+    assert!(missing.load("main").unwrap_err().message.contains("is missing"));
+}
+
+#[test]
+fn a_pull_brings_the_other_writers_artifacts_and_state() {
+    let mut first = Session::new("shared", Encoding::O200kBase, 10).unwrap();
+    first.history.append_value(user("start"), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut first, 1);
+    let mut second = storage.load("shared").unwrap();
+
+    first.save_artifact(artifact("code_a", "a = 1\n")).unwrap();
+    first.set_agent_state(todos(&["from A"])).unwrap();
+    storage.save(&mut first, 2);
+    second.save_artifact(artifact("code_b", "b = 2\n")).unwrap();
+    storage.pull(&mut second).unwrap();
+    let ids: Vec<&str> = second.artifacts().iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["code_a", "code_b"], "theirs, then this session's unsaved one");
+    assert_eq!(second.agent_state(), &todos(&["from A"]), "the state it did not change is theirs");
+    storage.save(&mut second, 3);
+    storage.pull(&mut first).unwrap();
+    assert_eq!(exported(&first), exported(&second));
+    assert_eq!(exported(&storage.load("shared").unwrap()), exported(&first));
+
+    // Both saved the same id: the pull refuses and changes nothing.
+    let mut third = storage.load("shared").unwrap();
+    first.save_artifact(artifact("code_c", "c = 3\n")).unwrap();
+    storage.save(&mut first, 4);
+    third.save_artifact(artifact("code_c", "c = 4\n")).unwrap();
+    let before = exported(&third);
+    let error = storage.pull(&mut third).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Conflict);
+    assert!(error.message.contains("exists already"), "{error}");
+    assert_eq!(exported(&third), before);
+}
