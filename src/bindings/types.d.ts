@@ -23,10 +23,11 @@ export type AnthropicBlock = AnthropicTextBlock | AnthropicImageBlock | Anthropi
 export interface AnthropicMessage { role: "user" | "assistant"; content: string | AnthropicBlock[]; [key: string]: unknown }
 export interface AnthropicRequest { system?: string | AnthropicTextBlock[]; messages: AnthropicMessage[] }
 
+export type Message = OpenAIMessage | AnthropicMessage;
 /** A message in any of the formats: OpenAI Chat, Anthropic, an OpenAI Responses item, an AI SDK `ModelMessage`. */
-export type Message = OpenAIMessage | AnthropicMessage | ResponsesInputItem | AiSdkModelMessage;
+export type AnyMessage = Message | ResponsesInputItem | AiSdkModelMessage;
 /** What append and conversion take: a message in any format, as the SDKs type it (checked at run time). */
-export type MessageInput = Message | object;
+export type MessageInput = AnyMessage | object;
 /** A message list in any format (Anthropic's as `{ system?, messages }` or an array). */
 export type AnyMessages = OpenAIMessage[] | AnthropicRequest | ResponsesInputItem[] | AiSdkModelMessage[];
 export type ToolDefinition =
