@@ -355,7 +355,20 @@ impl ConversationHistory {
     /// The message with `id` exactly as it was appended, in its own format.
     pub fn get_value(&self, id: &str) -> Option<Value> {
         let record = self.get(id)?;
-        message::emit_one(&record.message, record.message.source)
+        let message = &record.message;
+        if message.source == Format::AiSdk && message.has_tool_results() {
+            // An AI SDK result names its tool: the name is the call's, earlier in the log.
+            let ids: Vec<&str> = message.tool_results().map(|r| r.call_id.as_str()).collect();
+            let names = self
+                .records
+                .iter()
+                .flat_map(|r| r.message.tool_calls())
+                .filter(|call| ids.contains(&call.id.as_str()))
+                .map(|call| (call.id.clone(), call.name.clone()))
+                .collect();
+            return message::emit_ai_sdk_naming([message.as_ref()], names).pop();
+        }
+        message::emit_one(message, message.source)
     }
 
     /// Every message as appended, with its id and format (what an export holds).
@@ -491,6 +504,25 @@ mod tests {
         assert_eq!(h.append_value(json!({"role": "user", "content": "again"}), Format::OpenAi).unwrap(), "m3");
         assert_eq!(h.get_value("m2"), Some(json!({"role": "assistant", "content": "hello"})));
         assert_eq!(h.get_value("m9"), None);
+    }
+
+    #[test]
+    fn an_ai_sdk_result_read_alone_names_the_tool_of_its_call() {
+        let mut h = history();
+        h.append_value(
+            json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {}}]}),
+            Format::AiSdk,
+        )
+        .unwrap();
+        // A result made without the name (a sub-agent's, a converter's) is read back with it.
+        let id = h
+            .append_value(
+                json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "output": {"type": "text", "value": "ok"}}]}),
+                Format::AiSdk,
+            )
+            .unwrap();
+        let value = h.get_value(&id).unwrap();
+        assert_eq!(value["content"][0]["toolName"], "search", "{value}");
     }
 
     #[test]

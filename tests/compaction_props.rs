@@ -409,3 +409,18 @@ proptest! {
         }
     }
 }
+
+/// The case compaction_props found (#15): a history whose only message is an empty assistant
+/// text. Converted to the AI SDK or Responses, the emitters leave the empty message out, so the
+/// build must put its placeholder in, or the request is empty.
+#[test]
+fn an_empty_assistant_text_alone_still_gives_a_request_in_every_format() {
+    let knobs = Knobs { window: None, max_messages: None, thin: false, steps: 1, summary: 0, trigger: 100 };
+    for source in [Format::OpenAi, Format::Anthropic] {
+        let messages = history(&[Event::AssistantText(0)], source);
+        for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
+            let result = check(&messages, &options(&knobs, format), &SummaryState::default());
+            assert!(result.is_ok(), "{source:?} → {format:?}: {result:?}");
+        }
+    }
+}

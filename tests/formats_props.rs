@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use context_compactor::compact::{self, validate, BudgetOptions, BuildOptions, Item, ReduceCache, SummaryState};
+use context_compactor::compact::{
+    self, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, SummaryState,
+};
 use context_compactor::message::{self, Format, Message};
 use context_compactor::tokens::{self, Encoding};
 use proptest::prelude::*;
@@ -91,7 +93,15 @@ fn ai_sdk(events: &[Event]) -> Vec<Value> {
                 for c in 0..*calls {
                     parts.push(json!({"type": "tool-call", "toolCallId": format!("call_{k}_{c}"), "toolName": "read", "input": {"path": "a"}}));
                 }
+                // Every other answered step asked for approval of its first call.
+                let approved = *answered && *calls > 0 && k % 2 == 0;
+                if approved {
+                    parts.push(json!({"type": "tool-approval-request", "approvalId": format!("ap_{k}"), "toolCallId": format!("call_{k}_0")}));
+                }
                 out.push(json!({"role": "assistant", "content": parts}));
+                if approved {
+                    out.push(json!({"role": "tool", "content": [{"type": "tool-approval-response", "approvalId": format!("ap_{k}"), "approved": true}]}));
+                }
                 if *answered {
                     let results: Vec<Value> = (0..*calls).map(|c| json!({"type": "tool-result", "toolCallId": format!("call_{k}_{c}"), "toolName": "read", "output": {"type": "text", "value": words(*output, k + c as usize)}})).collect();
                     out.push(json!({"role": "tool", "content": results}));
@@ -169,10 +179,40 @@ fn check(
                 prop_assert!(at >= cut, "{} was covered by the compaction at {}", item, cut);
             }
         }
+        // An item the model produced after reasoning (its `msg_`/`fc_` id says so) goes out only
+        // with that reasoning: the API refuses it alone.
+        if format == Format::Responses && item.get("id").is_some() && kind != "reasoning" {
+            if let Some(at) = values.iter().position(|v| v == item) {
+                if at > 0 && values[at - 1]["type"] == "reasoning" {
+                    prop_assert_eq!(
+                        i.checked_sub(1).and_then(|p| sent.get(p)),
+                        values.get(at - 1),
+                        "{} lost its reasoning",
+                        item
+                    );
+                }
+            }
+        }
         if kind == "reasoning" {
             // Followed by the very item that followed it in the history.
             let at = values.iter().position(|v| v == item).unwrap_or(0);
             prop_assert_eq!(sent.get(i + 1), values.get(at + 1));
+        }
+    }
+    // An AI SDK approval request and its response go out together.
+    if format == Format::AiSdk {
+        let approvals = |kind: &str| -> Vec<Value> {
+            let parts = sent.iter().flat_map(|m| m["content"].as_array().cloned().unwrap_or_default());
+            let mut ids: Vec<Value> = parts.filter(|p| p["type"] == kind).map(|p| p["approvalId"].clone()).collect();
+            ids.sort_by_key(|v| v.to_string());
+            ids
+        };
+        prop_assert_eq!(approvals("tool-approval-request"), approvals("tool-approval-response"));
+    }
+    // The receipt says what was sent: a reasoning item it calls kept (or reduced) is in the request.
+    for (fate, value) in context.receipt.fates.iter().zip(&values) {
+        if value["type"] == "reasoning" && !matches!(fate.action, Action::Dropped | Action::Summarised) {
+            prop_assert!(sent.contains(value), "{} is {:?} in the receipt but not sent", value, fate.action);
         }
     }
     if let Some(cut) = last_compaction {
@@ -211,4 +251,29 @@ proptest! {
     ) {
         check(ai_sdk(&events), Format::AiSdk, window, steps, thin)?;
     }
+}
+
+/// Found by the property above (#15): a step's reasoning left out while its calls, which carry
+/// their `fc_` ids, were sent.
+#[test]
+fn a_call_with_an_id_goes_out_with_its_reasoning() {
+    let events = [
+        Event::Text { reasoning: true, words: 179 },
+        Event::User(79),
+        Event::Step { reasoning: true, calls: 3, answered: true, output: 1396 },
+    ];
+    let result = check(responses(&events), Format::Responses, Some(329), 1, false);
+    assert!(result.is_ok(), "{result:?}");
+}
+
+/// #15: an AI SDK tool approval response (a tool message with no result of its own) was left
+/// out of every build.
+#[test]
+fn an_approval_response_goes_out_with_its_step() {
+    let events =
+        [Event::User(5), Event::User(6), Event::Step { reasoning: false, calls: 1, answered: true, output: 5 }];
+    let values = ai_sdk(&events);
+    assert!(values.iter().any(|v| v["content"][0]["type"] == "tool-approval-response"), "{values:?}");
+    let result = check(values, Format::AiSdk, None, 3, false);
+    assert!(result.is_ok(), "{result:?}");
 }

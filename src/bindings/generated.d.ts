@@ -268,7 +268,7 @@ export type BuildResult = {
  * What to send: validated against the provider's rules. The list is new on every build; the
  * message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
  */
-messages: OpenAIMessage[] | AnthropicRequest, 
+messages: AnyMessages, 
 /**
  * Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
  */
@@ -441,7 +441,7 @@ from: string, until: string, messageIds: Array<string>,
 /**
  * Ready to send: OpenAI an array, Anthropic `{system?, messages}`; ends with the prompt.
  */
-messages: OpenAIMessage[] | AnthropicRequest, 
+messages: AnyMessages, 
 /**
  * The compact prompt with the previous summary folded in.
  */
@@ -559,7 +559,7 @@ export type TurnSummaryRequest = { id: string, turnNumber: number, messageIds: A
 /**
  * One user message holding the turn's transcript and the instruction, in the requested format.
  */
-messages: OpenAIMessage[] | AnthropicRequest, prompt: string, maxTokens: number, requiredKeys: Array<string>, };
+messages: AnyMessages, prompt: string, maxTokens: number, requiredKeys: Array<string>, };
 
 export type SearchHit = { kind: DocumentKind, id: string, turnNumber: number | null, score: number, };
 

@@ -41,7 +41,7 @@ pub(crate) struct RecordUsageOptions {
 pub(crate) struct BuildResult<'a> {
     /// What to send: validated against the provider's rules. The list is new on every build; the
     /// message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
-    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
+    #[cfg_attr(test, ts(type = "AnyMessages"))]
     messages: (),
     /// Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
     #[cfg_attr(test, ts(type = "Array<Readonly<LayoutEntry>>"))]
@@ -90,7 +90,7 @@ impl ConversationHistory {
     /// Validates and appends one message; returns its id.
     pub fn append(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "Message")] message: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "MessageInput")] message: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
     ) -> JsResult<String> {
         let value = from_js(&message, "message")?;
@@ -103,7 +103,7 @@ impl ConversationHistory {
     #[wasm_bindgen(js_name = appendMany)]
     pub fn append_many(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
     ) -> JsResult<Vec<String>> {
         let value = from_js(&messages, "messages")?;
@@ -126,11 +126,12 @@ impl ConversationHistory {
         }
     }
 
-    /// Every message: an OpenAI array, or Anthropic's `{ system?, messages }`.
-    #[wasm_bindgen(unchecked_return_type = "OpenAIMessage[] | AnthropicRequest")]
+    /// Every message in the history's format: an array, or Anthropic's `{ system?, messages }`
+    /// (`messages(format)`, typed for that format, is declared in types.d.ts).
+    #[wasm_bindgen(unchecked_return_type = "AnyMessages")]
     pub fn messages(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "undefined")] format: JsValue,
     ) -> JsResult<JsValue> {
         let session = self.session.get()?;
         Ok(to_js(&session.history.emit(format_arg(&format, session.format)?))?)

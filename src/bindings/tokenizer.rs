@@ -56,7 +56,8 @@ impl Tokenizer {
     #[wasm_bindgen(js_name = countMessages, unchecked_return_type = "ChatTokenCount")]
     pub fn count_messages(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "CountableMessage[] | AnthropicRequest")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "CountableMessage[] | AnthropicRequest | ReadonlyArray<MessageInput>")]
+        messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CountOptions")] options: JsValue,
     ) -> JsResult<JsValue> {
         let options: CountOptions = super::conversion::options(&options, "options")?;
@@ -70,7 +71,9 @@ impl Tokenizer {
     #[wasm_bindgen(js_name = countRequest, unchecked_return_type = "RequestTokenCount")]
     pub fn count_request(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "TokenCountRequest | ReadonlyArray<CountableMessage | MessageLike>")]
+        #[wasm_bindgen(
+            unchecked_param_type = "TokenCountRequest | ResponsesCountRequest | ReadonlyArray<CountableMessage | MessageLike>"
+        )]
         request: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RequestCountOptions")] options: JsValue,
     ) -> JsResult<JsValue> {

@@ -24,6 +24,12 @@ export interface AnthropicMessage { role: "user" | "assistant"; content: string 
 export interface AnthropicRequest { system?: string | AnthropicTextBlock[]; messages: AnthropicMessage[] }
 
 export type Message = OpenAIMessage | AnthropicMessage;
+/** A message in any of the formats: OpenAI Chat, Anthropic, an OpenAI Responses item, an AI SDK `ModelMessage`. */
+export type AnyMessage = Message | ResponsesInputItem | AiSdkModelMessage;
+/** What append and conversion take: a message in any format, as the SDKs type it (checked at run time). */
+export type MessageInput = AnyMessage | object;
+/** A message list in any format (Anthropic's as `{ system?, messages }` or an array). */
+export type AnyMessages = OpenAIMessage[] | AnthropicRequest | ResponsesInputItem[] | AiSdkModelMessage[];
 export type ToolDefinition =
   | { type: "function"; function: { name: string; description?: string; parameters?: Record<string, unknown> } }
   | { name: string; description?: string; input_schema: Record<string, unknown> };
@@ -54,6 +60,17 @@ export interface TokenCountRequest {
   functions?: ReadonlyArray<{ name: string; description?: string; parameters?: object }>;
   function_call?: "auto" | "none" | { name: string };
   /** Used when `options.model` is not given. */
+  model?: string;
+}
+/**
+ * A Responses request (`format: "openai-responses"`): `client.responses.create`'s params are
+ * accepted as they stand. Always an estimate: OpenAI publishes no counting rule for it.
+ */
+export interface ResponsesCountRequest {
+  input?: string | ReadonlyArray<MessageInput>;
+  instructions?: string | null;
+  tools?: ReadonlyArray<object>;
+  tool_choice?: unknown;
   model?: string;
 }
 /** Read by the core (src/tokens/request.rs `RequestOptions::read`), unknown keys refused. */
@@ -105,23 +122,82 @@ export interface AnthropicOutputRequest {
   system?: string | AnthropicOutputText[];
   messages: Array<{ role: "user" | "assistant"; content: string | AnthropicOutputBlock[] }>;
 }
-export type BuildResultIn<F extends Format> = Omit<BuildResult, "messages"> & {
-  messages: F extends "anthropic" ? AnthropicOutputRequest : OpenAIOutputMessage[];
-};
+
+/** JSON as the AI SDK's `providerOptions` and `json` outputs hold it. */
+export type JSONValue = null | string | number | boolean | { [key: string]: JSONValue | undefined } | JSONValue[];
+export type AiSdkProviderOptions = Record<string, Record<string, JSONValue | undefined>>;
+export interface AiSdkTextPart { type: "text"; text: string; providerOptions?: AiSdkProviderOptions }
+export interface AiSdkImagePart { type: "image"; image: string; mediaType?: string; providerOptions?: AiSdkProviderOptions }
+export interface AiSdkFilePart { type: "file"; data: string; mediaType: string; filename?: string; providerOptions?: AiSdkProviderOptions }
+export interface AiSdkReasoningPart { type: "reasoning"; text: string; providerOptions?: AiSdkProviderOptions }
+export interface AiSdkToolCallPart { type: "tool-call"; toolCallId: string; toolName: string; input: unknown; providerOptions?: AiSdkProviderOptions; providerExecuted?: boolean }
+export type AiSdkToolOutput =
+  | { type: "text" | "error-text"; value: string; providerOptions?: AiSdkProviderOptions }
+  | { type: "json" | "error-json"; value: JSONValue; providerOptions?: AiSdkProviderOptions }
+  | { type: "execution-denied"; reason?: string; providerOptions?: AiSdkProviderOptions }
+  | { type: "content"; value: Array<{ type: "text"; text: string; providerOptions?: AiSdkProviderOptions }>; providerOptions?: AiSdkProviderOptions };
+export interface AiSdkToolResultPart { type: "tool-result"; toolCallId: string; toolName: string; output: AiSdkToolOutput; providerOptions?: AiSdkProviderOptions }
+export interface AiSdkToolApprovalRequest { type: "tool-approval-request"; approvalId: string; toolCallId: string; reason?: string; isAutomatic?: boolean; signature?: string }
+export interface AiSdkToolApprovalResponse { type: "tool-approval-response"; approvalId: string; approved: boolean; reason?: string; providerExecuted?: boolean }
+/** An AI SDK `ModelMessage` (what `generateText`/`streamText` take as `messages`). */
+export type AiSdkModelMessage =
+  | { role: "system"; content: string; providerOptions?: AiSdkProviderOptions }
+  | { role: "user"; content: string | Array<AiSdkTextPart | AiSdkImagePart | AiSdkFilePart>; providerOptions?: AiSdkProviderOptions }
+  | { role: "assistant"; content: string | Array<AiSdkTextPart | AiSdkFilePart | AiSdkReasoningPart | AiSdkToolCallPart | AiSdkToolResultPart | AiSdkToolApprovalRequest>; providerOptions?: AiSdkProviderOptions }
+  | { role: "tool"; content: Array<AiSdkToolResultPart | AiSdkToolApprovalResponse>; providerOptions?: AiSdkProviderOptions };
+
+export interface ResponsesInputText { type: "input_text"; text: string }
+export interface ResponsesInputImage { type: "input_image"; detail: "low" | "high" | "auto"; image_url?: string | null; file_id?: string | null }
+export interface ResponsesInputFile { type: "input_file"; file_id?: string | null; file_data?: string; file_url?: string; filename?: string }
+export type ResponsesInputContent = ResponsesInputText | ResponsesInputImage | ResponsesInputFile;
+type ResponsesStatus = "in_progress" | "completed" | "incomplete";
+/**
+ * An OpenAI Responses input item (what `client.responses.create({ input })` takes, and what the
+ * Agents SDK's model receives): messages, function and custom tool calls with their outputs,
+ * reasoning (with `encrypted_content`), compaction items, item references. Hosted tool items
+ * (web search, computer, MCP…) are passed on as they were appended.
+ */
+export type ResponsesInputItem =
+  | { type?: "message"; role: "user" | "assistant" | "system" | "developer"; content: string | ResponsesInputContent[]; phase?: "commentary" | "final_answer" | null }
+  | { type: "function_call"; call_id: string; name: string; arguments: string; id?: string; status?: ResponsesStatus }
+  | { type: "function_call_output"; call_id: string; output: string | ResponsesInputContent[]; id?: string | null; status?: ResponsesStatus | null }
+  | { type: "custom_tool_call"; call_id: string; name: string; input: string; id?: string }
+  | { type: "custom_tool_call_output"; call_id: string; output: string | ResponsesInputContent[]; id?: string }
+  | { type: "reasoning"; id: string; summary: Array<{ type: "summary_text"; text: string }>; encrypted_content?: string | null; content?: Array<{ type: "reasoning_text"; text: string }>; status?: ResponsesStatus }
+  | { type: "compaction"; encrypted_content: string; id?: string | null }
+  | { type?: "item_reference" | null; id: string };
+
+/** The messages of a build, a conversion or `messages(format)`, by format. */
+export type MessagesIn<F extends Format> = F extends "anthropic"
+  ? AnthropicOutputRequest
+  : F extends "openai-responses"
+    ? ResponsesInputItem[]
+    : F extends "ai-sdk"
+      ? AiSdkModelMessage[]
+      : OpenAIOutputMessage[];
+export type BuildResultIn<F extends Format> = Omit<BuildResult, "messages"> & { messages: MessagesIn<F> };
 // Declaration merging adds this overload after the class's own (which takes no `format`), so a
 // build that names its format gets messages typed for that provider's SDK.
 export interface ConversationHistory {
   /** With the format named, the messages are typed for that provider's SDK. */
   build<F extends Format>(options: BuildOptions & { format: F }): BuildResultIn<F>;
   build(options?: BuildOptions): BuildResult;
+  /** Every message, typed for the named format. */
+  messages<F extends Format>(format: F): MessagesIn<F>;
 }
+/** Converts a message list between formats, typed for the target. */
+export function convertMessages<F extends Format>(messages: AnthropicRequest | ReadonlyArray<MessageInput>, from: Format, to: F): MessagesIn<F>;
 export type RecallInput = { turnNumbers: number[] } | { query: string; limit?: number };
 export interface RecallContextToolOpenAI { type: "function"; function: { name: "recall_context"; description: string; parameters: { [key: string]: unknown } } }
 export interface RecallContextToolAnthropic { name: "recall_context"; description: string; input_schema: { type: "object"; [key: string]: unknown } }
-export type RecallContextTool = RecallContextToolOpenAI | RecallContextToolAnthropic;
+export interface RecallContextToolResponses { type: "function"; name: "recall_context"; description: string; parameters: { [key: string]: unknown }; strict?: boolean }
+export interface RecallContextToolAiSdk { name: "recall_context"; description: string; inputSchema: { [key: string]: unknown } }
+export type RecallContextTool = RecallContextToolOpenAI | RecallContextToolAnthropic | RecallContextToolResponses | RecallContextToolAiSdk;
 /** The `recall_context` tool definition, typed for the named provider. */
 export function recallContextTool(format: "openai"): RecallContextToolOpenAI;
 export function recallContextTool(format: "anthropic"): RecallContextToolAnthropic;
+export function recallContextTool(format: "openai-responses"): RecallContextToolResponses;
+export function recallContextTool(format: "ai-sdk"): RecallContextToolAiSdk;
 export interface FileReaderToolOpenAI { type: "function"; function: { name: "file_reader"; description: string; parameters: { [key: string]: unknown } } }
 export interface FileReaderToolAnthropic { name: "file_reader"; description: string; input_schema: { type: "object"; [key: string]: unknown } }
 export type FileReaderTool = FileReaderToolOpenAI | FileReaderToolAnthropic;

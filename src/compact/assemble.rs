@@ -12,12 +12,12 @@ use super::plan::{Ctx, Pass, Plan};
 use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
 use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
-use super::request::PLACEHOLDER_TEXT;
+use super::request::{self, PLACEHOLDER_TEXT};
 use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
-use crate::message::{Content, Format, Message, Role};
+use crate::message::{self, Content, Format, Message, Part, Role};
 use crate::tokens::REPLY_PRIMING;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -119,6 +119,52 @@ pub(crate) fn memory_tokens_for(
     memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
 }
 
+/// A Responses item without the id the model gave it (a message's, or a call's), if it has one.
+fn without_item_id(message: &Message) -> Option<Message> {
+    let has_id = message.extra.contains_key("id") || message.tool_calls().any(|call| call.extra.contains_key("id"));
+    if message.source != Format::Responses || !has_id {
+        return None;
+    }
+    let mut anonymous = message.clone();
+    anonymous.extra.remove("id");
+    for part in anonymous.content.parts.iter_mut() {
+        if let Part::ToolCall(call) = part {
+            call.extra.remove("id");
+        }
+    }
+    Some(anonymous)
+}
+
+/// The positions (last first) of the reasoning items not followed by a model output.
+fn detached_reasoning(messages: &[ContextMessage], stored: &HashMap<&str, &Message>, format: Format) -> Vec<usize> {
+    // Judged by the stored item: cut short, a reasoning message has lost its part.
+    let reasoning =
+        |m: &ContextMessage| m.sources.iter().any(|s| stored.get(s.as_str()).is_some_and(|m| is_reasoning(m)));
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if !reasoning(m) {
+            continue;
+        }
+        let next = messages[i + 1..].iter().find(|n| !reasoning(n));
+        // At the end of the list it stays: its item may follow in a later message of a run.
+        let attached = next.is_none_or(|n| match message::emit([n.message.as_ref()], format) {
+            Value::Array(items) => items.first().is_some_and(request::is_output),
+            _ => false,
+        });
+        if !attached || m.message.content.parts.is_empty() {
+            out.push(i);
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Whether `message` is a Responses reasoning item.
+fn is_reasoning(message: &Message) -> bool {
+    message.source == Format::Responses
+        && matches!(message.content.parts.as_slice(), [Part::Other(value)] if value.get("type").and_then(Value::as_str) == Some("reasoning"))
+}
+
 fn context_message(message: Message, section: Section) -> ContextMessage {
     ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept }
 }
@@ -193,8 +239,24 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             }
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
-            let message = ctx.materialize(cache, member)?;
+            let mut message = ctx.materialize(cache, member)?;
             let id = ctx.item(member.msg)?.id.to_string();
+            // A Responses item the model produced after reasoning names itself by its id
+            // (`msg_…`, `fc_…`); sent without that reasoning right before it, the API refuses
+            // it, so it goes out as a new item, without its id.
+            let reasoning_before =
+                member.msg.checked_sub(1).and_then(|i| items.get(i)).filter(|i| is_reasoning(i.message));
+            if let Some(reasoning) = reasoning_before {
+                // (Cut short, a reasoning message has lost its item: it is there but empty.)
+                let follows = messages.last().is_some_and(|m| {
+                    m.sources.iter().any(|s| s.as_str() == reasoning.id) && !m.message.content.parts.is_empty()
+                });
+                if !follows {
+                    if let Some(anonymous) = without_item_id(&message) {
+                        message = Arc::new(anonymous);
+                    }
+                }
+            }
             let action = member.action();
             let entry = after.entry(member.msg).or_insert((action, 0));
             // The most reduced of its members says what became of the message.
@@ -207,17 +269,40 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
     }
 
+    // A reasoning item goes out only before the item it was produced with: one whose call was
+    // left unanswered, or whose item was cut to its text, is left out here, where the receipt
+    // sees it (the request's own fix, request::lists, remains for lists emitted elsewhere).
+    if format == Format::Responses {
+        // The stored messages in the context, by id (the context's size, not the history's).
+        let index: HashMap<&str, usize> =
+            after.keys().filter_map(|&msg| items.get(msg).map(|item| (item.id, msg))).collect();
+        let stored: HashMap<&str, &Message> =
+            index.iter().filter_map(|(&id, &msg)| items.get(msg).map(|item| (id, item.message.as_ref()))).collect();
+        for i in detached_reasoning(&messages, &stored, format) {
+            let removed = messages.remove(i);
+            for source in &removed.sources {
+                let Some(&msg) = index.get(source.as_str()) else { continue };
+                if let Some((_, n)) = after.remove(&msg) {
+                    tokens.recent = tokens.recent.saturating_sub(n as usize);
+                }
+            }
+        }
+    }
+
     // The state's sections right after the system prompt (seed 002's order).
     let at = messages.iter().take_while(|m| m.section == Section::System).count();
     let state_messages = std::mem::take(&mut pass.state_messages);
     messages.splice(at..at, state_messages.into_iter().map(|m| context_message(m, Section::State)));
 
     // Anthropic: the first message must come from the user (an assistant message, thinking
-    // first, is never moved), and there must be one; no provider takes an empty list.
-    if !placeholder_used && (format == Format::Anthropic || messages.is_empty()) {
+    // first, is never moved), and there must be one; no provider takes an empty list, and a
+    // converted message with nothing the format can carry (an empty text) is left out.
+    let emits_nothing = || messages.iter().all(|m| message::emit_one(&m.message, format).is_none());
+    if !placeholder_used && (format == Format::Anthropic || emits_nothing()) {
         let first = messages.iter().position(|m| !m.message.role.is_instruction());
         let needs = match first.and_then(|i| messages.get(i)) {
             None => format == Format::Anthropic || messages.is_empty(),
+            Some(_) if format != Format::Anthropic => true,
             Some(m) => m.message.role == Role::Assistant && format == Format::Anthropic,
         };
         if needs {

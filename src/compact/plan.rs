@@ -13,7 +13,7 @@ use super::repair::{Item, Structure, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
 use super::{BuildOptions, StateNote, StateUse, TurnNote};
 use crate::error::{Error, Result};
-use crate::message::{Content, ContentForm, Message, Part};
+use crate::message::{Content, ContentForm, Format, Message, Part};
 use crate::tokens::{self, Encoding};
 
 // ---------------------------------------------------------------------------------------------
@@ -184,8 +184,15 @@ impl Ctx<'_, '_> {
                     text: crate::extract::head_tail(text, chars as usize, chars as usize),
                     extra: extra.clone(),
                 },
-                // Cut short, a message keeps its calls, results and thinking, not its images.
-                (None, Some(_), Part::Image { .. } | Part::Other(_)) => continue,
+                // Cut short, a message keeps its calls, results and thinking, not its images;
+                // its opaque parts (AI SDK approvals…) stay, but a Responses item that is
+                // opaque whole (reasoning) goes: it must precede its item unchanged.
+                (None, Some(_), Part::Image { .. }) => continue,
+                (None, Some(_), Part::Other(_))
+                    if !original.is_opaque() || (source.source == Format::Responses && source.is_opaque()) =>
+                {
+                    continue
+                }
                 (None, _, original) => original.clone(),
             };
             parts.push(part);

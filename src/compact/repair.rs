@@ -337,8 +337,19 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                         _ => rest.push(j),
                     }
                 }
-                let whole = by_unit.len() == 1 && rest.is_empty() && !had_drops;
-                for (u, list) in by_unit {
+                // A tool message's other parts (AI SDK tool approval responses) go with the
+                // step whose results it holds, or else with the open step that asked for them.
+                let tool_rest = message.role == Role::Tool && !rest.is_empty();
+                if tool_rest {
+                    match (by_unit.first_mut(), open_step) {
+                        (Some((_, list)), _) => list.extend(rest.iter().copied()),
+                        (None, Some(u)) => by_unit.push((u, rest.clone())),
+                        (None, None) => {}
+                    }
+                }
+                let whole = by_unit.len() == 1 && (rest.is_empty() || tool_rest) && !had_drops;
+                for (u, mut list) in by_unit {
+                    list.sort_unstable();
                     if let Some(unit) = units.get_mut(u) {
                         unit.members.push(Member { msg: i, parts: if whole { None } else { Some(list) } });
                     }

@@ -211,7 +211,7 @@ pub struct SummaryRequest {
     pub until: String,
     pub message_ids: Vec<String>,
     /// Ready to send: OpenAI an array, Anthropic `{system?, messages}`; ends with the prompt.
-    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
+    #[cfg_attr(test, ts(type = "AnyMessages"))]
     pub messages: Value,
     /// The compact prompt with the previous summary folded in.
     pub prompt: String,

@@ -180,7 +180,15 @@ fn sniff_image_type(data: &str) -> &'static str {
 /// as they arrived; converted ones get the SDK's shapes (a tool result takes its `toolName`
 /// from the call it answers; OpenAI tool messages each become a tool message).
 pub fn emit_ai_sdk<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<Value> {
-    let mut names: HashMap<String, String> = HashMap::new();
+    emit_ai_sdk_naming(messages, HashMap::new())
+}
+
+/// As `emit_ai_sdk`, with the names of calls made before these messages (a tool result emitted
+/// without its call takes its `toolName` from them).
+pub fn emit_ai_sdk_naming<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+    mut names: HashMap<String, String>,
+) -> Vec<Value> {
     let mut out = Vec::new();
     for message in messages {
         for call in message.tool_calls() {

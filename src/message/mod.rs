@@ -9,7 +9,7 @@ pub(crate) mod json;
 mod openai;
 mod responses;
 
-pub use aisdk::{emit_ai_sdk, parse_ai_sdk, parse_ai_sdk_message};
+pub use aisdk::{emit_ai_sdk, emit_ai_sdk_naming, parse_ai_sdk, parse_ai_sdk_message};
 pub use anthropic::{emit_anthropic, parse_anthropic, parse_anthropic_message};
 pub use openai::{emit_openai, emit_openai_message, parse_openai, parse_openai_message};
 pub use responses::{emit_responses, parse_responses, parse_responses_item, COMPACTION_TYPE};
@@ -418,12 +418,17 @@ impl Message {
 
     /// The message that answers tool call `call_id` with `text`: OpenAI's tool message, or an
     /// Anthropic user message holding one `tool_result` block (marked as an error if it is one).
-    pub fn tool_result(call_id: &str, text: String, is_error: bool, format: Format) -> Self {
+    /// The AI SDK's result names its tool (`toolName`), when the name is known.
+    pub fn tool_result(call_id: &str, tool_name: Option<&str>, text: String, is_error: bool, format: Format) -> Self {
+        let mut extra = Map::new();
+        if let (Format::AiSdk, Some(name)) = (format, tool_name) {
+            extra.insert("toolName".into(), Value::from(name));
+        }
         let result = ToolResult {
             call_id: call_id.to_string(),
             content: Content::text(text),
             is_error: is_error.then_some(true),
-            extra: Map::new(),
+            extra,
         };
         let role = if format == Format::OpenAi { Role::Tool } else { Role::User };
         Message::new(role, Content::parts(vec![Part::ToolResult(result)]), format)

@@ -47,7 +47,7 @@ pub struct TurnSummaryRequest {
     pub turn_number: u32,
     pub message_ids: Vec<String>,
     /// One user message holding the turn's transcript and the instruction, in the requested format.
-    #[cfg_attr(test, ts(type = "OpenAIMessage[] | AnthropicRequest"))]
+    #[cfg_attr(test, ts(type = "AnyMessages"))]
     pub messages: Value,
     pub prompt: String,
     pub max_tokens: u32,
@@ -220,7 +220,7 @@ impl Session {
             Err(error) if error.kind == ErrorKind::Internal => return Err(error),
             Err(error) => (format!("Error: {error}"), true, Vec::new()),
         };
-        let mut message = Message::tool_result(id, content, is_error, format);
+        let mut message = Message::tool_result(id, Some(recall::TOOL_NAME), content, is_error, format);
         if let Some(Part::ToolResult(result)) = message.content.parts.first_mut() {
             if !images.is_empty() {
                 result.content.form = ContentForm::Parts;

@@ -273,7 +273,7 @@ impl Session {
         let text = serde_json::to_value(self.subagent_result())
             .map_err(|e| Error::internal(format!("serialising a sub-agent result: {e}")))?
             .to_string();
-        Ok(Message::tool_result(call_id, text, false, format))
+        Ok(Message::tool_result(call_id, None, text, false, format))
     }
 }
 

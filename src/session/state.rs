@@ -38,7 +38,7 @@ impl Session {
             Err(error) if error.kind == ErrorKind::Internal => return Err(error),
             Err(error) => (format!("Error: {error}"), true),
         };
-        Ok(Message::tool_result(id, content, is_error, format.unwrap_or(own_format)))
+        Ok(Message::tool_result(id, Some(artifacts::FILE_READER_TOOL), content, is_error, format.unwrap_or(own_format)))
     }
 
     pub fn agent_state(&self) -> &AgentState {

@@ -155,6 +155,12 @@ fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOpti
     };
     let model = options.model.clone().or_else(|| request.get("model").and_then(Value::as_str).map(str::to_string));
     let mut count = RequestCount { reply_priming: REPLY_PRIMING, ..RequestCount::default() };
+    if options.format == Format::Responses {
+        Counting { encoding, options, model: model.as_deref() }.responses(&mut request, &mut count)?;
+        count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
+        count.estimate = !count.estimates.is_empty();
+        return Ok(count);
+    }
     let messages = match request.remove("messages") {
         Some(Value::Array(messages)) => messages,
         Some(other) => {
@@ -168,7 +174,7 @@ fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOpti
         Format::Anthropic => counting.anthropic(&mut request, messages, &mut count)?,
         Format::Responses | Format::AiSdk => {
             return Err(Error::invalid_argument(format!(
-                "countRequest reads Chat Completions and Anthropic request bodies; count {} lists with countMessages",
+                "countRequest reads Chat Completions, Anthropic and Responses request bodies; count {} lists with countMessages",
                 options.format.as_str()
             )))
         }
@@ -219,6 +225,21 @@ fn count_message_list_inner(
         Format::Anthropic | Format::Responses | Format::AiSdk => {
             count_messages(encoding, &message::parse(messages, format)?, tools.as_ref())
         }
+    }
+}
+
+/// A Responses tool definition in Chat's shape (function tools nest under `function`).
+fn chat_tool(tool: &Value) -> Value {
+    match tool.as_object() {
+        Some(object)
+            if object.get("type").and_then(Value::as_str) == Some("function") && !object.contains_key("function") =>
+        {
+            let mut function = object.clone();
+            function.remove("type");
+            function.remove("strict");
+            serde_json::json!({"type": "function", "function": Value::Object(function)})
+        }
+        _ => tool.clone(),
     }
 }
 
@@ -287,6 +308,93 @@ impl Counting<'_> {
             request.get("tool_choice").filter(|c| !c.is_null()),
             request.get("function_call").filter(|c| !c.is_null()),
         )?;
+        Ok(())
+    }
+
+    /// A Responses request: `instructions`, `input` (a string or items) and `tools`. OpenAI
+    /// publishes no rule for it: items are counted by Chat's rules (a message item as a
+    /// message; calls and outputs as Chat's tool calls and results), function tools as Chat
+    /// renders them, and the count says it is an estimate.
+    fn responses(&self, request: &mut Map<String, Value>, count: &mut RequestCount) -> Result<()> {
+        count.estimates.push(
+            "Responses: OpenAI publishes no counting rule for input items; counted by Chat Completions' rules".into(),
+        );
+        let (rule, _) = ImageRule::openai(self.model);
+        let images = ImageCounting { rule: Some(rule), sizes: Some(&self.options.image_sizes) };
+        let mut first_system: Option<String> = None;
+        if let Some(instructions) = request.remove("instructions").filter(|s| !s.is_null()) {
+            let Value::String(text) = instructions else {
+                return Err(Error::invalid_argument(format!(
+                    "`instructions` must be a string, got {}",
+                    type_name(&instructions)
+                )));
+            };
+            // As Chat's system message (its tools join it, as they join Chat's).
+            let message = Message::new(message::Role::System, message::Content::text(text), Format::Responses);
+            first_system = Some(message.content.joined_text());
+            count.system += self.message(&message, None, images, count)?;
+        }
+        let items = match request.remove("input") {
+            Some(Value::String(text)) => {
+                vec![Message::new(message::Role::User, message::Content::text(text), Format::Responses)]
+            }
+            Some(list @ Value::Array(_)) => message::parse_responses(list)?,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "`input` must be a string or an array of items, got {}",
+                    type_name(&other)
+                )))
+            }
+            None => return Err(Error::invalid_argument("the Responses request has no `input`")),
+        };
+        let mut opaque = 0usize;
+        for (i, item) in items.iter().enumerate() {
+            let tokens = self.message(item, Some(i), images, count)?;
+            count.per_message.push(saturate(tokens));
+            opaque += usize::from(item.is_opaque());
+            if item.role.is_instruction() && !item.is_compaction() {
+                if first_system.is_none() && item.role == message::Role::System {
+                    first_system = Some(item.content.joined_text());
+                }
+                count.system += tokens;
+            } else {
+                count.messages += tokens;
+            }
+        }
+        if opaque > 0 {
+            count.estimates.push(format!(
+                "input: {opaque} opaque item(s) (reasoning, compaction, hosted tool calls) are billed for what they stand for, which they do not reveal; counted as their JSON"
+            ));
+        }
+        // Responses' function tools are flat ({ type, name, description, parameters }): read as
+        // Chat's ({ type, function: {…} }); other tools (hosted) as their JSON.
+        if let Some(list) = request.get("tools").filter(|t| !t.is_null()) {
+            let Value::Array(list) = list else {
+                return Err(Error::invalid_argument(format!(
+                    "`tools` must be an array of tool definitions, got {}",
+                    type_name(list)
+                )));
+            };
+            let nested: Vec<Value> = list.iter().map(chat_tool).collect();
+            let nested = Value::Array(nested);
+            let mut tools = ToolList::default();
+            ToolList::read(&nested, "tools", &mut tools)?;
+            let counted = openai_tool_tokens(self.encoding, &tools, first_system.as_deref());
+            count.tools = counted.tokens;
+            count
+                .estimates
+                .push("tools: rendered as Chat Completions renders function tools (not measured for Responses)".into());
+            if counted.estimated {
+                count.estimates.push("tools: tools other than functions are counted as their JSON".into());
+            }
+        }
+        let choice = request.get("tool_choice").filter(|c| !c.is_null()).map(|choice| match choice {
+            Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
+                serde_json::json!({"type": "function", "function": {"name": object.get("name").cloned().unwrap_or_default()}})
+            }
+            other => other.clone(),
+        });
+        count.tool_choice = openai_choice_tokens(self.encoding, choice.as_ref(), None)?;
         Ok(())
     }
 
@@ -494,6 +602,47 @@ mod tests {
         assert_eq!(count.per_message.len(), 1);
         assert!(count.system > 0);
         assert_eq!(count.total, count.system + count.messages + count.tools + count.reply_priming);
+    }
+
+    #[test]
+    fn a_responses_request_counts_as_its_chat_twin_and_says_it_is_an_estimate() {
+        let weather = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+        let responses = json!({
+            "model": "gpt-4o",
+            "instructions": "Be brief.",
+            "input": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "18C"}
+            ],
+            "tools": [{"type": "function", "name": "get_weather", "description": "Weather", "parameters": weather, "strict": true}],
+            "tool_choice": {"type": "function", "name": "get_weather"}
+        });
+        let chat = json!({
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "18C"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": weather}}],
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}
+        });
+        let options = RequestOptions { format: Format::Responses, ..RequestOptions::default() };
+        let r = count_request(Encoding::O200kBase, responses, &options).unwrap();
+        let c = count_request(Encoding::O200kBase, chat, &RequestOptions::default()).unwrap();
+        assert_eq!((r.system, r.tools, r.tool_choice), (c.system, c.tools, c.tool_choice));
+        assert_eq!(r.total, c.total, "{r:?}\n{c:?}");
+        assert!(r.estimate && !c.estimate);
+        assert!(r.estimates.iter().any(|e| e.contains("no counting rule")), "{:?}", r.estimates);
+        // A string input is one user message; a reasoning item is counted and said to be opaque.
+        let short = count_request(Encoding::O200kBase, json!({"input": "hi"}), &options).unwrap();
+        assert!(short.messages > 0 && short.per_message.len() == 1);
+        let reasoning = json!({"input": [{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}, {"role": "user", "content": "go"}]});
+        let counted = count_request(Encoding::O200kBase, reasoning, &options).unwrap();
+        assert!(counted.estimates.iter().any(|e| e.contains("opaque")), "{:?}", counted.estimates);
+        assert!(count_request(Encoding::O200kBase, json!({"messages": []}), &options).is_err(), "no input");
     }
 
     #[test]

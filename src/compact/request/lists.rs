@@ -77,7 +77,7 @@ fn string<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 /// An item a model produced (what a reasoning item must be followed by).
-fn is_output(item: &Value) -> bool {
+pub(crate) fn is_output(item: &Value) -> bool {
     match kind(item) {
         "" | "message" => string(item, "role") == "assistant",
         "reasoning"

@@ -15,6 +15,7 @@ mod validate;
 
 use serde_json::{Map, Value};
 
+pub(crate) use lists::is_output;
 pub(crate) use validate::validate_parts;
 pub use validate::{validate, Violation};
 

@@ -1,0 +1,163 @@
+/**
+ * OpenAI Agents SDK adapter (`context-compactor/openai-agents`): a `Session` whose `getItems()`
+ * returns the compacted history, within the budget, while every item added is kept whole.
+ *
+ * The Agents SDK keeps its history as its own protocol items (camelCase `callId`,
+ * `function_call_result` with a structured `output`), which its OpenAI model turns into Responses
+ * input items. The history stores Responses items: `toResponsesItem` and `fromResponsesItem` map
+ * the few fields that differ, and what the mapping changes is remembered in the item (`_agents`)
+ * so that the way back gives the same item. Reasoning, compaction and hosted tool items pass
+ * through as they are (opaque: kept whole, with what they belong to). Types only come from
+ * `@openai/agents-core`: nothing of it is bundled or imported at run time.
+ */
+import type { AgentInputItem, Session } from "@openai/agents-core";
+import type { BuildOptions, BuildResult, ConversationHistory } from "../api.js";
+import type { StoredSession } from "../store.js";
+import { InvalidArgumentError } from "../errors.js";
+
+/** What the mapping to Responses changed, so that the way back restores it. */
+interface AgentsMarks {
+  /** The item's own type (`function_call_result` → `function_call_output`). */
+  type?: string;
+  /** The output was `{ type: "text", text }`. */
+  textOutput?: true;
+  /** The call id was `callId`. */
+  callId?: true;
+}
+
+type Json = Record<string, unknown>;
+
+/** An Agents SDK item as the Responses input item the history stores. */
+export function toResponsesItem(item: AgentInputItem): Json {
+  const out: Json = { ...(item as Json) };
+  const marks: AgentsMarks = {};
+  if (typeof out.callId === "string" && !("call_id" in out)) {
+    out.call_id = out.callId;
+    delete out.callId;
+    marks.callId = true;
+  }
+  const type = typeof out.type === "string" ? out.type : undefined;
+  if (type?.endsWith("_call_result")) {
+    out.type = `${type.slice(0, -"_result".length)}_output`;
+    marks.type = type;
+    const output = out.output as Json | undefined;
+    if (output && typeof output === "object" && output.type === "text" && typeof output.text === "string" && Object.keys(output).length === 2) {
+      out.output = output.text;
+      marks.textOutput = true;
+    }
+  }
+  if (Object.keys(marks).length > 0) out._agents = marks;
+  return out;
+}
+
+/** A Responses item from the history (or made by a build) as the Agents SDK's item. */
+export function fromResponsesItem(value: Json): AgentInputItem {
+  const out: Json = { ...value };
+  const marks = out._agents as AgentsMarks | undefined;
+  delete out._agents;
+  if (marks?.type) out.type = marks.type;
+  if (marks?.textOutput && typeof out.output === "string") out.output = { type: "text", text: out.output };
+  if (marks?.callId && "call_id" in out) {
+    out.callId = out.call_id;
+    delete out.call_id;
+  }
+  // A message the build made (a summary, a placeholder) in the Agents SDK's shape.
+  if (typeof out.role === "string" && out.type === undefined) {
+    if (out.role === "developer") out.role = "system";
+    if (out.role === "assistant") {
+      const content = typeof out.content === "string" ? [{ type: "output_text", text: out.content }] : out.content;
+      return { type: "message", role: "assistant", status: "completed", content } as AgentInputItem;
+    }
+  }
+  return out as AgentInputItem;
+}
+
+export interface CompactingSessionOptions {
+  /** The session's id (default: a random one). */
+  sessionId?: string;
+  /** The history to keep the items in (default: a new one of `stored` or this option). */
+  history?: ConversationHistory;
+  /** A stored session (js/store.ts): items are saved as they are added. */
+  stored?: StoredSession;
+  /** How the context is built (the format is always `"openai-responses"`): a profile, a budget… */
+  build?: Omit<BuildOptions, "format">;
+  /** Called with each build (its receipt, budget, layout). */
+  onBuild?: (result: BuildResult) => void;
+}
+
+/** An Agents SDK `Session` whose history is compacted on the way to the model. */
+export class CompactingSession implements Session {
+  #history: ConversationHistory;
+  readonly #stored: StoredSession | undefined;
+  readonly #sessionId: string;
+  readonly #build: Omit<BuildOptions, "format">;
+  readonly #onBuild: ((result: BuildResult) => void) | undefined;
+  /** The last build: what `getItems` returned and why. */
+  lastBuild: BuildResult | undefined;
+
+  constructor(options: CompactingSessionOptions) {
+    const history = options.stored?.history ?? options.history;
+    if (!history) throw new InvalidArgumentError("CompactingSession needs a `history` or a `stored` session");
+    if (options.stored && options.history && options.history !== options.stored.history) {
+      throw new InvalidArgumentError("CompactingSession: `history` and `stored` name different histories");
+    }
+    this.#history = history;
+    this.#stored = options.stored;
+    this.#sessionId = options.sessionId ?? options.stored?.id ?? globalThis.crypto.randomUUID();
+    this.#build = options.build ?? {};
+    this.#onBuild = options.onBuild;
+  }
+
+  /** The history holding every item added, whole. */
+  get history(): ConversationHistory {
+    return this.#history;
+  }
+
+  async getSessionId(): Promise<string> {
+    return this.#sessionId;
+  }
+
+  /** The compacted history; with `limit`, its last `limit` items. */
+  async getItems(limit?: number): Promise<AgentInputItem[]> {
+    if (this.#history.length === 0) return [];
+    const result = this.#history.build({ ...this.#build, format: "openai-responses" });
+    this.lastBuild = result;
+    this.#onBuild?.(result);
+    const items = (result.messages as unknown as Json[]).map(fromResponsesItem);
+    return limit === undefined ? items : items.slice(Math.max(0, items.length - limit));
+  }
+
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    if (items.length === 0) return;
+    this.#history.appendMany(items.map(toResponsesItem), "openai-responses");
+    if (this.#stored) {
+      this.#stored.changed();
+      await this.#stored.flush();
+    }
+  }
+
+  /** Removes the last item added (the history is rebuilt without it). */
+  async popItem(): Promise<AgentInputItem | undefined> {
+    const history = this.#history;
+    const ids = history.ids();
+    const last = ids.at(-1);
+    if (last === undefined) return undefined;
+    if (this.#stored) throw new InvalidArgumentError("popItem: a stored session's history is append-only");
+    const value = history.get(last) as Json;
+    const data = history.export();
+    data.history.messages.pop();
+    this.#history = (history.constructor as typeof ConversationHistory).import(data);
+    history.free();
+    return fromResponsesItem(value);
+  }
+
+  async clearSession(): Promise<void> {
+    if (this.#stored) throw new InvalidArgumentError("clearSession: delete the stored session with its SessionStore");
+    const history = this.#history;
+    const data = history.export();
+    data.history.messages = [];
+    data.history.summary = { current: null, inProgress: null, generation: 0 };
+    this.#history = (history.constructor as typeof ConversationHistory).import(data);
+    history.free();
+  }
+}
