@@ -46,7 +46,7 @@ const TYPES: &'static str = include_str!("types.d.ts");
 /// Every rule of the provider's API that a message list breaks (empty when it is valid).
 #[wasm_bindgen(js_name = validateMessages, unchecked_return_type = "Violation[]")]
 pub fn validate_messages(
-    #[wasm_bindgen(unchecked_param_type = "OpenAIMessage[] | AnthropicRequest")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Message[] | AnthropicRequest")] messages: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Format")] format: JsValue,
 ) -> JsResult<JsValue> {
     let format = Format::parse(&string_arg(&format, "the format")?)?;

@@ -114,6 +114,9 @@ export interface ConversationHistory {
   /** With the format named, the messages are typed for that provider's SDK. */
   build<F extends Format>(options: BuildOptions & { format: F }): BuildResultIn<F>;
   build(options?: BuildOptions): BuildResult;
+  /** Lenient: what the strict append refuses is repaired, and the repairs are returned. */
+  appendMany(messages: Message[] | AnthropicRequest, options: AppendOptions & { repair: true }): RepairedAppend;
+  appendMany(messages: Message[] | AnthropicRequest, options?: Format | AppendOptions): string[];
 }
 export type RecallInput = { turnNumbers: number[] } | { query: string; limit?: number };
 export interface RecallContextToolOpenAI { type: "function"; function: { name: "recall_context"; description: string; parameters: { [key: string]: unknown } } }

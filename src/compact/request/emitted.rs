@@ -24,8 +24,8 @@ use crate::message::{Format, Message};
 pub enum Piece {
     /// A context message's own request form (`EmitCache::own`): zero or more request messages.
     Own(Arc<Message>),
-    /// Request messages emitted from several context messages together.
-    Joined(Vec<Value>),
+    /// Request messages emitted from several context messages (the second field) together.
+    Joined(Vec<Value>, Vec<Arc<Message>>),
 }
 
 /// A request in pieces: Anthropic's `system`, and the messages.
@@ -139,7 +139,8 @@ impl EmitCache {
         };
         if format == Format::Anthropic && reuses_tool_call_ids(&body) {
             let list = emit_messages(messages.iter().map(|m| &***m), format)?;
-            return Ok(Assembled { format, system, pieces: vec![Piece::Joined(list)] });
+            let members = body.into_iter().map(Arc::clone).collect();
+            return Ok(Assembled { format, system, pieces: vec![Piece::Joined(list, members)] });
         }
 
         let mut pieces = Vec::new();
@@ -179,16 +180,88 @@ impl EmitCache {
     fn close(&self, run: Vec<&Arc<Message>>, joined: Option<Vec<Value>>, format: Format) -> Result<Piece> {
         Ok(match (run.as_slice(), joined) {
             ([only], _) => Piece::Own(Arc::clone(only)),
-            (_, Some(list)) => Piece::Joined(list),
-            (_, None) => Piece::Joined(emit_messages(run.iter().map(|m| &***m), format)?),
+            (_, Some(list)) => Piece::Joined(list, run.into_iter().map(Arc::clone).collect()),
+            (_, None) => {
+                let list = emit_messages(run.iter().map(|m| &***m), format)?;
+                Piece::Joined(list, run.into_iter().map(Arc::clone).collect())
+            }
         })
+    }
+
+    /// For each request message of `assembled`, in order, the context messages it carries (one
+    /// context message may give several request messages, several may merge into one).
+    pub fn carried(&self, assembled: &Assembled) -> Vec<Vec<Arc<Message>>> {
+        let mut out = Vec::new();
+        for piece in &assembled.pieces {
+            match piece {
+                Piece::Own(message) => out.extend(self.own(message).iter().map(|_| vec![Arc::clone(message)])),
+                Piece::Joined(list, members) => out.extend(self.spread(list, members, assembled.format)),
+            }
+        }
+        out
+    }
+
+    /// Which of `members` each message of `list` (emitted from them together) carries: their own
+    /// forms in order, a form's message merged into the one before where the emitter merges them
+    /// (Anthropic: same role; OpenAI and the AI SDK: an assistant message continuing a
+    /// tool-calling one; AI SDK tool messages in a row). Should that not account for `list`, the
+    /// run is emitted prefix by prefix: each member carries what its arrival changed.
+    fn spread(&self, list: &[Value], members: &[Arc<Message>], format: Format) -> Vec<Vec<Arc<Message>>> {
+        let merges = |before: &Value, after: &Value| match format {
+            Format::Anthropic => role(before) == role(after),
+            Format::OpenAi => {
+                role(after) == Some("assistant")
+                    && matches!(before.get("tool_calls"), Some(Value::Array(calls)) if !calls.is_empty())
+            }
+            Format::AiSdk => {
+                (role(after) == Some("tool") && role(before) == Some("tool"))
+                    || (role(after) == Some("assistant") && lists::calls_tools(before))
+            }
+            Format::Responses => false,
+        };
+        let mut out: Vec<Vec<Arc<Message>>> = Vec::with_capacity(list.len());
+        let mut previous: Option<&Value> = None;
+        for message in members {
+            for value in self.own(message) {
+                match out.last_mut() {
+                    Some(last) if previous.is_some_and(|p| merges(p, value)) => {
+                        if !last.iter().any(|m| Arc::ptr_eq(m, message)) {
+                            last.push(Arc::clone(message));
+                        }
+                    }
+                    _ => out.push(vec![Arc::clone(message)]),
+                }
+                previous = Some(value);
+            }
+        }
+        if out.len() == list.len() {
+            return out;
+        }
+        // Emitted prefix by prefix (quadratic: short runs only).
+        if members.len() > 64 {
+            return list.iter().map(|_| members.to_vec()).collect();
+        }
+        let mut out: Vec<Vec<Arc<Message>>> = vec![Vec::new(); list.len()];
+        let mut before: Vec<Value> = Vec::new();
+        for (i, message) in members.iter().enumerate() {
+            let now = match i + 1 == members.len() {
+                true => list.to_vec(),
+                false => emit_messages(members.iter().take(i + 1).map(|m| &**m), format).unwrap_or_default(),
+            };
+            let same = before.iter().zip(&now).take_while(|(a, b)| a == b).count();
+            for slot in out.iter_mut().take(now.len()).skip(same) {
+                slot.push(Arc::clone(message));
+            }
+            before = now;
+        }
+        out
     }
 
     /// The request messages of `assembled`, in order.
     pub fn messages<'a>(&'a self, assembled: &'a Assembled) -> impl Iterator<Item = &'a Value> {
         assembled.pieces.iter().flat_map(move |piece| match piece {
             Piece::Own(message) => self.own(message).iter(),
-            Piece::Joined(list) => list.iter(),
+            Piece::Joined(list, _) => list.iter(),
         })
     }
 
