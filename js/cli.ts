@@ -306,9 +306,10 @@ function loadHistory(args: Args, encoding: EncodingName, progress: Progress): Lo
   if (long) progress.step("loading");
   let loaded: LoadedConversation;
   try {
-    loaded = loadConversation(text, { name, run: wholeNumber(args.values.run, "run", 0) });
+    loaded = loadConversation(text, { name, run: wholeNumber(args.values.run, "run", 0), repair: args.values.repair === true });
   } catch (error) {
-    if (error instanceof ContextCompactorError && !(error instanceof InternalError)) throw new InputError(`${args.file}: ${error.message}`);
+    const hint = error instanceof InvalidMessageError && !args.values.repair ? " (--repair imports such a log leniently)" : "";
+    if (error instanceof ContextCompactorError && !(error instanceof InternalError)) throw new InputError(`${args.file}: ${error.message}${hint}`);
     throw error;
   }
   const history = new ConversationHistory({ encoding, format: loaded.format });

@@ -213,18 +213,34 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
 
 const ENCODING: Encoding = Encoding::Estimate;
 
+/// Messages as a history holds them: ids `m1…`, shared, counted.
+struct Stored {
+    ids: Vec<String>,
+    shared: Vec<std::sync::Arc<Message>>,
+}
+
+impl Stored {
+    fn new(messages: &[Message]) -> Stored {
+        let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
+        Stored { ids, shared: messages.iter().cloned().map(std::sync::Arc::new).collect() }
+    }
+
+    fn items(&self) -> Vec<Item<'_>> {
+        self.shared
+            .iter()
+            .zip(&self.ids)
+            .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
+            .collect()
+    }
+}
+
 fn check(
     messages: &[Message],
     options: &BuildOptions,
     state: &SummaryState,
 ) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
-    let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-    let shared: Vec<std::sync::Arc<Message>> = messages.iter().cloned().map(std::sync::Arc::new).collect();
-    let items: Vec<Item> = shared
-        .iter()
-        .zip(&ids)
-        .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
-        .collect();
+    let stored = Stored::new(messages);
+    let (ids, items) = (&stored.ids, stored.items());
     // A session's memory: a turn every four messages, with summaries of varied length.
     let summaries: Vec<String> =
         (0..messages.len().div_ceil(4)).map(|t| format!("turn {t} looked up order {t}. ").repeat(1 + t % 7)).collect();
@@ -396,13 +412,8 @@ proptest! {
 /// The tokens of the history as sent whole in `format` (after repair), or `None` when even that
 /// cannot be built.
 fn whole_size(messages: &[Message], format: Format) -> Option<usize> {
-    let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-    let shared: Vec<std::sync::Arc<Message>> = messages.iter().cloned().map(std::sync::Arc::new).collect();
-    let items: Vec<Item> = shared
-        .iter()
-        .zip(&ids)
-        .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
-        .collect();
+    let stored = Stored::new(messages);
+    let items = stored.items();
     // A budget it fits: sent whole, nothing reduced.
     let roomy = Some(BudgetOptions { max_tokens: Some(1 << 30), ..BudgetOptions::default() });
     let options = BuildOptions { format, summary: None, budget: roomy, ..BuildOptions::default() };
@@ -412,10 +423,10 @@ fn whole_size(messages: &[Message], format: Format) -> Option<usize> {
 
 proptest! {
     // Issue #11: budgets from 2,000 to 200,000 tokens over histories made (by repeating a random
-    // session) up to three times larger. 1,000 cases by default (each history is up to ~600k
-    // tokens); PROPTEST_CASES / 10 when set.
+    // session) up to three times larger. 250 cases by default (each history is up to ~600k tokens,
+    // built some 30 times: about a second a case); PROPTEST_CASES / 40 when set.
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(1_000, |n| (n / 10).max(1)),
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(250, |n| (n / 40).max(1)),
         max_shrink_iters: 500,
         ..ProptestConfig::default()
     })]

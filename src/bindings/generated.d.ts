@@ -79,7 +79,11 @@ name?: string,
 /**
  * Which run of a tau-bench run list (default 0).
  */
-run?: number, };
+run?: number, 
+/**
+ * Leave the tool pairing unchecked (a log cut at its head): for `appendMany(list, { repair: true })`.
+ */
+repair?: boolean, };
 
 export type LoadedConversationBase = { 
 /**

@@ -53,6 +53,12 @@ pub struct AppendRepair {
     pub what: String,
 }
 
+impl AppendRepair {
+    fn call_left_out(index: usize, kind: RepairKind, id: &str, why: &str) -> AppendRepair {
+        AppendRepair { index, kind, call_id: Some(id.to_string()), what: format!("tool call {id:?} left out: {why}") }
+    }
+}
+
 /// What a lenient append stored: the ids of the messages appended (a message repair left empty
 /// is not), and the repairs, in list order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -99,21 +105,13 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
             match lookup(&calls, &id) {
                 Some((Made::Listed(k, jj), false)) => {
                     removed.insert((k, jj));
-                    repairs.push(AppendRepair {
-                        index: k,
-                        kind: RepairKind::UnansweredCall,
-                        what: format!("tool call {id:?} left out: message {i} made a call with the same id before it was answered"),
-                        call_id: Some(id.clone()),
-                    });
+                    let what = format!("message {i} made a call with the same id before it was answered");
+                    repairs.push(AppendRepair::call_left_out(k, RepairKind::UnansweredCall, &id, &what));
                 }
                 Some((Made::Stored, false)) => {
                     removed.insert((i, j));
-                    repairs.push(AppendRepair {
-                        index: i,
-                        kind: RepairKind::ReusedCallId,
-                        what: format!("tool call {id:?} left out: a stored call with this id is not answered yet"),
-                        call_id: Some(id.clone()),
-                    });
+                    let what = "a stored call with this id is not answered yet";
+                    repairs.push(AppendRepair::call_left_out(i, RepairKind::ReusedCallId, &id, what));
                     continue;
                 }
                 _ => {}
@@ -150,12 +148,12 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
     for (i, j, id) in open {
         if moved_on(i) {
             removed.insert((i, j));
-            repairs.push(AppendRepair {
-                index: i,
-                kind: RepairKind::UnansweredCall,
-                what: format!("tool call {id:?} left out: no later message answers it"),
-                call_id: Some(id),
-            });
+            repairs.push(AppendRepair::call_left_out(
+                i,
+                RepairKind::UnansweredCall,
+                &id,
+                "no later message answers it",
+            ));
         }
     }
     for (i, j, kind) in to_text {
