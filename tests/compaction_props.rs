@@ -297,7 +297,14 @@ fn check(
         let sends = !compact::emit_request([&*m.message], options.format).map_or(true, |r| {
             r.as_array().or_else(|| r.get("messages").and_then(Value::as_array)).is_none_or(Vec::is_empty)
         });
-        prop_assert!(flat.contains(&i) || hoisted.contains(&i) || !sends, "message {} not in {:?}", i, layout);
+        prop_assert!(
+            flat.contains(&i) || hoisted.contains(&i) || !sends,
+            "{:?}: message {} not in {:?}: {:?}",
+            options.format,
+            i,
+            layout,
+            context.messages.iter().take(8).map(|m| &m.message).collect::<Vec<_>>()
+        );
     }
     if let Some(budget) = &context.receipt.budget {
         prop_assert!(context.tokens.total <= budget.max_tokens, "{} > {}", context.tokens.total, budget.max_tokens);

@@ -19,6 +19,9 @@ use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
 
+/// Runs of at most this many context messages are attributed exactly (`EmitCache::spread`).
+const SHORT_RUN: usize = 16;
+
 /// One stretch of the request's messages.
 #[derive(Clone, Debug)]
 pub enum Piece {
@@ -201,12 +204,32 @@ impl EmitCache {
         out
     }
 
-    /// Which of `members` each message of `list` (emitted from them together) carries: their own
-    /// forms in order, a form's message merged into the one before where the emitter merges them
+    /// Which of `members` each message of `list` (emitted from them together) carries. A short
+    /// run is emitted prefix by prefix: each member carries the messages its arrival added or
+    /// changed (or the last one, when it changed nothing). A long one (a whole request sent through `emit_request`) is read from the members'
+    /// own forms, a form's message merged into the one before where the emitter merges them
     /// (Anthropic: same role; OpenAI and the AI SDK: an assistant message continuing a
-    /// tool-calling one; AI SDK tool messages in a row). Should that not account for `list`, the
-    /// run is emitted prefix by prefix: each member carries what its arrival changed.
+    /// tool-calling one; AI SDK tool messages in a row); should that not account for `list`,
+    /// every message is said to carry the whole run.
     fn spread(&self, list: &[Value], members: &[Arc<Message>], format: Format) -> Vec<Vec<Arc<Message>>> {
+        if members.len() <= SHORT_RUN {
+            let mut out: Vec<Vec<Arc<Message>>> = vec![Vec::new(); list.len()];
+            let mut before: Vec<Value> = Vec::new();
+            for (i, message) in members.iter().enumerate() {
+                let now = match i + 1 == members.len() {
+                    true => list.to_vec(),
+                    false => emit_messages(members.iter().take(i + 1).map(|m| &**m), format).unwrap_or_default(),
+                };
+                // What its arrival added or changed; nothing at all: it merged into the last
+                // message without a trace (an empty continuation).
+                let same = before.iter().zip(&now).take_while(|(a, b)| a == b).count().min(now.len().saturating_sub(1));
+                for slot in out.iter_mut().take(now.len()).skip(same) {
+                    slot.push(Arc::clone(message));
+                }
+                before = now;
+            }
+            return out;
+        }
         let merges = |before: &Value, after: &Value| match format {
             Format::Anthropic => role(before) == role(after),
             Format::OpenAi => {
@@ -221,40 +244,41 @@ impl EmitCache {
         };
         let mut out: Vec<Vec<Arc<Message>>> = Vec::with_capacity(list.len());
         let mut previous: Option<&Value> = None;
+        // Members that send nothing on their own (a call whose result is elsewhere in the run):
+        // carried by the message of their role they fall in.
+        let mut waiting: Vec<Arc<Message>> = Vec::new();
         for message in members {
-            for value in self.own(message) {
+            let own = self.own(message);
+            if own.is_empty() {
+                match out.last_mut() {
+                    Some(last) if previous.and_then(role) == Some(message.role.as_str()) => {
+                        last.push(Arc::clone(message))
+                    }
+                    _ => waiting.push(Arc::clone(message)),
+                }
+                continue;
+            }
+            for value in own {
                 match out.last_mut() {
                     Some(last) if previous.is_some_and(|p| merges(p, value)) => {
                         if !last.iter().any(|m| Arc::ptr_eq(m, message)) {
                             last.push(Arc::clone(message));
                         }
                     }
-                    _ => out.push(vec![Arc::clone(message)]),
+                    _ => {
+                        let mut carried = std::mem::take(&mut waiting);
+                        carried.push(Arc::clone(message));
+                        out.push(carried);
+                    }
                 }
                 previous = Some(value);
             }
         }
         if out.len() == list.len() {
-            return out;
+            out
+        } else {
+            list.iter().map(|_| members.to_vec()).collect()
         }
-        // Emitted prefix by prefix (quadratic: short runs only).
-        if members.len() > 64 {
-            return list.iter().map(|_| members.to_vec()).collect();
-        }
-        let mut out: Vec<Vec<Arc<Message>>> = vec![Vec::new(); list.len()];
-        let mut before: Vec<Value> = Vec::new();
-        for (i, message) in members.iter().enumerate() {
-            let now = match i + 1 == members.len() {
-                true => list.to_vec(),
-                false => emit_messages(members.iter().take(i + 1).map(|m| &**m), format).unwrap_or_default(),
-            };
-            let same = before.iter().zip(&now).take_while(|(a, b)| a == b).count();
-            for slot in out.iter_mut().take(now.len()).skip(same) {
-                slot.push(Arc::clone(message));
-            }
-            before = now;
-        }
-        out
     }
 
     /// The request messages of `assembled`, in order.
