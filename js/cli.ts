@@ -11,10 +11,13 @@ import {
   ContextCompactorError,
   ConversationHistory,
   InternalError,
+  InvalidMessageError,
   convertMessages,
   loadConversation,
   profileNames,
   resolveProfile,
+  type AnthropicRequest,
+  type AppendRepair,
   type BuildOptions,
   type BuildResultIn,
   type EncodingName,
@@ -39,6 +42,10 @@ a saved request body, a Claude Code session log (.jsonl), a SWE-agent trajectory
 tau-bench run list; "-" reads standard input. The shape is recognised from the content.`;
 
 const COMMON_HELP = `  --run N              tau-bench run lists: which run (default 0)
+  --repair             import leniently: a log cut at its head (its first records answer calls made
+                       before the cut), a result given twice, an id reused while its call is open are
+                       repaired instead of refused (orphan results become text, unanswered calls are
+                       left out); the repairs are printed
   --encoding NAME      o200k_base (default, or the profile's) | cl100k_base | estimate
   --json               machine-readable output on stdout
   -h, --help           this help`;
@@ -105,7 +112,7 @@ interface Args {
   file: string;
   values: {
     run?: string; encoding?: string; json?: boolean; profile?: string; budget?: string;
-    summary?: string; format?: string; out?: string;
+    summary?: string; format?: string; out?: string; repair?: boolean;
   };
 }
 
@@ -119,13 +126,14 @@ const OPTIONS = {
   summary: { type: "string" },
   format: { type: "string" },
   out: { type: "string", short: "o" },
+  repair: { type: "boolean" },
 } as const;
 
 /** Which options each command takes. */
 const ALLOWED: Record<Args["command"], readonly string[]> = {
-  compact: ["run", "encoding", "json", "help", "profile", "budget", "summary", "format", "out"],
-  count: ["run", "encoding", "json", "help", "format"],
-  inspect: ["run", "encoding", "json", "help", "profile", "budget", "summary", "format"],
+  compact: ["run", "encoding", "json", "help", "profile", "budget", "summary", "format", "out", "repair"],
+  count: ["run", "encoding", "json", "help", "format", "repair"],
+  inspect: ["run", "encoding", "json", "help", "profile", "budget", "summary", "format", "repair"],
 };
 
 /** Parses the command line; `null` when help was printed. */
@@ -275,6 +283,19 @@ interface Loaded {
   loaded: LoadedConversation;
   history: ConversationHistory;
   ids: string[];
+  /** What `--repair` changed, by position in the file's message list. */
+  repairs: AppendRepair[];
+}
+
+/** Appends `batch`: strictly, or with `--repair` leniently (its repairs, by batch position, returned). */
+function append(history: ConversationHistory, batch: Message[] | AnthropicRequest, repair: boolean | undefined): { ids: string[]; repairs: AppendRepair[] } {
+  try {
+    if (repair) return history.appendMany(batch, { repair: true });
+    return { ids: history.appendMany(batch), repairs: [] };
+  } catch (error) {
+    if (error instanceof InvalidMessageError && !repair) throw new InputError(`${error.message} (--repair imports such a log leniently)`);
+    throw error;
+  }
 }
 
 /** Reads FILE, loads it as a conversation and appends it to a history counting with `encoding`. */
@@ -285,9 +306,10 @@ function loadHistory(args: Args, encoding: EncodingName, progress: Progress): Lo
   if (long) progress.step("loading");
   let loaded: LoadedConversation;
   try {
-    loaded = loadConversation(text, { name, run: wholeNumber(args.values.run, "run", 0) });
+    loaded = loadConversation(text, { name, run: wholeNumber(args.values.run, "run", 0), repair: args.values.repair === true });
   } catch (error) {
-    if (error instanceof ContextCompactorError && !(error instanceof InternalError)) throw new InputError(`${args.file}: ${error.message}`);
+    const hint = error instanceof InvalidMessageError && !args.values.repair ? " (--repair imports such a log leniently)" : "";
+    if (error instanceof ContextCompactorError && !(error instanceof InternalError)) throw new InputError(`${args.file}: ${error.message}${hint}`);
     throw error;
   }
   const history = new ConversationHistory({ encoding, format: loaded.format });
@@ -296,17 +318,22 @@ function loadHistory(args: Args, encoding: EncodingName, progress: Progress): Lo
   const system = loaded.format === "anthropic" ? loaded.messages.system : undefined;
   const slice = long ? Math.max(200, Math.ceil(list.length / 50)) : list.length;
   const ids: string[] = [];
+  const repairs: AppendRepair[] = [];
   for (let start = 0; start < list.length || (start === 0 && system !== undefined); start += slice) {
     const part = list.slice(start, start + slice);
     const batch = loaded.format === "openai" ? part : { ...(start === 0 && system !== undefined ? { system } : {}), messages: part };
-    ids.push(...history.appendMany(batch as Message[]));
+    const appended = append(history, batch as Message[] | AnthropicRequest, args.values.repair);
+    ids.push(...appended.ids);
+    // The system prompt, when the batch has one, is the parsed list's first message.
+    const shift = start - (loaded.format === "anthropic" && start === 0 && system !== undefined ? 1 : 0);
+    repairs.push(...appended.repairs.map((r) => ({ ...r, index: r.index + shift })));
     if (long) {
       history.tokenCount();
       progress.update("counting", Math.min(start + slice, list.length), list.length, " messages");
     }
     if (part.length === 0) break;
   }
-  return { name, loaded, history, ids };
+  return { name, loaded, history, ids, repairs };
 }
 
 const SOURCES: Record<LoadedConversation["source"], string> = {
@@ -316,6 +343,12 @@ const SOURCES: Record<LoadedConversation["source"], string> = {
   "swe-agent": "SWE-agent trajectory",
   "tau-bench": "tau-bench runs",
 };
+
+/** The `--repair` lines: one per repair, by the message's position in the file's list. */
+function repairLines({ repairs }: Loaded): string[] {
+  if (repairs.length === 0) return [];
+  return [`import repairs (--repair): ${repairs.length}`, ...repairs.map((r) => `  message ${r.index}: ${r.kind}${r.callId ? ` (${r.callId})` : ""}: ${r.what}`)];
+}
 
 function describeLoaded({ name, loaded, ids }: Loaded): string {
   const run = loaded.run ? `, run ${loaded.run.index} of ${loaded.run.count}` : "";
@@ -407,7 +440,7 @@ const MAX_RUNS = 40;
 
 function receiptText(loaded: Loaded, plan: Plan, result: BuildResultIn<Format>): string {
   const { receipt } = result;
-  const lines = [describeLoaded(loaded), plan.describe, ""];
+  const lines = [describeLoaded(loaded), ...repairLines(loaded), plan.describe, ""];
   const rows = [["messages", "count", "action", "reason", "tokens before", "after"]];
   for (const run of receipt.runs.slice(0, MAX_RUNS)) {
     rows.push([run.from === run.to ? run.from : `${run.from}–${run.to}`, n(run.count), run.action, run.reason ?? "", n(run.tokensBefore), n(run.tokensAfter)]);
@@ -477,7 +510,7 @@ function writeOutput(text: string, out: string | undefined): void {
 
 function loadedSummary(loaded: Loaded) {
   const { messages: _messages, ...rest } = loaded.loaded;
-  return { file: loaded.name, ids: loaded.ids, ...rest };
+  return { file: loaded.name, ids: loaded.ids, repairs: loaded.repairs, ...rest };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,7 +538,7 @@ function countCommand(args: Args, progress: Progress): void {
   let converted = "";
   if (target !== undefined && target !== loaded.loaded.format) {
     history = new ConversationHistory({ encoding, format: target });
-    history.appendMany(convertMessages(loaded.loaded.messages, loaded.loaded.format, target) as Message[]);
+    append(history, convertMessages(loaded.loaded.messages, loaded.loaded.format, target) as Message[], args.values.repair);
     converted = `, converted to ${target} (${history.length} messages)`;
   }
   const report = history.tokenReport();
@@ -515,7 +548,7 @@ function countCommand(args: Args, progress: Progress): void {
     process.stdout.write(`${JSON.stringify({ encoding, format, ...report, loaded: loadedSummary(loaded) }, null, 2)}\n`);
     return;
   }
-  const lines = [`${describeLoaded(loaded)}${converted}`, `encoding ${encoding}${encoding === "estimate" ? " (an estimate: 4 characters a token)" : ""}`, ""];
+  const lines = [`${describeLoaded(loaded)}${converted}`, ...repairLines(loaded), `encoding ${encoding}${encoding === "estimate" ? " (an estimate: 4 characters a token)" : ""}`, ""];
   const rows = [["by role", "tokens"]];
   for (const [role, tokens] of Object.entries(report.byRole)) rows.push([role, n(tokens ?? 0)]);
   rows.push(["", ""], ["by part", "tokens"]);
@@ -554,7 +587,7 @@ function inspectCommand(args: Args, progress: Progress): void {
     cells.push([row.id, row.role, n(row.tokensBefore), n(row.tokensAfter), action, `${mark}${row.preview}`]);
   });
   process.stdout.write(`${table(cells, [2, 3])}\n`);
-  process.stderr.write(`${describeLoaded(loaded)}\n${plan.describe}\n`);
+  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe].join("\n")}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ use crate::message::{self, Format, Message, PartKind};
 use crate::tokens::calibration::Calibrated;
 use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
 
+mod lenient;
+pub use lenient::{AppendRepair, RepairKind, RepairedAppend};
+
 #[derive(Clone, Debug)]
 pub struct Record {
     pub id: String,
@@ -239,6 +242,17 @@ impl ConversationHistory {
     pub fn append_values(&mut self, value: Value, format: Format) -> Result<Vec<String>> {
         let messages = message::parse(value, format)?;
         self.append_all(messages)
+    }
+
+    /// `append_values`, lenient: what the strict append refuses (a result whose call is not in
+    /// the log, a second result, an id reused while its call is open) is repaired as a build
+    /// repairs a context and reported (`lenient`); what is valid is kept as it is. Messages
+    /// that are not messages at all are still refused.
+    pub fn append_repaired(&mut self, value: Value, format: Format) -> Result<RepairedAppend> {
+        let messages = message::parse(value, format)?;
+        let (messages, repairs) = lenient::repair(&self.calls, messages);
+        let ids = self.append_all(messages)?;
+        Ok(RepairedAppend { ids, repairs })
     }
 
     /// Appends messages after checking them against the log (`CallChanges::check`), and that

@@ -338,8 +338,10 @@ fn seed_004_compaction_before_and_after() {
 #[test]
 fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
     let mut h = seed_004_history(6);
-    // Thinning only runs past the budget (issue #11): the whole history does not fit 2,000 tokens.
-    let budget = BudgetOptions { max_tokens: Some(2_000), ..BudgetOptions::default() };
+    // Thinning only runs past the budget (issue #11): the whole history (7,594 tokens) does not
+    // fit 2,800; thinned it takes 2,662, at least 90% of it (a thinning that leaves more unused
+    // gives back, or leaves the budget to the selection).
+    let budget = BudgetOptions { max_tokens: Some(2_800), ..BudgetOptions::default() };
     let options = BuildOptions {
         thin: true,
         keep_recent_steps: 2,
@@ -543,7 +545,8 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
         .append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic)
         .unwrap();
     // One user turn: reads are digested within it once the history does not fit (issue #11).
-    let budget = BudgetOptions { max_tokens: Some(2_300), ..BudgetOptions::default() };
+    // 2,447 tokens whole; the read of app.js (962) digested leaves ~1,530, at least 90% of 1,650.
+    let budget = BudgetOptions { max_tokens: Some(1_650), ..BudgetOptions::default() };
     let options =
         BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, budget: Some(budget), ..no_summary() };
     let context = h.build(&options).unwrap().context;
@@ -606,4 +609,67 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     assert_eq!(h.history.counted_messages(), counted + 1);
     assert!(h.compactor.reductions_computed() - computed <= 2, "{}", h.compactor.reductions_computed() - computed);
     assert_eq!(appended.context.receipt.fates.last().unwrap().action, Action::Kept);
+}
+
+/// Issue #11's replay: the shared Claude Code logs and the SWE-agent trajectory at 60k, 30k, 6k
+/// and 3k tokens, budget only, with the summary, and with thinning. Every context is valid, within
+/// budget, holds the task and the latest request (pinned, in the context), uses at least 90% of
+/// the budget when the history is larger, leaves nothing uncovered while a summary is configured,
+/// and its summary (when one is made) has the handoff's sections.
+#[test]
+fn replayed_agent_sessions_keep_the_task_and_use_the_budget() {
+    use context_compactor::compact::PinRole;
+    let mut sessions: Vec<(&str, Format, Value)> = vec![("swe-agent", Format::OpenAi, common::swe_agent())];
+    for log in common::CLAUDE_CODE_LOGS {
+        sessions.push((log, Format::Anthropic, Value::Array(common::claude_code(log))));
+    }
+    for (name, format, messages) in sessions {
+        let mut h = Session::with_encoding(Encoding::O200kBase);
+        h.history.append_values(messages, format).unwrap();
+        // As sent whole (a budget it fits: nothing reduced).
+        let roomy = Some(BudgetOptions { max_tokens: Some(1 << 30), ..BudgetOptions::default() });
+        let whole = h.build(&BuildOptions { format, budget: roomy, ..no_summary() }).unwrap().context.tokens.total;
+        for max in [60_000u32, 30_000, 6_000, 3_000] {
+            let budget = Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() });
+            let modes = [
+                ("budget only", BuildOptions { format, budget: budget.clone(), ..no_summary() }),
+                ("summary", BuildOptions { format, budget: budget.clone(), ..BuildOptions::default() }),
+                ("thinning", BuildOptions { format, budget: budget.clone(), thin: true, ..BuildOptions::default() }),
+            ];
+            for (mode, options) in modes {
+                let at = format!("{name} at {max}, {mode}");
+                let outcome = h.build(&options).unwrap_or_else(|e| panic!("{at}: {e}"));
+                let context = &outcome.context;
+                let request = context.to_request().unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(validate(&request, format), Ok(()), "{at}");
+                let total = context.tokens.total;
+                assert!(total <= max as usize, "{at}: {total} tokens");
+                if whole > max as usize {
+                    assert!(total * 10 >= max as usize * 9, "{at}: {total} of {max} used; {:?}", context.receipt.runs);
+                } else {
+                    assert_eq!(total, whole, "{at}: a history that fits is sent whole");
+                }
+                let in_context = ids(context);
+                for role in [PinRole::Task, PinRole::Latest] {
+                    let pin = context.receipt.pinned.iter().find(|p| p.role == role);
+                    let pin = pin.unwrap_or_else(|| panic!("{at}: no {role:?} pinned: {:?}", context.receipt.pinned));
+                    assert!(in_context.contains(&pin.id), "{at}: {role:?} {} not in the context", pin.id);
+                }
+                if options.summary.is_some() {
+                    let uncovered = context
+                        .receipt
+                        .runs
+                        .iter()
+                        .find(|r| r.action == Action::Dropped && r.reason != Some(DropReason::Repair));
+                    assert!(uncovered.is_none(), "{at}: dropped uncovered: {:?}", context.receipt.runs);
+                }
+                if let Some(summary) = &outcome.new_summary {
+                    let value: Value = serde_json::from_str(&summary.text).unwrap_or_else(|e| panic!("{at}: {e}"));
+                    for key in ["primaryRequest", "files"] {
+                        assert!(value.get(key).is_some(), "{at}: the summary has no {key}: {}", summary.text);
+                    }
+                }
+            }
+        }
+    }
 }

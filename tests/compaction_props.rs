@@ -213,18 +213,34 @@ fn options(knobs: &Knobs, format: Format) -> BuildOptions {
 
 const ENCODING: Encoding = Encoding::Estimate;
 
+/// Messages as a history holds them: ids `m1…`, shared, counted.
+struct Stored {
+    ids: Vec<String>,
+    shared: Vec<std::sync::Arc<Message>>,
+}
+
+impl Stored {
+    fn new(messages: &[Message]) -> Stored {
+        let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
+        Stored { ids, shared: messages.iter().cloned().map(std::sync::Arc::new).collect() }
+    }
+
+    fn items(&self) -> Vec<Item<'_>> {
+        self.shared
+            .iter()
+            .zip(&self.ids)
+            .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
+            .collect()
+    }
+}
+
 fn check(
     messages: &[Message],
     options: &BuildOptions,
     state: &SummaryState,
 ) -> Result<Option<compact::BuildOutcome>, TestCaseError> {
-    let ids: Vec<String> = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-    let shared: Vec<std::sync::Arc<Message>> = messages.iter().cloned().map(std::sync::Arc::new).collect();
-    let items: Vec<Item> = shared
-        .iter()
-        .zip(&ids)
-        .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
-        .collect();
+    let stored = Stored::new(messages);
+    let (ids, items) = (&stored.ids, stored.items());
     // A session's memory: a turn every four messages, with summaries of varied length.
     let summaries: Vec<String> =
         (0..messages.len().div_ceil(4)).map(|t| format!("turn {t} looked up order {t}. ").repeat(1 + t % 7)).collect();
@@ -287,6 +303,28 @@ fn check(
     forms.assemble(&later, options.format).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let warm = context.request(&mut forms).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&forms.to_value(&warm), &whole);
+    // Issue #11: one layout entry per request message, in order, saying which context messages it
+    // carries; every context message is carried (or hoisted into Anthropic's system), or sends nothing.
+    let layout = context.layout(&forms, &warm);
+    let sent: Vec<&Value> = forms.messages(&warm).collect();
+    prop_assert_eq!(layout.len(), sent.len(), "{:?}", layout);
+    prop_assert!(layout.iter().all(|carried| !carried.is_empty()), "{:?}", layout);
+    let flat: Vec<usize> = layout.iter().flatten().copied().collect();
+    prop_assert!(layout.windows(2).all(|w| w[0].first() <= w[1].first()), "in order: {:?}", layout);
+    let hoisted = context.hoisted();
+    for (i, m) in context.messages.iter().enumerate() {
+        let sends = !compact::emit_request([&*m.message], options.format).map_or(true, |r| {
+            r.as_array().or_else(|| r.get("messages").and_then(Value::as_array)).is_none_or(Vec::is_empty)
+        });
+        prop_assert!(
+            flat.contains(&i) || hoisted.contains(&i) || !sends,
+            "{:?}: message {} not in {:?}: {:?}",
+            options.format,
+            i,
+            layout,
+            context.messages.iter().take(8).map(|m| &m.message).collect::<Vec<_>>()
+        );
+    }
     if let Some(budget) = &context.receipt.budget {
         prop_assert!(context.tokens.total <= budget.max_tokens, "{} > {}", context.tokens.total, budget.max_tokens);
     }
@@ -421,6 +459,68 @@ fn an_empty_assistant_text_alone_still_gives_a_request_in_every_format() {
         for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
             let result = check(&messages, &options(&knobs, format), &SummaryState::default());
             assert!(result.is_ok(), "{source:?} → {format:?}: {result:?}");
+        }
+    }
+}
+
+/// The tokens of the history as sent whole in `format` (after repair), or `None` when even that
+/// cannot be built.
+fn whole_size(messages: &[Message], format: Format) -> Option<usize> {
+    let stored = Stored::new(messages);
+    let items = stored.items();
+    // A budget it fits: sent whole, nothing reduced.
+    let roomy = Some(BudgetOptions { max_tokens: Some(1 << 30), ..BudgetOptions::default() });
+    let options = BuildOptions { format, summary: None, budget: roomy, ..BuildOptions::default() };
+    let outcome = compact::build(&items, ENCODING, &options, &SummaryState::default(), &mut ReduceCache::new()).ok()?;
+    Some(outcome.context.tokens.total)
+}
+
+proptest! {
+    // Issue #11: budgets from 2,000 to 200,000 tokens over histories made (by repeating a random
+    // session) up to three times larger. 250 cases by default (each history is up to ~600k tokens,
+    // built some 30 times: about a second a case); PROPTEST_CASES / 40 when set.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(250, |n| (n / 40).max(1)),
+        max_shrink_iters: 500,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn budgets_from_2k_to_200k_keep_the_task_and_use_the_budget(
+        events in prop::collection::vec(event(), 1..40),
+        max in 2_000u32..=200_000,
+        ratio in 0.3f64..3.0,
+        summary in 0u8..2,
+        thin in any::<bool>(),
+        steps in 1usize..6,
+        source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
+    ) {
+        let one = history(&events, source);
+        let size: usize = one.iter().map(|m| tokens::count_message(ENCODING, m).total as usize).sum::<usize>().max(1);
+        let copies = ((f64::from(max) * ratio) as usize).div_ceil(size).clamp(1, 60);
+        let repeated: Vec<Event> = (0..copies).flat_map(|_| events.iter().cloned()).collect();
+        let messages = history(&repeated, source);
+        for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
+            let options = BuildOptions {
+                format,
+                budget: Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() }),
+                keep_recent_steps: steps,
+                thin,
+                summary: (summary == 1).then(SummaryOptions::default),
+                ..BuildOptions::default()
+            };
+            let Some(outcome) = check(&messages, &options, &SummaryState::default())? else { continue };
+            let Some(whole) = whole_size(&messages, format) else { continue };
+            let total = outcome.context.tokens.total;
+            if whole > max as usize {
+                prop_assert!(
+                    total * 10 >= max as usize * 9,
+                    "{format:?}: {total} of {max} ({:.2}%), history {whole}: {:?} {:?}",
+                    total as f64 * 100.0 / f64::from(max),
+                    outcome.context.tokens,
+                    outcome.context.receipt.memory
+                );
+            }
         }
     }
 }

@@ -15,7 +15,8 @@ fn read(relative: &str) -> String {
 
 fn load_fixture(relative: &str, run: Option<usize>) -> Loaded {
     let name = relative.rsplit('/').next().map(str::to_string);
-    load(&read(relative), &LoadOptions { name, run }).unwrap_or_else(|e| panic!("{relative}: {e}"))
+    load(&read(relative), &LoadOptions { name, run, ..LoadOptions::default() })
+        .unwrap_or_else(|e| panic!("{relative}: {e}"))
 }
 
 /// Appends what was loaded and builds a context: valid for the provider, in both formats.
@@ -38,7 +39,7 @@ fn tau_bench_every_run_loads_as_it_was_written() {
     let runs = common::tau_bench();
     let text = read("openai/tau-bench-gpt-4o-airline.json");
     for (index, traj) in runs.iter().enumerate() {
-        let loaded = load(&text, &LoadOptions { name: None, run: Some(index) }).unwrap();
+        let loaded = load(&text, &LoadOptions { run: Some(index), ..LoadOptions::default() }).unwrap();
         assert_eq!((loaded.source, loaded.format), (Source::TauBench, Format::OpenAi));
         assert_eq!(&loaded.messages, traj, "run {index} is lossless");
         let run = loaded.run.as_ref().unwrap();
@@ -50,7 +51,7 @@ fn tau_bench_every_run_loads_as_it_was_written() {
     let first = load_fixture("openai/tau-bench-gpt-4o-airline.json", None);
     assert_eq!(first.run.unwrap().index, 0);
     assert_eq!(first.origins[2].record.as_deref(), Some("[0].traj[2]"));
-    let error = load(&text, &LoadOptions { name: None, run: Some(200) }).unwrap_err();
+    let error = load(&text, &LoadOptions { run: Some(200), ..LoadOptions::default() }).unwrap_err();
     assert_eq!(error.to_string(), "run 200 does not exist: the file has 200 runs (0 to 199)");
 }
 
@@ -63,9 +64,11 @@ fn swe_agent_trajectory() {
     let session = append_and_build(&loaded);
     assert_eq!(session.history.len(), 24);
     // The name is only a hint: the same content under another name loads the same.
-    let renamed =
-        load(&read("openai/swe-agent-marshmallow-1867.traj"), &LoadOptions { name: Some("x.json".into()), run: None })
-            .unwrap();
+    let renamed = load(
+        &read("openai/swe-agent-marshmallow-1867.traj"),
+        &LoadOptions { name: Some("x.json".into()), ..LoadOptions::default() },
+    )
+    .unwrap();
     assert_eq!(renamed.messages, loaded.messages);
 }
 

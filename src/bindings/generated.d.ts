@@ -49,6 +49,24 @@ model?: string,
  */
 counted?: number, };
 
+export type AppendOptions = { format?: Format, 
+/**
+ * Repair what the strict append refuses (a log cut at its head) and report it.
+ */
+repair?: boolean, };
+
+export type RepairedAppend = { ids: Array<string>, repairs: Array<AppendRepair>, };
+
+export type AppendRepair = { 
+/**
+ * The message's position in the list given.
+ */
+index: number, kind: RepairKind, callId?: string, 
+/**
+ * What was done, in words.
+ */
+what: string, };
+
 export type CalibrationFactor = { model: string, factor: number, low: number, high: number, observations: number, };
 
 export type CalibratedCount = { counted: number, tokens: number, upper: number, model: string, factor: number, low: number, high: number, observations: number, };
@@ -61,7 +79,11 @@ name?: string,
 /**
  * Which run of a tau-bench run list (default 0).
  */
-run?: number, };
+run?: number, 
+/**
+ * Leave the tool pairing unchecked (a log cut at its head): for `appendMany(list, { repair: true })`.
+ */
+repair?: boolean, };
 
 export type LoadedConversationBase = { 
 /**
@@ -270,9 +292,16 @@ export type BuildResult = {
  */
 messages: AnyMessages, 
 /**
- * Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
+ * Where each message comes from: `layout[i]` describes `messages[i]` (Anthropic:
+ * `messages.messages[i]`), with the stored messages it carries (several when same-role
+ * messages were merged into one); the entries, like `receipt.runs`, are frozen and shared
+ * as the messages are.
  */
-layout: Array<Readonly<LayoutEntry>>, tokens: TokensByPart, receipt: Receipt, 
+layout: Array<Readonly<LayoutEntry>>, 
+/**
+ * Anthropic: where the top-level `system` comes from (absent without one, and in other formats).
+ */
+systemLayout?: Readonly<LayoutEntry>, tokens: TokensByPart, receipt: Receipt, 
 /**
  * Compaction is due: summarise these messages and hand the text to `completeSummary`.
  */
@@ -375,7 +404,7 @@ recentBudget: number, };
 
 export type Repair = { id: string, kind: RepairKind, callId?: string, };
 
-export type RepairKind = "unansweredCall" | "orphanResult" | "duplicateResult" | "misplacedPart" | "duplicateSystem" | "emptyAfterRepair";
+export type RepairKind = "unansweredCall" | "orphanResult" | "duplicateResult" | "misplacedPart" | "duplicateSystem" | "emptyAfterRepair" | "movedResult" | "reusedCallId";
 
 export type SummaryUse = { requestId: string, summarisedUntil: string, tokens: number, 
 /**

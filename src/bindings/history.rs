@@ -21,6 +21,17 @@ pub struct ConversationHistory {
     pub(crate) session: Shared,
 }
 
+/// `appendMany`'s options (or just the format).
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+pub(crate) struct AppendOptions {
+    pub(crate) format: Option<crate::message::Format>,
+    /// Repair what the strict append refuses (a log cut at its head) and report it.
+    pub(crate) repair: Option<bool>,
+}
+
 /// `recordUsage`'s options.
 #[derive(Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -43,9 +54,16 @@ pub(crate) struct BuildResult<'a> {
     /// message objects in it are frozen (deeply) and shared with later builds that emit them unchanged.
     #[cfg_attr(test, ts(type = "AnyMessages"))]
     messages: (),
-    /// Where each message comes from; the entries, like `receipt.runs`, are frozen and shared as the messages are.
+    /// Where each message comes from: `layout[i]` describes `messages[i]` (Anthropic:
+    /// `messages.messages[i]`), with the stored messages it carries (several when same-role
+    /// messages were merged into one); the entries, like `receipt.runs`, are frozen and shared
+    /// as the messages are.
     #[cfg_attr(test, ts(type = "Array<Readonly<LayoutEntry>>"))]
     layout: (),
+    /// Anthropic: where the top-level `system` comes from (absent without one, and in other formats).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional, type = "Readonly<LayoutEntry>"))]
+    system_layout: Option<LayoutEntry>,
     tokens: &'a TokensByPart,
     receipt: &'a Receipt,
     /// Compaction is due: summarise these messages and hand the text to `completeSummary`.
@@ -99,17 +117,25 @@ impl ConversationHistory {
         Ok(session.history.append_value(value, format)?)
     }
 
-    /// Validates and appends a list in one call; all or nothing.
-    #[wasm_bindgen(js_name = appendMany)]
+    /// Validates and appends a list in one call; all or nothing. With `{ repair: true }` what the
+    /// strict append refuses is repaired instead, and `{ ids, repairs }` is returned.
+    #[wasm_bindgen(js_name = appendMany, unchecked_return_type = "string[]")]
     pub fn append_many(
         &self,
         #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
-    ) -> JsResult<Vec<String>> {
+        #[wasm_bindgen(unchecked_optional_param_type = "Format | AppendOptions")] options: JsValue,
+    ) -> JsResult<JsValue> {
         let value = from_js(&messages, "messages")?;
         let mut session = self.session.get()?;
-        let format = format_arg(&format, session.format)?;
-        Ok(session.history.append_values(value, format)?)
+        let AppendOptions { format, repair } = match options.is_object() {
+            true => conversion::options(&options, "append options")?,
+            false => AppendOptions { format: Some(format_arg(&options, session.format)?), repair: None },
+        };
+        let format = format.unwrap_or(session.format);
+        if repair == Some(true) {
+            return Ok(to_js(&session.history.append_repaired(value, format)?)?);
+        }
+        Ok(to_js(&session.history.append_values(value, format)?)?)
     }
 
     pub fn ids(&self) -> JsResult<Vec<String>> {
@@ -256,17 +282,32 @@ impl ConversationHistory {
         let mut cache = self.session.request_cache()?;
         let assembled = session.compactor.request(&context)?;
         let messages = cache.request_js(&assembled, session.compactor.forms())?;
+        let carried = context.layout(session.compactor.forms(), &assembled);
         drop(session);
-        let layout: Vec<LayoutEntry> = context
-            .messages
-            .iter_mut()
-            .map(|m| LayoutEntry { sources: std::mem::take(&mut m.sources), section: m.section, action: m.action })
-            .collect();
+        // One entry per request message: the context messages it carries, the first's section
+        // and action.
+        let entry = |indices: &[usize]| -> Option<LayoutEntry> {
+            let first = context.messages.get(*indices.first()?)?;
+            let sources = indices
+                .iter()
+                .filter_map(|&i| context.messages.get(i))
+                .flat_map(|m| m.sources.iter().cloned())
+                .collect();
+            Some(LayoutEntry { sources, section: first.section, action: first.action })
+        };
+        let system_layout = entry(&context.hoisted());
+        let layout: Vec<LayoutEntry> = carried
+            .iter()
+            .map(|indices| {
+                entry(indices).ok_or_else(|| Error::internal("a request message carries no context message"))
+            })
+            .collect::<Result<_>>()?;
         let layout = cache.layout.array(layout)?;
         let runs = cache.runs.array(std::mem::take(&mut context.receipt.runs))?;
         let result = BuildResult {
             messages: (),
             layout: (),
+            system_layout,
             tokens: &context.tokens,
             receipt: &context.receipt,
             summary_request: &summary_request,

@@ -144,7 +144,7 @@ impl RequestCache {
             .iter()
             .filter_map(|piece| match piece {
                 Piece::Own(message) => Some(ByIdentity(Arc::clone(message))),
-                Piece::Joined(_) => None,
+                Piece::Joined(..) => None,
             })
             .collect();
         let own =
@@ -154,7 +154,7 @@ impl RequestCache {
             .pieces
             .iter()
             .filter_map(|piece| match piece {
-                Piece::Joined(list) => Some(list.as_slice()),
+                Piece::Joined(list, _) => Some(list.as_slice()),
                 Piece::Own(_) => None,
             })
             .collect();
@@ -165,7 +165,7 @@ impl RequestCache {
         for piece in &assembled.pieces {
             let objects = match piece {
                 Piece::Own(_) => own.next(),
-                Piece::Joined(_) => joined.next(),
+                Piece::Joined(..) => joined.next(),
             }
             .ok_or_else(|| Error::internal("a piece of the request has no objects"))?;
             let objects = js_sys::Array::from(&objects);

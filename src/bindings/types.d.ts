@@ -184,6 +184,9 @@ export interface ConversationHistory {
   build(options?: BuildOptions): BuildResult;
   /** Every message, typed for the named format. */
   messages<F extends Format>(format: F): MessagesIn<F>;
+  /** Lenient: what the strict append refuses is repaired, and the repairs are returned. */
+  appendMany(messages: AnthropicRequest | ReadonlyArray<MessageInput>, options: AppendOptions & { repair: true }): RepairedAppend;
+  appendMany(messages: AnthropicRequest | ReadonlyArray<MessageInput>, options?: Format | AppendOptions): string[];
 }
 /** Converts a message list between formats, typed for the target. */
 export function convertMessages<F extends Format>(messages: AnthropicRequest | ReadonlyArray<MessageInput>, from: Format, to: F): MessagesIn<F>;

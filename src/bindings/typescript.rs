@@ -35,10 +35,11 @@ use crate::tokens::{ChatCount, RequestCount};
 
 use crate::load::{LoadOptions, Loaded, Mark, MarkKind, Origin, RunInfo, Skipped, Source};
 
-use super::history::{BuildResult, RecordUsageOptions};
+use super::history::{AppendOptions, BuildResult, RecordUsageOptions};
 use super::interning::LayoutEntry;
 use super::records::ChangesOptions;
 use super::tokenizer::CountOptions;
+use crate::history::{AppendRepair, RepairedAppend};
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bindings/generated.d.ts");
 
@@ -54,6 +55,10 @@ fn declarations() -> String {
         RequestCount::decl(&cfg),
         TokenReport::decl(&cfg),
         RecordUsageOptions::decl(&cfg),
+        // Appending.
+        AppendOptions::decl(&cfg),
+        RepairedAppend::decl(&cfg),
+        AppendRepair::decl(&cfg),
         Factor::decl(&cfg),
         Calibrated::decl(&cfg),
         // Conversation files.

@@ -58,6 +58,32 @@ impl CompactedContext {
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.messages.iter().map(|m| &*m.message)
     }
+
+    /// For each message of the request `assembled` (from this context, with `cache`), the
+    /// context messages it carries, by index in `messages`: one entry per request message.
+    pub fn layout(&self, cache: &EmitCache, assembled: &Assembled) -> Vec<Vec<usize>> {
+        let at: HashMap<*const Message, usize> =
+            self.messages.iter().enumerate().map(|(i, m)| (Arc::as_ptr(&m.message), i)).collect();
+        cache
+            .carried(assembled)
+            .iter()
+            .map(|carried| carried.iter().filter_map(|m| at.get(&Arc::as_ptr(m)).copied()).collect())
+            .collect()
+    }
+
+    /// The context messages Anthropic's top-level `system` carries (none in other formats).
+    pub fn hoisted(&self) -> Vec<usize> {
+        match self.format {
+            Format::Anthropic => self
+                .messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.message.role.is_instruction())
+                .map(|(i, _)| i)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -360,7 +386,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         within_budget,
         runs: receipt::runs(items, &fates),
         fates,
-        repairs: pass.structure.repairs.clone(),
+        repairs: pass.structure.repairs.iter().chain(&pass.structure.moved).cloned().collect(),
         pinned,
         summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
             request_id: s.request_id.clone(),

@@ -75,23 +75,7 @@ impl Unit {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum RepairKind {
-    /// An assistant tool call that no later message answers: the call is left out.
-    UnansweredCall,
-    /// A tool result that answers no earlier call: left out.
-    OrphanResult,
-    /// A second result for a call that already has one: left out.
-    DuplicateResult,
-    /// A tool call or result in a message whose role cannot carry it.
-    MisplacedPart,
-    /// A system message identical to an earlier one: kept once, where it first appears.
-    DuplicateSystem,
-    /// A message left with nothing to say once its unanswered calls were removed.
-    EmptyAfterRepair,
-}
+pub use crate::history::RepairKind;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -108,6 +92,8 @@ pub struct Repair {
 pub struct Structure {
     pub units: Vec<Unit>,
     pub repairs: Vec<Repair>,
+    /// Late results sent next to their calls (reported after `repairs`, which `extend` appends to).
+    pub moved: Vec<Repair>,
     /// Index of the last turn (the current one).
     pub last_turn: usize,
     /// For each tool call id kept: the message and part that made it.
@@ -376,8 +362,49 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             }
         }
     }
+    let moved = moved_results(&units, items);
     let open_calls = open.len();
-    Structure { units, repairs, last_turn: turn, calls: calls_at, open_step, open_calls }
+    Structure { units, repairs, moved, last_turn: turn, calls: calls_at, open_step, open_calls }
+}
+
+/// Reports the results a context sends earlier than logged. A context sends units in the order of
+/// their first message and each unit's members in order, so a result is moved when some message
+/// logged before it is sent after it: walking that order backwards, a result member whose message
+/// comes after the earliest message seen so far.
+fn moved_results(units: &[Unit], items: &[Item]) -> Vec<Repair> {
+    let mut earliest_after = usize::MAX;
+    let mut moved: Vec<Repair> = Vec::new();
+    for unit in units.iter().rev() {
+        for member in unit.members.iter().rev() {
+            if member.msg > earliest_after && unit.kind == UnitKind::Step {
+                let Some(item) = items.get(member.msg) else { continue };
+                let parts = &item.message.content.parts;
+                let first_result = match &member.parts {
+                    None => parts.iter().find_map(result_call_id),
+                    Some(list) => list.iter().filter_map(|&j| parts.get(j)).find_map(result_call_id),
+                };
+                if let Some(call_id) = first_result {
+                    if moved.last().is_none_or(|r| r.id != item.id) {
+                        moved.push(Repair {
+                            id: item.id.to_string(),
+                            kind: RepairKind::MovedResult,
+                            call_id: Some(call_id.to_string()),
+                        });
+                    }
+                }
+            }
+            earliest_after = earliest_after.min(member.msg);
+        }
+    }
+    moved.reverse();
+    moved
+}
+
+fn result_call_id(part: &Part) -> Option<&str> {
+    match part {
+        Part::ToolResult(result) => Some(result.call_id.as_str()),
+        _ => None,
+    }
 }
 
 /// Extends the structure of `items[..from]` to all of `items`, when the new messages carry no
@@ -572,5 +599,31 @@ mod tests {
         assert_eq!(s.units[2].members[0].parts, Some(vec![1]));
         assert_eq!(s.repairs, [Repair { id: "m7".into(), kind: RepairKind::OrphanResult, call_id: Some("zz".into()) }]);
         assert_eq!(s.last_turn, 2);
+    }
+
+    #[test]
+    fn a_late_result_moved_next_to_its_call_is_reported() {
+        let messages = parse(
+            json!([
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "A"},
+                {"role": "user", "content": "still there?"},
+                {"role": "tool", "tool_call_id": "b", "content": "B"}
+            ]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
+        let s = analyze(&items(&messages), true);
+        let sent: Vec<usize> = s.units.iter().flat_map(|u| u.members.iter().map(|m| m.msg)).collect();
+        assert_eq!(sent, [0, 1, 2, 4, 3], "b's result goes before the user message logged ahead of it");
+        assert!(s.repairs.is_empty(), "{:?}", s.repairs);
+        assert_eq!(s.moved, [Repair { id: "m5".into(), kind: RepairKind::MovedResult, call_id: Some("b".into()) }]);
+        // Results in their logged order move nothing.
+        let s = analyze(&items(&messages[..3]), true);
+        assert!(s.moved.is_empty(), "{:?}", s.moved);
     }
 }

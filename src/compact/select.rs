@@ -303,8 +303,31 @@ pub(crate) fn select(
 }
 
 /// The plan cut to the longest head and tail of its results (and texts, with `texts`; calls,
-/// thinking and digests whole) that fits `room`; `None` if not even the shortest does.
+/// thinking and digests whole) that fits `room`; if that leaves more than 5% of the room (or does
+/// not fit at all), the same with its file reads cut instead of digested, when that uses more of
+/// it (the unit stays whole and valid: only its calls are never cut). `None` if nothing fits.
 fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
+    let kept = cut_to_fit_with(ctx, cache, plan, room, texts, false)?;
+    // Within 5% of the room already: the digests stay.
+    if kept.as_ref().is_some_and(|cut| cut.tokens * 20 >= room * 19) {
+        return Ok(kept);
+    }
+    let cut = cut_to_fit_with(ctx, cache, plan, room, texts, true)?;
+    Ok(match (kept, cut) {
+        (Some(kept), Some(cut)) if cut.tokens <= kept.tokens => Some(kept),
+        (kept, None) => kept,
+        (_, cut) => cut,
+    })
+}
+
+fn cut_to_fit_with(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    plan: &Plan,
+    room: usize,
+    texts: bool,
+    digests: bool,
+) -> Result<Option<Plan>> {
     let mut longest = 0usize;
     for member in &plan.members {
         let message = ctx.item(member.msg)?.message;
@@ -328,7 +351,7 @@ fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, text
                     continue;
                 }
                 match member.replace.iter_mut().find(|(k, _)| *k == j) {
-                    Some((_, Reduction::Digest)) => {}
+                    Some((_, Reduction::Digest)) if !digests => {}
                     Some((_, reduction)) => *reduction = Reduction::Cut(chars),
                     None => member.replace.push((j, Reduction::Cut(chars))),
                 }
@@ -355,8 +378,10 @@ fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, text
 }
 
 /// A selection with a section that depends on it (the bridge, the memory's turn summaries): the
-/// room less `reserve` first; if the section then takes less than reserved, once more with the
-/// room less what it took, kept if everything still fits.
+/// room less `reserve` first; if the section then takes less, once more with the room less what it
+/// took, and while that does not fit, again with the room less what the section took then (a few
+/// times at most: what the section takes depends on what the selection keeps). The fitting one
+/// that uses the most is kept.
 pub(crate) fn select_with<X>(
     ctx: &Ctx,
     cache: &mut ReduceCache,
@@ -371,16 +396,28 @@ pub(crate) fn select_with<X>(
     if used >= reserve || room == usize::MAX {
         return Ok((first, x));
     }
-    let second = select(ctx, cache, pass, room.saturating_sub(used), contiguous)?;
-    if second.stop >= first.stop && second.used <= first.used {
-        return Ok((first, x));
+    let mut best_total = first.used + used;
+    let mut best = (first, x);
+    let mut left = used;
+    let mut tried = vec![reserve];
+    while !tried.contains(&left) && tried.len() < 4 {
+        tried.push(left);
+        let next = select(ctx, cache, pass, room.saturating_sub(left), contiguous)?;
+        if next.used <= best.0.used && next.stop >= best.0.stop {
+            break;
+        }
+        let (y, took) = section(ctx, cache, pass, &next)?;
+        let fits = next.used + took <= room;
+        if fits && next.used + took > best_total {
+            best_total = next.used + took;
+            best = (next, y);
+        }
+        if fits {
+            break;
+        }
+        left = took;
     }
-    let (y, again) = section(ctx, cache, pass, &second)?;
-    if second.used + again <= room {
-        Ok((second, y))
-    } else {
-        Ok((first, x))
-    }
+    Ok(best)
 }
 
 /// Makes the plans what `selection` took; the others are covered (a suffix: by the summary and the

@@ -11,12 +11,10 @@ use std::collections::HashMap;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::{
-    anthropic_request, check_pairing, line_error, relocate, Loaded, Locator, Mark, MarkKind, Origin, Skipped, Source,
-};
+use super::{anthropic_request, line_error, relocate, Loaded, Locator, Mark, MarkKind, Origin, Skipped, Source};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::json::type_name;
-use crate::message::{self, Format, Message};
+use crate::message::{self, Format};
 
 /// The fields of a record the loader reads. The rest (tool results' copies of files, snapshots,
 /// usage, hook output: most of a long log) is read past without being kept.
@@ -224,7 +222,6 @@ pub(super) fn load(records: Vec<(Locator, Fields)>) -> Result<Loaded> {
             kinds.join(", ")
         )));
     }
-    check_pairing(builder.parsed, &builder.origins)?;
     let mut notes = Vec::new();
     if builder.merged_records > 0 {
         notes.push(format!(
@@ -416,8 +413,6 @@ fn is_local_command(message: &Map<String, Value>) -> bool {
 #[derive(Default)]
 struct Builder {
     values: Vec<Value>,
-    /// Each value parsed, for the tool-call pairing check.
-    parsed: Vec<Message>,
     origins: Vec<Origin>,
     skipped: Vec<Skipped>,
     marks: Vec<Mark>,
@@ -450,8 +445,7 @@ impl Builder {
             }
         }
         // Parsed on its own, so that an error names this line.
-        let parsed = message::parse_anthropic_message(Value::Object(message.clone()), 0)
-            .map_err(|e| relocate(e, at, "message"))?;
+        message::parse_anthropic_message(Value::Object(message.clone()), 0).map_err(|e| relocate(e, at, "message"))?;
         let id = message.get("id").and_then(Value::as_str).map(str::to_string);
         if assistant {
             if let (Some(id), Some((open, open_id))) = (&id, &self.open) {
@@ -476,7 +470,6 @@ impl Builder {
             self.open = id.map(|id| (index, id));
         }
         self.values.push(Value::Object(message));
-        self.parsed.push(parsed);
         self.origins.push(at.origin());
         Ok(())
     }
@@ -525,10 +518,7 @@ impl Builder {
         }
         target.insert("content".into(), Value::Array(merged));
         let whole = Value::Object(target.clone());
-        let parsed = message::parse_anthropic_message(whole, 0).map_err(|e| relocate(e, at, "message"))?;
-        if let Some(slot) = self.parsed.get_mut(open) {
-            *slot = parsed;
-        }
+        message::parse_anthropic_message(whole, 0).map_err(|e| relocate(e, at, "message"))?;
         if let (Some(origin), Locator::Line(line)) = (self.origins.get_mut(open), at) {
             let lines = origin.lines.get_or_insert_with(|| origin.line.into_iter().collect());
             lines.push(*line);

@@ -53,6 +53,8 @@ pub struct LoadOptions {
     pub name: Option<String>,
     /// Which run of a tau-bench run list (default 0).
     pub run: Option<usize>,
+    /// Leave the tool pairing unchecked (a log cut at its head): for `appendMany(list, { repair: true })`.
+    pub repair: Option<bool>,
 }
 
 /// Where something is in the file: a line of JSON Lines (1-based), or a JSON path (`history[3]`).
@@ -232,8 +234,19 @@ fn anthropic_request(system: Option<Value>, messages: Vec<Value>) -> Value {
     Value::Object(request)
 }
 
-/// Reads a conversation file (see the module's documentation).
+/// Reads a conversation file (see the module's documentation): every message checked as
+/// `append_values` checks it (with `repair`, all but the tool pairing, which a lenient append
+/// repairs).
 pub fn load(text: &str, options: &LoadOptions) -> Result<Loaded> {
+    let loaded = read(text, options)?;
+    if options.repair != Some(true) {
+        let parsed = message::parse(loaded.messages.clone(), loaded.format)?;
+        check_pairing(parsed, &loaded.origins)?;
+    }
+    Ok(loaded)
+}
+
+fn read(text: &str, options: &LoadOptions) -> Result<Loaded> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some((start, first)) = text.char_indices().find(|(_, c)| !c.is_whitespace()) else {
         return Err(Error::invalid_argument(if text.is_empty() {
@@ -484,25 +497,21 @@ pub(crate) fn line_error(error: &serde_json::Error) -> String {
     }
 }
 
-/// Parses every message on its own (an error names its line or record) and appends them all to
-/// a scratch history, which checks tool-call pairing as `appendMany` will. `origins` is in
-/// append order: the Anthropic `system` (when given) first.
+/// Parses every message on its own: an error names its line or record. (`load` then checks the
+/// tool-call pairing as `appendMany` will.) `origins` is in append order: the Anthropic `system`
+/// (when given) first.
 pub(crate) fn check(format: Format, system: Option<&Value>, items: &[Value], origins: &[Origin]) -> Result<()> {
     let offset = usize::from(system.is_some());
-    let mut parsed = Vec::with_capacity(items.len() + offset);
     if let Some(system) = system {
         let mut request = Map::new();
         request.insert("system".into(), system.clone());
         request.insert("messages".into(), Value::Array(Vec::new()));
-        let mut messages =
-            message::parse_anthropic(Value::Object(request)).map_err(|e| relocate(e, &locate(origins, 0), ""))?;
-        parsed.append(&mut messages);
+        message::parse_anthropic(Value::Object(request)).map_err(|e| relocate(e, &locate(origins, 0), ""))?;
     }
     for (i, item) in items.iter().enumerate() {
-        let message = message::parse_one(item.clone(), format, i);
-        parsed.push(message.map_err(|e| relocate(e, &locate(origins, i + offset), ""))?);
+        message::parse_one(item.clone(), format, i).map_err(|e| relocate(e, &locate(origins, i + offset), ""))?;
     }
-    check_pairing(parsed, origins)
+    Ok(())
 }
 
 /// Appends parsed messages to a scratch history: a tool result must answer an earlier call, once.

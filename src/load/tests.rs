@@ -8,7 +8,7 @@ fn load_text(text: &str) -> Result<Loaded> {
 }
 
 fn load_named(text: &str, name: &str) -> Result<Loaded> {
-    load(text, &LoadOptions { name: Some(name.into()), run: None })
+    load(text, &LoadOptions { name: Some(name.into()), ..LoadOptions::default() })
 }
 
 fn error_text(text: &str) -> String {
@@ -343,16 +343,17 @@ fn tau_bench_runs_one_at_a_time() {
     assert_eq!(loaded.source, Source::TauBench);
     assert_eq!(loaded.run, Some(RunInfo { index: 0, count: 2, task_id: Some(json!(7)) }));
     assert_eq!(loaded.messages, json!([{"role": "user", "content": "first"}]));
-    let second = load(&text, &LoadOptions { name: None, run: Some(1) }).unwrap();
+    let second = load(&text, &LoadOptions { run: Some(1), ..LoadOptions::default() }).unwrap();
     assert_eq!(second.messages[0]["content"], "second");
     assert_eq!(second.origins[0].record.as_deref(), Some("[1].traj[0]"));
-    let error = load(&text, &LoadOptions { name: None, run: Some(2) }).unwrap_err();
+    let error = load(&text, &LoadOptions { run: Some(2), ..LoadOptions::default() }).unwrap_err();
     assert_eq!(error.to_string(), "run 2 does not exist: the file has 2 runs (0 to 1)");
-    let error = load(r#"[{"role":"user","content":"x"}]"#, &LoadOptions { name: None, run: Some(0) }).unwrap_err();
+    let error = load(r#"[{"role":"user","content":"x"}]"#, &LoadOptions { run: Some(0), ..LoadOptions::default() })
+        .unwrap_err();
     assert!(error.message.contains("not a tau-bench run list"), "{error}");
     let bad = json!([run(1, "x"), {"task_id": 2, "traj": {"role": "user"}}]).to_string();
     assert_eq!(
-        load(&bad, &LoadOptions { name: None, run: Some(1) }).unwrap_err().to_string(),
+        load(&bad, &LoadOptions { run: Some(1), ..LoadOptions::default() }).unwrap_err().to_string(),
         "[1]: `traj` must be a message list, got an object (at [1].traj)"
     );
 }

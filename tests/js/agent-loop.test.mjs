@@ -61,7 +61,8 @@ test(`${TURNS} replayed turns: every context is valid and within budget, and rec
     // summary (or its bridge) covers them, so nothing is dropped uncovered, and the receipt's
     // memory accounts for each of them (its summary in the context, or omitted for lack of room:
     // the recent messages take what the summary section leaves).
-    const shown = new Set(result.layout.flatMap((entry) => entry.sources));
+    // Anthropic's top-level system prompt is described by systemLayout, the messages by layout.
+    const shown = new Set([...result.layout, ...(result.systemLayout ? [result.systemLayout] : [])].flatMap((entry) => entry.sources));
     const whole = history.ids().every((id) => shown.has(id));
     const dropped = result.receipt.runs.filter((run) => run.action === "dropped" && run.reason !== "repair");
     assert.deepEqual(dropped, [], `turn ${i + 1}: nothing dropped uncovered`);
@@ -78,7 +79,7 @@ test(`${TURNS} replayed turns: every context is valid and within budget, and rec
   assert.ok(memoryBuilds > 0, `turn summaries went in where the summary section left room (${memoryBuilds} builds)`);
 
   // What the last context no longer shows comes back through recall_context, turn by turn.
-  const shown = new Set(last.layout.flatMap((entry) => entry.sources));
+  const shown = new Set([...last.layout, ...(last.systemLayout ? [last.systemLayout] : [])].flatMap((entry) => entry.sources));
   let recalledTurns = 0;
   const summarised = new Set([...last.receipt.memory.turns, ...last.receipt.memory.omitted]);
   for (const snapshot of memory.contexts) {

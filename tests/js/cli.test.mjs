@@ -245,3 +245,42 @@ test("progress: drawn on stderr only for a terminal (forced here), and cleared",
   assert.ok(drawn.stderr.endsWith("\r\x1b[K"), "the bar is cleared before the output");
   assert.equal(JSON.parse(drawn.stdout).messages, 32, "stdout is untouched");
 });
+
+test("--repair: a Claude Code log cut at its head is refused with a hint, then imported leniently", () => {
+  // The shared log with its first records removed, so that it starts with a tool result whose
+  // call was before the cut (a resumed session).
+  const lines = readFileSync(FILES.heavy, "utf8").split("\n").filter((line) => line.trim() !== "");
+  const startsWithResult = (line) => {
+    const record = JSON.parse(line);
+    return record.type === "user" && Array.isArray(record.message?.content) && record.message.content.some((b) => b.type === "tool_result");
+  };
+  const cut = lines.findIndex(startsWithResult);
+  assert.ok(cut > 0, "the fixture has a tool result to cut at");
+  const truncated = join(work, "resumed.jsonl");
+  writeFileSync(truncated, `${lines.slice(cut).join("\n")}\n`);
+
+  const strict = cli(["count", truncated]);
+  assert.equal(strict.status, 1, strict.stderr);
+  assert.throws(() => loadConversation(readFileSync(truncated, "utf8")), /no earlier assistant message made/, "strict by default");
+  assert.match(strict.stderr, /no earlier assistant message made.*--repair/s);
+
+  const count = cli(["count", truncated, "--repair"]);
+  assert.equal(count.status, 0, count.stderr);
+  assert.match(count.stdout, /import repairs \(--repair\): \d+\n  message 0: orphanResult \(toolu_[^)]+\): tool result turned into text/);
+
+  const compact = cli(["compact", truncated, "--repair", "--budget", "3000"]);
+  assert.equal(compact.status, 0, compact.stderr);
+  assert.match(compact.stderr, /message 0: orphanResult/);
+  const context = JSON.parse(compact.stdout);
+  assert.deepEqual(validateMessages(context, "anthropic"), []);
+
+  const json = JSON.parse(cli(["compact", truncated, "--repair", "--budget", "3000", "--json"]).stdout);
+  assert.equal(json.loaded.repairs[0].index, 0);
+  assert.equal(json.loaded.repairs[0].kind, "orphanResult");
+  assert.equal(json.loaded.ids.length, loadConversation(readFileSync(truncated, "utf8"), { repair: true }).messages.messages.length);
+
+  const inspect = cli(["inspect", truncated, "--repair", "--budget", "3000"]);
+  assert.equal(inspect.status, 0, inspect.stderr);
+  assert.match(inspect.stderr, /message 0: orphanResult/);
+  assert.match(inspect.stdout, /\[output of tool call toolu_/);
+});

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConversationHistory, validateMessages, resolveProfile, profileNames, ConflictError, InvalidArgumentError, NotFoundError } from "context-compactor";
-import { tauBench } from "./fixtures.mjs";
+import { tauBench, claudeCode } from "./fixtures.mjs";
 
 const allMessages = () => tauBench().flatMap((run) => run.traj);
 
@@ -103,4 +103,49 @@ test("built messages are frozen and shared between builds: a caller cannot corru
   assert.deepEqual(validateMessages(anthropic.messages, "anthropic"), []);
   assert.ok(!anthropic.messages.messages.some((m) => appended.messages.includes(m)));
   assert.deepEqual(history.build(options).messages, appended.messages);
+});
+
+test("issue #11: layout[i] describes messages[i]; a bare Anthropic list validates; moved results are reported", () => {
+  const history = new ConversationHistory({ format: "anthropic" });
+  history.appendMany({ system: "You are Claude Code.", messages: claudeCode("claude-code-tool-heavy.jsonl") });
+  for (const max of [60_000, 3_000]) {
+    const result = history.build({ format: "anthropic", budget: { maxTokens: max } });
+    assert.equal(result.layout.length, result.messages.messages.length, `${max}: one layout entry per message sent`);
+    assert.ok(result.layout.every((entry) => entry.sources.length > 0 || entry.section !== "recent"));
+    assert.deepEqual(result.systemLayout.sources, ["m1"]);
+    assert.deepEqual(validateMessages(result.messages.messages, "anthropic"), [], "a bare message array");
+    // Merged same-role messages: the entry names every stored message it carries.
+    const merged = result.layout.filter((entry) => entry.sources.length > 1);
+    if (max === 60_000) assert.ok(merged.length > 0, "Claude Code splits one reply into several records");
+  }
+  const openai = new ConversationHistory({ format: "openai" });
+  openai.appendMany([
+    { role: "user", content: "go" },
+    { role: "assistant", content: null, tool_calls: [{ id: "a", type: "function", function: { name: "f", arguments: "{}" } }] },
+    { role: "user", content: "still there?" },
+    { role: "tool", tool_call_id: "a", content: "A" },
+  ]);
+  const late = openai.build({ format: "openai" });
+  assert.deepEqual(late.receipt.repairs, [{ id: "m4", kind: "movedResult", callId: "a" }]);
+  assert.deepEqual(late.layout.map((e) => e.sources), [["m1"], ["m2"], ["m4"], ["m3"]]);
+  assert.equal(late.layout.length, late.messages.length);
+});
+
+test("issue #11: appendMany(list, { repair: true }) imports a log cut at its head; strict stays the default", () => {
+  const log = claudeCode("claude-code-tool-heavy.jsonl");
+  const cut = log.findIndex((m) => m.role === "user" && Array.isArray(m.content) && m.content.some((b) => b.type === "tool_result"));
+  const resumed = log.slice(cut);
+  const strict = new ConversationHistory({ format: "anthropic" });
+  assert.throws(() => strict.appendMany(resumed), /no earlier assistant message made/);
+  assert.equal(strict.length, 0);
+  const lenient = new ConversationHistory({ format: "anthropic" });
+  const { ids, repairs } = lenient.appendMany(resumed, { repair: true });
+  assert.equal(ids.length, resumed.length);
+  assert.equal(repairs[0].index, 0);
+  assert.equal(repairs[0].kind, "orphanResult");
+  const first = lenient.get("m1");
+  assert.match(JSON.stringify(first.content), /output of tool call toolu_/);
+  assert.deepEqual(validateMessages(lenient.build({ format: "anthropic", budget: { maxTokens: 6_000 } }).messages, "anthropic"), []);
+  // The format may be given in the options too; without repair the result is the ids.
+  assert.deepEqual(new ConversationHistory().appendMany([{ role: "user", content: "hi" }], { format: "openai" }), ["m1"]);
 });

@@ -58,3 +58,11 @@ const openAICount: RequestTokenCount = tokenizer.countRequest(chat);
 const anthropicCount: RequestTokenCount = tokenizer.countRequest(request, { format: "anthropic", model: request.model });
 void openAICount.toolChoice;
 void anthropicCount.estimates;
+
+// appendMany: the ids, strictly; { ids, repairs } with { repair: true } (issue #11).
+const strictIds: string[] = history.appendMany([{ role: "user", content: "hi" }]);
+const withFormat: string[] = history.appendMany([{ role: "user", content: "hi" }], { format: "openai" });
+const lenient = history.appendMany([{ role: "tool", tool_call_id: "cut", content: "x" }], { repair: true });
+const repairKinds: string[] = lenient.repairs.map((r) => `${r.index} ${r.kind} ${r.what}`);
+const layoutOfSystem: readonly string[] | undefined = forAnthropic.systemLayout?.sources;
+void [strictIds, withFormat, lenient.ids, repairKinds, layoutOfSystem];

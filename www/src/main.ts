@@ -273,7 +273,7 @@ function render(): void {
     const estimate = history.tokenReport().estimate;
     $("bar").replaceChildren(tokenBar({ result: last, profile, encoding: history.encoding, estimate }));
     $("context-list").replaceChildren(contextList(last, byId));
-    $("context-count").textContent = `(${n(last.layout.length)})`;
+    $("context-count").textContent = `(${n(last.layout.length + (last.systemLayout ? 1 : 0))})`;
   }
   const summary = history.summaryState().current;
   $("summary-text").replaceChildren(summary

@@ -62,23 +62,24 @@ export function historyList(messages: StoredMessage[], entries: ReceiptEntry[]):
   return list;
 }
 
-/** The emitted message of each layout entry, when the two line up (Anthropic hoists the system prompt). */
-function aligned(result: Built): Array<Message | undefined> {
+/** Each message sent with its layout entry: layout[i] describes messages[i]; Anthropic's top-level
+ * system prompt, hoisted out of the messages, comes first with its own entry (systemLayout). */
+function aligned(result: Built): Array<[Readonly<LayoutEntry>, Message | undefined]> {
   const { layout, messages } = result;
-  if (Array.isArray(messages)) return layout.length === messages.length ? (messages as Message[]) : layout.map(() => undefined);
-  const system = layout.filter((e) => e.section === "system").length;
-  if (layout.length !== system + messages.messages.length) return layout.map(() => undefined);
-  const systemText = typeof messages.system === "string" ? messages.system : messages.system?.map((b) => b.text).join("\n");
-  let next = 0;
-  return layout.map((e) => (e.section === "system" ? ({ role: "system", content: systemText ?? "" } as unknown as Message) : (messages.messages[next++] as Message)));
+  if (Array.isArray(messages)) return layout.map((entry, i) => [entry, messages[i] as Message | undefined]);
+  const rows: Array<[Readonly<LayoutEntry>, Message | undefined]> = layout.map((entry, i) => [entry, messages.messages[i] as Message | undefined]);
+  if (result.systemLayout) {
+    const systemText = typeof messages.system === "string" ? messages.system : messages.system?.map((b) => b.text).join("\n");
+    rows.unshift([result.systemLayout, { role: "system", content: systemText ?? "" } as unknown as Message]);
+  }
+  return rows;
 }
 
 /** The context that would be sent, entry by entry, and the request JSON. */
 export function contextList(result: Built, byId: Map<string, StoredMessage>): HTMLElement {
-  const emitted = aligned(result);
   const list = h("ol.messages", { "aria-label": "context to send" });
-  result.layout.forEach((entry: Readonly<LayoutEntry>, i) => {
-    const message = emitted[i] ?? byId.get(entry.sources[0] ?? "")?.message;
+  aligned(result).forEach(([entry, emitted]) => {
+    const message = emitted ?? byId.get(entry.sources[0] ?? "")?.message;
     const sources = entry.sources.length === 0 ? "" : entry.sources.length === 1 ? entry.sources[0] : `${entry.sources[0]}–${entry.sources.at(-1)} (${entry.sources.length})`;
     list.append(
       h(`li.message.section-${entry.section}.fate-${entry.action}`, { "data-section": entry.section },

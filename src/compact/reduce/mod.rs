@@ -96,12 +96,31 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result
         return whole_pins(ctx, cache, pass);
     }
     let fits = stages::until_fits(ctx, cache, pass, fixed + pass.placeholder_tokens, goal)?;
+    let fixed_all = fixed + pass.placeholder_tokens;
+    if fits && !window && pass.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
+        stages::give_back(ctx, cache, pass, fixed_all, goal)?;
+    }
+    if fits && !window && pass.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
+        // Still short (a thinned unit too large to give back whole): the selection (newest
+        // units first, the boundary unit cut to fit) uses the budget, so the reductions are
+        // undone and left to it.
+        plan_active(ctx, cache, pass)?;
+        pass.lazy = true;
+        pass.mode = Mode::Selected;
+        return Ok(());
+    }
     if !window && (fits || pass.max.is_none()) {
         pass.mode = Mode::Reduced;
         return whole_pins(ctx, cache, pass);
     }
     pass.mode = Mode::Selected;
     Ok(())
+}
+
+/// Whether the reduced history (with `fixed` tokens besides it) uses less than 90% of `max`.
+fn leaves_unused(pass: &Pass, fixed: usize, max: usize) -> bool {
+    let view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
+    view * 10 < max * 9
 }
 
 /// The pins as stored: nothing leaves the context, so nothing needs cutting.

@@ -218,3 +218,64 @@ pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, pla
     ctx.plan_tokens(cache, &mut reduced)?;
     Ok(reduced)
 }
+
+/// After `until_fits`: a digest, a compression or a thinned turn goes whole, so the last ones
+/// made may have saved far more than the goal needed (issue #11: a history larger than its budget
+/// uses at least 90% of it). Until it does, gives back, newest first, what still fits: a thinned
+/// unit whole, a reduced result whole, or the one where the room runs out cut to its head and
+/// tail as deep as the goal needs.
+pub(crate) fn give_back(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<()> {
+    let structure = Arc::clone(&pass.structure);
+    let mut view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
+    for plan in pass.plans.iter_mut().rev() {
+        if view * 10 >= goal * 9 {
+            break;
+        }
+        let thinned = plan.dropped == Some(DropReason::Thinning) || plan.members.iter().any(|m| m.text_only);
+        if thinned {
+            let Some(unit) = structure.units.get(plan.unit) else { continue };
+            let mut whole = Plan::of(plan.unit, unit);
+            ctx.plan_tokens(cache, &mut whole)?;
+            let now = if plan.dropped.is_some() { 0 } else { plan.tokens };
+            if view - now + whole.tokens <= goal {
+                view = view - now + whole.tokens;
+                *plan = whole;
+            }
+            continue;
+        }
+        if plan.dropped.is_some() {
+            continue;
+        }
+        let mut changed = false;
+        for k in (0..plan.members.len()).rev() {
+            let Some(member) = plan.members.get(k) else { continue };
+            for r in (0..member.replace.len()).rev() {
+                let Some(member) = plan.members.get(k) else { break };
+                let Some(&(part, _)) = member.replace.get(r) else { continue };
+                let before = ctx.member_tokens(cache, member)? as usize;
+                let mut whole = member.clone();
+                whole.replace.remove(r);
+                let after = ctx.member_tokens(cache, &whole)? as usize;
+                let given = if view - before + after <= goal {
+                    Some(whole)
+                } else {
+                    // Cut only as deep as the goal needs, if that keeps more than the reduction.
+                    cut_to_save(ctx, cache, &whole, part, view - before + after - goal)?
+                        .filter(|cut| ctx.member_tokens(cache, cut).is_ok_and(|n| n as usize > before))
+                };
+                if let Some(given) = given {
+                    let now = ctx.member_tokens(cache, &given)? as usize;
+                    view = view - before + now;
+                    if let Some(slot) = plan.members.get_mut(k) {
+                        *slot = given;
+                    }
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            ctx.plan_tokens(cache, plan)?;
+        }
+    }
+    Ok(())
+}

@@ -19,13 +19,16 @@ use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
 
+/// Runs of at most this many context messages are attributed exactly (`EmitCache::spread`).
+const SHORT_RUN: usize = 16;
+
 /// One stretch of the request's messages.
 #[derive(Clone, Debug)]
 pub enum Piece {
     /// A context message's own request form (`EmitCache::own`): zero or more request messages.
     Own(Arc<Message>),
-    /// Request messages emitted from several context messages together.
-    Joined(Vec<Value>),
+    /// Request messages emitted from several context messages (the second field) together.
+    Joined(Vec<Value>, Vec<Arc<Message>>),
 }
 
 /// A request in pieces: Anthropic's `system`, and the messages.
@@ -139,7 +142,8 @@ impl EmitCache {
         };
         if format == Format::Anthropic && reuses_tool_call_ids(&body) {
             let list = emit_messages(messages.iter().map(|m| &***m), format)?;
-            return Ok(Assembled { format, system, pieces: vec![Piece::Joined(list)] });
+            let members = body.into_iter().map(Arc::clone).collect();
+            return Ok(Assembled { format, system, pieces: vec![Piece::Joined(list, members)] });
         }
 
         let mut pieces = Vec::new();
@@ -179,16 +183,109 @@ impl EmitCache {
     fn close(&self, run: Vec<&Arc<Message>>, joined: Option<Vec<Value>>, format: Format) -> Result<Piece> {
         Ok(match (run.as_slice(), joined) {
             ([only], _) => Piece::Own(Arc::clone(only)),
-            (_, Some(list)) => Piece::Joined(list),
-            (_, None) => Piece::Joined(emit_messages(run.iter().map(|m| &***m), format)?),
+            (_, Some(list)) => Piece::Joined(list, run.into_iter().map(Arc::clone).collect()),
+            (_, None) => {
+                let list = emit_messages(run.iter().map(|m| &***m), format)?;
+                Piece::Joined(list, run.into_iter().map(Arc::clone).collect())
+            }
         })
+    }
+
+    /// For each request message of `assembled`, in order, the context messages it carries (one
+    /// context message may give several request messages, several may merge into one).
+    pub fn carried(&self, assembled: &Assembled) -> Vec<Vec<Arc<Message>>> {
+        let mut out = Vec::new();
+        for piece in &assembled.pieces {
+            match piece {
+                Piece::Own(message) => out.extend(self.own(message).iter().map(|_| vec![Arc::clone(message)])),
+                Piece::Joined(list, members) => out.extend(self.spread(list, members, assembled.format)),
+            }
+        }
+        out
+    }
+
+    /// Which of `members` each message of `list` (emitted from them together) carries. A short
+    /// run is emitted prefix by prefix: each member carries the messages its arrival added or
+    /// changed (or the last one, when it changed nothing). A long one (a whole request sent through `emit_request`) is read from the members'
+    /// own forms, a form's message merged into the one before where the emitter merges them
+    /// (Anthropic: same role; OpenAI and the AI SDK: an assistant message continuing a
+    /// tool-calling one; AI SDK tool messages in a row); should that not account for `list`,
+    /// every message is said to carry the whole run.
+    fn spread(&self, list: &[Value], members: &[Arc<Message>], format: Format) -> Vec<Vec<Arc<Message>>> {
+        if members.len() <= SHORT_RUN {
+            let mut out: Vec<Vec<Arc<Message>>> = vec![Vec::new(); list.len()];
+            let mut before: Vec<Value> = Vec::new();
+            for (i, message) in members.iter().enumerate() {
+                let now = match i + 1 == members.len() {
+                    true => list.to_vec(),
+                    false => emit_messages(members.iter().take(i + 1).map(|m| &**m), format).unwrap_or_default(),
+                };
+                // What its arrival added or changed; nothing at all: it merged into the last
+                // message without a trace (an empty continuation).
+                let same = before.iter().zip(&now).take_while(|(a, b)| a == b).count().min(now.len().saturating_sub(1));
+                for slot in out.iter_mut().take(now.len()).skip(same) {
+                    slot.push(Arc::clone(message));
+                }
+                before = now;
+            }
+            return out;
+        }
+        let merges = |before: &Value, after: &Value| match format {
+            Format::Anthropic => role(before) == role(after),
+            Format::OpenAi => {
+                role(after) == Some("assistant")
+                    && matches!(before.get("tool_calls"), Some(Value::Array(calls)) if !calls.is_empty())
+            }
+            Format::AiSdk => {
+                (role(after) == Some("tool") && role(before) == Some("tool"))
+                    || (role(after) == Some("assistant") && lists::calls_tools(before))
+            }
+            Format::Responses => false,
+        };
+        let mut out: Vec<Vec<Arc<Message>>> = Vec::with_capacity(list.len());
+        let mut previous: Option<&Value> = None;
+        // Members that send nothing on their own (a call whose result is elsewhere in the run):
+        // carried by the message of their role they fall in.
+        let mut waiting: Vec<Arc<Message>> = Vec::new();
+        for message in members {
+            let own = self.own(message);
+            if own.is_empty() {
+                match out.last_mut() {
+                    Some(last) if previous.and_then(role) == Some(message.role.as_str()) => {
+                        last.push(Arc::clone(message))
+                    }
+                    _ => waiting.push(Arc::clone(message)),
+                }
+                continue;
+            }
+            for value in own {
+                match out.last_mut() {
+                    Some(last) if previous.is_some_and(|p| merges(p, value)) => {
+                        if !last.iter().any(|m| Arc::ptr_eq(m, message)) {
+                            last.push(Arc::clone(message));
+                        }
+                    }
+                    _ => {
+                        let mut carried = std::mem::take(&mut waiting);
+                        carried.push(Arc::clone(message));
+                        out.push(carried);
+                    }
+                }
+                previous = Some(value);
+            }
+        }
+        if out.len() == list.len() {
+            out
+        } else {
+            list.iter().map(|_| members.to_vec()).collect()
+        }
     }
 
     /// The request messages of `assembled`, in order.
     pub fn messages<'a>(&'a self, assembled: &'a Assembled) -> impl Iterator<Item = &'a Value> {
         assembled.pieces.iter().flat_map(move |piece| match piece {
             Piece::Own(message) => self.own(message).iter(),
-            Piece::Joined(list) => list.iter(),
+            Piece::Joined(list, _) => list.iter(),
         })
     }
 

@@ -182,8 +182,13 @@ fn validate_openai_messages(list: &[&Value]) -> Vec<Violation> {
 
 fn validate_anthropic(value: &Value) -> Vec<Violation> {
     let mut v = Vec::new();
+    // A bare message list, as `appendMany` takes it: the messages of a request without a system.
+    if let Some(list) = value.as_array() {
+        validate_anthropic_messages(&list.iter().collect::<Vec<_>>(), &mut v);
+        return v;
+    }
     let Some(request) = value.as_object() else {
-        return vec![violation(None, "shape", "an Anthropic request is { system?, messages }")];
+        return vec![violation(None, "shape", "an Anthropic request is { system?, messages } or a message array")];
     };
     for key in request.keys() {
         if key != "system" && key != "messages" {
@@ -341,6 +346,19 @@ mod tests {
     use super::super::sanitize_openai;
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_anthropic_message_array_is_checked_as_appendmany_takes_it() {
+        let list = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}
+        ]);
+        assert_eq!(validate(&list, Format::Anthropic), Ok(()));
+        assert_eq!(validate(&json!({"messages": list}), Format::Anthropic), Ok(()));
+        let unanswered = json!([{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}, {"role": "user", "content": "?"}]);
+        assert!(validate(&unanswered, Format::Anthropic).is_err());
+    }
 
     #[test]
     fn openai_rules() {
