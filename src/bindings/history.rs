@@ -123,7 +123,7 @@ impl ConversationHistory {
     pub fn append_many(
         &self,
         #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "Format | AppendOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format")] options: JsValue,
     ) -> JsResult<JsValue> {
         let value = from_js(&messages, "messages")?;
         let mut session = self.session.get()?;
