@@ -15,7 +15,7 @@ import { Session } from "./api.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
 import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
-import { withLock } from "./storage/locks.js";
+import { SaveBeacon, withLock } from "./storage/locks.js";
 
 /** Where the store keeps each session's records (the layout is the core's: see `src/session/records`). */
 const metaKey = (id: string): StorageKey => ["s", id];
@@ -117,6 +117,7 @@ export class SessionStore {
   readonly #opening = new Map<string, Promise<StoredSession>>();
   /** The latest save of each session other tabs announced. */
   readonly #announced = new Map<string, number>();
+  readonly #beacon = new SaveBeacon();
   #channel: BroadcastChannel | undefined;
   #closed = false;
 
@@ -157,7 +158,11 @@ export class SessionStore {
 
   /** @internal Runs `fn` holding session `id`'s lock. */
   locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    return withLock(this.adapter, `context-compactor:${this.name}:${id}`, fn);
+    return withLock(this.adapter, this.#lockName(id), fn);
+  }
+
+  #lockName(id: string): string {
+    return `context-compactor:${this.name}:${id}`;
   }
 
   #check(): void {
@@ -172,7 +177,11 @@ export class SessionStore {
   async storedMeta(id: string): Promise<string | undefined> {
     const key = metaKey(id);
     let meta = await this.adapter.load(key);
-    const announced = this.#announced.get(id) ?? 0;
+    const published =
+      meta !== undefined
+        ? await SaveBeacon.latest(this.#lockName(id), Session.info({ key, value: meta }).createdAt)
+        : 0;
+    const announced = Math.max(this.#announced.get(id) ?? 0, published);
     for (let waited = 0; meta !== undefined && Session.info({ key, value: meta }).commit < announced; waited += 5) {
       if (waited >= 2000) {
         throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
@@ -403,8 +412,9 @@ export class SessionStore {
     if (this.#open.get(handle.id) === handle) this.#open.delete(handle.id);
   }
 
-  /** @internal Tells the other tabs. */
-  saved(id: string, commit: number): void {
+  /** @internal Tells the other tabs (the caller holds session `id`'s lock). */
+  async saved(id: string, createdAt: number, commit: number): Promise<void> {
+    await this.#beacon.publish(this.#lockName(id), createdAt, commit);
     this.#post({ id, commit });
   }
 
@@ -550,7 +560,8 @@ export class StoredSession {
       await write(adapter, changes.remove.map((key) => ({ key, value: undefined })), "removing superseded records").catch(() => {});
     }
     if (changes.records.length > 0) {
-      this.store.saved(this.id, changes.commit);
+      const meta = changes.records.find((record) => record.key.join("\u0000") === metaKey(this.id).join("\u0000"));
+      await this.store.saved(this.id, meta ? Session.info(meta).createdAt : 0, changes.commit);
       this.onchange?.({ type: "saved", commit: changes.commit });
     }
   }

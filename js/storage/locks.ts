@@ -21,7 +21,8 @@ export async function serially<T>(name: string, fn: () => Promise<T>): Promise<T
 }
 
 interface WebLocks {
-  request<T>(name: string, options: { mode: "exclusive" }, fn: () => Promise<T>): Promise<T>;
+  request<T>(name: string, options: { mode: "exclusive" | "shared" }, fn: () => Promise<T>): Promise<T>;
+  query(): Promise<{ held?: Array<{ name?: string }> }>;
 }
 
 function webLocks(): WebLocks | undefined {
@@ -45,4 +46,50 @@ export function withLock<T>(adapter: StorageAdapter, name: string, fn: () => Pro
 /** Which kind of lock `withLock` uses for `adapter`. */
 export function lockKind(adapter: StorageAdapter): "adapter" | "web-locks" | "realm" {
   return typeof adapter.lock === "function" ? "adapter" : webLocks() ? "web-locks" : "realm";
+}
+
+/**
+ * The latest save of a lock's holder, published through the lock manager itself. A tab's copy of
+ * localStorage catches up with another tab's writes only as it runs the events that carry them,
+ * and a BroadcastChannel message can arrive after the lock it was sent under has passed to this
+ * tab: a tab that then wrote from its stale copy would overwrite the other's save. So a writer,
+ * still holding the session's lock, takes a shared lock named after its save (`name#saved:T:N`,
+ * T the session's creation time),
+ * and the next holder reads the newest N from `navigator.locks.query()`, which the lock manager
+ * answers in order with the grants. It is held until this realm publishes a newer save of the
+ * same name, or goes away: a store closed right after its save must still tell the next holder.
+ */
+export class SaveBeacon {
+  readonly #held = new Map<string, () => void>();
+
+  /**
+   * Publishes save `commit` of `name` (call it holding `name`'s lock); a no-op without Web Locks.
+   * `incarnation` tells a session apart from one deleted and made again under the same id.
+   */
+  async publish(name: string, incarnation: number, commit: number): Promise<void> {
+    const locks = webLocks();
+    if (!locks) return;
+    const previous = this.#held.get(name);
+    await new Promise<void>((granted) => {
+      locks
+        .request(`${name}#saved:${incarnation}:${commit}`, { mode: "shared" }, () => {
+          granted();
+          return new Promise<void>((release) => this.#held.set(name, release));
+        })
+        .catch(() => granted());
+    });
+    previous?.();
+  }
+
+  /** The newest save of `name` (of that incarnation) any tab or worker published, 0 when none (or no Web Locks). */
+  static async latest(name: string, incarnation: number): Promise<number> {
+    const locks = webLocks();
+    if (!locks || typeof locks.query !== "function") return 0;
+    const prefix = `${name}#saved:${incarnation}:`;
+    let latest = 0;
+    for (const lock of (await locks.query()).held ?? []) {
+      if (lock.name?.startsWith(prefix)) latest = Math.max(latest, Number(lock.name.slice(prefix.length)) || 0);
+    }
+    return latest;
+  }
 }
