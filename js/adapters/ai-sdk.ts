@@ -10,7 +10,7 @@
  */
 import type { ModelMessage, UIMessage } from "ai";
 import type { BuildOptions, BuildResult, ConversationHistory, Receipt } from "../api.js";
-import { InvalidMessageError } from "../errors.js";
+import { InvalidArgumentError, InvalidMessageError } from "../errors.js";
 
 /** Build options for the AI SDK (the format is always `"ai-sdk"`). */
 export type AiSdkCompactOptions = Omit<BuildOptions, "format">;
@@ -237,6 +237,12 @@ export function fromUIMessages(uiMessages: readonly UIMessage[]): ModelMessage[]
   return JSON.parse(JSON.stringify(out)) as ModelMessage[];
 }
 
+/** What fromUIMessages stored (anything else under the key is read as a plain ModelMessage). */
+function isRecord(value: unknown): value is UiRecord {
+  return isObject(value) && typeof value.id === "string" && (value.parts === undefined ||
+    (Array.isArray(value.parts) && value.parts.every((entry) => isObject(entry) && isObject(entry.part) && Array.isArray(entry.held))));
+}
+
 /** A held field's value in the ModelMessage part `model` made from the UI part. */
 function heldValue(key: Held, model: Json[]): { found: boolean; value?: unknown } {
   for (const part of model) {
@@ -297,15 +303,20 @@ function uiPart(part: Json): Json | undefined {
  * message of `tool-<name>` parts, ids `msg-<index>` from the first ModelMessage's index.
  */
 export function toUIMessages(messages: readonly ModelMessage[] | ConversationHistory): UIMessage[] {
-  const list = (Array.isArray(messages) ? messages : (messages as ConversationHistory).messages("ai-sdk")) as Json[];
+  const history = messages as Partial<ConversationHistory> | null;
+  if (!Array.isArray(messages) && typeof history?.messages !== "function")
+    throw new InvalidArgumentError("toUIMessages expects an array of AI SDK ModelMessages or a ConversationHistory");
+  const list = (Array.isArray(messages) ? messages : (messages as ConversationHistory).messages("ai-sdk")) as unknown[];
   const out: Json[] = [];
   let open: Json | undefined; // the assistant UIMessage later tool results and steps join
   for (let j = 0; j < list.length; j++) {
     const message = list[j];
-    const record = isObject(message.uiMessage) ? (message.uiMessage as unknown as UiRecord) : undefined;
+    if (!isObject(message)) throw new InvalidMessageError(`messages[${j}]: a ModelMessage must be an object`, { index: j, path: `messages[${j}]` });
+    const record = isRecord(message.uiMessage) ? message.uiMessage : undefined;
     if (record?.parts) {
       const group = [message];
-      while (j + 1 < list.length && isObject(list[j + 1].uiMessage) && (list[j + 1].uiMessage as Json).id === record.id && !(list[j + 1].uiMessage as Json).parts) group.push(list[++j]);
+      const sameMessage = (next: unknown) => isObject(next) && isObject(next.uiMessage) && next.uiMessage.id === record.id && !next.uiMessage.parts;
+      while (j + 1 < list.length && sameMessage(list[j + 1])) group.push(list[++j] as Json);
       out.push(rebuild(record, group));
       open = undefined;
       continue;

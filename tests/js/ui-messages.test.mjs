@@ -179,3 +179,10 @@ test("a malformed UIMessage is an InvalidMessageError naming the message index a
   }
   assert.throws(() => fromUIMessages("nope"), InvalidMessageError);
 });
+
+test("toUIMessages refuses what is not a ModelMessage list, and reads a foreign uiMessage key as plain", async () => {
+  assert.throws(() => toUIMessages("nope"), (error) => error.name === "InvalidArgumentError");
+  assert.throws(() => toUIMessages([{ role: "user", content: "hi" }, null]), (error) => error instanceof InvalidMessageError && error.index === 1);
+  const odd = [{ role: "user", content: "hi", uiMessage: { id: "x", parts: "not a list" } }];
+  assert.deepEqual(toUIMessages(odd), [{ id: "msg-0", role: "user", parts: [{ type: "text", text: "hi" }] }]);
+});
