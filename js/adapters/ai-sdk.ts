@@ -8,8 +8,9 @@
  * model said is lost when a step is sent less. Types only come from `ai`: nothing of it is
  * bundled or imported at run time.
  */
-import type { ModelMessage } from "ai";
+import type { ModelMessage, UIMessage } from "ai";
 import type { BuildOptions, BuildResult, ConversationHistory, Receipt } from "../api.js";
+import { InvalidArgumentError, InvalidMessageError } from "../errors.js";
 
 /** Build options for the AI SDK (the format is always `"ai-sdk"`). */
 export type AiSdkCompactOptions = Omit<BuildOptions, "format">;
@@ -70,4 +71,274 @@ export function compactingPrepareStep(
     return { messages: last.messages };
   };
   return Object.defineProperty(prepare, "last", { get: () => last }) as CompactingPrepareStep;
+}
+
+// ---- UIMessages (what `useChat` apps store) -------------------------------------------------
+//
+// `fromUIMessages` converts as `ai`'s `convertToModelMessages` does (text, reasoning, file and
+// tool parts; `step-start` splits an assistant message into steps) and keeps what a ModelMessage
+// cannot say in two keys the codec stores verbatim: every part it made carries `uiPart` (the index
+// of its UI part), and the first ModelMessage of each UIMessage carries `uiMessage` (`id`,
+// `metadata` and the parts without their text, input, output or URL, which the ModelMessages
+// hold); later ones carry `uiMessage: { id }`. `toUIMessages` puts the parts back from what the
+// (possibly compacted) messages still hold, so an untouched list gives the UIMessages back exactly.
+
+
+type Json = Record<string, unknown>;
+/** The fields of a UI part the ModelMessages hold; the stored skeleton lacks them. */
+type Held = "text" | "input" | "output" | "errorText" | "url";
+interface Skeleton { part: Json; held: Held[] }
+interface UiRecord { id: string; role?: string; metadata?: unknown; parts?: Skeleton[] }
+
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+const isToolPart = (part: Json) => part.type === "dynamic-tool" || String(part.type).startsWith("tool-");
+const toolName = (part: Json) => (part.type === "dynamic-tool" ? String(part.toolName) : String(part.type).slice(5));
+const options = (metadata: unknown) => (metadata != null ? { providerOptions: metadata } : {});
+
+function invalid(index: number, field: string, why: string): InvalidMessageError {
+  const path = `uiMessages[${index}]${field ? `.${field}` : ""}`;
+  return new InvalidMessageError(`${path}: ${why}`, { index, path });
+}
+
+function checkUIMessage(message: unknown, index: number): asserts message is UIMessage {
+  if (!isObject(message)) throw invalid(index, "", "a UIMessage must be an object");
+  if (typeof message.id !== "string") throw invalid(index, "id", "a UIMessage needs a string id");
+  if (!["system", "user", "assistant"].includes(message.role as string))
+    throw invalid(index, "role", `unknown role ${JSON.stringify(message.role)}: expected system, user or assistant`);
+  if (!Array.isArray(message.parts)) throw invalid(index, "parts", "a UIMessage needs a parts array");
+  message.parts.forEach((part: unknown, k) => {
+    if (!isObject(part) || typeof part.type !== "string") throw invalid(index, `parts[${k}].type`, "a part needs a string type");
+    const needs = part.type === "text" || part.type === "reasoning" ? "text" : part.type === "file" ? "url" : isToolPart(part) ? "toolCallId" : undefined;
+    if (needs && typeof part[needs] !== "string" && !(needs === "url" && part.providerReference != null))
+      throw invalid(index, `parts[${k}].${needs}`, `a ${part.type} part needs a string ${needs}`);
+  });
+}
+
+/** The ModelMessages of one step of an assistant UIMessage (`convertToModelMessages`' rules). */
+function stepMessages(block: Array<[Json, number]>): Json[] {
+  const content: Json[] = [];
+  const results: Json[] = [];
+  for (const [part, k] of block) {
+    if (part.type === "text") content.push({ type: "text", text: part.text, ...options(part.providerMetadata), uiPart: k });
+    else if (part.type === "reasoning") content.push({ type: "reasoning", text: part.text, providerOptions: part.providerMetadata, uiPart: k });
+    else if (part.type === "file") content.push({ ...filePart(part), uiPart: k });
+    else if (part.type === "reasoning-file")
+      content.push({ type: "reasoning-file", data: { type: "url", url: part.url }, mediaType: part.mediaType, providerOptions: part.providerMetadata, uiPart: k });
+    else if (part.type === "custom") content.push({ type: "custom", kind: part.kind, ...options(part.providerMetadata), uiPart: k });
+    else if (isToolPart(part) && part.state !== "input-streaming") {
+      const name = toolName(part);
+      const error = part.state === "output-error";
+      const callOptions = part.callProviderMetadata ?? (error ? part.resultProviderMetadata : undefined);
+      const input = error ? part.input ?? part.rawInput : part.input;
+      content.push({ type: "tool-call", toolCallId: part.toolCallId, toolName: name, input, providerExecuted: part.providerExecuted, ...options(callOptions), uiPart: k });
+      const approval = isObject(part.approval) ? part.approval : undefined;
+      if (approval) {
+        content.push({
+          type: "tool-approval-request", approvalId: approval.id, toolCallId: part.toolCallId, isAutomatic: approval.isAutomatic,
+          ...(approval.requestReason != null ? { reason: approval.requestReason } : {}),
+          ...("inputSchemaInput" in approval ? { inputSchemaInput: approval.inputSchemaInput } : {}),
+          ...(approval.signature != null ? { signature: approval.signature } : {}), uiPart: k,
+        });
+      }
+      const done = part.state === "output-available" || error;
+      const result = (mode: "none" | "text" | "json") => ({
+        type: "tool-result", toolCallId: part.toolCallId, toolName: name,
+        output: mode === "none" ? (typeof part.output === "string" ? { type: "text", value: part.output } : { type: "json", value: part.output })
+          : { type: mode === "text" ? "error-text" : "error-json", value: part.errorText },
+      });
+      if (part.providerExecuted === true) {
+        if (done && part.state !== "approval-responded")
+          content.push({ ...result(error ? "json" : "none"), ...options(part.resultProviderMetadata ?? part.callProviderMetadata), uiPart: k });
+      }
+      if (approval?.approved != null)
+        results.push({ type: "tool-approval-response", approvalId: approval.id, approved: approval.approved, reason: approval.reason, providerExecuted: part.providerExecuted, uiPart: k });
+      if (part.state === "approval-responded" && approval?.approved === false)
+        results.push({ type: "tool-result", toolCallId: part.toolCallId, toolName: name, output: { type: "execution-denied", reason: approval.reason }, ...options(part.callProviderMetadata), uiPart: k });
+      if (part.providerExecuted === true) continue;
+      if (part.state === "output-denied")
+        results.push({ type: "tool-result", toolCallId: part.toolCallId, toolName: name, output: { type: "error-text", value: approval?.reason ?? "Tool call execution denied." }, ...options(part.callProviderMetadata), uiPart: k });
+      else if (done) results.push({ ...result(error ? "text" : "none"), ...options(part.callProviderMetadata), uiPart: k });
+    }
+  }
+  const out: Json[] = [];
+  if (content.length > 0) out.push({ role: "assistant", content });
+  if (results.length > 0) out.push({ role: "tool", content: results });
+  return out;
+}
+
+function filePart(part: Json): Json {
+  const data = part.providerReference != null ? { type: "reference", reference: part.providerReference } : { type: "url", url: part.url };
+  return { type: "file", mediaType: part.mediaType, filename: part.filename, data, ...options(part.providerMetadata) };
+}
+
+/** The part without what the ModelMessages made from it hold (a system message's several texts stay). */
+function skeleton(part: Json, role: string, keepText: boolean): Skeleton {
+  const kind = String(part.type);
+  const file = kind === "file" || (kind === "reasoning-file" && role === "assistant");
+  const converted: readonly Held[] =
+    kind === "text" ? (keepText ? [] : ["text"])
+      : kind === "reasoning" && role === "assistant" ? ["text"]
+        : file && role !== "system" && part.providerReference == null ? ["url"]
+          : isToolPart(part) && role === "assistant" && part.state !== "input-streaming" ? ["input", "output", "errorText"]
+            : [];
+  const rest: Json = { ...part };
+  const held = converted.filter((key) => key in part && part[key] !== undefined);
+  for (const key of held) delete rest[key];
+  return { part: rest, held };
+}
+
+/**
+ * The AI SDK ModelMessages for `uiMessages`, converted as `convertToModelMessages` converts them,
+ * with what only a UIMessage says kept for {@link toUIMessages}. Throws an `InvalidMessageError`
+ * naming the message index and field of a malformed UIMessage.
+ */
+export function fromUIMessages(uiMessages: readonly UIMessage[]): ModelMessage[] {
+  if (!Array.isArray(uiMessages)) throw new InvalidMessageError("fromUIMessages expects an array of UIMessages");
+  const out: Json[] = [];
+  uiMessages.forEach((message: unknown, index) => checkUIMessage(message, index));
+  const lastUser = uiMessages.reduce((last, message, index) => (message.role === "user" ? index : last), -1);
+  uiMessages.forEach((message, index) => {
+    // As `convertToModelMessages` does, an approval request the user has since passed over is not
+    // sent; the stored UI part keeps it whole.
+    const passedOver = (part: Json) => isToolPart(part) && part.state === "approval-requested" && index < lastUser;
+    const all = message.parts as unknown as Json[];
+    const parts = all.map((part) => (passedOver(part) ? { type: "ui-only" } : part));
+    const texts = parts.filter((part) => part.type === "text");
+    const system = message.role === "system";
+    const record: UiRecord = {
+      id: message.id, ...(message.metadata !== undefined ? { metadata: message.metadata } : {}),
+      parts: all.map((part) => (passedOver(part) ? { part, held: [] } : skeleton(part, message.role, system && texts.length !== 1))),
+    };
+    let made: Json[];
+    if (system) {
+      const metadata = texts.reduce<Json>((all, part) => ({ ...all, ...(isObject(part.providerMetadata) ? part.providerMetadata : {}) }), {});
+      made = [{ role: "system", content: texts.map((part) => part.text).join(""), ...(Object.keys(metadata).length > 0 ? { providerOptions: metadata } : {}) }];
+    } else if (message.role === "user") {
+      const content = parts.flatMap((part, k) =>
+        part.type === "text" ? [{ type: "text", text: part.text, ...options(part.providerMetadata), uiPart: k }]
+          : part.type === "file" ? [{ ...filePart(part), uiPart: k }] : []);
+      made = [{ role: "user", content }];
+    } else {
+      made = [];
+      let block: Array<[Json, number]> = [];
+      parts.forEach((part, k) => {
+        if (part.type === "step-start") {
+          made.push(...stepMessages(block));
+          block = [];
+        } else block.push([part, k]);
+      });
+      made.push(...stepMessages(block));
+      // A UIMessage with nothing for the model still has a message to carry it.
+      if (made.length === 0) made.push({ role: "assistant", content: [] });
+    }
+    made.forEach((model, i) => out.push({ ...model, uiMessage: i === 0 ? { role: message.role, ...record } : { id: message.id } }));
+  });
+  // JSON, as the history stores it (no `undefined` members).
+  return JSON.parse(JSON.stringify(out)) as ModelMessage[];
+}
+
+/** What fromUIMessages stored (anything else under the key is read as a plain ModelMessage). */
+function isRecord(value: unknown): value is UiRecord {
+  return isObject(value) && typeof value.id === "string" && (value.parts === undefined ||
+    (Array.isArray(value.parts) && value.parts.every((entry) => isObject(entry) && isObject(entry.part) && Array.isArray(entry.held))));
+}
+
+/** A held field's value in the ModelMessage part `model` made from the UI part. */
+function heldValue(key: Held, model: Json[]): { found: boolean; value?: unknown } {
+  for (const part of model) {
+    const output = isObject(part.output) ? part.output : undefined;
+    if (key === "text" && (part.type === "text" || part.type === "reasoning")) return { found: true, value: part.text };
+    if (key === "input" && part.type === "tool-call") return { found: true, value: part.input };
+    if (key === "url" && (part.type === "file" || part.type === "reasoning-file") && isObject(part.data)) return { found: true, value: String(part.data.url) };
+    if (part.type === "tool-result" && output) {
+      const error = output.type === "error-text" || output.type === "error-json";
+      if ((key === "errorText") === error && (key === "output" || key === "errorText")) return { found: true, value: output.value };
+    }
+  }
+  return { found: false };
+}
+
+function contentParts(message: Json): Json[] {
+  return Array.isArray(message.content) ? (message.content as Json[]) : [];
+}
+
+/** A UIMessage back from the ModelMessages it was converted into (those still held). */
+function rebuild(record: UiRecord, group: Json[]): Json {
+  const made = new Map<number, Json[]>();
+  for (const part of group.flatMap(contentParts)) {
+    if (typeof part.uiPart === "number") made.set(part.uiPart, [...(made.get(part.uiPart) ?? []), part]);
+  }
+  const system = typeof group[0].content === "string" ? group[0].content : undefined;
+  const parts: Json[] = [];
+  for (const [k, { part, held }] of (record.parts ?? []).entries()) {
+    const restored: Json = { ...part };
+    let whole = true;
+    for (const key of held) {
+      const value = system !== undefined && key === "text" ? { found: true, value: system } : heldValue(key, made.get(k) ?? []);
+      if (value.found) restored[key] = value.value;
+      else whole = false;
+    }
+    // A part compaction dropped is left out.
+    if (whole) parts.push(restored);
+  }
+  return { id: record.id, role: record.role, ...(record.metadata !== undefined ? { metadata: record.metadata } : {}), parts };
+}
+
+/** The UI part for a ModelMessage part that never was one. */
+function uiPart(part: Json): Json | undefined {
+  if (part.type === "text" || part.type === "reasoning") return { type: part.type, text: part.text, ...(part.providerOptions != null ? { providerMetadata: part.providerOptions } : {}) };
+  if (part.type === "file" && isObject(part.data) && part.data.url != null) return { type: "file", mediaType: part.mediaType, url: String(part.data.url), ...(part.filename != null ? { filename: part.filename } : {}) };
+  if (part.type === "image" && typeof part.image === "string") {
+    const url = part.image.includes(":") ? part.image : `data:${part.mediaType ?? "image/png"};base64,${part.image}`;
+    return { type: "file", mediaType: part.mediaType ?? "image/png", url };
+  }
+  if (part.type === "tool-call") return { type: `tool-${part.toolName}`, toolCallId: part.toolCallId, state: "input-available", input: part.input };
+  return undefined;
+}
+
+/**
+ * UIMessages for AI SDK ModelMessages (or a history's, read as `"ai-sdk"`): the ones
+ * {@link fromUIMessages} made come back as they were (less what compaction dropped); others become
+ * UIMessages of their own, an assistant's tool calls and the results that follow in one assistant
+ * message of `tool-<name>` parts, ids `msg-<index>` from the first ModelMessage's index.
+ */
+export function toUIMessages(messages: readonly ModelMessage[] | ConversationHistory): UIMessage[] {
+  const history = messages as Partial<ConversationHistory> | null;
+  if (!Array.isArray(messages) && typeof history?.messages !== "function")
+    throw new InvalidArgumentError("toUIMessages expects an array of AI SDK ModelMessages or a ConversationHistory");
+  const list = (Array.isArray(messages) ? messages : (messages as ConversationHistory).messages("ai-sdk")) as unknown[];
+  const out: Json[] = [];
+  let open: Json | undefined; // the assistant UIMessage later tool results and steps join
+  for (let j = 0; j < list.length; j++) {
+    const message = list[j];
+    if (!isObject(message)) throw new InvalidMessageError(`messages[${j}]: a ModelMessage must be an object`, { index: j, path: `messages[${j}]` });
+    const record = isRecord(message.uiMessage) ? message.uiMessage : undefined;
+    if (record?.parts) {
+      const group = [message];
+      const sameMessage = (next: unknown) => isObject(next) && isObject(next.uiMessage) && next.uiMessage.id === record.id && !next.uiMessage.parts;
+      while (j + 1 < list.length && sameMessage(list[j + 1])) group.push(list[++j] as Json);
+      out.push(rebuild(record, group));
+      open = undefined;
+      continue;
+    }
+    const parts = typeof message.content === "string" ? [{ type: "text", text: message.content }] : contentParts(message).map(uiPart).filter((part) => part !== undefined);
+    if (message.role === "tool") {
+      const tools = (open?.parts as Json[] | undefined) ?? [];
+      for (const result of contentParts(message)) {
+        const call = tools.find((part) => part.toolCallId === result.toolCallId);
+        const output = isObject(result.output) ? result.output : undefined;
+        if (!call || !output) continue;
+        if (output.type === "error-text" || output.type === "error-json") Object.assign(call, { state: "output-error", errorText: typeof output.value === "string" ? output.value : JSON.stringify(output.value) });
+        else if (output.type === "execution-denied") Object.assign(call, { state: "output-denied" });
+        else Object.assign(call, { state: "output-available", output: output.value });
+      }
+    } else if (message.role === "assistant") {
+      if (!open) out.push((open = { id: `msg-${j}`, role: "assistant", parts: [] }));
+      (open.parts as Json[]).push({ type: "step-start" }, ...parts);
+    } else {
+      out.push({ id: `msg-${j}`, role: message.role, parts });
+      open = undefined;
+    }
+  }
+  return out as unknown as UIMessage[];
 }
