@@ -194,6 +194,7 @@ function skeleton(part: Json, role: string, keepText: boolean): Skeleton {
  */
 export function fromUIMessages(uiMessages: readonly UIMessage[]): ModelMessage[] {
   if (!Array.isArray(uiMessages)) throw new InvalidMessageError("fromUIMessages expects an array of UIMessages");
+  uiMessages = asJson(uiMessages, "uiMessages") as UIMessage[];
   const out: Json[] = [];
   uiMessages.forEach((message: unknown, index) => checkUIMessage(message, index));
   const lastUser = uiMessages.reduce((last, message, index) => (message.role === "user" ? index : last), -1);
@@ -258,6 +259,15 @@ function heldValue(key: Held, model: Json[]): { found: boolean; value?: unknown 
   return { found: false };
 }
 
+/** `value` as plain JSON, or an InvalidArgumentError saying why it cannot be (a BigInt, a cycle, a throwing getter). */
+function asJson(value: unknown, what: string): unknown {
+  try {
+    return JSON.parse(JSON.stringify(value));
+  } catch (error) {
+    throw new InvalidArgumentError(`${what} cannot be read as JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 function contentParts(message: Json): Json[] {
   return Array.isArray(message.content) ? (message.content as Json[]) : [];
 }
@@ -306,7 +316,17 @@ export function toUIMessages(messages: readonly ModelMessage[] | ConversationHis
   const history = messages as Partial<ConversationHistory> | null;
   if (!Array.isArray(messages) && typeof history?.messages !== "function")
     throw new InvalidArgumentError("toUIMessages expects an array of AI SDK ModelMessages or a ConversationHistory");
-  const list = (Array.isArray(messages) ? messages : (messages as ConversationHistory).messages("ai-sdk")) as unknown[];
+  const list = (Array.isArray(messages) ? asJson(messages, "messages") : (messages as ConversationHistory).messages("ai-sdk")) as unknown[];
+  list.forEach((message, j) => {
+    if (!isObject(message)) return;
+    const content = message.content;
+    if (content !== undefined && typeof content !== "string" && !Array.isArray(content)) {
+      throw new InvalidMessageError(`messages[${j}].content: must be a string or an array of parts`, { index: j, path: `messages[${j}].content` });
+    }
+    (Array.isArray(content) ? content : []).forEach((part, k) => {
+      if (!isObject(part)) throw new InvalidMessageError(`messages[${j}].content[${k}]: a part must be an object`, { index: j, path: `messages[${j}].content[${k}]` });
+    });
+  });
   const out: Json[] = [];
   let open: Json | undefined; // the assistant UIMessage later tool results and steps join
   for (let j = 0; j < list.length; j++) {

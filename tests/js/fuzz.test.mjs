@@ -205,3 +205,56 @@ test("fuzz: NaN, Infinity and undefined inside messages are treated as JSON woul
   assert.throws(() => tok.countMessages([{ role: "user", content: NaN }]), ContextCompactorError);
   assert.throws(() => tok.countMessages([{ role: Infinity, content: "x" }]), ContextCompactorError);
 });
+
+test("fuzz: the entry points of artifacts, agent state, lenient import, UIMessages and Responses counting", async () => {
+  const { Session, fileReaderTool, loadConversation } = await import("context-compactor");
+  const { fromUIMessages, toUIMessages } = await import("context-compactor/ai-sdk");
+  const session = new Session({ id: "fuzzed" });
+  session.history.appendMany(tau.slice(0, 12));
+  const saved = session.saveArtifact({ id: "code_kept", language: "python", description: "kept", content: "def f():\n    return 1\n" });
+  session.setState({ todos: [{ content: "stay", status: "pending" }], activeSkill: "analysis" });
+  const before = { length: session.history.length, artifacts: JSON.stringify(session.artifacts()), state: JSON.stringify(session.state()) };
+  const tok = new Tokenizer("o200k_base");
+  /** `value` as the text of a file. */
+  const text = (value) => {
+    try {
+      return JSON.stringify(value) ?? String(value);
+    } catch {
+      return "[a value JSON cannot write]";
+    }
+  };
+  const garbageOrArtifact = () => (rand() < 0.4 ? { id: pick(["a", "code_x", "", "💥", "../x", garbage()]), language: pick(["python", "py", "cobol", "", garbage()]), description: garbage(3), content: pick(["x", "", garbage(3)]) } : garbage());
+  const ops = {
+    saveArtifact: () => session.saveArtifact(garbageOrArtifact()),
+    artifact: () => session.artifact(rand() < 0.5 ? "code_kept" : garbage()),
+    setState: () => session.setState(rand() < 0.5 ? { todos: garbage(3), activeSkill: garbage(2), uploadedFiles: garbage(3) } : garbage()),
+    answerFileReader: () => session.answerFileReader(rand() < 0.5 ? { id: "c1", type: "function", function: { name: "file_reader", arguments: garbage(2) } } : garbage()),
+    fileReaderTool: () => fileReaderTool(fmt()),
+    repair: () => new ConversationHistory().appendMany(rand() < 0.5 ? [mutate(pick(REAL)), ...tau.slice(2, 6)] : garbage(), { repair: true, format: fmt() }),
+    build: () => session.history.build(rand() < 0.5 ? { imagesSentOnce: garbage(1), state: garbage(2), budget: { maxTokens: pick([2000, 0, -1, NaN, 1e12, garbage()]) } } : garbage()),
+    loadConversation: () => loadConversation(rand() < 0.5 ? text(rand() < 0.5 ? [mutate(pick(REAL)), ...tau.slice(2, 6)] : garbage()) : garbage(), rand() < 0.5 ? { name: pick(["x.json", "x.jsonl", "x.traj", garbage(1)]), repair: true } : garbage()),
+    fromUIMessages: () => fromUIMessages(rand() < 0.5 ? [{ id: "u", role: pick(["user", "assistant", "system", garbage()]), parts: garbage(3) }] : garbage()),
+    toUIMessages: () => toUIMessages(rand() < 0.5 ? [mutate({ role: "assistant", content: [{ type: "text", text: "x" }] })] : garbage()),
+    countRequest: () => tok.countRequest(rand() < 0.5 ? { model: "gpt-4o", input: garbage(3), instructions: garbage(1), tools: garbage(2) } : garbage(), { format: pick(["openai-responses", "openai", "anthropic", garbage()]) }),
+  };
+  const names = Object.keys(ops);
+  const failures = [];
+  for (let i = 0; i < ITERATIONS / 2; i++) {
+    const name = pick(names);
+    const length = session.history.length;
+    const artifacts = session.artifacts().length;
+    try {
+      ops[name]();
+    } catch (error) {
+      if (!(error instanceof ContextCompactorError)) failures.push(`#${i} ${name}: ${error?.constructor?.name} ${String(error?.message ?? error).split("\n")[0]}`);
+      if (session.history.length !== length || session.artifacts().length !== artifacts) failures.push(`#${i} ${name}: a failed call changed the session`);
+      if (failures.length > 20) break;
+    }
+  }
+  assert.deepEqual(failures, [], "every error is a ContextCompactorError, and a failed call changes nothing");
+  assert.ok(session.history.length >= before.length);
+  assert.deepEqual(session.artifact("code_kept"), session.artifacts().find((a) => a.id === "code_kept"));
+  assert.equal(session.artifact("code_kept").content, "def f():\n    return 1\n");
+  assert.ok(saved.fileName.endsWith(".py"));
+  assert.ok(session.history.build({ budget: { maxTokens: 3000 } }).receipt.withinBudget);
+});
