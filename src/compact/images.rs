@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::repair::Item;
 use crate::message::{Content, ImageSource, Message, Part, Role};
-use crate::tokens::images::{base64_image_size, data_url_base64};
+use crate::tokens::images::base64_image_size;
 use crate::tokens::{self, Encoding};
 
 /// One image the context shows as its placeholder.
@@ -40,29 +40,25 @@ pub(crate) struct Substitute {
     pub(crate) tokens: u32,
 }
 
-fn media(source: &ImageSource) -> (String, Option<&str>) {
+/// The image's kind: its media type's subtype, a `data:` URL's, or a URL's file extension.
+fn kind(source: &ImageSource) -> String {
     match source {
-        ImageSource::Base64 { media_type, data } => {
-            (media_type.strip_prefix("image/").unwrap_or(media_type).to_string(), Some(data.as_str()))
+        ImageSource::Base64 { media_type, .. } => media_type.strip_prefix("image/").unwrap_or(media_type).to_string(),
+        ImageSource::Url(url) if source.inline_data().is_some() => {
+            url.strip_prefix("data:image/").and_then(|r| r.split([';', ',']).next()).unwrap_or("image").to_string()
         }
-        ImageSource::Url(url) => match data_url_base64(url) {
-            Some(data) => {
-                let kind = url.strip_prefix("data:image/").and_then(|r| r.split([';', ',']).next()).unwrap_or("image");
-                (kind.to_string(), Some(data))
-            }
-            None => {
-                let path = url.split(['?', '#']).next().unwrap_or(url);
-                let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| e.len() <= 5);
-                (ext.unwrap_or_else(|| "url".to_string()), None)
-            }
-        },
+        ImageSource::Url(url) => {
+            let path = url.split(['?', '#']).next().unwrap_or(url);
+            let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| e.len() <= 5);
+            ext.unwrap_or_else(|| "url".to_string())
+        }
     }
 }
 
 /// An image in a few words: its kind, its size when its data says it (else why not).
 pub fn describe(source: &ImageSource) -> String {
-    let (kind, data) = media(source);
-    let size = match data.map(base64_image_size) {
+    let kind = kind(source);
+    let size = match source.inline_data().map(base64_image_size) {
         Some(Ok((w, h))) => format!("{w}×{h}"),
         Some(Err(error)) => format!("unreadable data: {}", error.describe()),
         None => "size not known".to_string(),

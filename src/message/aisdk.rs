@@ -73,7 +73,7 @@ fn parse_part(value: Value, index: usize, base: &str, role: Role) -> Result<Part
         }
         ("image", _) => {
             let Some(Value::String(image)) = fields.take("image") else { return Ok(Part::Other(original)) };
-            let inline = if image.starts_with("data:") { crate::tokens::images::data_url_base64(&image) } else { None };
+            let inline = if image.starts_with("data:") { super::data_url_base64(&image) } else { None };
             if let Some(payload) = inline.or((!image.contains("://")).then_some(image.as_str())) {
                 super::check_image_data(payload).map_err(|why| fields.error("image", why))?;
             }

@@ -235,6 +235,25 @@ impl Content {
     }
 }
 
+/// The value of a standard or URL-safe base64 digit; `None` for any other byte.
+pub(crate) fn base64_digit(byte: u8) -> Option<u8> {
+    match byte {
+        b'A'..=b'Z' => Some(byte - b'A'),
+        b'a'..=b'z' => Some(byte - b'a' + 26),
+        b'0'..=b'9' => Some(byte - b'0' + 52),
+        b'+' | b'-' => Some(62),
+        b'/' | b'_' => Some(63),
+        _ => None,
+    }
+}
+
+/// The payload of a `data:…;base64,` URL.
+pub fn data_url_base64(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("data:")?;
+    let (header, payload) = rest.split_once(',')?;
+    header.ends_with(";base64").then_some(payload)
+}
+
 /// Checks inline image data (Anthropic's and the AI SDK's base64, a `data:…;base64,` URL's
 /// payload): a provider refuses a request whose image does not decode, and a build could not read
 /// its size, so broken data is refused where it comes in rather than sent on. Standard or URL-safe
@@ -244,7 +263,7 @@ pub(crate) fn check_image_data(data: &str) -> std::result::Result<(), String> {
     let mut digits = 0usize;
     for (at, byte) in data.bytes().enumerate() {
         match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'-' | b'/' | b'_' if padding == 0 => digits += 1,
+            _ if padding == 0 && base64_digit(byte).is_some() => digits += 1,
             b'=' if padding < 2 => padding += 1,
             b' ' | b'\t' | b'\r' | b'\n' => {}
             _ => {
@@ -268,6 +287,16 @@ pub enum ImageSource {
     Url(String),
     /// Inline base64 data (Anthropic `source.type = "base64"`).
     Base64 { media_type: String, data: String },
+}
+
+impl ImageSource {
+    /// The image's base64 data when it travels inline (Base64 data, or a `data:…;base64,` URL).
+    pub fn inline_data(&self) -> Option<&str> {
+        match self {
+            ImageSource::Base64 { data, .. } => Some(data),
+            ImageSource::Url(url) => data_url_base64(url),
+        }
+    }
 }
 
 /// The arguments of a tool call as the provider gave them.

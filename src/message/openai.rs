@@ -139,7 +139,7 @@ fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
             };
             let mut inner = Fields::new(image, index, &fields.path("image_url"), "`image_url`")?;
             let url = inner.required_str("url")?;
-            if let Some(payload) = crate::tokens::images::data_url_base64(&url) {
+            if let Some(payload) = super::data_url_base64(&url) {
                 super::check_image_data(payload).map_err(|why| inner.error("url", why))?;
             }
             let detail = inner.optional_str("detail")?;

@@ -147,7 +147,7 @@ fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
         }
         "input_image" if fields_peek_str(&original, "image_url").is_some() => {
             let url = fields.required_str("image_url")?;
-            if let Some(payload) = crate::tokens::images::data_url_base64(&url) {
+            if let Some(payload) = super::data_url_base64(&url) {
                 super::check_image_data(payload).map_err(|why| fields.error("image_url", why))?;
             }
             let detail = fields.optional_str("detail")?;

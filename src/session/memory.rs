@@ -307,9 +307,14 @@ pub(crate) mod tests {
     use crate::tokens::Encoding;
     use serde_json::json;
 
-    pub(crate) fn agent_with_two_turns() -> Session {
+    fn with_memory() -> Session {
         let mut session = Session::new("main", Encoding::O200kBase, 10).unwrap();
         session.enable_memory(10_000).unwrap();
+        session
+    }
+
+    pub(crate) fn agent_with_two_turns() -> Session {
+        let mut session = with_memory();
         session
             .history
             .append_values(
@@ -350,8 +355,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_recalled_turn_brings_its_images_back() {
-        let mut session = Session::new("main", Encoding::O200kBase, 10).unwrap();
-        session.enable_memory(10_000).unwrap();
+        let mut session = with_memory();
         session
             .history
             .append_values(

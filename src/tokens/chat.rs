@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::images::{base64_image_size, data_url_base64, ImageError, ImageRule};
+use super::images::{base64_image_size, ImageError, ImageRule};
 use super::tools::{openai_tool_tokens, ToolList};
 use super::Encoding;
 use crate::error::Result;
@@ -194,11 +194,7 @@ fn image_tokens(
     if !rule.needs_size(detail) {
         return rule.tokens(None, detail);
     }
-    let data = match image {
-        ImageSource::Base64 { data, .. } => Some(data.as_str()),
-        ImageSource::Url(url) => data_url_base64(url),
-    };
-    let size = match (data, image) {
+    let size = match (image.inline_data(), image) {
         (Some(data), _) => base64_image_size(data).map_err(Some),
         (None, ImageSource::Url(url)) => images.sizes.and_then(|sizes| sizes.get(url).copied()).ok_or(None),
         (None, ImageSource::Base64 { .. }) => Err(None),

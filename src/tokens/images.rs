@@ -151,13 +151,6 @@ impl ImageError {
     }
 }
 
-/// The payload of a `data:…;base64,` URL.
-pub fn data_url_base64(url: &str) -> Option<&str> {
-    let rest = url.strip_prefix("data:")?;
-    let (header, payload) = rest.split_once(',')?;
-    header.ends_with(";base64").then_some(payload)
-}
-
 /// The pixel size of base64 image data. Only a prefix is decoded, unless a JPEG keeps its
 /// size further in (after large EXIF or other APPn segments).
 pub fn base64_image_size(data: &str) -> Result<(u32, u32), ImageError> {
@@ -177,14 +170,10 @@ pub fn decode_base64(text: &str, limit: usize) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(limit.min(text.len() / 4 * 3 + 3));
     let (mut buffer, mut bits) = (0u32, 0u32);
     for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            b' ' | b'\t' | b'\r' | b'\n' => continue,
+        let value = match (byte, crate::message::base64_digit(byte)) {
+            (_, Some(value)) => value,
+            (b'=', _) => break,
+            (b' ' | b'\t' | b'\r' | b'\n', _) => continue,
             _ => return None,
         };
         buffer = (buffer << 6) | u32::from(value);
@@ -294,6 +283,7 @@ fn webp_size(b: &[u8]) -> Option<(u32, u32)> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::message::data_url_base64;
 
     const GPT_4O_RULE: ImageRule = ImageRule::Tiles { base: 85, tile: 170 };
 
