@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::repair::Item;
+use crate::fasthash::FastMap;
 use crate::message::{Content, ImageSource, Message, Part, Role};
 use crate::tokens::images::base64_image_size;
 use crate::tokens::{self, Encoding};
@@ -128,9 +129,40 @@ fn turns(items: &[Item]) -> Vec<u32> {
         .collect()
 }
 
+/// Whether `parts` hold an image, a tool result's included.
+fn holds_image(parts: &[Part]) -> bool {
+    parts.iter().any(|part| match part {
+        Part::Image { .. } => true,
+        Part::ToolResult(result) => holds_image(&result.content.parts),
+        _ => false,
+    })
+}
+
+/// A stored message of an earlier turn as shown with its placeholders, its count and their lines;
+/// `None` where the placeholders would not make it cheaper. A stored message and its turn never
+/// change, so `ReduceCache::images_shown` keeps this by id: a later build reuses the same `Arc`
+/// (its request form is kept by identity) and counts nothing again.
+pub(crate) type Shown = Option<(Arc<Message>, u32, Vec<String>)>;
+
+fn show(item: &Item, turn: u32, encoding: Encoding) -> Shown {
+    let mut texts = Vec::new();
+    let parts = replace_images(&item.message.content.parts, turn, item.id, &mut texts)?;
+    let form = match item.message.content.form {
+        crate::message::ContentForm::Text => crate::message::ContentForm::Parts,
+        form => form,
+    };
+    let message = Message { content: Content { form, parts }, ..Message::clone(item.message) };
+    let tokens = tokens::count_message(encoding, &message).total;
+    (tokens < item.tokens).then(|| (Arc::new(message), tokens, texts))
+}
+
 /// The messages of turns before the latest that hold images, with placeholders in their place,
-/// where that makes them cheaper; and the receipt's account.
-pub(crate) fn sent_once(items: &[Item], encoding: Encoding) -> (Vec<Substitute>, ImagesUse) {
+/// where that makes them cheaper; and the receipt's account. `shown` keeps what earlier builds made.
+pub(crate) fn sent_once(
+    items: &[Item],
+    encoding: Encoding,
+    shown: &mut FastMap<String, Shown>,
+) -> (Vec<Substitute>, ImagesUse) {
     let turns = turns(items);
     let last = turns.last().copied().unwrap_or(0);
     let mut substitutes = Vec::new();
@@ -139,20 +171,18 @@ pub(crate) fn sent_once(items: &[Item], encoding: Encoding) -> (Vec<Substitute>,
         if turn >= last {
             break;
         }
-        let mut texts = Vec::new();
-        let Some(parts) = replace_images(&item.message.content.parts, turn, item.id, &mut texts) else { continue };
-        let form = match item.message.content.form {
-            crate::message::ContentForm::Text => crate::message::ContentForm::Parts,
-            form => form,
-        };
-        let message = Message { content: Content { form, parts }, ..Message::clone(item.message) };
-        let tokens = tokens::count_message(encoding, &message).total;
-        if tokens >= item.tokens {
+        if !holds_image(&item.message.content.parts) {
             continue;
         }
-        used.tokens_saved += (item.tokens - tokens) as usize;
-        used.replaced.extend(texts.into_iter().map(|text| ImagePlaceholder { id: item.id.to_string(), turn, text }));
-        substitutes.push(Substitute { index, message: Arc::new(message), tokens });
+        let entry = shown.entry(item.id.to_string()).or_insert_with(|| show(item, turn, encoding));
+        let Some((message, tokens, texts)) = entry else { continue };
+        used.tokens_saved += (item.tokens - *tokens) as usize;
+        used.replaced.extend(texts.iter().map(|text| ImagePlaceholder {
+            id: item.id.to_string(),
+            turn,
+            text: text.clone(),
+        }));
+        substitutes.push(Substitute { index, message: Arc::clone(message), tokens: *tokens });
     }
     (substitutes, used)
 }

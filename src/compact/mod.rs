@@ -90,20 +90,25 @@ pub fn build_with_notes<'b>(
     // message whose form changed is forgotten).
     let (substitutes, images) = match options.images_sent_once {
         true => {
-            let (substitutes, used) = images::sent_once(items, encoding);
+            let (substitutes, used) = images::sent_once(items, encoding, &mut cache.images_shown);
             (substitutes, Some(used))
         }
         false => (Vec::new(), None),
     };
     cache.images_replaced(substitutes.iter().filter_map(|s| items.get(s.index).map(|i| i.id)));
-    let mut shown: Vec<Item> = items.to_vec();
-    for substitute in &substitutes {
-        if let Some(item) = shown.get_mut(substitute.index) {
-            item.message = &substitute.message;
-            item.tokens = substitute.tokens;
+    // The history as shown: the stored items themselves unless an image was replaced.
+    let mut shown: Vec<Item> = Vec::new();
+    if !substitutes.is_empty() {
+        shown = items.to_vec();
+        for substitute in &substitutes {
+            if let Some(item) = shown.get_mut(substitute.index) {
+                item.message = &substitute.message;
+                item.tokens = substitute.tokens;
+            }
         }
     }
-    let ctx = Ctx { items: &shown, encoding, options, turns, state: state_notes };
+    let shown: &[Item] = if substitutes.is_empty() { items } else { &shown };
+    let ctx = Ctx { items: shown, encoding, options, turns, state: state_notes };
     let mut outcome = build_twice_if_summarised(&ctx, state, cache);
     // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
     let builds = cache.builds;

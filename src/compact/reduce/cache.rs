@@ -40,6 +40,8 @@ pub struct ReduceCache {
     pub(crate) extracts: FastMap<(String, u64, u32), String>,
     /// The stored messages the last build showed with their images replaced (`images`).
     pub(crate) images_once: crate::fasthash::FastSet<String>,
+    /// What images sent once made of each stored message holding images, by id.
+    pub(crate) images_shown: FastMap<String, crate::compact::images::Shown>,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
