@@ -128,7 +128,7 @@ fn memory_section(
     }
     let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
     let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.memory_lines)
+    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.line_tokens)
 }
 
 /// The tokens the memory's turn summaries take beside `selection` (for `select::fill`).

@@ -4,9 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::lines::fit_lines;
 use crate::memory::turn_line;
 use crate::message::{Content, Format, Message, Role};
-use crate::tokens::{self, Encoding};
+use crate::tokens::Encoding;
 
 use crate::fasthash::FastMap;
 
@@ -45,7 +46,7 @@ pub struct MemoryUse {
 
 const HEADER: &str = "Summaries of earlier turns whose messages are not all in this context:";
 
-fn message(lines: &[String], format: Format) -> Message {
+fn message(lines: &[&str], format: Format) -> Message {
     let mut text = String::from(HEADER);
     for line in lines {
         text.push('\n');
@@ -70,51 +71,22 @@ pub(crate) fn turn_summaries(
     if missing.is_empty() {
         return None;
     }
-    let frame = tokens::count_message(encoding, &message(&[], format)).total as usize;
-    if line_tokens.len() > 8192 {
-        line_tokens.clear();
-    }
-    // Lines are chosen by their own counts (plus the newline), then the message is counted
-    // exactly and the oldest chosen line given up until it fits: lines can merge at their joins.
-    let mut chosen: Vec<(u32, String)> = Vec::new();
-    let mut used = frame;
-    for note in missing.iter().rev() {
-        let text = turn_line(note.turn, note.summary);
-        let cost = match line_tokens.get(&text) {
-            Some(n) => *n as usize,
-            None => {
-                let n = encoding.count(&text) + 1;
-                line_tokens.insert(text.clone(), n as u32);
-                n
-            }
-        };
-        if used + cost > max_tokens {
-            break;
-        }
-        used += cost;
-        chosen.push((note.turn, text));
-    }
-    chosen.reverse();
-    let mut placed = None;
-    while !chosen.is_empty() {
-        let lines: Vec<String> = chosen.iter().map(|(_, l)| l.clone()).collect();
-        let msg = message(&lines, format);
-        let tokens = tokens::count_message(encoding, &msg).total as usize;
-        if tokens <= max_tokens {
-            placed = Some((msg, tokens));
-            break;
-        }
-        chosen.remove(0);
-    }
-    let turns: Vec<u32> = chosen.iter().map(|(t, _)| *t).collect();
+    // Newest first: the oldest chosen line is the first given up.
+    let texts: Vec<String> = missing.iter().rev().map(|note| turn_line(note.turn, note.summary)).collect();
+    let lines: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let make = |chosen: &[&str]| message(&chosen.iter().rev().copied().collect::<Vec<_>>(), format);
+    let placed = fit_lines(&lines, max_tokens, encoding, line_tokens, make);
+    let taken = placed.as_ref().map_or(0, |(_, _, n)| *n);
+    let turns: Vec<u32> = missing.iter().rev().take(taken).rev().map(|n| n.turn).collect();
     let omitted = missing.iter().map(|n| n.turn).filter(|t| !turns.contains(t)).collect();
-    let tokens = placed.as_ref().map_or(0, |(_, n)| *n);
-    Some((placed.map(|(m, _)| m), MemoryUse { turns, tokens, omitted }))
+    let tokens = placed.as_ref().map_or(0, |(_, n, _)| *n);
+    Some((placed.map(|(m, _, _)| m), MemoryUse { turns, tokens, omitted }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens;
 
     fn notes() -> Vec<TurnNote<'static>> {
         vec![

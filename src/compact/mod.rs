@@ -20,6 +20,7 @@
 pub mod assemble;
 pub mod compactor;
 pub mod images;
+pub(crate) mod lines;
 pub mod memory;
 pub mod options;
 pub(crate) mod pins;

@@ -28,7 +28,7 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
         pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
     }
     let Some(budget) = &options.budget else {
-        state_section(ctx, pass, usize::MAX);
+        state_section(ctx, cache, pass, usize::MAX);
         return Ok(());
     };
     let max = budget.max_tokens();
@@ -42,7 +42,7 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
         )));
     }
     // The state's sections: at most a quarter of what the system prompt leaves.
-    state_section(ctx, pass, (max - floor) / 4);
+    state_section(ctx, cache, pass, (max - floor) / 4);
     let floor = floor + pass.state_tokens;
     super::pins::size(ctx, cache, pass, (max - pass.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2)?;
     let avail = max.saturating_sub(floor + pass.pins_tokens);
@@ -62,11 +62,11 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
 }
 
 /// The state's sections (`compact::state`) within their cap and `room`.
-fn state_section(ctx: &Ctx, pass: &mut Pass, room: usize) {
+fn state_section(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: usize) {
     let Some(options) = ctx.options.state.as_ref() else { return };
     let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize);
     if let Some((messages, used)) =
-        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format)
+        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut cache.line_tokens)
     {
         pass.state_messages = messages;
         pass.state_tokens = used.tokens;

@@ -6,8 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::lines::fit_lines;
+use crate::fasthash::FastMap;
 use crate::message::{Content, Format, Message, Role};
-use crate::tokens::{self, Encoding};
+use crate::tokens::Encoding;
 
 /// Which part of the state a section shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +67,7 @@ pub struct StateUse {
     pub tokens: usize,
 }
 
-fn message(note: &StateNote, lines: &[&String], format: Format) -> Message {
+fn message(note: &StateNote, lines: &[&str], format: Format) -> Message {
     let mut text = note.header.clone();
     for line in lines {
         text.push('\n');
@@ -78,41 +80,24 @@ fn message(note: &StateNote, lines: &[&String], format: Format) -> Message {
     Message::new(Role::System, Content::text(text), format)
 }
 
-/// The most lines of `note` that fit in `room` tokens, counted exactly: the message and its count.
-fn fit(note: &StateNote, room: usize, encoding: Encoding, format: Format) -> Option<(Message, usize, usize)> {
-    let order: Vec<&String> = match note.keep_last {
-        true => note.lines.iter().rev().collect(),
-        false => note.lines.iter().collect(),
+/// The most lines of `note` that fit in `room` tokens, counted exactly: the message, its count
+/// and how many lines; with `keep_last`, the last lines are the ones kept.
+fn fit(
+    note: &StateNote,
+    room: usize,
+    encoding: Encoding,
+    format: Format,
+    line_tokens: &mut FastMap<String, u32>,
+) -> Option<(Message, usize, usize)> {
+    let order: Vec<&str> = match note.keep_last {
+        true => note.lines.iter().rev().map(String::as_str).collect(),
+        false => note.lines.iter().map(String::as_str).collect(),
     };
-    let frame = tokens::count_message(encoding, &message(note, &[], format)).total as usize;
-    if frame > room {
-        return None;
-    }
-    // Lines by their own counts (plus the newline), then the whole message counted and the last
-    // chosen line given up until it fits: lines can merge at their joins.
-    let mut used = frame;
-    let mut take = 0;
-    for line in &order {
-        let cost = encoding.count(line) + 1;
-        if used + cost > room {
-            break;
-        }
-        used += cost;
-        take += 1;
-    }
-    while take > 0 {
-        let mut chosen: Vec<&String> = order.iter().take(take).copied().collect();
-        if note.keep_last {
-            chosen.reverse();
-        }
-        let msg = message(note, &chosen, format);
-        let n = tokens::count_message(encoding, &msg).total as usize;
-        if n <= room {
-            return Some((msg, n, take));
-        }
-        take -= 1;
-    }
-    None
+    let make = |chosen: &[&str]| match note.keep_last {
+        true => message(note, &chosen.iter().rev().copied().collect::<Vec<_>>(), format),
+        false => message(note, chosen, format),
+    };
+    fit_lines(&order, room, encoding, line_tokens, make)
 }
 
 /// The state's sections within `max_tokens`, in the order given; a section none of whose lines
@@ -122,6 +107,7 @@ pub(crate) fn state_sections(
     max_tokens: usize,
     encoding: Encoding,
     format: Format,
+    line_tokens: &mut FastMap<String, u32>,
 ) -> Option<(Vec<Message>, StateUse)> {
     if notes.is_empty() {
         return None;
@@ -130,7 +116,7 @@ pub(crate) fn state_sections(
     let mut sections = Vec::new();
     let mut left = max_tokens;
     for note in notes.iter().filter(|n| !n.lines.is_empty()) {
-        let (lines, tokens) = match fit(note, left, encoding, format) {
+        let (lines, tokens) = match fit(note, left, encoding, format, line_tokens) {
             Some((msg, n, lines)) => {
                 messages.push(msg);
                 left -= n;
@@ -147,6 +133,7 @@ pub(crate) fn state_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens;
 
     fn notes() -> Vec<StateNote> {
         vec![
@@ -169,13 +156,15 @@ mod tests {
 
     #[test]
     fn sections_fit_their_room_exactly_and_keep_the_newest_artifacts() {
-        let (all, used) = state_sections(&notes(), 100_000, Encoding::O200kBase, Format::OpenAi).unwrap();
+        let (all, used) =
+            state_sections(&notes(), 100_000, Encoding::O200kBase, Format::OpenAi, &mut FastMap::default()).unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(used.sections[1].omitted, 0);
         let exact: usize = all.iter().map(|m| tokens::count_message(Encoding::O200kBase, m).total as usize).sum();
         assert_eq!(used.tokens, exact);
         for max in (0..used.tokens).step_by(7) {
-            let (messages, part) = state_sections(&notes(), max, Encoding::O200kBase, Format::Anthropic).unwrap();
+            let (messages, part) =
+                state_sections(&notes(), max, Encoding::O200kBase, Format::Anthropic, &mut FastMap::default()).unwrap();
             let counted: usize =
                 messages.iter().map(|m| tokens::count_message(Encoding::O200kBase, m).total as usize).sum();
             assert!(counted <= max && counted == part.tokens, "{max}: {counted} vs {}", part.tokens);

@@ -31,8 +31,8 @@ pub struct ReduceCache {
     /// Tokens of the messages a build makes up (summary, placeholder, prompt), by role, format and text:
     /// a summary is thousands of tokens, and it stays the same build after build.
     pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
-    /// Tokens of the memory's turn-summary lines, by text.
-    pub(crate) memory_lines: FastMap<String, u32>,
+    /// Tokens of the lines of the memory's turn summaries and the state's sections, by text.
+    pub(crate) line_tokens: FastMap<String, u32>,
     /// Which results are file contents and which files later calls touch.
     pub(crate) files: super::index::FileIndex,
     /// Extractive summaries (the bridge) by what they cover: the previous summary's request id,
