@@ -153,7 +153,6 @@ pub struct ConversationHistory {
     encoding: Encoding,
     /// The log itself; message `i` has the id `m{i + 1}`. Everything else here is derived from it.
     records: Vec<Record>,
-    positions: HashMap<String, usize>,
     calls: ToolCallIndex,
     counted_messages: u64,
     /// While an append commits, the length before it (see `recover_after_trap`).
@@ -202,7 +201,6 @@ impl ConversationHistory {
         ConversationHistory {
             encoding,
             records: Vec::new(),
-            positions: HashMap::new(),
             calls: ToolCallIndex::default(),
             counted_messages: 0,
             committing: None,
@@ -280,18 +278,12 @@ impl ConversationHistory {
             records.push(Record { id, message: Arc::new(message), tokens });
         }
         self.records.try_reserve(records.len()).map_err(|_| Error::out_of_memory("the log", size(records.len())))?;
-        self.positions
-            .try_reserve(records.len())
-            .map_err(|_| Error::out_of_memory("the log's index", size(records.len())))?;
         changes.reserve_in(&mut self.calls)?;
         // The commit: room for all of it is reserved, so it allocates nothing and cannot fail; a
         // trap in the middle (a JS stack overflow) is undone whole by `recover_after_trap`.
         self.committing = Some(base);
         changes.apply(&mut self.calls);
-        for (key, record) in keys.iter().zip(records) {
-            self.positions.insert(key.clone(), self.records.len());
-            self.records.push(record);
-        }
+        self.records.extend(records);
         self.counted_messages += counted;
         self.committing = None;
         Ok(keys)
@@ -306,28 +298,26 @@ impl ConversationHistory {
         let Some(base) = self.committing else { return false };
         // The records themselves are whole: each push wrote a record then the length.
         self.records.truncate(base);
-        let (positions, calls) = self.indexes_from_records();
-        std::mem::forget(std::mem::replace(&mut self.positions, positions));
+        let calls = self.calls_from_records();
         std::mem::forget(std::mem::replace(&mut self.calls, calls));
         self.counted_messages = self.records.iter().filter(|r| r.tokens.is_some()).count() as u64;
         self.committing = None;
         true
     }
 
-    /// The id → position map and the tool-call index, made again from the records.
-    fn indexes_from_records(&self) -> (HashMap<String, usize>, ToolCallIndex) {
-        let positions = self.records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
+    /// The tool-call index, made again from the records.
+    fn calls_from_records(&self) -> ToolCallIndex {
         let mut calls = ToolCallIndex::default();
         // Cannot fail: every record passed this check when it was appended.
         if let Ok(changes) = CallChanges::check(&calls, self.records.iter().map(|r| &*r.message), 0, |p| p.to_string())
         {
             changes.apply(&mut calls);
         }
-        (positions, calls)
+        calls
     }
 
     /// Drops the messages from position `len` on (a stored session rebasing its unsaved messages
-    /// onto another writer's): ids, positions and the tool-call index are what they were when the
+    /// onto another writer's): ids and the tool-call index are what they were when the
     /// log held `len` messages.
     pub fn truncate(&mut self, len: usize) {
         if len >= self.records.len() {
@@ -335,7 +325,7 @@ impl ConversationHistory {
         }
         // Ids follow positions (`m{i + 1}`), so the next append reuses the dropped ones.
         self.records.truncate(len);
-        (self.positions, self.calls) = self.indexes_from_records();
+        self.calls = self.calls_from_records();
     }
 
     /// Puts back the count of the message at `position`, made earlier with this encoding by this
@@ -358,31 +348,46 @@ impl ConversationHistory {
     }
 
     pub fn get(&self, id: &str) -> Option<&Record> {
-        self.positions.get(id).and_then(|&i| self.records.get(i))
+        self.position(id).map(|i| &self.records[i])
     }
 
-    /// Where the message with `id` sits in the log (0-based).
+    /// Where the message with `id` sits in the log (0-based). Ids follow positions (`m{i + 1}`),
+    /// so this reads the id rather than keeping an index of them.
     pub fn position(&self, id: &str) -> Option<usize> {
-        self.positions.get(id).copied()
+        let digits = id.strip_prefix('m')?;
+        if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let position = digits.parse::<usize>().ok()?.checked_sub(1)?;
+        (position < self.records.len()).then_some(position)
     }
 
     /// The message with `id` exactly as it was appended, in its own format.
     pub fn get_value(&self, id: &str) -> Option<Value> {
-        let record = self.get(id)?;
-        let message = &record.message;
+        let position = self.position(id)?;
+        let message = &self.records[position].message;
         if message.source == Format::AiSdk && message.has_tool_results() {
             // An AI SDK result names its tool: the name is the call's, earlier in the log.
-            let ids: Vec<&str> = message.tool_results().map(|r| r.call_id.as_str()).collect();
-            let names = self
-                .records
-                .iter()
-                .flat_map(|r| r.message.tool_calls())
-                .filter(|call| ids.contains(&call.id.as_str()))
-                .map(|call| (call.id.clone(), call.name.clone()))
+            let names = message
+                .tool_results()
+                .filter_map(|result| {
+                    let call = self.call_before(position, &result.call_id)?;
+                    Some((call.id.clone(), call.name.clone()))
+                })
                 .collect();
             return message::emit_ai_sdk_naming([message.as_ref()], names).pop();
         }
         message::emit_one(message, message.source)
+    }
+
+    /// The latest call with `call_id` made before `position`: the one the index holds, unless the
+    /// id was made again after `position` (ids are reused once answered), then found by a scan.
+    fn call_before(&self, position: usize, call_id: &str) -> Option<&message::ToolCall> {
+        let made_by = |p: usize| self.records[p].message.tool_calls().find(|call| call.id == call_id);
+        match self.calls.made_by.get(call_id) {
+            Some(&maker) if maker < position => made_by(maker),
+            _ => (0..position.min(self.records.len())).rev().find_map(made_by),
+        }
     }
 
     /// Every message as appended, with its id and format (what an export holds).

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Fields};
+use super::json::{type_name, with_extra, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -89,7 +89,7 @@ fn parse_part(value: Value, index: usize, base: &str, role: Role) -> Result<Part
                 };
                 ImageSource::Base64 { media_type, data: image }
             };
-            Ok(Part::Image { source, detail: None, extra: fields.rest(), source_extra: Map::new() })
+            Ok(Part::Image { source, detail: None, extra: fields.rest(), source_extra: Extra::new() })
         }
         ("reasoning", Role::Assistant) => {
             let thinking = fields.required_str("text")?;
@@ -104,13 +104,13 @@ fn parse_part(value: Value, index: usize, base: &str, role: Role) -> Result<Part
             let Some(input) = fields.take("input") else {
                 return Err(fields.error("input", "a tool-call part has no `input`"));
             };
-            Ok(Part::ToolCall(ToolCall {
+            Ok(Part::ToolCall(Box::new(ToolCall {
                 id,
                 name,
                 input: ToolInput::Json(input),
                 extra: fields.rest(),
-                function_extra: Map::new(),
-            }))
+                function_extra: Extra::new(),
+            })))
         }
         ("tool-result", Role::Tool) => {
             let call_id = fields.required_str("toolCallId")?;
@@ -201,7 +201,7 @@ pub fn emit_ai_sdk_naming<'a>(
 
 pub fn emit_ai_sdk_message(message: &Message, names: &HashMap<String, String>, out: &mut Vec<Value>) {
     let native = message.source == Format::AiSdk;
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     if message.role != Role::Tool && message.has_tool_results() {
         // A foreign user message holding tool results (Anthropic): the results go first, as tool.
         let (results, rest): (Vec<Part>, Vec<Part>) =
@@ -242,7 +242,7 @@ pub fn emit_ai_sdk_message(message: &Message, names: &HashMap<String, String>, o
 }
 
 fn part_value(part: &Part, native: bool, role: Role, names: &HashMap<String, String>) -> Option<Value> {
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     let extra_of = |extra| if native { extra } else { &no_extra };
     let mut object = Map::new();
     match part {
@@ -340,8 +340,7 @@ fn output_value(result: &ToolResult, native: bool) -> Value {
     if let Some(value) = value {
         object.insert("value".into(), value);
     }
-    let no_extra = Map::new();
-    with_extra(object, shape.unwrap_or(&no_extra))
+    with_extra(object, shape.into_iter().flatten())
 }
 
 fn foreign_output(result: &ToolResult, error: bool) -> (String, Option<Value>) {

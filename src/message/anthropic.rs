@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Fields};
+use super::json::{type_name, with_extra, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -150,13 +150,13 @@ fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Par
                 }
                 None => return Err(fields.error("input", "tool_use block has no `input`")),
             };
-            Ok(Part::ToolCall(ToolCall {
+            Ok(Part::ToolCall(Box::new(ToolCall {
                 id,
                 name,
                 input: ToolInput::Json(input),
                 extra: fields.rest(),
-                function_extra: Map::new(),
-            }))
+                function_extra: Extra::new(),
+            })))
         }
         "tool_result" => {
             if role != Role::User {
@@ -283,7 +283,7 @@ fn emit_message(message: &Message) -> Option<Value> {
     let mut object = Map::new();
     object.insert("role".into(), Value::from(role));
     object.insert("content".into(), content);
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     Some(with_extra(object, if native { &message.extra } else { &no_extra }))
 }
 
@@ -315,8 +315,8 @@ fn merge_into(previous: &mut Value, next: Value) {
 }
 
 fn block_value(part: &Part, native: bool) -> Option<Value> {
-    let no_extra = Map::new();
-    let extra_of = |extra: &'_ Map<String, Value>| -> Map<String, Value> {
+    let no_extra = Extra::new();
+    let extra_of = |extra: &'_ Extra| -> Extra {
         if native {
             extra.clone()
         } else {

@@ -87,17 +87,114 @@ impl Fields {
         }
     }
 
-    pub fn rest(self) -> Map<String, Value> {
-        self.map
+    pub fn rest(self) -> Extra {
+        Extra::from(self.map)
     }
 }
 
 /// Puts `extra` back after the known fields, without overwriting any of them.
-pub(crate) fn with_extra(mut object: Map<String, Value>, extra: &Map<String, Value>) -> Value {
+pub(crate) fn with_extra<'a>(
+    mut object: Map<String, Value>,
+    extra: impl IntoIterator<Item = (&'a String, &'a Value)>,
+) -> Value {
     for (key, value) in extra {
         if !object.contains_key(key) {
             object.insert(key.clone(), value.clone());
         }
     }
     Value::Object(object)
+}
+
+/// The fields of a message, part or call that no codec understands, kept verbatim to travel back
+/// out. Almost every message has none, so none costs one null pointer rather than an empty map
+/// (72 bytes natively, ~32 in wasm, times several per message: most of a message's footprint).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extra(Option<Box<Map<String, Value>>>);
+
+impl Extra {
+    pub fn new() -> Extra {
+        Extra(None)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|map| map.is_empty())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |map| map.len())
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.as_ref()?.get(key)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+        self.0.get_or_insert_with(Box::default).insert(key, value)
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let map = self.0.as_mut()?;
+        let removed = map.remove(key);
+        if map.is_empty() {
+            self.0 = None;
+        }
+        removed
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.0.iter().flat_map(|map| map.iter())
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.iter().map(|(key, _)| key)
+    }
+
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.0.as_deref().cloned().unwrap_or_default()
+    }
+
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0.map(|map| *map).unwrap_or_default()
+    }
+}
+
+impl From<Map<String, Value>> for Extra {
+    fn from(map: Map<String, Value>) -> Extra {
+        Extra((!map.is_empty()).then(|| Box::new(map)))
+    }
+}
+
+impl FromIterator<(String, Value)> for Extra {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Extra {
+        Extra::from(iter.into_iter().collect::<Map<String, Value>>())
+    }
+}
+
+impl Extend<(String, Value)> for Extra {
+    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+        let mut iter = iter.into_iter().peekable();
+        if iter.peek().is_some() {
+            self.0.get_or_insert_with(Box::default).extend(iter);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Extra {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = Box<dyn Iterator<Item = (&'a String, &'a Value)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl IntoIterator for Extra {
+    type Item = (String, Value);
+    type IntoIter = serde_json::map::IntoIter;
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_map().into_iter()
+    }
 }

@@ -6,6 +6,7 @@
 mod aisdk;
 mod anthropic;
 pub(crate) mod json;
+pub use json::Extra;
 mod openai;
 mod responses;
 
@@ -324,9 +325,9 @@ pub struct ToolCall {
     pub name: String,
     pub input: ToolInput,
     /// Unknown fields of the call object (OpenAI: the call; Anthropic: the `tool_use` block).
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
     /// Unknown fields of OpenAI's nested `function` object.
-    pub function_extra: Map<String, Value>,
+    pub function_extra: Extra,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -334,31 +335,32 @@ pub struct ToolResult {
     pub call_id: String,
     pub content: Content,
     pub is_error: Option<bool>,
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Part {
     Text {
         text: String,
-        extra: Map<String, Value>,
+        extra: Extra,
     },
     Image {
         source: ImageSource,
         detail: Option<String>,
-        extra: Map<String, Value>,
-        source_extra: Map<String, Value>,
+        extra: Extra,
+        source_extra: Extra,
     },
-    ToolCall(ToolCall),
+    /// Boxed: a call is the largest part by far, and most parts are text.
+    ToolCall(Box<ToolCall>),
     ToolResult(ToolResult),
     Thinking {
         thinking: String,
         signature: Option<String>,
-        extra: Map<String, Value>,
+        extra: Extra,
     },
     RedactedThinking {
         data: String,
-        extra: Map<String, Value>,
+        extra: Extra,
     },
     /// A part type this model does not know, kept verbatim (audio, files, documents, server tools…).
     Other(Value),
@@ -366,7 +368,7 @@ pub enum Part {
 
 impl Part {
     pub fn text(text: impl Into<String>) -> Part {
-        Part::Text { text: text.into(), extra: Map::new() }
+        Part::Text { text: text.into(), extra: Extra::new() }
     }
 
     /// Whether only its own provider can read it: a reasoning or compaction item, a hosted
@@ -435,21 +437,21 @@ pub struct Message {
     /// OpenAI's optional participant name (also the deprecated `name` on tool messages).
     pub name: Option<String>,
     /// Unknown message-level fields, verbatim.
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
     /// The format this message was parsed from: its `extra` fields belong to that format only.
     pub source: Format,
 }
 
 impl Message {
     pub fn new(role: Role, content: Content, source: Format) -> Self {
-        Message { role, content, name: None, extra: Map::new(), source }
+        Message { role, content, name: None, extra: Extra::new(), source }
     }
 
     /// The message that answers tool call `call_id` with `text`: OpenAI's tool message, or an
     /// Anthropic user message holding one `tool_result` block (marked as an error if it is one).
     /// The AI SDK's result names its tool (`toolName`), when the name is known.
     pub fn tool_result(call_id: &str, tool_name: Option<&str>, text: String, is_error: bool, format: Format) -> Self {
-        let mut extra = Map::new();
+        let mut extra = Extra::new();
         if let (Format::AiSdk, Some(name)) = (format, tool_name) {
             extra.insert("toolName".into(), Value::from(name));
         }
@@ -465,7 +467,7 @@ impl Message {
 
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.parts.iter().filter_map(|part| match part {
-            Part::ToolCall(call) => Some(call),
+            Part::ToolCall(call) => Some(&**call),
             _ => None,
         })
     }

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Fields};
+use super::json::{type_name, with_extra, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -60,7 +60,7 @@ pub fn parse_openai_message(value: Value, index: usize) -> Result<Message> {
             call_id,
             content: result_content,
             is_error: None,
-            extra: Map::new(),
+            extra: Extra::new(),
         })])
     } else {
         let mut content = parse_content(&mut fields)?;
@@ -73,7 +73,7 @@ pub fn parse_openai_message(value: Value, index: usize) -> Result<Message> {
                     ));
                 }
                 for (i, call) in calls.into_iter().enumerate() {
-                    content.parts.push(Part::ToolCall(parse_tool_call(call, &fields, i)?));
+                    content.parts.push(Part::ToolCall(Box::new(parse_tool_call(call, &fields, i)?)));
                 }
             }
             // An empty list calls nothing: keep it verbatim as an unknown field.
@@ -187,7 +187,7 @@ pub fn emit_openai<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<V
 
 pub fn emit_openai_message(message: &Message, out: &mut Vec<Value>) {
     let native = message.source == Format::OpenAi;
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     let extra = if native { &message.extra } else { &no_extra };
 
     if message.role == Role::Tool || message.has_tool_results() {
@@ -292,7 +292,7 @@ fn tool_result_content(content: &Content, native: bool) -> Value {
 }
 
 fn part_value(part: &Part, native: bool) -> Option<Value> {
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     match part {
         Part::Text { text, extra } => {
             let mut object = Map::new();
@@ -322,7 +322,7 @@ fn part_value(part: &Part, native: bool) -> Option<Value> {
 }
 
 fn tool_call(call: &ToolCall, native: bool) -> Value {
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     let mut function = Map::new();
     function.insert("name".into(), Value::from(call.name.clone()));
     function.insert("arguments".into(), Value::from(call.input.to_text()));

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Fields};
+use super::json::{type_name, with_extra, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -59,22 +59,27 @@ pub fn parse_responses_item(value: Value, index: usize) -> Result<Message> {
             let name = fields.required_str("name")?;
             let input = fields.required_str(if custom { "input" } else { "arguments" })?;
             fields.keep("type", Value::from(kind.unwrap_or_default()));
-            let call =
-                ToolCall { id, name, input: ToolInput::Text(input), extra: fields.rest(), function_extra: Map::new() };
-            Ok(item(Role::Assistant, Part::ToolCall(call)))
+            let call = ToolCall {
+                id,
+                name,
+                input: ToolInput::Text(input),
+                extra: fields.rest(),
+                function_extra: Extra::new(),
+            };
+            Ok(item(Role::Assistant, Part::ToolCall(Box::new(call))))
         }
         Some(kind) if is_paired_call(kind) && fields.has("call_id") => {
             let id = fields.required_str("call_id")?;
-            let mut extra = Map::new();
+            let mut extra = Extra::new();
             extra.insert("type".into(), Value::from(kind));
             let call = ToolCall {
                 id,
                 name: kind.to_string(),
-                input: ToolInput::Json(Value::Object(fields.rest())),
+                input: ToolInput::Json(Value::Object(fields.rest().into_map())),
                 extra,
-                function_extra: Map::new(),
+                function_extra: Extra::new(),
             };
-            Ok(item(Role::Assistant, Part::ToolCall(call)))
+            Ok(item(Role::Assistant, Part::ToolCall(Box::new(call))))
         }
         Some(kind) if kind.ends_with("_call_output") => {
             let call_id = fields.required_str("call_id")?;
@@ -152,7 +157,7 @@ fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
             }
             let detail = fields.optional_str("detail")?;
             fields.keep("type", Value::from(kind));
-            Ok(Part::Image { source: ImageSource::Url(url), detail, extra: fields.rest(), source_extra: Map::new() })
+            Ok(Part::Image { source: ImageSource::Url(url), detail, extra: fields.rest(), source_extra: Extra::new() })
         }
         // Files, refusals, audio, images by file id: verbatim.
         _ => Ok(Part::Other(original)),
@@ -250,12 +255,12 @@ fn message_item(message: &Message, parts: &[&Part], native: bool) -> Option<Valu
         Value::Array(values)
     };
     object.insert("content".into(), content);
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     Some(with_extra(object, if native { &message.extra } else { &no_extra }))
 }
 
 fn part_value(part: &Part, native: bool, assistant: bool) -> Option<Value> {
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     let default_text = if assistant { "output_text" } else { "input_text" };
     match part {
         Part::Text { text, extra } => {
@@ -306,7 +311,7 @@ fn call_item(call: &ToolCall, native: bool) -> Value {
     object.insert("name".into(), Value::from(call.name.clone()));
     let key = if kind == "custom_tool_call" { "input" } else { "arguments" };
     object.insert(key.into(), Value::from(call.input.to_text()));
-    let no_extra = Map::new();
+    let no_extra = Extra::new();
     with_extra(object, if native { &call.extra } else { &no_extra })
 }
 
@@ -331,7 +336,7 @@ fn output_item(result: &ToolResult, native: bool) -> Value {
         }
     };
     object.insert("output".into(), output);
-    let mut extra = if native { result.extra.clone() } else { Map::new() };
+    let mut extra = if native { result.extra.clone() } else { Extra::new() };
     if !native && result.is_error == Some(true) {
         if let Some(Value::String(text)) = object.get_mut("output") {
             text.insert_str(0, "Error: ");
