@@ -13,7 +13,7 @@ use super::assemble::placeholder;
 use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass};
 use super::receipt::BridgeUse;
 use super::reduce::ReduceCache;
-use super::repair::UnitKind;
+use super::repair::{Unit, UnitKind};
 use super::request::emit_request;
 use super::select::{base_room, select, select_with};
 use super::summary::{
@@ -135,41 +135,75 @@ pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass) -> usi
     pass.share.saturating_sub(pass.summary_tokens).min(max)
 }
 
-/// The members of the active units before `stop` and of the pins from `from` to before `until`,
-/// unit by unit in history order, each unit's members in its own order (a result the repair stage
-/// moved next to its call stays there). `compress`: long outputs of steps compressed.
-fn members_before(
+/// Visits the members of the active units before `stop` and of the pins from `from` to before
+/// `until`, unit by unit in history order, each unit's members in its own order (a result the
+/// repair stage moved next to its call stays there). `compress`: long outputs of steps
+/// compressed. One unit's members at a time: a first build summarises the whole history before
+/// the recent turns, and a list of every member would be its largest allocation.
+fn visit_members_before(
     ctx: &Ctx,
     cache: &mut ReduceCache,
     pass: &Pass,
     stop: usize,
     (from, until): (usize, usize),
     compress: bool,
-) -> Result<Vec<MemberPlan>> {
-    let mut units: Vec<(usize, Vec<MemberPlan>)> = Vec::new();
-    for &u in pass.active.iter().take(stop) {
-        if let Some(unit) = pass.unit(u) {
-            let mut list = base_members(unit);
-            if compress && unit.kind == UnitKind::Step {
-                ctx.reduce_members(cache, &pass.structure, &mut list, false, true)?;
+    visit: &mut dyn FnMut(&mut ReduceCache, &MemberPlan) -> Result<()>,
+) -> Result<()> {
+    enum Source<'p> {
+        Active(&'p Unit),
+        Pin(&'p [MemberPlan]),
+    }
+    let active =
+        pass.active.iter().take(stop).filter_map(|&u| pass.unit(u)).map(|unit| (unit.first, Source::Active(unit)));
+    let pinned = pass.pins.iter().filter_map(|pin| {
+        let unit = pass.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until)?;
+        Some((unit.first, Source::Pin(&pin.plan.members)))
+    });
+    let mut order: Vec<(usize, Source)> = active.chain(pinned).collect();
+    order.sort_by_key(|(first, _)| *first);
+    for (_, source) in order {
+        match source {
+            Source::Active(unit) => {
+                let mut list = base_members(unit);
+                if compress && unit.kind == UnitKind::Step {
+                    ctx.reduce_members(cache, &pass.structure, &mut list, false, true)?;
+                }
+                for member in &list {
+                    visit(cache, member)?;
+                }
             }
-            units.push((unit.first, list));
+            Source::Pin(members) => {
+                for member in members {
+                    visit(cache, &MemberPlan::of(member.msg, member.parts.clone()))?;
+                }
+            }
         }
     }
-    for pin in &pass.pins {
-        if let Some(unit) = pass.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until) {
-            units.push((unit.first, pin.plan.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()));
-        }
-    }
-    units.sort_by_key(|(first, _)| *first);
-    Ok(units.into_iter().flat_map(|(_, members)| members).collect())
+    Ok(())
 }
 
-/// The members of the active units before `stop` (and of the pins among them), whole, in order.
-fn originals(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Vec<MemberPlan>> {
+/// Visits the members of the active units before `stop` (and of the pins among them), whole, in
+/// order.
+fn visit_originals(
+    ctx: &Ctx,
+    cache: &mut ReduceCache,
+    pass: &Pass,
+    stop: usize,
+    visit: &mut dyn FnMut(&mut ReduceCache, &MemberPlan) -> Result<()>,
+) -> Result<()> {
     let until = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let from = pass.summary.map_or(0, |s| s.until_index + 1);
-    members_before(ctx, cache, pass, stop, (from, until), false)
+    visit_members_before(ctx, cache, pass, stop, (from, until), false, visit)
+}
+
+/// The messages of the active units before `stop` (and of the pins among them), whole, in order.
+fn original_messages(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Vec<Arc<Message>>> {
+    let mut messages = Vec::new();
+    visit_originals(ctx, cache, pass, stop, &mut |cache, member| {
+        messages.push(ctx.materialize(cache, member)?);
+        Ok(())
+    })?;
+    Ok(messages)
 }
 
 /// The bridge over the active units before `stop`: an extractive summary within `cap` tokens
@@ -191,13 +225,13 @@ pub(crate) fn bridge(
     if budget < 8 {
         return Ok(None);
     }
-    let members = originals(ctx, cache, pass, stop)?;
     // The same range can hold other messages as the history grows (a call answered later is no
     // longer dropped by the repair stage): the key says which messages, by id and variant.
     let mut hasher = std::hash::DefaultHasher::new();
-    for member in &members {
+    visit_originals(ctx, cache, pass, stop, &mut |_, member| {
         std::hash::Hash::hash(&super::plan::member_key(ctx.item(member.msg)?.id, member), &mut hasher);
-    }
+        Ok(())
+    })?;
     // The open todos stand in the bridge's pending work.
     std::hash::Hash::hash(&ctx.open_todos(), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
@@ -205,7 +239,7 @@ pub(crate) fn bridge(
     let text = match cache.extracts.get(&key) {
         Some(text) => text.clone(),
         None => {
-            let messages = members.iter().map(|m| ctx.materialize(cache, m)).collect::<Result<Vec<Arc<Message>>>>()?;
+            let messages = original_messages(ctx, cache, pass, stop)?;
             let todos = ctx.open_todos();
             let text = crate::extract::extractive_with_todos(&messages, None, &todos, ctx.encoding, budget);
             if cache.extracts.len() > 32 {
@@ -235,8 +269,7 @@ fn extractive_record(
     cap: usize,
 ) -> Result<SummaryRecord> {
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
-    let members = originals(ctx, cache, pass, stop)?;
-    let messages = members.iter().map(|m| ctx.materialize(cache, m)).collect::<Result<Vec<Arc<Message>>>>()?;
+    let messages = original_messages(ctx, cache, pass, stop)?;
     let previous = pass.summary.map(|s| s.text.as_str());
     let text = crate::extract::extractive_with_todos(&messages, previous, &ctx.open_todos(), ctx.encoding, cap as u32);
     let tokens = summary::validate_summary(&text, ctx.encoding, cap as u32, &[])?;
@@ -292,21 +325,22 @@ pub(crate) fn request_for(
     // The messages to summarise: compressed where long, digests not applied (the summariser
     // should see what was read), in history order.
     let from = pass.summary.map_or(0, |s| s.until_index + 1);
-    let members = members_before(ctx, cache, pass, cut, (from, meta.until_index + 1), true)?;
-    let mut ids: Vec<usize> = members.iter().map(|m| m.msg).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let message_ids: Vec<String> =
-        ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
     let mut messages: Vec<Arc<Message>> = Vec::new();
     for plan in &pass.system {
         for member in &plan.members {
             messages.push(ctx.materialize(cache, member)?);
         }
     }
-    for member in &members {
+    let mut ids: Vec<usize> = Vec::new();
+    visit_members_before(ctx, cache, pass, cut, (from, meta.until_index + 1), true, &mut |cache, member| {
+        ids.push(member.msg);
         messages.push(ctx.materialize(cache, member)?);
-    }
+        Ok(())
+    })?;
+    ids.sort_unstable();
+    ids.dedup();
+    let message_ids: Vec<String> =
+        ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
     let previous = pass.summary.map(|s| s.text.clone());
     let prompt = summary::fold_prompt(options.prompt(), previous.as_deref());
     // The caller's model sees the messages and then the prompt: a valid list on its own.
