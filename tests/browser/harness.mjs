@@ -22,11 +22,8 @@ const MIME = {
 /**
  * Serves `mounts` ({ "/": dir, "/fixtures/": otherDir }) read-only on 127.0.0.1:<random port>.
  * Resolves to { url, close, requests } where `requests` lists "STATUS path" for every request.
- * With `cache: true` responses may be kept and are revalidated on each use (an ETag, a 304 when
- * it still holds), as a deployed site's are: the browser's HTTP cache then also keeps the wasm's
- * compiled code between visits. By default nothing is cached (every page load starts cold).
  */
-export function serve(mounts, { cache = false } = {}) {
+export function serve(mounts) {
   const prefixes = Object.keys(mounts).sort((a, b) => b.length - a.length);
   const requests = [];
   const server = createServer((req, res) => {
@@ -42,20 +39,14 @@ export function serve(mounts, { cache = false } = {}) {
     } catch {
       status = 404;
     }
-    const tag = status === 200 && cache ? `"${statSync(file).size}-${statSync(file).mtimeMs}"` : undefined;
-    if (tag !== undefined && req.headers["if-none-match"] === tag) status = 304;
     requests.push(`${status} ${path}`);
-    if (status === 304) {
-      res.writeHead(304, { etag: tag, "cache-control": "no-cache" }).end();
-      return;
-    }
     if (status !== 200) {
       res.writeHead(status, { "content-type": "text/plain" }).end(`${status}\n`);
       return;
     }
     res.writeHead(200, {
       "content-type": MIME[extname(file)] ?? "application/octet-stream",
-      ...(tag === undefined ? { "cache-control": "no-store" } : { "cache-control": "no-cache", etag: tag }),
+      "cache-control": "no-store",
     });
     if (req.method === "HEAD") res.end();
     else createReadStream(file).pipe(res);
