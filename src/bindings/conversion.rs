@@ -189,37 +189,6 @@ impl std::error::Error for OutOfRoom {}
 
 /// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
 pub(crate) fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
-    let text = json_text(value)?;
-    parsed(JSON::parse(&text), &text)
-}
-
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
-    fn parse_reviving(text: &str, reviver: &js_sys::Function) -> std::result::Result<JsValue, JsValue>;
-    #[wasm_bindgen(thread_local_v2, js_namespace = Object, js_name = freeze)]
-    static FREEZE: js_sys::Function;
-}
-
-/// `to_js` with every object and array in the result frozen, for objects that later results
-/// share. The engine freezes them as it parses: the reviver is `Function.prototype.call` bound to
-/// `Object.freeze`, so that `JSON.parse` calling it with `(key, value)` runs
-/// `Object.freeze(value)`. Walking the result from here instead took several calls across the
-/// boundary per value (`Object.values`, then each child's type): in Chromium, 27 ms of a page's
-/// first build of 1,036 messages, where the reviver adds 2-3 ms to a warm one.
-pub(crate) fn to_js_frozen<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
-    let text = json_text(value)?;
-    let reviver = FREEZE.with(|freeze| {
-        js_sys::Reflect::get(freeze, &"call".into())
-            .ok()
-            .and_then(|call| call.dyn_into::<js_sys::Function>().ok())
-            .map(|call| call.bind0(freeze))
-    });
-    let reviver = reviver.ok_or_else(|| Error::internal("Object.freeze has no call method"))?;
-    parsed(parse_reviving(&text, &reviver), &text)
-}
-
-fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
     let mut text = Text(Vec::new());
     if let Err(error) = serde_json::to_writer(&mut text, value) {
         let room = std::error::Error::source(&error)
@@ -232,11 +201,8 @@ fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
         });
     }
     // serde_json writes valid UTF-8.
-    String::from_utf8(text.0).map_err(|_| Error::internal("a result serialised to invalid UTF-8"))
-}
-
-fn parsed(value: std::result::Result<JsValue, JsValue>, text: &str) -> Result<JsValue> {
-    value.map_err(|_| {
+    let text = String::from_utf8(text.0).map_err(|_| Error::internal("a result serialised to invalid UTF-8"))?;
+    JSON::parse(&text).map_err(|_| {
         if text.len() > 1 << 28 {
             Error::resource(format!(
                 "the result is {} of JSON, longer than the JS engine's strings can be",

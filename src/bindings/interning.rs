@@ -8,7 +8,7 @@ use js_sys::{Object, Reflect};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::conversion::{to_js, to_js_frozen};
+use super::conversion::to_js;
 use crate::compact::{Action, Assembled, EmitCache, Piece, ReceiptRun, Section};
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
@@ -71,7 +71,7 @@ impl<K> Default for Interned<K> {
 
 impl<K: std::hash::Hash + Eq> Interned<K> {
     /// One object per key, in order: the last call's for keys it had, the others from `make`
-    /// (given the keys without one, it returns a JS array of their frozen objects, in that order).
+    /// (given the keys without one, it returns a JS array of their objects, in that order).
     /// Objects of keys not asked for are forgotten.
     fn objects(&mut self, keys: Vec<K>, make: impl FnOnce(&[K]) -> Result<JsValue>) -> Result<Vec<JsValue>> {
         let mut previous = std::mem::take(&mut self.objects);
@@ -98,6 +98,7 @@ impl<K: std::hash::Hash + Eq> Interned<K> {
                 Some(object) => object,
                 None => match made.next() {
                     Some((key, object)) => {
+                        deep_freeze(&object);
                         self.objects.insert(key, object.clone());
                         object
                     }
@@ -114,7 +115,19 @@ impl<K: std::hash::Hash + Eq> Interned<K> {
     where
         K: serde::Serialize,
     {
-        Ok(self.objects(keys, to_js_frozen::<[K]>)?.into_iter().collect())
+        Ok(self.objects(keys, to_js::<[K]>)?.into_iter().collect())
+    }
+}
+
+/// Freezes a parsed JSON value all the way down: objects shared between builds must not change.
+fn deep_freeze(value: &JsValue) {
+    if !value.is_object() {
+        return;
+    }
+    let object = Object::unchecked_from_js_ref(value);
+    Object::freeze(object);
+    for child in Object::values(object).iter() {
+        deep_freeze(&child);
     }
 }
 
@@ -134,9 +147,8 @@ impl RequestCache {
                 Piece::Joined(..) => None,
             })
             .collect();
-        let own = self
-            .sent
-            .objects(own, |missing| to_js_frozen(&missing.iter().map(|m| forms.own(&m.0)).collect::<Vec<_>>()))?;
+        let own =
+            self.sent.objects(own, |missing| to_js(&missing.iter().map(|m| forms.own(&m.0)).collect::<Vec<_>>()))?;
         // Messages emitted together are new each build: all of them in one `JSON.parse`.
         let joined: Vec<&[Value]> = assembled
             .pieces
@@ -146,8 +158,8 @@ impl RequestCache {
                 Piece::Own(_) => None,
             })
             .collect();
-        let joined =
-            if joined.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&to_js_frozen(&joined)?) };
+        let joined = if joined.is_empty() { js_sys::Array::new() } else { js_sys::Array::from(&to_js(&joined)?) };
+        deep_freeze(&joined);
         let (mut own, mut joined) = (own.into_iter(), joined.iter());
         let out = js_sys::Array::new();
         for piece in &assembled.pieces {
