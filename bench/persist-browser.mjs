@@ -3,6 +3,11 @@
 // localhost (tests/browser/storage.html, whose import map resolves the package's entries): 5,000
 // tau-bench messages appended one at a time, each saved, then (each in a reloaded page) the
 // records read, the session opened and built, and the same messages built never stored. Each adapter runs in a fresh browser profile. Run: npm run bench:persist
+// The first open runs code this browser has not compiled yet (V8's baseline tier, functions
+// compiled as they are first called); a page reloaded in the same browser reuses the compiled
+// and optimised wasm, so the open is measured twice, and the phases after it are reloads too.
+// (Across a browser restart nothing is kept: with cacheable responses, Chromium 156 wrote no
+// code-cache entry for this wasm, so a new browser session opens as the first open does.)
 // (MESSAGES=n for fewer; KINDS=indexeddb or KINDS=localStorage for one adapter.)
 import { fileURLToPath } from "node:url";
 import { serve, withPage } from "../tests/browser/harness.mjs";
@@ -43,11 +48,16 @@ try {
         return outcome.result;
       };
       const appended = await phase("append");
-      return { ...appended, ...(await phase("read")), cold: await phase("cold"), select: await phase("select"), ...(await phase("memory")) };
+      const read = await phase("read");
+      const cold = await phase("cold");
+      return { ...appended, ...read, cold, reload: await phase("cold"), select: await phase("select"), ...(await phase("memory")) };
     });
     for (const line of describe(`Chromium ${kind}`, result)) console.log(line);
-    const target = result.cold.openAndBuildMs < 100 ? "meets" : "misses";
-    console.log(`  target: open + first build of ${result.messages.toLocaleString()} messages under 100 ms: ${target} it (${result.cold.openAndBuildMs.toFixed(1)} ms)`);
+    const target = (ms) => `${ms < 100 ? "meets" : "misses"} it (${ms.toFixed(1)} ms)`;
+    console.log(
+      `  target: open + first build of ${result.messages.toLocaleString()} messages under 100 ms: ` +
+        `first open ${target(result.cold.openAndBuildMs)}, reloaded ${target(result.reload.openAndBuildMs)}`,
+    );
   }
 } finally {
   await server.close();

@@ -141,7 +141,13 @@ export function describe(label, r) {
     `  cold (a fresh process or page each): reading the ${r.storedRecords} records (${(r.storedBytes / 1e6).toFixed(2)} M characters) ${f(r.readMs, 1)} ms`,
     `  cold open ${f(r.cold.openMs, 1)} ms, open + first build ${f(r.cold.openAndBuildMs, 1)} ms ` +
       `(${r.cold.loaded.toLocaleString()} messages loaded; built ${r.cold.builtMessages} messages, ${r.cold.builtTokens.toLocaleString()} tokens); the next build ${f(r.cold.nextBuildMs, 1)} ms`,
-    `  cold open + a first build that selects only (no summary, compression, digests) ${f(r.select.openAndBuildMs, 1)} ms`,
-    `  the same messages never stored, cold: appendMany + first build ${f(r.inMemoryBuildMs, 1)} ms`,
+    ...(r.reload
+      ? [
+          `  the page reloaded (the wasm compiled by the open before, kept by the browser): open ${f(r.reload.openMs, 1)} ms, ` +
+            `open + first build ${f(r.reload.openAndBuildMs, 1)} ms; the next build ${f(r.reload.nextBuildMs, 1)} ms`,
+        ]
+      : []),
+    `  ${r.reload ? "reloaded again" : "cold"}: open + a first build that selects only (no summary, compression, digests) ${f(r.select.openAndBuildMs, 1)} ms`,
+    `  the same messages never stored, ${r.reload ? "reloaded again" : "cold"}: appendMany + first build ${f(r.inMemoryBuildMs, 1)} ms`,
   ];
 }

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::save::{unpack_tokens, Part, SavePoint};
 use super::{
-    counting_tag, data_key, meta_key, open, parse_key, read_body, show, Chunk, Kind, Meta, Opened, Place, Settings,
-    StoredRecord, Turn, CHUNK,
+    counting_tag, data_key, meta_key, open, parse_key, read_body, read_messages_body, show, Chunk, Kind, Meta, Opened,
+    Place, Settings, StoredRecord, Turn, CHUNK,
 };
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
@@ -124,16 +124,28 @@ impl<'a> Sorted<'a> {
 
     /// The committed record of `kind` number `n`: present and sound, or an error naming its key.
     pub fn body<T: serde::de::DeserializeOwned>(&self, id: &str, kind: Kind, n: u64) -> Result<T> {
+        let (key, body) = self.checked(id, kind, n)?;
+        read_body(key, body)
+    }
+
+    /// The committed record of `kind` number `n`, its envelope and checksum checked: its key and body.
+    fn checked(&self, id: &str, kind: Kind, n: u64) -> Result<(&'a [String], &'a str)> {
         let record = self.get(kind, n).ok_or_else(|| {
             let key = data_key(id, kind, n);
             Error::corrupt(&key, format!("record {} is missing: the meta record names it", show(&key)))
         })?;
         match open(&record.key, &record.value, kind)? {
-            Opened::Current(body) => read_body(&record.key, body),
+            Opened::Current(body) => Ok((&record.key, body)),
             Opened::Export => {
                 Err(Error::corrupt(&record.key, format!("record {} holds a whole session export", show(&record.key))))
             }
         }
+    }
+
+    /// A record of messages (`Kind::Chunk` or `Kind::Message`), checked and read.
+    fn messages_body<T: serde::de::DeserializeOwned>(&self, id: &str, kind: Kind, n: u64) -> Result<T> {
+        let (key, body) = self.checked(id, kind, n)?;
+        read_messages_body(key, body)
     }
 
     /// Messages `from ..= until` (1-based), from chunks up to `chunked` and single records after,
@@ -152,7 +164,7 @@ impl<'a> Sorted<'a> {
         while seq <= until {
             if seq <= chunked {
                 let end = seq.div_ceil(CHUNK as u64) * CHUNK as u64;
-                let chunk: Chunk = self.body(id, Kind::Chunk, end)?;
+                let chunk: Chunk = self.messages_body(id, Kind::Chunk, end)?;
                 let key = data_key(id, Kind::Chunk, end);
                 if chunk.messages.len() != CHUNK || (!chunk.tokens.is_empty() && chunk.tokens.len() != CHUNK) {
                     return Err(Error::corrupt(
@@ -173,7 +185,7 @@ impl<'a> Sorted<'a> {
                     }
                 }
             } else {
-                let message: LoggedMessage = self.body(id, Kind::Message, seq)?;
+                let message: LoggedMessage = self.messages_body(id, Kind::Message, seq)?;
                 check_id(&data_key(id, Kind::Message, seq), &message, seq)?;
                 messages.push(message);
                 counts.push(None);

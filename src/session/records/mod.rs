@@ -216,9 +216,27 @@ pub(crate) enum Opened<'a> {
     Export,
 }
 
+/// The checksum and body of a record in exactly the layout `seal` writes for `kind` at this
+/// version; `None` for any other text, which `open` then reads as JSON. (A chunk is megabytes:
+/// reading its envelope as JSON would scan the body once more before it is parsed.) Taking the
+/// body as the text between the prefix and the last `}` is sound because the body must then
+/// parse as one JSON value on its own, which makes the whole text that envelope.
+fn sealed(value: &str, kind: Kind) -> Option<(&str, &str)> {
+    let rest = value.strip_prefix(r#"{"v":"#)?;
+    let rest = rest.strip_prefix(RECORD_VERSION.to_string().as_str())?;
+    let rest = rest.strip_prefix(r#","kind":""#)?.strip_prefix(kind.as_str())?;
+    let rest = rest.strip_prefix(r#"","sum":""#)?;
+    let (sum, rest) = (rest.get(..16)?, rest.get(16..)?);
+    let body = rest.strip_prefix(r#"","body":"#)?.strip_suffix('}')?;
+    Some((sum, body))
+}
+
 /// Checks a record's envelope: that it is JSON, of a version this library reads, of the kind its
 /// key says, and that its checksum matches. Errors name the key.
 pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Opened<'a>> {
+    if let Some((sum, body)) = sealed(value, kind) {
+        return verify(key, kind, sum, body);
+    }
     let envelope: Envelope<'a> = serde_json::from_str(value)
         .map_err(|e| Error::corrupt(key, format!("record {} is not a stored record: {e}", show(key))))?;
     let version = match envelope.v {
@@ -246,7 +264,10 @@ pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Ope
             format!("record {} is a {found:?} record where a {:?} record belongs", show(key), kind.as_str()),
         ));
     }
-    let body = body.get();
+    verify(key, kind, &sum, body.get())
+}
+
+fn verify<'a>(key: &[String], kind: Kind, sum: &str, body: &'a str) -> Result<Opened<'a>> {
     if sum != format!("{:016x}", checksum(key, kind, body)) {
         return Err(Error::corrupt(key, format!("record {} fails its checksum: it was changed or damaged", show(key))));
     }
@@ -261,6 +282,22 @@ pub(crate) fn read_body<T: DeserializeOwned>(key: &[String], body: &str) -> Resu
         |e: &dyn std::fmt::Display| Error::corrupt(key, format!("record {} is not readable: {e}", show(key)));
     let value: serde_json::Value = serde_json::from_str(body).map_err(|e| unreadable(&e))?;
     crate::error::from_json(value, "its body").map_err(|e| unreadable(&e.message))
+}
+
+/// A body of messages (a chunk, a message record), read as `T` straight from its text: through a
+/// `Value` first, as `read_body` goes, every message's tree would be built twice (the `Value`,
+/// then the `Value` inside `LoggedMessage`), and a chunk holds a thousand of them.
+pub(crate) fn read_messages_body<T: DeserializeOwned>(key: &[String], body: &str) -> Result<T> {
+    let unreadable =
+        |e: &dyn std::fmt::Display| Error::corrupt(key, format!("record {} is not readable: {e}", show(key)));
+    let mut deserializer = serde_json::Deserializer::from_str(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let at = if path == "." { String::new() } else { format!("{path}: ") };
+        unreadable(&format!("{at}{}", error.into_inner()))
+    })?;
+    deserializer.end().map_err(|e| unreadable(&e))?;
+    Ok(value)
 }
 
 /// The commit record of a session: what `list` shows, and which records hold the session.

@@ -277,6 +277,33 @@ fn damaged_missing_and_newer_records_are_reported_with_their_keys() {
 }
 
 #[test]
+fn envelopes_in_another_layout_open_alike_and_a_body_must_be_one_value() {
+    let mut session = agent_with_two_turns();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    let key = data_key("main", Kind::Message, 3);
+    let sealed = storage.get(&key).value;
+    let (sum, body) = super::sealed(&sealed, Kind::Message).expect("seal's own layout");
+    // The same envelope as any JSON writer might lay it out: read as JSON, with the same result.
+    let mut relaid = storage.clone();
+    relaid
+        .0
+        .insert(key.clone(), format!("{{ \"kind\": \"message\", \"body\": {body}, \"sum\": \"{sum}\", \"v\": 1 }}"));
+    assert!(super::sealed(&relaid.get(&key).value, Kind::Message).is_none());
+    assert_eq!(exported(&relaid.load("main").unwrap()), exported(&storage.load("main").unwrap()));
+    // In seal's layout the body is the text up to the last brace: text after the body's value
+    // (with a checksum that matches it) is no record, named by its key.
+    let forged_body = format!("{body}, \"v\": 2");
+    let sum = format!("{:016x}", checksum(&key, Kind::Message, &forged_body));
+    let mut forged = storage.clone();
+    forged.0.insert(key.clone(), format!(r#"{{"v":1,"kind":"message","sum":"{sum}","body":{forged_body}}}"#));
+    let error = forged.load("main").unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Corrupt);
+    assert_eq!(error.path.as_deref(), Some("r/main/m/000000000003"));
+    assert!(error.message.contains("not readable"), "{error}");
+}
+
+#[test]
 fn records_the_meta_does_not_name_are_not_read_and_superseded_ones_are_garbage() {
     let mut session = Session::new("g", Encoding::O200kBase, 10).unwrap();
     session.history.append_value(user("hi"), Format::OpenAi).unwrap();
