@@ -25,6 +25,9 @@ pub struct Compactor {
     last_receipt: Option<Receipt>,
     /// Reported usage against our counts, per model (not exported: it is learnt again).
     calibration: Calibration,
+    /// The history's `rebases` when `reduce` was filled: the cache is by message id, and a
+    /// truncated history gives the dropped messages' ids to new ones.
+    rebases: u64,
 }
 
 impl Compactor {
@@ -43,6 +46,10 @@ impl Compactor {
         state: &[StateNote],
     ) -> Result<BuildOutcome> {
         history.count_all();
+        if history.rebases() != self.rebases {
+            self.reduce = ReduceCache::default();
+            self.rebases = history.rebases();
+        }
         let items: Vec<Item> = history
             .records()
             .iter()
