@@ -100,9 +100,11 @@ fn main() {
             }
             println!("== {n} messages, {label}");
             println!(
-                "messages: {} ({} tokens stored), context: {} messages, {} tokens ({} emitted)",
+                "messages: {} ({} tokens stored), receipt: {} runs, {} repairs; context: {} messages, {} tokens ({} emitted)",
                 session.history.len(),
                 cold.context.receipt.tokens_before,
+                cold.context.receipt.runs.len(),
+                cold.context.receipt.repairs.len(),
                 cold.context.messages.len(),
                 cold.context.tokens.total,
                 request.as_array().map_or(0, Vec::len)

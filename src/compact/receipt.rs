@@ -208,18 +208,23 @@ pub struct Receipt {
 impl Receipt {
     /// One entry per stored message: `ids` are the stored messages' ids, in history order.
     pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
-        self.fates
-            .iter()
-            .zip(ids)
-            .map(|(f, id)| ReceiptEntry {
-                id: id.to_string(),
-                action: f.action,
-                reason: f.reason,
-                tokens_before: f.tokens_before,
-                tokens_after: f.tokens_after,
-            })
-            .collect()
+        entries(&self.fates, ids)
     }
+}
+
+/// One entry per stored message from its fate: `ids` are the stored messages' ids, in order.
+pub(crate) fn entries<'a>(fates: &[Fate], ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
+    fates
+        .iter()
+        .zip(ids)
+        .map(|(f, id)| ReceiptEntry {
+            id: id.to_string(),
+            action: f.action,
+            reason: f.reason,
+            tokens_before: f.tokens_before,
+            tokens_after: f.tokens_after,
+        })
+        .collect()
 }
 
 /// Groups per-message fates into runs; ids only at run ends.
@@ -287,7 +292,11 @@ pub(crate) fn fates(
             }
         }
     }
-    let memory = |msg: usize| turns.iter().any(|t| (t.first..=t.last).contains(&msg) && memory_turns.contains(&t.turn));
+    // The ranges of the turns whose summaries are in the context: a handful, looked up once per
+    // message left out (of a long history, most messages).
+    let summarised: Vec<(usize, usize)> =
+        turns.iter().filter(|t| memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
+    let memory = |msg: usize| summarised.iter().any(|&(first, last)| (first..=last).contains(&msg));
     for plan in plans {
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {

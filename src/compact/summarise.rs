@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::assemble::placeholder;
-use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass};
+use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Members, Mode, Pass};
 use super::receipt::BridgeUse;
 use super::reduce::ReduceCache;
 use super::repair::UnitKind;
@@ -146,7 +146,7 @@ fn members_before(
     (from, until): (usize, usize),
     compress: bool,
 ) -> Result<Vec<MemberPlan>> {
-    let mut units: Vec<(usize, Vec<MemberPlan>)> = Vec::new();
+    let mut units: Vec<(usize, Members)> = Vec::new();
     for &u in pass.active.iter().take(stop) {
         if let Some(unit) = pass.unit(u) {
             let mut list = base_members(unit);
