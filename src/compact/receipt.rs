@@ -277,18 +277,31 @@ pub(crate) fn fates(
     turns: &[TurnNote],
     memory_turns: &[u32],
 ) -> Vec<Fate> {
-    let mut fate: Vec<(Action, Option<DropReason>)> = vec![(Action::Dropped, Some(DropReason::Repair)); items.len()];
+    // Every message starts as left out by repair; what a later stage decided overwrites that.
+    let mut fates: Vec<Fate> = items
+        .iter()
+        .map(|item| Fate {
+            action: Action::Dropped,
+            reason: Some(DropReason::Repair),
+            tokens_before: item.tokens,
+            tokens_after: 0,
+        })
+        .collect();
+    let set = |fates: &mut [Fate], msg: usize, action: Action, reason: Option<DropReason>| {
+        if let Some(fate) = fates.get_mut(msg) {
+            fate.action = action;
+            fate.reason = reason;
+        }
+    };
     if let Some(until) = summarised_until {
-        for slot in fate.iter_mut().take(until) {
-            *slot = (Action::Summarised, None);
+        for msg in 0..until.min(fates.len()) {
+            set(&mut fates, msg, Action::Summarised, None);
         }
     }
     for &u in covered {
         if let Some(unit) = structure.units.get(u) {
             for m in &unit.members {
-                if let Some(slot) = fate.get_mut(m.msg) {
-                    *slot = (Action::Summarised, None);
-                }
+                set(&mut fates, m.msg, Action::Summarised, None);
             }
         }
     }
@@ -301,41 +314,31 @@ pub(crate) fn fates(
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {
             for m in unit_members {
-                if let Some(slot) = fate.get_mut(m.msg) {
-                    *slot = match reason {
-                        DropReason::Bridge => (Action::Summarised, Some(DropReason::Bridge)),
-                        _ if memory(m.msg) => (Action::Summarised, Some(DropReason::Memory)),
-                        _ => (Action::Dropped, Some(reason)),
-                    };
+                match reason {
+                    DropReason::Bridge => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
+                    _ if memory(m.msg) => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                    _ => set(&mut fates, m.msg, Action::Dropped, Some(reason)),
                 }
             }
         } else {
             // Members of a kept unit that thinning left out.
             for m in unit_members {
                 if !plan.members.iter().any(|p| p.msg == m.msg) {
-                    if let Some(slot) = fate.get_mut(m.msg) {
-                        *slot = match memory(m.msg) {
-                            true => (Action::Summarised, Some(DropReason::Memory)),
-                            false => (Action::Dropped, Some(DropReason::Thinning)),
-                        };
+                    match memory(m.msg) {
+                        true => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                        false => set(&mut fates, m.msg, Action::Dropped, Some(DropReason::Thinning)),
                     }
                 }
             }
         }
     }
-    for (msg, (action, _)) in after {
-        if let Some(slot) = fate.get_mut(*msg) {
-            *slot = (*action, None);
+    // The messages in the context (its size, not the history's).
+    for (&msg, &(action, tokens)) in after {
+        if let Some(fate) = fates.get_mut(msg) {
+            *fate = Fate { action, reason: None, tokens_before: fate.tokens_before, tokens_after: tokens };
         }
     }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let (action, reason) = fate.get(i).copied().unwrap_or((Action::Dropped, Some(DropReason::Repair)));
-            Fate { action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
-        })
-        .collect()
+    fates
 }
 
 #[cfg(test)]
