@@ -229,37 +229,28 @@ pub(crate) fn entries<'a>(fates: &[Fate], ids: impl IntoIterator<Item = &'a str>
 
 /// Groups per-message fates into runs; ids only at run ends.
 pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
-    let mut runs: Vec<ReceiptRun> = Vec::new();
-    let mut start = 0usize;
-    for (i, fate) in fates.iter().enumerate() {
-        let same = fates.get(start).is_some_and(|s| (s.action, s.reason) == (fate.action, fate.reason));
-        if i > start && same {
-            continue;
-        }
-        if i > start {
-            runs.push(run(items, fates, start, i));
-        }
-        start = i;
-    }
-    if start < fates.len() {
-        runs.push(run(items, fates, start, fates.len()));
-    }
-    runs
-}
-
-fn run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> ReceiptRun {
-    let slice = fates.get(start..end).unwrap_or(&[]);
     let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
-    let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
-    ReceiptRun {
-        from: id(start),
-        to: id(end.saturating_sub(1)),
-        count: slice.len(),
-        action,
-        reason,
-        tokens_before: slice.iter().map(|f| u64::from(f.tokens_before)).sum(),
-        tokens_after: slice.iter().map(|f| u64::from(f.tokens_after)).sum(),
-    }
+    let mut start = 0usize;
+    fates
+        .chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason))
+        .map(|slice| {
+            let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
+            let (tokens_before, tokens_after) = slice.iter().fold((0u64, 0u64), |(before, after), f| {
+                (before + u64::from(f.tokens_before), after + u64::from(f.tokens_after))
+            });
+            let run = ReceiptRun {
+                from: id(start),
+                to: id(start + slice.len() - 1),
+                count: slice.len(),
+                action,
+                reason,
+                tokens_before,
+                tokens_after,
+            };
+            start += slice.len();
+            run
+        })
+        .collect()
 }
 
 /// Each stored message's fate: summarised (by the summary in force, the bridge, or its turn's
