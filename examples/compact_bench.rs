@@ -1,8 +1,9 @@
 //! Native timing of the compaction pipeline on the shared tau-bench runs concatenated into one
-//! 5,308-message conversation, built to a 100k-token budget: cold (nothing counted or cached),
-//! warm, and after appending one message.
+//! conversation (5,308 messages a lap, repeated with fresh tool-call ids up to each size), built to
+//! a 100k-token budget: cold (nothing counted or cached), warm, and after appending one message —
+//! the cost issue #18 item 4 wants independent of the history's length.
 //!
-//!     cargo run --release --example compact_bench [-- iterations]
+//!     cargo run --release --example compact_bench [-- iterations [sizes…]]
 
 use std::time::Instant;
 
@@ -20,14 +21,37 @@ fn median(mut samples: Vec<f64>) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// `n` messages: the templates over and over, tool-call ids made unique per lap.
+fn conversation(templates: &[Value], n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let lap = i / templates.len();
+            let mut m = templates[i % templates.len()].clone();
+            if lap > 0 {
+                if let Some(calls) = m["tool_calls"].as_array_mut() {
+                    for call in calls {
+                        call["id"] = json!(format!("{}~{lap}", call["id"].as_str().unwrap_or("")));
+                    }
+                }
+                if let Some(id) = m["tool_call_id"].as_str() {
+                    m["tool_call_id"] = json!(format!("{id}~{lap}"));
+                }
+            }
+            m
+        })
+        .collect()
+}
+
 fn main() {
-    let iterations: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
-    let runs = common::tau_bench();
-    let mut messages = Vec::new();
-    for run in runs {
-        if let Value::Array(list) = run {
-            messages.extend(list);
-        }
+    let mut args = std::env::args().skip(1);
+    let iterations: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
+    let templates: Vec<Value> = common::tau_bench()
+        .into_iter()
+        .flat_map(|run| if let Value::Array(list) = run { list } else { vec![] })
+        .collect();
+    let mut sizes: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        sizes.push(templates.len());
     }
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
@@ -35,54 +59,65 @@ fn main() {
     };
     let no_summary = BuildOptions { summary: None, ..options.clone() };
 
-    for (label, options) in
-        [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)]
-    {
-        let mut session = Session::with_encoding(Encoding::O200kBase);
-        session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("append");
-        let start = Instant::now();
-        let cold = session.build(options).expect("cold build");
-        let cold_ms = start.elapsed().as_secs_f64() * 1e3;
-
-        let mut warm = Vec::new();
-        for _ in 0..iterations {
+    let mut table = Vec::new();
+    for &n in &sizes {
+        let messages = conversation(&templates, n);
+        for (label, options) in
+            [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)]
+        {
+            let mut session = Session::with_encoding(Encoding::O200kBase);
+            session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("append");
             let start = Instant::now();
-            let outcome = session.build(options).expect("warm build");
-            warm.push(start.elapsed().as_secs_f64() * 1e3);
-            std::hint::black_box(&outcome);
-        }
-        let start = Instant::now();
-        let request = cold.context.to_request().expect("valid");
-        let emit_ms = start.elapsed().as_secs_f64() * 1e3;
+            let cold = session.build(options).expect("cold build");
+            let cold_ms = start.elapsed().as_secs_f64() * 1e3;
 
-        let mut appended = Vec::new();
-        for i in 0..iterations {
-            let counted = session.history.counted_messages();
+            let mut warm = Vec::new();
+            for _ in 0..iterations {
+                let start = Instant::now();
+                let outcome = session.build(options).expect("warm build");
+                warm.push(start.elapsed().as_secs_f64() * 1e3);
+                std::hint::black_box(&outcome);
+            }
             let start = Instant::now();
-            session
-                .history
-                .append_value(
-                    json!({"role": "user", "content": format!("One more question, number {i}.")}),
-                    Format::OpenAi,
-                )
-                .expect("append");
-            let outcome = session.build(options).expect("build after append");
-            appended.push(start.elapsed().as_secs_f64() * 1e3);
-            assert_eq!(session.history.counted_messages(), counted + 1);
-            std::hint::black_box(&outcome);
+            let request = cold.context.to_request().expect("valid");
+            let emit_ms = start.elapsed().as_secs_f64() * 1e3;
+
+            let mut appended = Vec::new();
+            for i in 0..iterations {
+                let counted = session.history.counted_messages();
+                let start = Instant::now();
+                session
+                    .history
+                    .append_value(
+                        json!({"role": "user", "content": format!("One more question, number {i}.")}),
+                        Format::OpenAi,
+                    )
+                    .expect("append");
+                let outcome = session.build(options).expect("build after append");
+                appended.push(start.elapsed().as_secs_f64() * 1e3);
+                assert_eq!(session.history.counted_messages(), counted + 1);
+                std::hint::black_box(&outcome);
+            }
+            println!("== {n} messages, {label}");
+            println!(
+                "messages: {} ({} tokens stored), receipt: {} runs, {} repairs; context: {} messages, {} tokens ({} emitted)",
+                session.history.len(),
+                cold.context.receipt.tokens_before,
+                cold.context.receipt.runs.len(),
+                cold.context.receipt.repairs.len(),
+                cold.context.messages.len(),
+                cold.context.tokens.total,
+                request.as_array().map_or(0, Vec::len)
+            );
+            println!("cold build (counting all {n} messages): {cold_ms:.1} ms");
+            println!("warm build: median {:.2} ms over {iterations}", median(warm.clone()));
+            println!("append one message + build: median {:.2} ms over {iterations}", median(appended.clone()));
+            println!("request-mode emission + validation: {emit_ms:.2} ms");
+            table.push((n, label, median(warm), median(appended)));
         }
-        println!("== {label}");
-        println!(
-            "messages: {} ({} tokens stored), context: {} messages, {} tokens ({} emitted)",
-            session.history.len(),
-            cold.context.receipt.tokens_before,
-            cold.context.messages.len(),
-            cold.context.tokens.total,
-            request.as_array().map_or(0, Vec::len)
-        );
-        println!("cold build (counting all {} messages): {cold_ms:.1} ms", messages.len());
-        println!("warm build: median {:.2} ms over {iterations}", median(warm));
-        println!("append one message + build: median {:.2} ms over {iterations}", median(appended));
-        println!("request-mode emission + validation: {emit_ms:.2} ms");
+    }
+    println!("\n{:>9}  {:<38} {:>12} {:>16}", "messages", "options", "warm ms", "append+build ms");
+    for (n, label, warm, appended) in table {
+        println!("{n:>9}  {label:<38} {warm:>12.2} {appended:>16.2}");
     }
 }

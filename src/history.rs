@@ -157,6 +157,9 @@ pub struct ConversationHistory {
     counted_messages: u64,
     /// While an append commits, the length before it (see `recover_after_trap`).
     committing: Option<usize>,
+    /// How many times messages were taken off the end (`truncate`, a trap's undo). The log is
+    /// otherwise append-only: what a compactor derived from it by id stays true until this changes.
+    rebases: u64,
 }
 
 /// One stored message as JSON: its id, the format it arrived in, and the message as appended.
@@ -204,6 +207,7 @@ impl ConversationHistory {
             calls: ToolCallIndex::default(),
             counted_messages: 0,
             committing: None,
+            rebases: 0,
         }
     }
 
@@ -221,6 +225,12 @@ impl ConversationHistory {
 
     pub fn records(&self) -> &[Record] {
         &self.records
+    }
+
+    /// Changes when messages were taken off the end: the ids of the dropped ones are given again
+    /// to the next messages appended, so what was derived from them by id no longer holds.
+    pub fn rebases(&self) -> u64 {
+        self.rebases
     }
 
     /// How many messages have been tokenized so far (each at most once).
@@ -298,6 +308,7 @@ impl ConversationHistory {
         let Some(base) = self.committing else { return false };
         // The records themselves are whole: each push wrote a record then the length.
         self.records.truncate(base);
+        self.rebases += 1;
         let calls = self.calls_from_records();
         std::mem::forget(std::mem::replace(&mut self.calls, calls));
         self.counted_messages = self.records.iter().filter(|r| r.tokens.is_some()).count() as u64;
@@ -325,6 +336,7 @@ impl ConversationHistory {
         }
         // Ids follow positions (`m{i + 1}`), so the next append reuses the dropped ones.
         self.records.truncate(len);
+        self.rebases += 1;
         self.calls = self.calls_from_records();
     }
 

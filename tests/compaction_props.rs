@@ -5,9 +5,10 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, Action, BudgetOptions, BuildOptions, DropReason, Item, ReduceCache, Summarizer,
+    self, summary, validate, Action, BudgetOptions, BuildOptions, Compactor, DropReason, Item, ReduceCache, Summarizer,
     SummaryOptions, SummarySource, SummaryState, TurnNote,
 };
+use context_compactor::history::ConversationHistory;
 use context_compactor::message::{self, Format, Message, Part, Role};
 use context_compactor::tokens::{self, Encoding, REPLY_PRIMING};
 use context_compactor::ErrorKind;
@@ -522,5 +523,84 @@ proptest! {
                 );
             }
         }
+    }
+}
+
+/// Appends `messages` one at a time, leaving out those the log refuses (an orphan result, a
+/// reused call id): what is left is a history like any other.
+fn append_each(history: &mut ConversationHistory, messages: &[Message]) {
+    for message in messages {
+        let _ = history.append_all(vec![message.clone()]);
+    }
+}
+
+/// A warm compactor's build on `history` against a fresh compactor's with the same summary state.
+fn warm_equals_fresh(
+    warm: &mut Compactor,
+    history: &mut ConversationHistory,
+    options: &BuildOptions,
+    when: &str,
+) -> Result<(), TestCaseError> {
+    let state = warm.summary_state().clone();
+    let warm_outcome = warm.build(history, options, &[], &[]);
+    let mut fresh = Compactor::new();
+    fresh.set_summary_state(state, history).map_err(|e| TestCaseError::fail(format!("{when}: {e}")))?;
+    let fresh_outcome = fresh.build(history, options, &[], &[]);
+    match (warm_outcome, fresh_outcome) {
+        (Ok(warm), Ok(fresh)) => prop_assert_eq!(warm, fresh, "{} ({} messages)", when, history.len()),
+        (Err(warm), Err(fresh)) => prop_assert_eq!(warm.kind, fresh.kind, "{}", when),
+        (warm, fresh) => prop_assert!(false, "{when}: warm {:?}, fresh {:?}", warm.err(), fresh.err()),
+    }
+    Ok(())
+}
+
+proptest! {
+    // Issue #18 item 4: a build after appends (and after a truncate, a stored session's rebase,
+    // which gives the dropped ids to new messages) on a compactor that built before equals a
+    // build from scratch of the same history: messages, receipt and tokens. 500 cases by
+    // default; PROPTEST_CASES / 20 when set.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(500, |n| (n / 20).max(1)),
+        max_shrink_iters: 500,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_warm_build_after_appends_and_a_truncate_equals_a_build_from_scratch(
+        events in prop::collection::vec(event(), 1..60),
+        others in prop::collection::vec(event(), 1..30),
+        cuts in prop::collection::vec(0usize..100, 1..5),
+        keep in 0usize..100,
+        knobs in knobs(),
+        source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
+        format in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic), Just(Format::Responses), Just(Format::AiSdk)],
+    ) {
+        let messages = history(&events, source);
+        let options = options(&knobs, format);
+        let mut log = ConversationHistory::new(ENCODING);
+        let mut warm = Compactor::new();
+        // Appended in a few steps, built after each.
+        let mut bounds: Vec<usize> = cuts.iter().map(|c| c * messages.len() / 100).collect();
+        bounds.push(messages.len());
+        bounds.sort_unstable();
+        let mut from = 0;
+        for to in bounds {
+            append_each(&mut log, &messages[from..to]);
+            from = to;
+            warm_equals_fresh(&mut warm, &mut log, &options, "after appends")?;
+        }
+        // Rebased: the end of the log replaced by other messages (with the dropped ids); a summary
+        // over messages that moved gives way, as `pull` has it.
+        let before = log.len();
+        let kept = keep * before / 100;
+        log.truncate(kept);
+        if warm.summary_state().current.as_ref().is_some_and(|s| s.until_index >= kept) {
+            warm.set_summary_state(SummaryState::default(), &log).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        }
+        append_each(&mut log, &history(&others, source));
+        // The same length (and so the same first and last ids) as before, where it can be: what a
+        // cache keyed by the ends of the log would take for the log it built.
+        log.truncate(before);
+        warm_equals_fresh(&mut warm, &mut log, &options, "after a truncate")?;
     }
 }

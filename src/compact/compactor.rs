@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::{
-    build_with_notes, Assembled, BuildOptions, BuildOutcome, CompactedContext, EmitCache, Item, PendingSummary,
-    Receipt, ReceiptEntry, ReduceCache, StateNote, SummaryRecord, SummarySource, SummaryState, TurnNote,
+    build_with_notes, Assembled, BuildOptions, BuildOutcome, CompactedContext, EmitCache, Fate, Item, PendingSummary,
+    ReceiptEntry, ReduceCache, StateNote, SummaryRecord, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, Result};
 use crate::history::{ConversationHistory, TokenReport};
@@ -21,10 +21,14 @@ pub struct Compactor {
     forms: EmitCache,
     /// The last summary request a build proposed (what `begin_summary` can start).
     proposed: Option<PendingSummary>,
-    /// The last build's receipt, for its entries message by message.
-    last_receipt: Option<Receipt>,
+    /// The last build's fates message by message (its receipt's entries) and its tokens: not the
+    /// whole receipt, whose ids and repairs would be copied on every build.
+    last_build: Option<(Vec<Fate>, usize)>,
     /// Reported usage against our counts, per model (not exported: it is learnt again).
     calibration: Calibration,
+    /// The history's `rebases` when `reduce` was filled: the cache is by message id, and a
+    /// truncated history gives the dropped messages' ids to new ones.
+    rebases: u64,
 }
 
 impl Compactor {
@@ -43,6 +47,10 @@ impl Compactor {
         state: &[StateNote],
     ) -> Result<BuildOutcome> {
         history.count_all();
+        if history.rebases() != self.rebases {
+            self.reduce = ReduceCache::default();
+            self.rebases = history.rebases();
+        }
         let items: Vec<Item> = history
             .records()
             .iter()
@@ -78,7 +86,8 @@ impl Compactor {
             self.replace_summary(state);
         }
         self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
-        self.last_receipt = Some(outcome.context.receipt.clone());
+        let receipt = &outcome.context.receipt;
+        self.last_build = Some((receipt.fates.clone(), receipt.tokens_after));
         Ok(outcome)
     }
 
@@ -101,9 +110,9 @@ impl Compactor {
 
     /// The last build's receipt message by message; empty before the first build.
     pub fn last_receipt_entries(&self, history: &ConversationHistory) -> Vec<ReceiptEntry> {
-        self.last_receipt
+        self.last_build
             .as_ref()
-            .map(|r| r.entries(history.records().iter().map(|r| r.id.as_str())))
+            .map(|(fates, _)| super::receipt::entries(fates, history.records().iter().map(|r| r.id.as_str())))
             .unwrap_or_default()
     }
 
@@ -156,7 +165,7 @@ impl Compactor {
         std::mem::forget(std::mem::take(&mut self.reduce));
         std::mem::forget(std::mem::take(&mut self.forms));
         std::mem::forget(self.proposed.take());
-        std::mem::forget(self.last_receipt.take());
+        std::mem::forget(self.last_build.take());
     }
 
     /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
@@ -237,9 +246,9 @@ impl Compactor {
         let model = model.or(reported.model.as_deref()).ok_or_else(|| {
             Error::invalid_argument("usage must name its model: pass `model`, or the whole response (it has `model`)")
         })?;
-        let counted = match (counted, &self.last_receipt) {
+        let counted = match (counted, &self.last_build) {
             (Some(counted), _) => counted,
-            (None, Some(receipt)) => receipt.tokens_after,
+            (None, Some((_, tokens_after))) => *tokens_after,
             (None, None) => history.token_count().total,
         };
         // Recorded into a copy put in place whole (a few numbers per model): a wasm trap leaves

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use super::receipt::{Action, BridgeUse, BudgetReport, DropReason};
 use super::reduce::ReduceCache;
@@ -65,11 +66,14 @@ impl MemberPlan {
     }
 }
 
+/// A plan's members, inline up to two (a step's call and its result).
+pub(crate) type Members = SmallVec<[MemberPlan; 2]>;
+
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
     pub(crate) unit: usize,
-    pub(crate) members: Vec<MemberPlan>,
-    pub(crate) member_tokens: Vec<u32>,
+    pub(crate) members: Members,
+    pub(crate) member_tokens: SmallVec<[u32; 4]>,
     pub(crate) tokens: usize,
     pub(crate) dropped: Option<DropReason>,
     /// Counted in its current form (`member_tokens` and `tokens` are up to date).
@@ -276,7 +280,7 @@ pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
     key
 }
 
-pub(crate) fn base_members(unit: &Unit) -> Vec<MemberPlan> {
+pub(crate) fn base_members(unit: &Unit) -> Members {
     unit.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()
 }
 
@@ -483,7 +487,7 @@ impl Plan {
         Plan {
             unit: u,
             members: base_members(unit),
-            member_tokens: Vec::new(),
+            member_tokens: SmallVec::new(),
             tokens: 0,
             dropped: None,
             counted: false,

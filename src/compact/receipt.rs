@@ -208,53 +208,49 @@ pub struct Receipt {
 impl Receipt {
     /// One entry per stored message: `ids` are the stored messages' ids, in history order.
     pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
-        self.fates
-            .iter()
-            .zip(ids)
-            .map(|(f, id)| ReceiptEntry {
-                id: id.to_string(),
-                action: f.action,
-                reason: f.reason,
-                tokens_before: f.tokens_before,
-                tokens_after: f.tokens_after,
-            })
-            .collect()
+        entries(&self.fates, ids)
     }
+}
+
+/// One entry per stored message from its fate: `ids` are the stored messages' ids, in order.
+pub(crate) fn entries<'a>(fates: &[Fate], ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
+    fates
+        .iter()
+        .zip(ids)
+        .map(|(f, id)| ReceiptEntry {
+            id: id.to_string(),
+            action: f.action,
+            reason: f.reason,
+            tokens_before: f.tokens_before,
+            tokens_after: f.tokens_after,
+        })
+        .collect()
 }
 
 /// Groups per-message fates into runs; ids only at run ends.
 pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
-    let mut runs: Vec<ReceiptRun> = Vec::new();
-    let mut start = 0usize;
-    for (i, fate) in fates.iter().enumerate() {
-        let same = fates.get(start).is_some_and(|s| (s.action, s.reason) == (fate.action, fate.reason));
-        if i > start && same {
-            continue;
-        }
-        if i > start {
-            runs.push(run(items, fates, start, i));
-        }
-        start = i;
-    }
-    if start < fates.len() {
-        runs.push(run(items, fates, start, fates.len()));
-    }
-    runs
-}
-
-fn run(items: &[Item], fates: &[Fate], start: usize, end: usize) -> ReceiptRun {
-    let slice = fates.get(start..end).unwrap_or(&[]);
     let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
-    let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
-    ReceiptRun {
-        from: id(start),
-        to: id(end.saturating_sub(1)),
-        count: slice.len(),
-        action,
-        reason,
-        tokens_before: slice.iter().map(|f| u64::from(f.tokens_before)).sum(),
-        tokens_after: slice.iter().map(|f| u64::from(f.tokens_after)).sum(),
-    }
+    let mut start = 0usize;
+    fates
+        .chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason))
+        .map(|slice| {
+            let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
+            let (tokens_before, tokens_after) = slice.iter().fold((0u64, 0u64), |(before, after), f| {
+                (before + u64::from(f.tokens_before), after + u64::from(f.tokens_after))
+            });
+            let run = ReceiptRun {
+                from: id(start),
+                to: id(start + slice.len() - 1),
+                count: slice.len(),
+                action,
+                reason,
+                tokens_before,
+                tokens_after,
+            };
+            start += slice.len();
+            run
+        })
+        .collect()
 }
 
 /// Each stored message's fate: summarised (by the summary in force, the bridge, or its turn's
@@ -272,61 +268,68 @@ pub(crate) fn fates(
     turns: &[TurnNote],
     memory_turns: &[u32],
 ) -> Vec<Fate> {
-    let mut fate: Vec<(Action, Option<DropReason>)> = vec![(Action::Dropped, Some(DropReason::Repair)); items.len()];
+    // Every message starts as left out by repair; what a later stage decided overwrites that.
+    let mut fates: Vec<Fate> = items
+        .iter()
+        .map(|item| Fate {
+            action: Action::Dropped,
+            reason: Some(DropReason::Repair),
+            tokens_before: item.tokens,
+            tokens_after: 0,
+        })
+        .collect();
+    let set = |fates: &mut [Fate], msg: usize, action: Action, reason: Option<DropReason>| {
+        if let Some(fate) = fates.get_mut(msg) {
+            fate.action = action;
+            fate.reason = reason;
+        }
+    };
     if let Some(until) = summarised_until {
-        for slot in fate.iter_mut().take(until) {
-            *slot = (Action::Summarised, None);
+        for msg in 0..until.min(fates.len()) {
+            set(&mut fates, msg, Action::Summarised, None);
         }
     }
     for &u in covered {
         if let Some(unit) = structure.units.get(u) {
             for m in &unit.members {
-                if let Some(slot) = fate.get_mut(m.msg) {
-                    *slot = (Action::Summarised, None);
-                }
+                set(&mut fates, m.msg, Action::Summarised, None);
             }
         }
     }
-    let memory = |msg: usize| turns.iter().any(|t| (t.first..=t.last).contains(&msg) && memory_turns.contains(&t.turn));
+    // The ranges of the turns whose summaries are in the context: a handful, looked up once per
+    // message left out (of a long history, most messages).
+    let summarised: Vec<(usize, usize)> =
+        turns.iter().filter(|t| memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
+    let memory = |msg: usize| summarised.iter().any(|&(first, last)| (first..=last).contains(&msg));
     for plan in plans {
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {
             for m in unit_members {
-                if let Some(slot) = fate.get_mut(m.msg) {
-                    *slot = match reason {
-                        DropReason::Bridge => (Action::Summarised, Some(DropReason::Bridge)),
-                        _ if memory(m.msg) => (Action::Summarised, Some(DropReason::Memory)),
-                        _ => (Action::Dropped, Some(reason)),
-                    };
+                match reason {
+                    DropReason::Bridge => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
+                    _ if memory(m.msg) => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                    _ => set(&mut fates, m.msg, Action::Dropped, Some(reason)),
                 }
             }
         } else {
             // Members of a kept unit that thinning left out.
             for m in unit_members {
                 if !plan.members.iter().any(|p| p.msg == m.msg) {
-                    if let Some(slot) = fate.get_mut(m.msg) {
-                        *slot = match memory(m.msg) {
-                            true => (Action::Summarised, Some(DropReason::Memory)),
-                            false => (Action::Dropped, Some(DropReason::Thinning)),
-                        };
+                    match memory(m.msg) {
+                        true => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                        false => set(&mut fates, m.msg, Action::Dropped, Some(DropReason::Thinning)),
                     }
                 }
             }
         }
     }
-    for (msg, (action, _)) in after {
-        if let Some(slot) = fate.get_mut(*msg) {
-            *slot = (*action, None);
+    // The messages in the context (its size, not the history's).
+    for (&msg, &(action, tokens)) in after {
+        if let Some(fate) = fates.get_mut(msg) {
+            *fate = Fate { action, reason: None, tokens_before: fate.tokens_before, tokens_after: tokens };
         }
     }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let (action, reason) = fate.get(i).copied().unwrap_or((Action::Dropped, Some(DropReason::Repair)));
-            Fate { action, reason, tokens_before: item.tokens, tokens_after: after.get(&i).map_or(0, |(_, n)| *n) }
-        })
-        .collect()
+    fates
 }
 
 #[cfg(test)]

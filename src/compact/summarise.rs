@@ -288,16 +288,25 @@ fn request_meta(
     let tail_first = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let until_index =
         tail_first.checked_sub(1).ok_or_else(|| Error::internal("summary cut before the first message"))?;
+    // A message whose parts went to several units (parallel results in one message) is one
+    // message; one the summary in force already stands for is not counted again, nor one after
+    // the cut (a unit's late tool result) that the record's `until` does not reach.
+    let after = pass.summary.map_or(0, |s| s.until_index + 1);
+    let mut covered: Vec<usize> = pass
+        .active
+        .iter()
+        .take(stop)
+        .filter_map(|&u| pass.unit(u))
+        .flat_map(|unit| unit.members.iter().map(|m| m.msg))
+        .filter(|&msg| (after..=until_index).contains(&msg))
+        .collect();
+    covered.sort_unstable();
+    covered.dedup();
     let mut original = 0u64;
-    let mut count = 0usize;
-    for &u in pass.active.iter().take(stop) {
-        if let Some(unit) = pass.unit(u) {
-            for member in &unit.members {
-                original += u64::from(ctx.item(member.msg)?.tokens);
-                count += 1;
-            }
-        }
+    for &msg in &covered {
+        original += u64::from(ctx.item(msg)?.tokens);
     }
+    let count = covered.len();
     Ok(summary::PendingSummary {
         request_id: format!("s{}", state.generation + 1),
         until: ctx.item(until_index)?.id.to_string(),

@@ -190,7 +190,7 @@ fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut ReduceCache, view: &mut us
             let before = plan.tokens;
             match decision {
                 Some(member) => {
-                    plan.members = vec![member.clone()];
+                    plan.members = smallvec::smallvec![member.clone()];
                     ctx.plan_tokens(cache, plan)?;
                 }
                 None => plan.dropped = Some(DropReason::Thinning),
