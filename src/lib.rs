@@ -9,6 +9,7 @@ pub mod extract;
 pub(crate) mod fasthash;
 pub mod history;
 pub mod ids;
+pub(crate) mod json_de;
 pub mod load;
 pub mod memory;
 pub mod message;
