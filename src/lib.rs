@@ -14,6 +14,7 @@ pub mod load;
 pub mod memory;
 pub mod message;
 pub mod session;
+pub(crate) mod sort;
 pub mod state;
 pub mod tokens;
 pub mod versioned;

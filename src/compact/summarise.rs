@@ -161,7 +161,7 @@ fn members_before(
             units.push((unit.first, pin.plan.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()));
         }
     }
-    units.sort_by_key(|(first, _)| *first);
+    crate::sort::sort_by_key(&mut units, |(first, _)| *first);
     Ok(units.into_iter().flat_map(|(_, members)| members).collect())
 }
 
