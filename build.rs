@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 #[path = "src/bpe/format.rs"]
 mod format;
-use format::{push_ids, push_pairs, table_checksum, MAGIC, VERSION};
+use format::{first_byte_indices, pair_code, push_ids, push_pairs, table_checksum, MAGIC, N_TABLES, VERSION};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -95,25 +95,57 @@ impl Vocab {
         Vocab { tokens, rank, specials }
     }
 
-    /// A split of token `r` into two tokens of lower rank, choosing the one whose ranks are
-    /// cheapest to code (smallest sum of bit lengths). BPE guarantees one exists.
-    fn split(&self, r: u32) -> (u32, u32) {
+    /// Every split of token `r` into two tokens of lower rank (BPE guarantees one).
+    fn splits(&self, r: u32) -> Vec<(u32, u32)> {
         let t = &self.tokens[r as usize];
-        let mut best: Option<(u32, u32, u32)> = None;
-        for s in 1..t.len() {
-            let (Some(&a), Some(&b)) = (self.rank.get(&t[..s]), self.rank.get(&t[s..])) else {
-                continue;
-            };
-            if a >= r || b >= r {
-                continue;
+        let found: Vec<(u32, u32)> = (1..t.len())
+            .filter_map(|s| Some((*self.rank.get(&t[..s])?, *self.rank.get(&t[s..])?)))
+            .filter(|&(a, b)| a < r && b < r)
+            .collect();
+        assert!(!found.is_empty(), "token {r} has no split into lower ranks");
+        found
+    }
+
+    /// Each of `ranks` as a pair of lower ranks, the split chosen that costs least to code. The
+    /// cost of a split is its events' code lengths under the frequency tables the splits chosen
+    /// so far make, plus its raw bits. Starting from the split whose ranks have the fewest bits,
+    /// a few rounds of choosing under the last round's tables settle: o200k_base 645,621 ->
+    /// 640,552 bytes, cl100k_base 306,289 -> 303,461, the delta 275,399 -> 274,987.
+    fn choose_splits(&self, ranks: &[u32]) -> Vec<(u32, u32, u32)> {
+        let ends = self.ends();
+        let (index, _) = first_byte_indices(&ends);
+        let code = |r: u32, (a, b): (u32, u32)| pair_code(&ends, &index, r, a, b).expect("parts are lower ranks");
+        let candidates: Vec<Vec<(u32, u32)>> = ranks.iter().map(|&r| self.splits(r)).collect();
+        let bits = |(a, b): (u32, u32)| (32 - (a + 1).leading_zeros()) + (32 - (b + 1).leading_zeros());
+        let mut chosen: Vec<(u32, u32)> =
+            candidates.iter().map(|c| c.iter().copied().min_by_key(|&x| bits(x)).unwrap_or(c[0])).collect();
+        for _ in 0..ROUNDS {
+            let mut counts = vec![[0u32; 256]; N_TABLES];
+            for (&r, &split) in ranks.iter().zip(&chosen) {
+                for (table, symbol) in code(r, split).0 {
+                    counts[table][symbol as usize] += 1;
+                }
             }
-            let cost = (32 - (a + 1).leading_zeros()) + (32 - (b + 1).leading_zeros());
-            if best.is_none_or(|(c, _, _)| cost < c) {
-                best = Some((cost, a, b));
+            // Code lengths in bits; a symbol not yet used costs as if seen half a time.
+            let lengths: Vec<Vec<f64>> = counts
+                .iter()
+                .map(|c| {
+                    let total = c.iter().sum::<u32>() as f64 + 128.0;
+                    c.iter().map(|&n| -((n as f64).max(0.5) / total).log2()).collect()
+                })
+                .collect();
+            let cost = |r: u32, split: (u32, u32)| {
+                let (events, raw) = code(r, split);
+                events.iter().map(|&(t, s)| lengths[t][s as usize]).sum::<f64>()
+                    + raw.iter().map(|&(n, _)| n as f64).sum::<f64>()
+            };
+            for ((&r, c), split) in ranks.iter().zip(&candidates).zip(&mut chosen) {
+                if let Some(&best) = c.iter().min_by(|&&x, &&y| cost(r, x).total_cmp(&cost(r, y))) {
+                    *split = best;
+                }
             }
         }
-        let (_, a, b) = best.unwrap_or_else(|| panic!("token {r} has no split into lower ranks"));
-        (a, b)
+        ranks.iter().zip(chosen).map(|(&r, (a, b))| (r, a, b)).collect()
     }
 
     /// The first and last byte of every token, which select the coding tables.
@@ -121,6 +153,9 @@ impl Vocab {
         self.tokens.iter().map(|t| (t[0], t[t.len() - 1])).collect()
     }
 }
+
+/// Rounds of choosing the splits (`Vocab::choose_splits`): 8 would save 52 bytes more.
+const ROUNDS: usize = 4;
 
 fn header(encoding: u8, kind: u8, n_tokens: usize, n_pairs: usize, v: &Vocab) -> Vec<u8> {
     let mut t = Vec::new();
@@ -137,12 +172,7 @@ fn header(encoding: u8, kind: u8, n_tokens: usize, n_pairs: usize, v: &Vocab) ->
 fn encode_standalone(encoding: u8, v: &Vocab) -> Vec<u8> {
     let n = v.tokens.len();
     let mut t = header(encoding, 0, n, n - 256, v);
-    let pairs: Vec<(u32, u32, u32)> = (256..n as u32)
-        .map(|r| {
-            let (a, b) = v.split(r);
-            (r, a, b)
-        })
-        .collect();
+    let pairs = v.choose_splits(&(256..n as u32).collect::<Vec<_>>());
     push_pairs(&mut t, &v.ends(), &pairs).expect("every token splits into lower ranks");
     t
 }
@@ -151,17 +181,17 @@ fn encode_delta(encoding: u8, v: &Vocab, base: &Vocab) -> Vec<u8> {
     let n = v.tokens.len();
     let mut flags = vec![0u8; (n - 256).div_ceil(8)];
     let mut shared = Vec::new();
-    let mut pairs = Vec::new();
+    let mut unshared = Vec::new();
     for r in 256..n as u32 {
         let i = (r - 256) as usize;
         if let Some(&o) = base.rank.get(&v.tokens[r as usize]) {
             flags[i / 8] |= 1 << (i % 8);
             shared.push(o);
         } else {
-            let (a, b) = v.split(r);
-            pairs.push((r, a, b));
+            unshared.push(r);
         }
     }
+    let pairs = v.choose_splits(&unshared);
     let mut t = header(encoding, 1, n, pairs.len(), v);
     t.extend_from_slice(&flags);
     push_ids(&mut t, &shared).expect("every rank fits the id stream");

@@ -121,9 +121,8 @@ impl std::error::Error for Error {}
 /// A value of a typed shape read from JSON, or an `InvalidArgument` error that names `what` and
 /// the field at fault: `invalid options: counted: invalid value: integer `-3`, expected usize`.
 pub fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> Result<T> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
+    crate::json_de::from_value(value).map_err(|error| {
+        let (path, inner) = (error.path(), error.message());
         if path == "." {
             Error::invalid_argument(format!("{what}: {inner}"))
         } else {

@@ -141,43 +141,61 @@ pub const fn table_right_index(first: u8) -> usize {
     1 + 2 * CLASSES + class(first)
 }
 
+/// Each rank's index among the ranks that start with the same byte (in rank order, as the
+/// decoder fills its lists), and how many ranks start with each byte.
+pub fn first_byte_indices(ends: &[(u8, u8)]) -> (Vec<u32>, [u32; 256]) {
+    let mut counts = [0u32; 256];
+    let index = ends
+        .iter()
+        .map(|&(first, _)| {
+            counts[first as usize] += 1;
+            counts[first as usize] - 1
+        })
+        .collect();
+    (index, counts)
+}
+
+/// How token `r` = `left` + `right` is coded: four (table, symbol) events for the rANS coder,
+/// and the two indices' low bits (count, bits) that go to the bit stream as they are.
+pub type PairCode = ([(usize, u8); 4], [(u32, u32); 2]);
+
+pub fn pair_code(ends: &[(u8, u8)], index: &[u32], r: u32, left: u32, right: u32) -> Result<PairCode, String> {
+    let part = |x: u32| {
+        let i = index
+            .get(x as usize)
+            .filter(|_| x < r)
+            .ok_or_else(|| format!("token {r}: part {x} is not a lower rank"))?;
+        let (s, n, low) = id_symbol(*i)?;
+        Ok::<_, String>((ends[x as usize].0, s, (n, low)))
+    };
+    let ((lf, ls, lbits), (rf, rs, rbits)) = (part(left)?, part(right)?);
+    let events = [
+        (table_left_first(), lf),
+        (table_left_index(lf), ls),
+        (table_right_first(ends[left as usize].1), rf),
+        (table_right_index(rf), rs),
+    ];
+    Ok((events, [lbits, rbits]))
+}
+
 /// Writes the pair section of a table: tokens `pairs` = (rank, left, right), in rank order;
 /// `ends[r]` = (first byte, last byte) of every rank r of the vocabulary. A rank is coded as
 /// its first byte and its index among the lower ranks that start with that byte (in rank order).
 pub fn push_pairs(t: &mut Vec<u8>, ends: &[(u8, u8)], pairs: &[(u32, u32, u32)]) -> Result<(), String> {
-    // Index of each rank in its first byte's list, filled in rank order as the decoder does.
-    let mut index = vec![u32::MAX; ends.len()];
-    let mut counts = [0u32; 256];
-    let mut next_pair = pairs.iter().peekable();
+    let (index, counts) = first_byte_indices(ends);
     let mut events: Vec<(usize, u8)> = Vec::with_capacity(pairs.len() * 4);
     let mut bits = BitWriter::default();
-    for (r, &(first, _)) in ends.iter().enumerate() {
-        if let Some(&&(pr, a, b)) = next_pair.peek() {
-            if pr as usize == r {
-                next_pair.next();
-                for (side, x) in [(0, a), (1, b)] {
-                    let i = *index
-                        .get(x as usize)
-                        .filter(|&&i| i != u32::MAX && (x as usize) < r)
-                        .ok_or_else(|| format!("token {r}: part {x} is not a lower rank"))?;
-                    let (xf, _) = ends[x as usize];
-                    let (s, n, low) = id_symbol(i)?;
-                    if side == 0 {
-                        events.push((table_left_first(), xf));
-                        events.push((table_left_index(xf), s));
-                    } else {
-                        events.push((table_right_first(ends[a as usize].1), xf));
-                        events.push((table_right_index(xf), s));
-                    }
-                    bits.push(n, low);
-                }
-            }
+    let mut last = None;
+    for &(r, a, b) in pairs {
+        if last.is_some_and(|l| l >= r) || r as usize >= ends.len() {
+            return Err("pairs out of rank order".into());
         }
-        index[r] = counts[first as usize];
-        counts[first as usize] += 1;
-    }
-    if next_pair.next().is_some() {
-        return Err("pairs out of rank order".into());
+        last = Some(r);
+        let (coded, low) = pair_code(ends, &index, r, a, b)?;
+        events.extend(coded);
+        for (n, x) in low {
+            bits.push(n, x);
+        }
     }
     // How many ranks start with each byte, so that the decoder lays its lists out in one array.
     for &c in &counts {

@@ -206,7 +206,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     let mut kept: Vec<(&Plan, Section)> = pass.system.iter().map(|p| (p, Section::System)).collect();
     kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
-    kept.sort_by_key(|(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
+    crate::sort::sort_by_key(&mut kept, |(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
     let mut tokens = TokensByPart::default();
     let mut summary_section: Vec<Message> = std::mem::take(&mut pass.summary_messages);

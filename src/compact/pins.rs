@@ -69,7 +69,7 @@ pub(crate) fn find(ctx: &Ctx, structure: &Structure, from: usize) -> Vec<(usize,
             }
         }
     }
-    pins.sort_by_key(|(u, _)| *u);
+    crate::sort::sort_by_key(&mut pins, |(u, _)| *u);
     pins
 }
 

@@ -160,7 +160,7 @@ fn visit_members_before(
         Some((unit.first, Source::Pin(&pin.plan.members)))
     });
     let mut order: Vec<(usize, Source)> = active.chain(pinned).collect();
-    order.sort_by_key(|(first, _)| *first);
+    crate::sort::sort_by_key(&mut order, |(first, _)| *first);
     for (_, source) in order {
         match source {
             Source::Active(unit) => {

@@ -427,7 +427,7 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
         fold_previous(&mut ex, previous);
     }
     // Per call id: its description, and the index of its line under `currentWork`.
-    let mut calls: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    let mut calls: crate::fasthash::FastMap<String, (String, usize)> = Default::default();
     let mut current: Vec<String> = Vec::new();
     let mut open_file: Option<String> = None;
     for message in messages {

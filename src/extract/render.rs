@@ -74,7 +74,9 @@ pub(super) fn fold_previous(ex: &mut Extract, previous: &str) {
 /// the most recently touched first within each.
 pub(super) fn ordered_files(files: &[FileEntry]) -> Vec<&FileEntry> {
     let mut list: Vec<&FileEntry> = files.iter().collect();
-    list.sort_by(|a, b| a.class().cmp(&b.class()).then(b.last.cmp(&a.last)).then(a.path.cmp(&b.path)));
+    crate::sort::sort_by(&mut list, |a, b| {
+        a.class().cmp(&b.class()).then(b.last.cmp(&a.last)).then(a.path.cmp(&b.path))
+    });
     list
 }
 
@@ -190,7 +192,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
         // (index in ex.files, class, last) least important first
         let mut list: Vec<(usize, u8, u64)> =
             ex.files.iter().enumerate().map(|(i, f)| (i, f.class(), f.last)).collect();
-        list.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+        crate::sort::sort_by(&mut list, |a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
         list
     };
     let remove_file = |ex: &mut Extract, i: usize| -> usize {

@@ -144,7 +144,7 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
             _ => None,
         })
         .collect();
-    open.sort();
+    crate::sort::sort(&mut open);
     for (i, j, id) in open {
         if moved_on(i) {
             removed.insert((i, j));
@@ -189,7 +189,7 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
         }
         out.push(message);
     }
-    repairs.sort_by_key(|r| r.index);
+    crate::sort::sort_by_key(&mut repairs, |r| r.index);
     (out, repairs)
 }
 

@@ -6,7 +6,6 @@ pub mod recall;
 pub mod search;
 
 use std::borrow::Borrow;
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -315,7 +314,7 @@ impl MemoryStore {
             "memory",
         )?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
-        let mut summaries: BTreeMap<u32, MemorySummary> = BTreeMap::new();
+        let mut summaries: crate::fasthash::FastMap<u32, MemorySummary> = Default::default();
         for summary in export.summaries {
             if let Some(twin) = summaries.insert(summary.turn_number, summary) {
                 return Err(Error::invalid_argument(format!(
@@ -334,7 +333,7 @@ impl MemoryStore {
             fresh.turns.push(turn);
             fresh.index_turn(fresh.turns.len() - 1);
         }
-        if let Some(orphan) = summaries.values().next() {
+        if let Some(orphan) = summaries.values().min_by_key(|s| s.turn_number) {
             return Err(Error::invalid_argument(format!(
                 "corrupt memory export: summary {} belongs to no snapshot",
                 orphan.id
@@ -487,6 +486,12 @@ mod tests {
         let mut truncated = exported.clone();
         truncated["summaries"].as_array_mut().unwrap().pop();
         assert!(other.import(truncated).unwrap_err().message.contains("has no summary"));
+        // Without the snapshots of turns 2 and 3, the error names the first summary left over.
+        let mut orphans = exported.clone();
+        orphans["contexts"].as_array_mut().unwrap().truncate(1);
+        let first_orphan = exported["summaries"][1]["id"].as_str().unwrap().to_owned();
+        let error = other.import(orphans).unwrap_err().message;
+        assert!(error.contains(&format!("summary {first_orphan} belongs to no snapshot")), "{error}");
         assert!(other.import(serde_json::json!({"format": "something-else"})).is_err());
         assert!(other.import(serde_json::json!("{not json")).is_err());
         assert_eq!(serde_json::to_value(other.export()).unwrap(), exported, "failed imports changed nothing");

@@ -274,7 +274,7 @@ fn sanitize_anthropic(value: Value) -> Value {
     let messages: Vec<Value> = merged
         .into_iter()
         .map(|(role, mut blocks)| {
-            blocks.sort_by_key(|b| rank(b, &role));
+            crate::sort::sort_by_key(&mut blocks, |b| rank(b, &role));
             let content = match blocks.as_slice() {
                 [only]
                     if only.get("type").and_then(Value::as_str) == Some("text")

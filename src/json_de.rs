@@ -1,0 +1,593 @@
+//! Typed reads of a `serde_json::Value` that name the field at fault (`counted: invalid value: …`).
+//!
+//! The same reads as `serde_json::from_value` (same visitor calls, same error texts), by a
+//! deserializer of our own whose map and sequence accessors prefix the key or index to an error
+//! as it passes them. serde_path_to_error did this by wrapping the deserializer, which wraps
+//! every visitor: each typed shape's visitors were compiled a second time around the wrappers,
+//! 88 KB of the lite wasm (15 KB gzipped). Here each shape is compiled once, against this one.
+
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Expected, Unexpected, Visitor};
+use serde::forward_to_deserialize_any;
+use serde_json::{Map, Number, Value};
+use std::fmt;
+
+/// A typed read that failed: serde's message and where, innermost segment first. Boxed, as
+/// serde_json's error is, so that every `Result` of a read stays small.
+#[derive(Debug)]
+pub struct PathError(Box<Failure>);
+
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    innermost_first: Vec<Segment>,
+}
+
+#[derive(Debug)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl PathError {
+    #[cold]
+    fn at(mut self, segment: Segment) -> Self {
+        self.0.innermost_first.push(segment);
+        self
+    }
+
+    /// Where the error is: `a.b[2].c`, or `.` for the value itself.
+    pub fn path(&self) -> String {
+        if self.0.innermost_first.is_empty() {
+            return ".".into();
+        }
+        let mut path = String::new();
+        for segment in self.0.innermost_first.iter().rev() {
+            match segment {
+                Segment::Index(index) => path.push_str(&format!("[{index}]")),
+                Segment::Key(key) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                }
+            }
+        }
+        path
+    }
+
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for PathError {}
+
+impl de::Error for PathError {
+    #[cold]
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        PathError(Box::new(Failure { message: message.to_string(), innermost_first: Vec::new() }))
+    }
+
+    // serde_json's wording: `null` and `floating point `1.5``, not serde's `unit value`/`1.5`.
+    #[cold]
+    fn invalid_type(unexpected: Unexpected, expected: &dyn Expected) -> Self {
+        Self::custom(format_args!("invalid type: {}, expected {expected}", JsonUnexpected(unexpected)))
+    }
+
+    #[cold]
+    fn invalid_value(unexpected: Unexpected, expected: &dyn Expected) -> Self {
+        Self::custom(format_args!("invalid value: {}, expected {expected}", JsonUnexpected(unexpected)))
+    }
+}
+
+struct JsonUnexpected<'a>(Unexpected<'a>);
+
+impl fmt::Display for JsonUnexpected<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Unexpected::Unit => f.write_str("null"),
+            // Number's Display writes a float as serde_json does (shortest round trip).
+            Unexpected::Float(value) => match Number::from_f64(value) {
+                Some(number) => write!(f, "floating point `{number}`"),
+                None => f.write_str("floating point"),
+            },
+            other => fmt::Display::fmt(&other, f),
+        }
+    }
+}
+
+/// `value` read as a `T`, as `serde_json::from_value` reads it; the error says where.
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, PathError> {
+    T::deserialize(ValueDe(value))
+}
+
+type Result<T, E = PathError> = std::result::Result<T, E>;
+
+struct ValueDe(Value);
+
+fn unexpected(value: &Value) -> Unexpected<'_> {
+    match value {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => Unexpected::Unsigned(u),
+            (None, Some(i), _) => Unexpected::Signed(i),
+            (None, None, f) => Unexpected::Float(f.unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    }
+}
+
+#[cold]
+fn invalid_type(value: &Value, expected: &dyn Expected) -> PathError {
+    de::Error::invalid_type(unexpected(value), expected)
+}
+
+fn visit_number<'de, V: Visitor<'de>>(n: &Number, visitor: V) -> Result<V::Value> {
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => visitor.visit_u64(u),
+        (None, Some(i)) => visitor.visit_i64(i),
+        (None, None) => visitor.visit_f64(n.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+
+fn visit_array<'de, V: Visitor<'de>>(array: Vec<Value>, visitor: V) -> Result<V::Value> {
+    let len = array.len();
+    let mut seq = SeqDe { iter: array.into_iter(), index: 0 };
+    let value = visitor.visit_seq(&mut seq)?;
+    match seq.iter.len() {
+        0 => Ok(value),
+        _ => Err(de::Error::invalid_length(len, &"fewer elements in array")),
+    }
+}
+
+fn visit_object<'de, V: Visitor<'de>>(object: Map<String, Value>, visitor: V) -> Result<V::Value> {
+    let len = object.len();
+    let mut map = MapDe { iter: object.into_iter(), value: None };
+    let value = visitor.visit_map(&mut map)?;
+    match map.iter.len() {
+        0 => Ok(value),
+        _ => Err(de::Error::invalid_length(len, &"fewer elements in map")),
+    }
+}
+
+/// Deserializer methods that do what `$target` does.
+macro_rules! forward_to {
+    ($target:ident: $($method:ident)*) => {
+        $(fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+            self.$target(visitor)
+        })*
+    };
+}
+
+impl<'de> de::Deserializer<'de> for ValueDe {
+    type Error = PathError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(b),
+            Value::Number(n) => visit_number(&n, visitor),
+            Value::String(s) => visitor.visit_string(s),
+            Value::Array(array) => visit_array(array, visitor),
+            Value::Object(object) => visit_object(object, visitor),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        match self.0 {
+            Value::String(variant) => visitor.visit_enum(EnumDe { variant, value: None }),
+            Value::Object(object) => {
+                let mut entries = object.into_iter();
+                match (entries.next(), entries.next()) {
+                    (Some((variant, value)), None) => visitor.visit_enum(EnumDe { variant, value: Some(value) }),
+                    _ => Err(de::Error::invalid_value(Unexpected::Map, &"map with a single key")),
+                }
+            }
+            other => Err(invalid_type(&other, &"string or map")),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::Bool(b) => visitor.visit_bool(b),
+            other => Err(invalid_type(&other, &visitor)),
+        }
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match &self.0 {
+            Value::Number(n) => visit_number(n, visitor),
+            other => Err(invalid_type(other, &visitor)),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::String(s) => visitor.visit_string(s),
+            other => Err(invalid_type(&other, &visitor)),
+        }
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::String(s) => visitor.visit_string(s),
+            Value::Array(array) => visit_array(array, visitor),
+            other => Err(invalid_type(&other, &visitor)),
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::Null => visitor.visit_unit(),
+            other => Err(invalid_type(&other, &visitor)),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::Array(array) => visit_array(array, visitor),
+            other => Err(invalid_type(&other, &visitor)),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            Value::Object(object) => visit_object(object, visitor),
+            other => Err(invalid_type(&other, &visitor)),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        // Unlike serde_json, not from an array of the fields in order: no caller writes one, and
+        // each struct's sequence visitor would be compiled in for it (30 KB of the lite wasm).
+        self.deserialize_map(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+
+    // serde_json reads every number type from whatever the number holds (the visitor checks the
+    // range); strings, chars and identifiers from strings; bytes from strings or arrays.
+    forward_to!(deserialize_f64: deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32);
+    forward_to!(deserialize_string: deserialize_char deserialize_str deserialize_identifier);
+    forward_to!(deserialize_byte_buf: deserialize_bytes);
+}
+
+struct SeqDe {
+    iter: std::vec::IntoIter<Value>,
+    index: usize,
+}
+
+impl<'de> de::SeqAccess<'de> for SeqDe {
+    type Error = PathError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
+        let Some(value) = self.iter.next() else { return Ok(None) };
+        let index = self.index;
+        self.index += 1;
+        seed.deserialize(ValueDe(value)).map(Some).map_err(|e| e.at(Segment::Index(index)))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.iter.len())
+    }
+}
+
+struct MapDe {
+    iter: <Map<String, Value> as IntoIterator>::IntoIter,
+    /// The value of the key just read, and the key (for the error path).
+    value: Option<(String, Value)>,
+}
+
+impl<'de> de::MapAccess<'de> for MapDe {
+    type Error = PathError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        let Some((key, value)) = self.iter.next() else { return Ok(None) };
+        match seed.deserialize(KeyDe(&key)) {
+            Ok(read) => {
+                self.value = Some((key, value));
+                Ok(Some(read))
+            }
+            Err(e) => Err(e.at(Segment::Key(key))),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        match self.value.take() {
+            Some((key, value)) => seed.deserialize(ValueDe(value)).map_err(|e| e.at(Segment::Key(key))),
+            None => Err(de::Error::custom("value is missing")),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.iter.len())
+    }
+}
+
+/// An object's key: a string, or (as serde_json reads keys) a number or a bool written as one.
+struct KeyDe<'a>(&'a str);
+
+impl<'de> de::Deserializer<'de> for KeyDe<'_> {
+    type Error = PathError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_str(self.0)
+    }
+
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        let numeric = self.0.starts_with(|c: char| c == '-' || c.is_ascii_digit());
+        match (numeric, self.0.parse::<u64>(), self.0.parse::<i64>(), self.0.parse::<f64>()) {
+            (true, Ok(u), _, _) => visitor.visit_u64(u),
+            (true, _, Ok(i), _) => visitor.visit_i64(i),
+            (true, _, _, Ok(f)) => visitor.visit_f64(f),
+            _ => Err(de::Error::custom("invalid value: expected key to be a number in quotes")),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.0 {
+            "true" => visitor.visit_bool(true),
+            "false" => visitor.visit_bool(false),
+            other => Err(de::Error::invalid_type(Unexpected::Str(other), &visitor)),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_enum(EnumDe { variant: self.0.to_owned(), value: None })
+    }
+
+    forward_to!(deserialize_u64: deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32);
+
+    forward_to_deserialize_any! {
+        i128 u128 f32 f64 char str string bytes byte_buf unit unit_struct seq tuple tuple_struct
+        map struct identifier ignored_any
+    }
+}
+
+/// An enum written as its variant's name, or as an object with one key: the variant's name.
+struct EnumDe {
+    variant: String,
+    value: Option<Value>,
+}
+
+impl<'de> de::EnumAccess<'de> for EnumDe {
+    type Error = PathError;
+    type Variant = VariantDe;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, VariantDe)> {
+        let read = seed.deserialize(KeyDe(&self.variant))?;
+        Ok((read, VariantDe { variant: self.variant, value: self.value }))
+    }
+}
+
+struct VariantDe {
+    variant: String,
+    value: Option<Value>,
+}
+
+impl VariantDe {
+    /// The variant's content, read by `read`; errors name the variant.
+    fn content<T>(self, expected: &str, read: impl FnOnce(Value) -> Result<T>) -> Result<T> {
+        match self.value {
+            Some(value) => read(value).map_err(|e| e.at(Segment::Key(self.variant))),
+            None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &expected)),
+        }
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for VariantDe {
+    type Error = PathError;
+
+    fn unit_variant(self) -> Result<()> {
+        match self.value {
+            Some(value) => de::Deserialize::deserialize(ValueDe(value)),
+            None => Ok(()),
+        }
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value> {
+        self.content("newtype variant", |value| seed.deserialize(ValueDe(value)))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value> {
+        self.content("tuple variant", |value| match value {
+            Value::Array(array) if array.is_empty() => visitor.visit_unit(),
+            Value::Array(array) => visit_array(array, visitor),
+            other => Err(invalid_type(&other, &"tuple variant")),
+        })
+    }
+
+    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value> {
+        self.content("struct variant", |value| match value {
+            Value::Object(object) => visit_object(object, visitor),
+            other => Err(invalid_type(&other, &"struct variant")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Outer {
+        name: String,
+        #[serde(default)]
+        limit: Option<u8>,
+        #[serde(default)]
+        inner: Vec<Inner>,
+        #[serde(default)]
+        by_turn: BTreeMap<u32, String>,
+        #[serde(default)]
+        mode: Option<Mode>,
+        #[serde(default)]
+        shape: Option<Shape>,
+        #[serde(default)]
+        either: Option<Either>,
+        #[serde(default)]
+        pair: Option<(bool, f64)>,
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        ratio: f64,
+        count: usize,
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        Fast,
+        Budget(u32),
+        Window { size: u32 },
+        Pair(u8, u8),
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(tag = "kind", rename_all = "lowercase")]
+    enum Shape {
+        Dot,
+        Line { length: u32 },
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(untagged)]
+    enum Either {
+        Number(u32),
+        Text(String),
+    }
+
+    /// Reads `value` both ways: the same result, the same message; returns our path.
+    fn both(value: Value) -> std::result::Result<Outer, (String, String)> {
+        let theirs = serde_json::from_value::<Outer>(value.clone());
+        match (from_value::<Outer>(value), theirs) {
+            (Ok(ours), Ok(theirs)) => {
+                assert_eq!(ours, theirs);
+                Ok(ours)
+            }
+            (Err(ours), Err(theirs)) => {
+                assert_eq!(ours.message(), theirs.to_string(), "the same message as serde_json");
+                Err((ours.path(), ours.message().to_owned()))
+            }
+            (ours, theirs) => panic!("ours {ours:?}, serde_json {theirs:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_what_serde_json_reads() {
+        let read = both(json!({
+            "name": "a", "limit": 7, "inner": [{"ratio": 1, "count": 2}, {"ratio": -0.5, "count": 0}],
+            "byTurn": {"3": "x", "10": "y"}, "mode": {"window": {"size": 9}}, "shape": {"kind": "line", "length": 4},
+            "either": "t", "pair": [true, 2.5]
+        }))
+        .unwrap();
+        assert_eq!(read.inner[1], Inner { ratio: -0.5, count: 0 });
+        assert_eq!(read.by_turn[&10], "y");
+        assert_eq!(read.mode, Some(Mode::Window { size: 9 }));
+        for (mode, expected) in [
+            (json!("fast"), Mode::Fast),
+            (json!({"budget": 5}), Mode::Budget(5)),
+            (json!({"pair": [1, 2]}), Mode::Pair(1, 2)),
+        ] {
+            assert_eq!(both(json!({"name": "m", "mode": mode})).unwrap().mode, Some(expected));
+        }
+        assert_eq!(
+            both(json!({"name": "e", "either": 4, "shape": {"kind": "dot"}})).unwrap().either,
+            Some(Either::Number(4))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field_at_fault() {
+        let cases = [
+            (json!({"name": "a", "limit": 300}), "limit", "invalid value: integer `300`, expected u8"),
+            (json!({"name": "a", "limit": 1.5}), "limit", "invalid type: floating point `1.5`, expected u8"),
+            (json!({"name": null}), "name", "invalid type: null, expected a string"),
+            (json!({"name": "a", "inner": [{"ratio": 1, "count": 2}, {"ratio": 1, "count": -1}]}), "inner[1].count", "invalid value: integer `-1`, expected usize"),
+            (json!({"name": "a", "inner": [{"ratio": 1}]}), "inner[0]", "missing field `count`"),
+            (json!({"name": "a", "limits": 1}), "limits", "unknown field `limits`, expected one of `name`, `limit`, `inner`, `byTurn`, `mode`, `shape`, `either`, `pair`"),
+            (json!({"name": "a", "byTurn": {"x": "y"}}), "byTurn.x", "invalid value: expected key to be a number in quotes"),
+            (json!({"name": "a", "mode": {"window": {"size": "big"}}}), "mode.window.size", "invalid type: string \"big\", expected u32"),
+            (json!({"name": "a", "mode": {"fast": 1, "budget": 2}}), "mode", "invalid value: map, expected map with a single key"),
+            (json!({"name": "a", "mode": 3}), "mode", "invalid type: integer `3`, expected string or map"),
+            (json!({"name": "a", "pair": [true, 1, 2]}), "pair", "invalid length 3, expected fewer elements in array"),
+            (json!({"name": "a", "either": true}), "either", "data did not match any variant of untagged enum Either"),
+        ];
+        // serde_json would read a struct from an array of its fields in order; we do not.
+        let error = from_value::<Inner>(json!([1.5, 2])).unwrap_err();
+        assert_eq!((error.path().as_str(), error.message()), (".", "invalid type: sequence, expected struct Inner"));
+        for (value, path, message) in cases {
+            let (ours_path, ours_message) = both(value.clone()).unwrap_err();
+            assert_eq!((ours_path.as_str(), ours_message.as_str()), (path, message), "{value}");
+        }
+    }
+}
