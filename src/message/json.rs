@@ -120,10 +120,6 @@ impl Extra {
         self.0.as_ref().is_none_or(|map| map.is_empty())
     }
 
-    pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |map| map.len())
-    }
-
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.as_ref()?.get(key)
     }
@@ -145,16 +141,8 @@ impl Extra {
         removed
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.0.iter().flat_map(|map| map.iter())
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.iter().map(|(key, _)| key)
-    }
-
-    pub fn to_map(&self) -> Map<String, Value> {
-        self.0.as_deref().cloned().unwrap_or_default()
+    pub fn iter(&self) -> ExtraIter<'_> {
+        self.0.as_deref().into_iter().flatten()
     }
 
     pub fn into_map(self) -> Map<String, Value> {
@@ -168,33 +156,13 @@ impl From<Map<String, Value>> for Extra {
     }
 }
 
-impl FromIterator<(String, Value)> for Extra {
-    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Extra {
-        Extra::from(iter.into_iter().collect::<Map<String, Value>>())
-    }
-}
-
-impl Extend<(String, Value)> for Extra {
-    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
-        let mut iter = iter.into_iter().peekable();
-        if iter.peek().is_some() {
-            self.0.get_or_insert_with(Box::default).extend(iter);
-        }
-    }
-}
+/// The fields of an `Extra`, in order (no allocation: most are empty and iterated per emit).
+pub type ExtraIter<'a> = std::iter::Flatten<std::option::IntoIter<&'a Map<String, Value>>>;
 
 impl<'a> IntoIterator for &'a Extra {
     type Item = (&'a String, &'a Value);
-    type IntoIter = Box<dyn Iterator<Item = (&'a String, &'a Value)> + 'a>;
+    type IntoIter = ExtraIter<'a>;
     fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
-    }
-}
-
-impl IntoIterator for Extra {
-    type Item = (String, Value);
-    type IntoIter = serde_json::map::IntoIter;
-    fn into_iter(self) -> Self::IntoIter {
-        self.into_map().into_iter()
+        self.iter()
     }
 }
