@@ -231,6 +231,11 @@ export function guardClass<C extends { readonly prototype: object; readonly name
   const proxy = new Proxy(cls, {
     construct(target, args, newTarget) {
       const object = call(Reflect.construct, undefined, [target, args, newTarget], `new ${className}`) as object;
+      // A class the wasm exports without a constructor (MemoryModule) gives back an object that
+      // holds nothing: every call on it would fail as if it were freed.
+      if (!(object as { __wbg_ptr?: number }).__wbg_ptr) {
+        throw new InvalidArgumentError(`${className} cannot be made with \`new\`: get one from the object that owns it (e.g. session.memory)`);
+      }
       made.add(object);
       return object;
     },

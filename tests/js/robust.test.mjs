@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import {
   ConversationHistory,
   Session,
+  MemoryModule,
   ContextCompactorError,
   InvalidArgumentError,
   ResourceError,
@@ -129,6 +130,8 @@ test("every error is a ContextCompactorError: freed objects, rank tables, summar
   disposed[Symbol.dispose]();
   assert.throws(() => disposed.append({ role: "user", content: "x" }), typed(InvalidArgumentError, /freed/));
   assert.throws(() => ConversationHistory.prototype.build.call({}, BUILD), typed(InvalidArgumentError, /not a ConversationHistory/));
+  // MemoryModule has no constructor in the wasm: `new` is refused rather than making an empty shell.
+  assert.throws(() => new MemoryModule(), typed(InvalidArgumentError, /cannot be made with `new`.*session\.memory/));
 
   assert.throws(() => loadRanks("o200k_base", null), typed(InvalidArgumentError, /Uint8Array/));
   assert.throws(() => loadRanks("o200k_base", { length: 2 ** 40 }), typed(InvalidArgumentError));
