@@ -19,7 +19,7 @@ use crate::memory::{MemoryExport, EXPORT_FORMAT as MEMORY_FORMAT, EXPORT_VERSION
 use crate::session::{HistoryExport, Session, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
 use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
-use crate::tokens::REPLY_PRIMING;
+use crate::tokens::{MessageTokens, REPLY_PRIMING};
 
 /// A token count as a chunk keeps it (`save::pack_tokens`).
 pub(super) type PackedTokens = Vec<u32>;
@@ -282,7 +282,10 @@ impl Session {
             artifacts,
             state: state.clone(),
         };
-        let mut session = Session::from_export(export).map_err(|mut error| {
+        let known: Vec<Option<MessageTokens>> =
+            counts.iter().map(|count| count.as_deref().and_then(unpack_tokens)).collect();
+        let all_counted = known.iter().all(Option::is_some);
+        let mut session = Session::from_counted_export(export, known).map_err(|mut error| {
             error.message = format!("stored session {id:?} does not hold together: {}", error.message);
             error
         })?;
@@ -295,13 +298,6 @@ impl Session {
         };
         if let Some(calibration) = calibrated {
             session.compactor.set_calibration(calibration);
-        }
-        let mut all_counted = true;
-        for (position, count) in counts.iter().enumerate() {
-            match count.as_deref().and_then(unpack_tokens) {
-                Some(tokens) => session.history.restore_count(position, tokens),
-                None => all_counted = false,
-            }
         }
         session.persist.title = meta.title.clone();
         session.persist.created_at = Some(meta.created_at);

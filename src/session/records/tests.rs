@@ -159,6 +159,26 @@ fn messages_are_chunked_past_each_thousand_and_load_back_with_their_counts() {
 }
 
 #[test]
+fn a_long_message_loaded_with_its_count_is_not_tokenized_again() {
+    // A message long enough that an append tokenizes it at once (to check that it can be), kept
+    // in a chunk with its count: loading it takes the count, and tokenizes nothing.
+    let mut session = Session::new("long-text", Encoding::O200kBase, 10).unwrap();
+    let long = "word ".repeat(crate::bpe::MAX_PIECE_BYTES / 16);
+    session.history.append_value(user(&long), Format::OpenAi).unwrap();
+    assert_eq!(session.history.counted_messages(), 1, "the append counted the long message");
+    for i in 1..CHUNK {
+        session.history.append_value(if i % 2 == 0 { user("q") } else { assistant("a") }, Format::OpenAi).unwrap();
+    }
+    session.history.count_all();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    let mut loaded = storage.load("long-text").unwrap();
+    assert_eq!(loaded.history.counted_messages(), 0, "every count came from the chunk");
+    assert_eq!(loaded.history.token_count(), session.history.token_count());
+    assert_eq!(loaded.history.counted_messages(), 0);
+}
+
+#[test]
 fn a_failed_write_leaves_the_same_records_for_the_next_attempt() {
     let mut session = agent_with_two_turns();
     let mut storage = Storage::default();
