@@ -179,6 +179,24 @@ fn a_long_message_loaded_with_its_count_is_not_tokenized_again() {
 }
 
 #[test]
+fn records_are_ascii_and_load_back_every_character() {
+    let mut session = Session::new("text", Encoding::O200kBase, 10).unwrap();
+    session.set_title(Some("café".into())).unwrap();
+    let text = "naïve — 東京 😀 \u{2028} \\u00e9 \"quoted\"";
+    session.history.append_value(user(text), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    let changes = storage.save(&mut session, 1);
+    for record in &changes.records {
+        assert!(record.value.is_ascii(), "{}", record.value);
+    }
+    let message = &storage.get(&data_key("text", Kind::Message, 1)).value;
+    assert!(message.contains(r"na\u00efve \u2014 \u6771\u4eac \ud83d\ude00 \u2028 \\u00e9"), "{message}");
+    let loaded = storage.load("text").unwrap();
+    assert_eq!(loaded.history.emit(Format::OpenAi), json!([{"role": "user", "content": text}]));
+    assert_eq!(loaded.title(), Some("café"));
+}
+
+#[test]
 fn a_failed_write_leaves_the_same_records_for_the_next_attempt() {
     let mut session = agent_with_two_turns();
     let mut storage = Storage::default();
