@@ -179,6 +179,18 @@ fn a_long_message_loaded_with_its_count_is_not_tokenized_again() {
 }
 
 #[test]
+fn a_stored_message_must_carry_the_id_of_its_place() {
+    let key = data_key("s", Kind::Message, 7);
+    let message = |id: &str| LoggedMessage { id: id.into(), format: Format::OpenAi, message: user("hi") };
+    assert!(super::load::check_id(&key, &message("m7"), 7).is_ok());
+    for id in ["m07", "m+7", "m8", "7", "m", "m7 ", "m18446744073709551623"] {
+        let error = super::load::check_id(&key, &message(id), 7).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Corrupt, "{id}");
+        assert!(error.message.contains("where m7 belongs"), "{error}");
+    }
+}
+
+#[test]
 fn records_are_ascii_and_load_back_every_character() {
     let mut session = Session::new("text", Encoding::O200kBase, 10).unwrap();
     session.set_title(Some("café".into())).unwrap();
