@@ -28,6 +28,26 @@ function counting(adapter, counter) {
   });
 }
 
+/** `adapter` with the time its reads take (and their number) added to `reads`. */
+function timed(adapter, reads) {
+  return new Proxy(adapter, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property !== "load" && property !== "loadRange") return value.bind(target);
+      return async (...args) => {
+        const t0 = performance.now();
+        try {
+          return await value.apply(target, args);
+        } finally {
+          reads.ms += performance.now() - t0;
+          reads.calls++;
+        }
+      };
+    },
+  });
+}
+
 const quantile = (xs, q) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -108,7 +128,10 @@ export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
  */
 export async function coldPhase({ openAdapter, select = false }) {
   const t0 = performance.now();
-  const store = await SessionStore.open(await openAdapter(), { broadcast: false });
+  const adapter = await openAdapter();
+  const adapterMs = performance.now() - t0;
+  const reads = { ms: 0, calls: 0 };
+  const store = await SessionStore.open(timed(adapter, reads), { broadcast: false });
   const session = await store.open("bench");
   const openMs = performance.now() - t0;
   const built = session.history.build(select ? { budget: BUDGET, summary: null, compress: null, digest: null } : { budget: BUDGET });
@@ -116,7 +139,17 @@ export async function coldPhase({ openAdapter, select = false }) {
   const t1 = performance.now();
   session.history.build({ budget: BUDGET });
   const nextBuildMs = performance.now() - t1;
-  const result = { loaded: session.history.length, builtMessages: built.messages.length, builtTokens: built.tokens.total, openMs, openAndBuildMs, nextBuildMs };
+  const result = {
+    loaded: session.history.length,
+    builtMessages: built.messages.length,
+    builtTokens: built.tokens.total,
+    openMs,
+    openAndBuildMs,
+    nextBuildMs,
+    // The open's phases: the adapter's own open, its reads (the meta record, the data records),
+    // and the rest (the lock, `Session.load`); then the first build.
+    phases: { adapterMs, readMs: reads.ms, reads: reads.calls, loadMs: openMs - adapterMs - reads.ms, buildMs: openAndBuildMs - openMs },
+  };
   await store.close();
   return result;
 }
@@ -140,6 +173,11 @@ export function memoryPhase({ messages }) {
   return { inMemoryBuildMs: performance.now() - t0 };
 }
 
+/** A cold open's phases as text. */
+export function phases({ phases: p }, f = (x) => x.toFixed(1)) {
+  return `phases: adapter open ${f(p.adapterMs)} ms, ${p.reads} reads ${f(p.readMs)} ms, lock + Session.load ${f(p.loadMs)} ms, first build ${f(p.buildMs)} ms`;
+}
+
 /** The figures as lines of text, for a console. */
 export function describe(label, r) {
   const f = (x, d = 2) => x.toFixed(d);
@@ -154,10 +192,12 @@ export function describe(label, r) {
     `  cold (a fresh process or page each): reading the ${r.storedRecords} records (${(r.storedBytes / 1e6).toFixed(2)} M characters) ${f(r.readMs, 1)} ms`,
     `  cold open ${f(r.cold.openMs, 1)} ms, open + first build ${f(r.cold.openAndBuildMs, 1)} ms ` +
       `(${r.cold.loaded.toLocaleString()} messages loaded; built ${r.cold.builtMessages} messages, ${r.cold.builtTokens.toLocaleString()} tokens); the next build ${f(r.cold.nextBuildMs, 1)} ms`,
+    `    ${phases(r.cold)}`,
     ...(r.reload
       ? [
           `  the page reloaded (the wasm compiled by the open before, kept by the browser): open ${f(r.reload.openMs, 1)} ms, ` +
             `open + first build ${f(r.reload.openAndBuildMs, 1)} ms; the next build ${f(r.reload.nextBuildMs, 1)} ms`,
+          `    ${phases(r.reload)}`,
         ]
       : []),
     `  ${r.reload ? "reloaded again" : "cold"}: open + a first build that selects only (no summary, compression, digests) ${f(r.select.openAndBuildMs, 1)} ms`,

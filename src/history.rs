@@ -268,6 +268,13 @@ impl ConversationHistory {
     /// All or nothing: on any error, and after a trap in the middle (`recover_after_trap`),
     /// nothing is appended.
     pub fn append_all(&mut self, messages: Vec<Message>) -> Result<Vec<String>> {
+        self.append_counted(messages, Vec::new())
+    }
+
+    /// `append_all` with the counts made earlier (`known[i]` for `messages[i]`, by this version of
+    /// the library for this encoding: kept in storage). A message with its count is not tokenized
+    /// again, not even to check that it can be, which its count shows.
+    fn append_counted(&mut self, messages: Vec<Message>, known: Vec<Option<MessageTokens>>) -> Result<Vec<String>> {
         let base = self.records.len();
         let changes = CallChanges::check(&self.calls, &messages, base, |position| self.describe(position, base))?;
         let mut records = Vec::new();
@@ -279,10 +286,17 @@ impl ConversationHistory {
         keys.try_reserve_exact(messages.len())
             .map_err(|_| Error::out_of_memory("the messages", size(messages.len())))?;
         let mut counted = 0;
+        let mut known = known.into_iter();
         for (i, message) in messages.into_iter().enumerate() {
-            let tokens = tokens::count_long_message(self.encoding, &message)
-                .map_err(|e| Error::invalid_message(i, "", e.message))?;
-            counted += u64::from(tokens.is_some());
+            let tokens = match known.next().flatten() {
+                Some(tokens) => Some(tokens),
+                None => {
+                    let tokens = tokens::count_long_message(self.encoding, &message)
+                        .map_err(|e| Error::invalid_message(i, "", e.message))?;
+                    counted += u64::from(tokens.is_some());
+                    tokens
+                }
+            };
             let id = format!("m{}", base + i + 1);
             keys.push(id.clone());
             records.push(Record { id, message: Arc::new(message), tokens });
@@ -420,6 +434,16 @@ impl ConversationHistory {
     /// Rebuilds a history from its logged messages, checking them as appends are checked: valid
     /// messages, tool results that answer earlier calls, ids in their order.
     pub fn from_logged(encoding: Encoding, logged: Vec<LoggedMessage>) -> Result<ConversationHistory> {
+        ConversationHistory::from_counted(encoding, logged, Vec::new())
+    }
+
+    /// `from_logged` with the counts kept in storage (`known[i]` for `logged[i]`, made by this
+    /// version of the library for `encoding`), which are then not made again.
+    pub fn from_counted(
+        encoding: Encoding,
+        logged: Vec<LoggedMessage>,
+        known: Vec<Option<MessageTokens>>,
+    ) -> Result<ConversationHistory> {
         let mut history = ConversationHistory::new(encoding);
         let mut messages = Vec::with_capacity(logged.len());
         let mut ids = Vec::with_capacity(logged.len());
@@ -428,7 +452,7 @@ impl ConversationHistory {
             messages.push(parsed.map_err(|e| corrupt(&format!("message {}", logged.id), e))?);
             ids.push(logged.id);
         }
-        let assigned = history.append_all(messages).map_err(|e| corrupt("its messages", e))?;
+        let assigned = history.append_counted(messages, known).map_err(|e| corrupt("its messages", e))?;
         if let Some((expected, found)) = assigned.iter().zip(&ids).find(|(a, b)| a != b) {
             return Err(Error::invalid_argument(format!(
                 "corrupt export: message {found:?} is where {expected:?} belongs (ids run m1, m2, … in order)"

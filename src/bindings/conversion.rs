@@ -32,15 +32,67 @@ fn room_for(bytes: usize) -> bool {
     probe.try_reserve_exact(bytes).is_ok()
 }
 
-/// A JS string copied into the wasm, once there is room for it (its UTF-8 takes up to three
-/// bytes per UTF-16 unit, and the glue asks for that much at once).
-fn js_string(text: &JsValue, what: &str) -> Result<Option<String>> {
-    if let Some(length) = text.dyn_ref::<js_sys::JsString>().map(|s| s.length() as usize) {
-        if length > LARGE && !room_for(length.saturating_mul(3)) {
-            return Err(Error::out_of_memory(what, length.saturating_mul(3)));
-        }
+#[wasm_bindgen]
+extern "C" {
+    /// The platform's `TextEncoder` (wasm-bindgen's glue needs it too).
+    type TextEncoder;
+    #[wasm_bindgen(constructor)]
+    fn new() -> TextEncoder;
+    /// Writes as much of `text` as fits into `into` as UTF-8, never half a character; a lone
+    /// surrogate becomes U+FFFD, as the glue makes it.
+    #[wasm_bindgen(method, js_name = encodeInto)]
+    fn encode_into(this: &TextEncoder, text: &js_sys::JsString, into: &js_sys::Uint8Array) -> Encoded;
+    /// `encodeInto`'s result: UTF-16 units read, bytes written.
+    type Encoded;
+    #[wasm_bindgen(method, getter)]
+    fn read(this: &Encoded) -> u32;
+    #[wasm_bindgen(method, getter)]
+    fn written(this: &Encoded) -> u32;
+}
+
+thread_local! {
+    static ENCODER: TextEncoder = TextEncoder::new();
+}
+
+/// Strings from this many UTF-16 units on are written into the wasm's memory by `encodeInto`
+/// alone: the glue's `as_string` copies a string's ASCII prefix char by char in JS first (run by
+/// the interpreter on a page's first calls: 3-4 times slower, in Chromium, for stored records).
+const NATIVE: usize = 1 << 10;
+
+/// A JS string copied into the wasm, once there is room for it; `None` if it is not a string.
+pub(crate) fn js_string(text: &JsValue, what: &str) -> Result<Option<String>> {
+    let Some(text) = text.dyn_ref::<js_sys::JsString>() else { return Ok(None) };
+    let length = text.length() as usize;
+    if length < NATIVE {
+        return Ok(text.as_string());
     }
-    Ok(text.as_string())
+    // Room for one byte per unit (all of an ASCII text), then for three per unit left: the
+    // second `encodeInto` always finishes.
+    let mut utf8: Vec<u8> = Vec::new();
+    let (mut read, mut rest) = (0, text.clone());
+    while read < length {
+        let room = if read == 0 { length } else { (length - read).saturating_mul(3) };
+        if utf8.try_reserve_exact(room).is_err() {
+            return Err(Error::out_of_memory(what, utf8.len().saturating_add(room)));
+        }
+        let start = utf8.len();
+        utf8.resize(start + room, 0);
+        // A view made after the allocation: growing the memory detaches the views made before.
+        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+        let into = js_sys::Uint8Array::new_with_byte_offset_and_length(
+            &memory.buffer(),
+            utf8.as_ptr() as u32 + start as u32,
+            room as u32,
+        );
+        let encoded = ENCODER.with(|encoder| encoder.encode_into(&rest, &into));
+        utf8.truncate(start + encoded.written() as usize);
+        read += encoded.read() as usize;
+        if encoded.read() == 0 {
+            return Err(Error::internal(format!("TextEncoder wrote nothing of {what}")));
+        }
+        rest = rest.slice(read as u32, length as u32);
+    }
+    String::from_utf8(utf8).map(Some).map_err(|e| Error::internal(format!("TextEncoder gave {what} as bad UTF-8: {e}")))
 }
 
 /// Reads a JS value as JSON, once, with errors that say what was wrong with it.

@@ -7,7 +7,7 @@ use js_sys::{Array, Reflect};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use super::conversion::{options, to_js};
+use super::conversion::{js_string, options, to_js};
 use super::errors::JsResult;
 use super::session::{Session, Shared};
 use crate::error::{Error, Result};
@@ -39,9 +39,11 @@ fn record_at(value: &JsValue, what: &str) -> Result<StoredRecord> {
             segment.as_string().ok_or_else(|| Error::invalid_argument(format!("{what}.key[{i}] must be a string")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let value = field("value")
-        .and_then(|v| v.as_string())
-        .ok_or_else(|| Error::invalid_argument(format!("{what}.value must be a string")))?;
+    let value = match field("value") {
+        Some(value) => js_string(&value, &format!("{what}.value"))?,
+        None => None,
+    }
+    .ok_or_else(|| Error::invalid_argument(format!("{what}.value must be a string")))?;
     Ok(StoredRecord { key, value })
 }
 

@@ -10,7 +10,7 @@ use crate::history::{corrupt, ConversationHistory, LoggedMessage};
 use crate::memory::{self, MemoryExport, MemoryStore};
 use crate::message::Format;
 use crate::state::{AgentState, Artifact};
-use crate::tokens::Encoding;
+use crate::tokens::{Encoding, MessageTokens};
 
 pub const EXPORT_FORMAT: &str = "context-compactor/session";
 pub const EXPORT_VERSION: u32 = 1;
@@ -98,6 +98,12 @@ impl Session {
     /// A session from an export already read (or assembled from stored records), with every
     /// check `import` makes.
     pub fn from_export(export: SessionExport) -> Result<Session> {
+        Session::from_counted_export(export, Vec::new())
+    }
+
+    /// `from_export` with the messages' counts kept in storage (`known[i]` for message `i`, made
+    /// by this version of the library for the export's encoding), which are then not made again.
+    pub(crate) fn from_counted_export(export: SessionExport, known: Vec<Option<MessageTokens>>) -> Result<Session> {
         let mut session = Session::new(&export.id, export.history.encoding, export.max_loops)?;
         if let Some(parent) = &export.parent_id {
             validate_session_id(parent)?;
@@ -109,7 +115,7 @@ impl Session {
             )));
         }
         let HistoryExport { encoding, messages, summary } = export.history;
-        session.history = ConversationHistory::from_logged(encoding, messages)?;
+        session.history = ConversationHistory::from_counted(encoding, messages, known)?;
         session.compactor.set_summary_state(summary, &session.history).map_err(|e| corrupt("its summary state", e))?;
         match (export.memory, export.max_snapshot_chars) {
             (Some(memory), max_snapshot_chars) => {

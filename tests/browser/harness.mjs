@@ -22,8 +22,10 @@ const MIME = {
 /**
  * Serves `mounts` ({ "/": dir, "/fixtures/": otherDir }) read-only on 127.0.0.1:<random port>.
  * Resolves to { url, close, requests } where `requests` lists "STATUS path" for every request.
+ * Nothing is cacheable unless `options.cacheable(path)` says so (then for a day), as a site
+ * serves its hashed assets.
  */
-export function serve(mounts) {
+export function serve(mounts, options = {}) {
   const prefixes = Object.keys(mounts).sort((a, b) => b.length - a.length);
   const requests = [];
   const server = createServer((req, res) => {
@@ -46,7 +48,7 @@ export function serve(mounts) {
     }
     res.writeHead(200, {
       "content-type": MIME[extname(file)] ?? "application/octet-stream",
-      "cache-control": "no-store",
+      "cache-control": options.cacheable?.(path) ? "public, max-age=86400" : "no-store",
     });
     if (req.method === "HEAD") res.end();
     else createReadStream(file).pipe(res);
@@ -65,11 +67,11 @@ const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 /**
- * Runs `fn(page, log)` in a fresh headless chromium with a fresh temporary profile; `log` collects
- * the page's console messages and errors. Closes everything afterwards.
+ * Headless chromium started on the profile directory `profile` (kept: a later launch on it finds
+ * its storage): its first page, `log` collecting the page's console messages and errors, and
+ * `close()`.
  */
-export async function withPage(fn) {
-  const profile = mkdtempSync(join(tmpdir(), "cc-chromium-"));
+export async function launch(profile) {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
@@ -77,14 +79,27 @@ export async function withPage(fn) {
     viewport: { width: 1100, height: 900 },
   });
   const log = [];
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("console", (m) => log.push(`console.${m.type()}: ${m.text()}`));
+  page.on("pageerror", (e) => log.push(`pageerror: ${e.message}`));
+  page.on("requestfailed", (r) => log.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  return { page, log, close: () => context.close() };
+}
+
+/**
+ * Runs `fn(page, log)` in a fresh headless chromium with a fresh temporary profile; `log` collects
+ * the page's console messages and errors. Closes everything afterwards.
+ */
+export async function withPage(fn) {
+  const profile = mkdtempSync(join(tmpdir(), "cc-chromium-"));
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on("console", (m) => log.push(`console.${m.type()}: ${m.text()}`));
-    page.on("pageerror", (e) => log.push(`pageerror: ${e.message}`));
-    page.on("requestfailed", (r) => log.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
-    return await fn(page, log);
+    const { page, log, close } = await launch(profile);
+    try {
+      return await fn(page, log);
+    } finally {
+      await close();
+    }
   } finally {
-    await context.close();
     rmSync(profile, { recursive: true, force: true });
   }
 }

@@ -137,6 +137,25 @@ for (const [kind, storage] of Object.entries(storages)) {
     await store.close();
   });
 
+  test(`${kind}: long texts of every UTF-8 width survive a reload, stored as ASCII`, async () => {
+    // Long enough to enter the wasm through TextEncoder.encodeInto (1,024 UTF-16 units or more),
+    // whose first pass has room for one byte a unit: the multi-byte characters finish in the second.
+    const texts = ["é".repeat(3000), "😀".repeat(1500), `${"a".repeat(1023)}東${"京".repeat(2000)}`, `${"x".repeat(4000)}😀`];
+    const open = storage();
+    let store = await SessionStore.open(await open());
+    const chat = await store.create({ id: "wide", title: "café — 東京" });
+    for (const content of texts) chat.history.append({ role: "user", content });
+    await store.close();
+    const adapter = await open();
+    const stored = await adapter.loadRange([]);
+    for (const { key, value } of stored) assert.match(value, /^[\x20-\x7e]*$/, `record ${key.join("/")} is ASCII`);
+    store = await SessionStore.open(adapter);
+    const reopened = await store.open("wide");
+    assert.deepEqual(reopened.history.messages(), texts.map((content) => ({ role: "user", content })));
+    assert.equal(reopened.title, "café — 東京");
+    await store.close();
+  });
+
   test(`${kind}: two stores (two tabs) append to one session: nothing lost, nothing interleaved`, async () => {
     const open = storage();
     const first = await SessionStore.open(await open(), { autosave: false });

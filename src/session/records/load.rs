@@ -19,7 +19,7 @@ use crate::memory::{MemoryExport, EXPORT_FORMAT as MEMORY_FORMAT, EXPORT_VERSION
 use crate::session::{HistoryExport, Session, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
 use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
-use crate::tokens::REPLY_PRIMING;
+use crate::tokens::{MessageTokens, REPLY_PRIMING};
 
 /// A token count as a chunk keeps it (`save::pack_tokens`).
 pub(super) type PackedTokens = Vec<u32>;
@@ -196,8 +196,11 @@ impl<'a> Sorted<'a> {
     }
 }
 
-fn check_id(key: &[String], message: &LoggedMessage, seq: u64) -> Result<()> {
-    if message.id != format!("m{seq}") {
+pub(super) fn check_id(key: &[String], message: &LoggedMessage, seq: u64) -> Result<()> {
+    // `m{seq}`, read rather than written out for each of thousands of messages: digits only, no
+    // leading zero.
+    let digits = message.id.strip_prefix('m').filter(|d| !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()));
+    if digits.and_then(|d| d.parse::<u64>().ok()) != Some(seq) {
         return Err(Error::corrupt(
             key,
             format!("record {} holds message {:?} where m{seq} belongs", show(key), message.id),
@@ -282,7 +285,10 @@ impl Session {
             artifacts,
             state: state.clone(),
         };
-        let mut session = Session::from_export(export).map_err(|mut error| {
+        let known: Vec<Option<MessageTokens>> =
+            counts.iter().map(|count| count.as_deref().and_then(unpack_tokens)).collect();
+        let all_counted = known.iter().all(Option::is_some);
+        let mut session = Session::from_counted_export(export, known).map_err(|mut error| {
             error.message = format!("stored session {id:?} does not hold together: {}", error.message);
             error
         })?;
@@ -295,13 +301,6 @@ impl Session {
         };
         if let Some(calibration) = calibrated {
             session.compactor.set_calibration(calibration);
-        }
-        let mut all_counted = true;
-        for (position, count) in counts.iter().enumerate() {
-            match count.as_deref().and_then(unpack_tokens) {
-                Some(tokens) => session.history.restore_count(position, tokens),
-                None => all_counted = false,
-            }
         }
         session.persist.title = meta.title.clone();
         session.persist.created_at = Some(meta.created_at);

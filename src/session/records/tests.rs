@@ -159,6 +159,56 @@ fn messages_are_chunked_past_each_thousand_and_load_back_with_their_counts() {
 }
 
 #[test]
+fn a_long_message_loaded_with_its_count_is_not_tokenized_again() {
+    // A message long enough that an append tokenizes it at once (to check that it can be), kept
+    // in a chunk with its count: loading it takes the count, and tokenizes nothing.
+    let mut session = Session::new("long-text", Encoding::O200kBase, 10).unwrap();
+    let long = "word ".repeat(crate::bpe::MAX_PIECE_BYTES / 16);
+    session.history.append_value(user(&long), Format::OpenAi).unwrap();
+    assert_eq!(session.history.counted_messages(), 1, "the append counted the long message");
+    for i in 1..CHUNK {
+        session.history.append_value(if i % 2 == 0 { user("q") } else { assistant("a") }, Format::OpenAi).unwrap();
+    }
+    session.history.count_all();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    let mut loaded = storage.load("long-text").unwrap();
+    assert_eq!(loaded.history.counted_messages(), 0, "every count came from the chunk");
+    assert_eq!(loaded.history.token_count(), session.history.token_count());
+    assert_eq!(loaded.history.counted_messages(), 0);
+}
+
+#[test]
+fn a_stored_message_must_carry_the_id_of_its_place() {
+    let key = data_key("s", Kind::Message, 7);
+    let message = |id: &str| LoggedMessage { id: id.into(), format: Format::OpenAi, message: user("hi") };
+    assert!(super::load::check_id(&key, &message("m7"), 7).is_ok());
+    for id in ["m07", "m+7", "m8", "7", "m", "m7 ", "m18446744073709551623"] {
+        let error = super::load::check_id(&key, &message(id), 7).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Corrupt, "{id}");
+        assert!(error.message.contains("where m7 belongs"), "{error}");
+    }
+}
+
+#[test]
+fn records_are_ascii_and_load_back_every_character() {
+    let mut session = Session::new("text", Encoding::O200kBase, 10).unwrap();
+    session.set_title(Some("café".into())).unwrap();
+    let text = "naïve — 東京 😀 \u{2028} \\u00e9 \"quoted\"";
+    session.history.append_value(user(text), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    let changes = storage.save(&mut session, 1);
+    for record in &changes.records {
+        assert!(record.value.is_ascii(), "{}", record.value);
+    }
+    let message = &storage.get(&data_key("text", Kind::Message, 1)).value;
+    assert!(message.contains(r"na\u00efve \u2014 \u6771\u4eac \ud83d\ude00 \u2028 \\u00e9"), "{message}");
+    let loaded = storage.load("text").unwrap();
+    assert_eq!(loaded.history.emit(Format::OpenAi), json!([{"role": "user", "content": text}]));
+    assert_eq!(loaded.title(), Some("café"));
+}
+
+#[test]
 fn a_failed_write_leaves_the_same_records_for_the_next_attempt() {
     let mut session = agent_with_two_turns();
     let mut storage = Storage::default();
