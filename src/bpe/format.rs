@@ -4,7 +4,7 @@
 #![allow(dead_code)] // Each includer uses its own part: build.rs writes, the library reads.
 
 pub const MAGIC: &[u8; 4] = b"CCBT";
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// The symbol of an id (see table.rs): for v = id + 1, v itself if v < 32, else 32 +
 /// (bitlen(v) - 6) * 16 + (top 5 bits of v - 16); and the `n` low bits of v it leaves out.
@@ -75,9 +75,16 @@ pub const PROB_BITS: u32 = 12;
 pub const RANS_L: u32 = 1 << 16;
 /// Byte classes that select a table (see `class`).
 pub const CLASSES: usize = 16;
-/// Tables: the first byte of `left`; then per class, `left`'s index given its first byte,
-/// `right`'s first byte given `left`'s last byte, `right`'s index given its first byte.
-pub const N_TABLES: usize = 1 + 3 * CLASSES;
+/// The tails of a token: the classes of its last two bytes (the first of them `CLASSES` for a
+/// one-byte token), `tail` numbers them.
+pub const TAILS: usize = (CLASSES + 1) * CLASSES;
+/// Tables for the right part's first byte: one per class of the left part's last byte, and one
+/// each for the tails most used as a left part's (a table's context map says which).
+pub const RIGHT_FIRST_TABLES: usize = 2 * CLASSES;
+/// Tables: the first byte of `left`; per class, `left`'s index given its first byte; then
+/// `right`'s first byte by `left`'s context (`context_map`); per class, `right`'s index given
+/// its first byte.
+pub const N_TABLES: usize = 1 + CLASSES + RIGHT_FIRST_TABLES + CLASSES;
 
 /// The class of a byte: lower, upper, digit, space, newline, other control, `.`, `_`, `-`,
 /// brackets, other ASCII, and UTF-8 continuation (two halves) and lead bytes (three lengths).
@@ -130,15 +137,42 @@ pub const fn table_left_first() -> usize {
 pub const fn table_left_index(first: u8) -> usize {
     1 + class(first)
 }
-/// The table coding the first byte of `right`, after a `left` ending in `last`.
+/// The table coding the first byte of `right`, after a `left` of context `ctx` (< RIGHT_FIRST_TABLES).
 #[inline(always)]
-pub const fn table_right_first(last: u8) -> usize {
-    1 + CLASSES + class(last)
+pub const fn table_right_first(ctx: u8) -> usize {
+    1 + CLASSES + ctx as usize
 }
 /// The table coding `right`'s index among the tokens that start with its first byte `first`.
 #[inline(always)]
 pub const fn table_right_index(first: u8) -> usize {
-    1 + 2 * CLASSES + class(first)
+    1 + CLASSES + RIGHT_FIRST_TABLES + class(first)
+}
+
+/// The tail of a token (< TAILS): the classes of its last two bytes.
+#[inline(always)]
+pub fn tail(token: &[u8]) -> usize {
+    match token {
+        [.., a, b] => class(*a) * CLASSES + class(*b),
+        [b] => CLASSES * CLASSES + class(*b),
+        [] => 0,
+    }
+}
+
+/// A token's context as a left part, by its tail: the class of its last byte, or for the
+/// `RIGHT_FIRST_TABLES - CLASSES` tails used most (`uses`, per tail), a table of its own. The
+/// classes of two bytes predict the next byte better than one (o200k_base: 114 -> 101 KB for
+/// the right parts' first bytes), and most pairs of classes are rare.
+pub fn context_map(uses: &[u32; TAILS]) -> [u8; TAILS] {
+    let mut map = [0u8; TAILS];
+    for (t, m) in map.iter_mut().enumerate() {
+        *m = (t % CLASSES) as u8;
+    }
+    let mut by_use: Vec<usize> = (0..TAILS).filter(|&t| uses[t] > 0).collect();
+    by_use.sort_by_key(|&t| (std::cmp::Reverse(uses[t]), t));
+    for (k, &t) in by_use.iter().take(RIGHT_FIRST_TABLES - CLASSES).enumerate() {
+        map[t] = (CLASSES + k) as u8;
+    }
+    map
 }
 
 /// Each rank's index among the ranks that start with the same byte (in rank order, as the
@@ -179,9 +213,14 @@ pub fn pair_code(ends: &[(u8, u8)], index: &[u32], r: u32, left: u32, right: u32
 }
 
 /// Writes the pair section of a table: tokens `pairs` = (rank, left, right), in rank order;
-/// `ends[r]` = (first byte, last byte) of every rank r of the vocabulary. A rank is coded as
+/// `ends[r]` = (first byte, `map[tail]`) of every rank r of the vocabulary. A rank is coded as
 /// its first byte and its index among the lower ranks that start with that byte (in rank order).
-pub fn push_pairs(t: &mut Vec<u8>, ends: &[(u8, u8)], pairs: &[(u32, u32, u32)]) -> Result<(), String> {
+pub fn push_pairs(
+    t: &mut Vec<u8>,
+    map: &[u8; TAILS],
+    ends: &[(u8, u8)],
+    pairs: &[(u32, u32, u32)],
+) -> Result<(), String> {
     let (index, counts) = first_byte_indices(ends);
     let mut events: Vec<(usize, u8)> = Vec::with_capacity(pairs.len() * 4);
     let mut bits = BitWriter::default();
@@ -201,6 +240,7 @@ pub fn push_pairs(t: &mut Vec<u8>, ends: &[(u8, u8)], pairs: &[(u32, u32, u32)])
     for &c in &counts {
         push_varint(t, c);
     }
+    t.extend_from_slice(map);
     let mut freqs = vec![[0u32; 256]; N_TABLES];
     for &(tb, s) in &events {
         freqs[tb][s as usize] += 1;
