@@ -20,7 +20,7 @@ use std::path::PathBuf;
 #[path = "src/bpe/format.rs"]
 mod format;
 use format::{
-    context_map, first_byte_indices, pair_code, push_ids, push_pairs, table_checksum, tail, MAGIC, N_TABLES, TAILS,
+    first_byte_indices, pair_code, push_ids, push_pairs, table_checksum, tail, Contexts, MAGIC, N_TABLES, TAILS,
     VERSION,
 };
 
@@ -114,20 +114,21 @@ impl Vocab {
     /// so far make, plus its raw bits. Starting from the split whose ranks have the fewest bits,
     /// a few rounds of choosing under the last round's tables settle: o200k_base 645,621 ->
     /// 640,552 bytes, cl100k_base 306,289 -> 303,461, the delta 275,399 -> 274,987.
-    /// The context map (format::context_map) comes from the left parts of the first choice.
-    fn choose_splits(&self, ranks: &[u32]) -> ([u8; TAILS], Vec<(u32, u32, u32)>) {
+    /// The contexts (format::Contexts) come from the parts of the first choice.
+    fn choose_splits(&self, ranks: &[u32]) -> (Contexts, Vec<(u32, u32, u32)>) {
         let candidates: Vec<Vec<(u32, u32)>> = ranks.iter().map(|&r| self.splits(r)).collect();
         let bits = |(a, b): (u32, u32)| (32 - (a + 1).leading_zeros()) + (32 - (b + 1).leading_zeros());
         let mut chosen: Vec<(u32, u32)> =
             candidates.iter().map(|c| c.iter().copied().min_by_key(|&x| bits(x)).unwrap_or(c[0])).collect();
-        let mut uses = [0u32; TAILS];
-        for &(a, _) in &chosen {
-            uses[tail(&self.tokens[a as usize])] += 1;
+        let (mut tail_uses, mut first_uses) = ([0u32; TAILS], [0u32; 256]);
+        for &(a, b) in &chosen {
+            tail_uses[tail(&self.tokens[a as usize])] += 1;
+            first_uses[self.tokens[b as usize][0] as usize] += 1;
         }
-        let map = context_map(&uses);
-        let ends = self.ends(&map);
+        let ctx = Contexts::choose(&tail_uses, &first_uses);
+        let ends = self.ends(&ctx);
         let (index, _) = first_byte_indices(&ends);
-        let code = |r: u32, (a, b): (u32, u32)| pair_code(&ends, &index, r, a, b).expect("parts are lower ranks");
+        let code = |r: u32, (a, b): (u32, u32)| pair_code(&ctx, &ends, &index, r, a, b).expect("parts are lower ranks");
         for _ in 0..ROUNDS {
             let mut counts = vec![[0u32; 256]; N_TABLES];
             for (&r, &split) in ranks.iter().zip(&chosen) {
@@ -154,13 +155,13 @@ impl Vocab {
                 }
             }
         }
-        (map, ranks.iter().zip(chosen).map(|(&r, (a, b))| (r, a, b)).collect())
+        (ctx, ranks.iter().zip(chosen).map(|(&r, (a, b))| (r, a, b)).collect())
     }
 
-    /// The first byte and the context (`map` of its tail) of every token, which select the
-    /// coding tables.
-    fn ends(&self, map: &[u8; TAILS]) -> Vec<(u8, u8)> {
-        self.tokens.iter().map(|t| (t[0], map[tail(t)])).collect()
+    /// The first byte and the context as a left part (by its tail) of every token, which
+    /// select the coding tables.
+    fn ends(&self, ctx: &Contexts) -> Vec<(u8, u8)> {
+        self.tokens.iter().map(|t| (t[0], ctx.tails[tail(t)])).collect()
     }
 }
 
@@ -182,8 +183,8 @@ fn header(encoding: u8, kind: u8, n_tokens: usize, n_pairs: usize, v: &Vocab) ->
 fn encode_standalone(encoding: u8, v: &Vocab) -> Vec<u8> {
     let n = v.tokens.len();
     let mut t = header(encoding, 0, n, n - 256, v);
-    let (map, pairs) = v.choose_splits(&(256..n as u32).collect::<Vec<_>>());
-    push_pairs(&mut t, &map, &v.ends(&map), &pairs).expect("every token splits into lower ranks");
+    let (ctx, pairs) = v.choose_splits(&(256..n as u32).collect::<Vec<_>>());
+    push_pairs(&mut t, &ctx, &v.ends(&ctx), &pairs).expect("every token splits into lower ranks");
     t
 }
 
@@ -201,11 +202,11 @@ fn encode_delta(encoding: u8, v: &Vocab, base: &Vocab) -> Vec<u8> {
             unshared.push(r);
         }
     }
-    let (map, pairs) = v.choose_splits(&unshared);
+    let (ctx, pairs) = v.choose_splits(&unshared);
     let mut t = header(encoding, 1, n, pairs.len(), v);
     t.extend_from_slice(&flags);
     push_ids(&mut t, &shared).expect("every rank fits the id stream");
-    push_pairs(&mut t, &map, &v.ends(&map), &pairs).expect("every token splits into lower ranks");
+    push_pairs(&mut t, &ctx, &v.ends(&ctx), &pairs).expect("every token splits into lower ranks");
     t
 }
 

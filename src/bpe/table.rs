@@ -24,9 +24,10 @@
 //!         id stream     the o200k_base rank of each such token (s = n - 256 - p of them)
 //! then the pair section:
 //!         256 varints   how many of the n ranks start with each byte
-//!         272           context map: per tail (format.rs `tail`: the classes of a token's last
-//!                       two bytes), the token's context as a left part (< 32)
-//!         65 x 256 varints  frequency tables (format.rs: N_TABLES), each summing to 2^12 or
+//!         272           per tail (format.rs `tail`: the classes of a token's last two bytes),
+//!                       the token's context as a left part (< 32)
+//!         256           per byte, the context of a right part's index that starts with it (< 24)
+//!         73 x 256 varints  frequency tables (format.rs: N_TABLES), each summing to 2^12 or
 //!                       all 0 (unused)
 //!         4             c: length of the rANS stream (u32 LE)
 //!         c             the rANS stream, 16-bit words (LE): the final encoder state (high
@@ -37,7 +38,7 @@
 //! per pair-coded token, in rank order, from the rANS stream:
 //!         left's first byte f (table 0); left's index symbol (table by class of f), then
 //!         right's first byte g (table by left's context); right's index symbol
-//!         (table by class of g). An index i is coded as the symbol of i (below) plus its
+//!         (table by g's context). An index i is coded as the symbol of i (below) plus its
 //!         low bits from the low-bit stream.
 //! id stream of c ids:
 //!         4             b: length of the bit stream (u32 LE)
@@ -56,7 +57,7 @@ use super::{BpeError, BpeErrorKind};
 pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
 use super::format::{
     table_left_first, table_left_index, table_right_first, table_right_index, tail, N_TABLES, PROB_BITS, RANS_L,
-    RIGHT_FIRST_TABLES, TAILS,
+    RIGHT_FIRST_TABLES, RIGHT_INDEX_TABLES, TAILS,
 };
 pub(crate) const HEADER_LEN: usize = 16 + 256;
 
@@ -318,8 +319,10 @@ const PROB_SCALE: usize = 1 << PROB_BITS;
 struct PairStream<'a> {
     /// How many ranks start with each byte.
     counts: [u32; 256],
-    /// The context of a token as a left part, by its tail (format::context_map).
+    /// The context of a token as a left part, by its tail (format::Contexts).
     map: [u8; TAILS],
+    /// The context of a right part's index, by its first byte (format::Contexts).
+    right_index: [u8; 256],
     /// Per table and slot of the PROB_SCALE: symbol | (frequency - 1) << 8 | start << 20.
     lut: Vec<u32>,
     words: &'a [u8],
@@ -337,7 +340,10 @@ impl<'a> PairStream<'a> {
             *c = varint(t, at).ok_or_else(|| invalid("rank table truncated"))?;
         }
         let map: [u8; TAILS] = section(t, at, TAILS)?.try_into().map_err(|_| invalid("rank table truncated"))?;
-        if map.iter().any(|&c| c as usize >= RIGHT_FIRST_TABLES) {
+        let right_index: [u8; 256] = section(t, at, 256)?.try_into().map_err(|_| invalid("rank table truncated"))?;
+        if map.iter().any(|&c| c as usize >= RIGHT_FIRST_TABLES)
+            || right_index.iter().any(|&c| c as usize >= RIGHT_INDEX_TABLES)
+        {
             return Err(invalid("rank table context map is corrupt"));
         }
         let mut lut = vec![0u32; N_TABLES * PROB_SCALE];
@@ -362,7 +368,7 @@ impl<'a> PairStream<'a> {
         };
         let b = len_field(t, at)?;
         let raw = section(t, at, b)?;
-        Ok(PairStream { counts, map, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
+        Ok(PairStream { counts, map, right_index, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
     }
 
     /// The context of `token` as a left part.
@@ -477,6 +483,7 @@ struct Decoder<'a> {
 impl Decoder<'_> {
     #[inline(never)]
     fn run(&mut self, r0: usize, r1: usize) -> Result<(), BpeError> {
+        let right_index = self.pairs.right_index;
         for r in r0..r1 {
             let i = r - 256;
             let shared = self.flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
@@ -494,7 +501,9 @@ impl Decoder<'_> {
                 // The table for the right part's first byte depends on the left part's context,
                 // which the byte lists keep beside each rank: one load, not two.
                 let (a, first) = self.pairs.rank(&self.buckets, table_left_first(), table_left_index);
-                let (b, _) = self.pairs.rank(&self.buckets, table_right_first((a >> 24) as u8), table_right_index);
+                let (b, _) = self.pairs.rank(&self.buckets, table_right_first((a >> 24) as u8), |first| {
+                    table_right_index(right_index[first as usize])
+                });
                 let (a, b) = (a & RANK_MASK, b & RANK_MASK);
                 let span = |offs: &[u32], x: usize| Some((*offs.get(x)?, *offs.get(x + 1)?));
                 let Some((sa, ea)) = span(&self.offs, a as usize) else {

@@ -107,7 +107,7 @@ fn table_decoding_is_checked() {
 /// A standalone table of the 256 byte ranks (rank r is byte 255 - r) and `pairs`, in rank order
 /// from 256, coded with `firsts` as each token's first byte (the true ones if `None`).
 fn forge(pairs: &[(u32, u32)], firsts: Option<&[u8]>) -> Vec<u8> {
-    use super::format::{context_map, tail, TAILS};
+    use super::format::{tail, Contexts, TAILS};
     let mut t = b"CCBT".to_vec();
     t.extend_from_slice(&[table::VERSION, 0, 0, 0]);
     t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
@@ -115,21 +115,22 @@ fn forge(pairs: &[(u32, u32)], firsts: Option<&[u8]>) -> Vec<u8> {
     t.extend((0..=255u8).rev());
     // Each token's first byte and last two, all the coding looks at (lengths may double).
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).rev().map(|b| vec![b]).collect();
-    let mut uses = [0u32; TAILS];
+    let (mut tail_uses, mut first_uses) = ([0u32; TAILS], [0u32; 256]);
     for &(a, b) in pairs {
         let part = |x: u32| tokens.get(x as usize).cloned().unwrap_or_default();
-        uses[tail(&part(a))] += 1;
+        tail_uses[tail(&part(a))] += 1;
+        first_uses[part(b).first().copied().unwrap_or(0) as usize] += 1;
         let joined = [part(a), part(b)].concat();
         tokens.push(match joined[..] {
             [first, .., x, y] if joined.len() > 3 => vec![first, x, y],
             _ => joined,
         });
     }
-    let map = context_map(&uses);
+    let ctx = Contexts::choose(&tail_uses, &first_uses);
     let ends: Vec<(u8, u8)> =
-        tokens.iter().enumerate().map(|(r, tok)| (firsts.map_or(tok[0], |f| f[r]), map[tail(tok)])).collect();
+        tokens.iter().enumerate().map(|(r, tok)| (firsts.map_or(tok[0], |f| f[r]), ctx.tails[tail(tok)])).collect();
     let ranked: Vec<(u32, u32, u32)> = pairs.iter().enumerate().map(|(i, &(a, b))| (256 + i as u32, a, b)).collect();
-    super::format::push_pairs(&mut t, &map, &ends, &ranked).unwrap();
+    super::format::push_pairs(&mut t, &ctx, &ends, &ranked).unwrap();
     t
 }
 
@@ -156,6 +157,13 @@ fn forged_tables_are_errors_not_aborts() {
     firsts.extend([254, 254]);
     let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&firsts)), None).err().unwrap();
     assert!(e.message().contains("token 256: more tokens start with byte 255"), "{e}");
+    // Context maps naming tables that do not exist (the byte counts are one byte each here).
+    for at in [table::HEADER_LEN + 256, table::HEADER_LEN + 256 + super::format::TAILS + 255] {
+        let mut bad = t.clone();
+        bad[at] = 200;
+        let e = table::decode(&bad, None).err().unwrap();
+        assert!(e.message().contains("context map is corrupt"), "{e}");
+    }
     // Truncation, trailing bytes, and every single-byte change of the pair section.
     assert!(table::decode(&t[..t.len() - 1], None).is_err());
     let mut t2 = t.clone();
