@@ -56,8 +56,8 @@ use super::{BpeError, BpeErrorKind};
 
 pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
 use super::format::{
-    table_left_first, table_left_index, table_right_first, table_right_index, tail, N_TABLES, PROB_BITS, RANS_L,
-    RIGHT_FIRST_TABLES, RIGHT_INDEX_TABLES, TAILS,
+    table_left_first, table_left_index, table_right_first, table_right_index, tail, CLASSES, N_TABLES, PROB_BITS,
+    RANS_L, RIGHT_FIRST_TABLES, RIGHT_INDEX_TABLES, TAILS,
 };
 pub(crate) const HEADER_LEN: usize = 16 + 256;
 
@@ -162,7 +162,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     };
     let mut buckets = Buckets::new(&pairs.counts, n)?;
     for (r, &b) in t[16..HEADER_LEN].iter().enumerate() {
-        buckets.push(b, r as u32, pairs.context(&[b]))?;
+        buckets.push(b, r as u32, tail(&[b]) as u32)?;
     }
     let mut d = Decoder { sh, pairs, flags, base, buf, offs, buckets };
     // In chunks, through a function that is not inlined: wasm engines first run code from a
@@ -189,8 +189,10 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
 
 const MAX_TOKEN_BYTES: u32 = 256;
 
-/// The rank in a byte-list entry (ranks have at most 18 bits: MAX_TOKENS); its context above.
-const RANK_MASK: u32 = (1 << 24) - 1;
+/// A byte-list entry is `rank | tail << TAIL_SHIFT` (format::tail): ranks have at most 18 bits.
+const TAIL_SHIFT: u32 = 18;
+const RANK_MASK: u32 = (1 << TAIL_SHIFT) - 1;
+const _: () = assert!(super::MAX_TOKENS < RANK_MASK as usize);
 
 /// Tokens decoded per call of `Decoder::run` (see there).
 pub(crate) const CHUNK: usize = 4096;
@@ -371,10 +373,10 @@ impl<'a> PairStream<'a> {
         Ok(PairStream { counts, map, right_index, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
     }
 
-    /// The context of `token` as a left part.
+    /// The context as a left part of a token with byte-list entry `entry`.
     #[inline(always)]
-    fn context(&self, token: &[u8]) -> u8 {
-        self.map[tail(token)]
+    fn context(&self, entry: u32) -> u8 {
+        self.map.get((entry >> TAIL_SHIFT) as usize).copied().unwrap_or(0)
     }
 
     /// The next symbol of table `tb` (< N_TABLES).
@@ -394,8 +396,8 @@ impl<'a> PairStream<'a> {
     }
 
     /// The next rank, coded as its first byte and index among the ranks starting with it, as
-    /// its byte-list entry (`rank | context << 24`; u32::MAX for an index past the ranks decoded
-    /// so far); its first byte too.
+    /// its byte-list entry (`rank | tail << TAIL_SHIFT`; u32::MAX for an index past the ranks
+    /// decoded so far); its first byte too.
     #[inline(always)]
     fn rank(&mut self, buckets: &Buckets, first_table: usize, index_table: impl Fn(u8) -> usize) -> (u32, u8) {
         let first = self.symbol(first_table);
@@ -409,9 +411,9 @@ impl<'a> PairStream<'a> {
     }
 }
 
-/// Per byte, the ranks decoded so far that start with it, in rank order, each with its context
-/// as a left part (`rank | context << 24`): one array, each byte's list at a fixed place sized
-/// by the table's counts.
+/// Per byte, the ranks decoded so far that start with it, in rank order, each with its tail
+/// (`rank | tail << TAIL_SHIFT`): one array, each byte's list at a fixed place sized by the
+/// table's counts.
 struct Buckets {
     ranks: Vec<u32>,
     start: [u32; 256],
@@ -432,7 +434,7 @@ impl Buckets {
         Ok(Buckets { ranks: vec![0; n], start, len: [0; 256], cap: *counts })
     }
 
-    /// Rank `i` of those starting with `first` and its context (`rank | context << 24`);
+    /// Rank `i` of those starting with `first` and its tail (`rank | tail << TAIL_SHIFT`);
     /// u32::MAX if there is none (yet).
     #[inline(always)]
     fn get(&self, first: u8, i: u32) -> u32 {
@@ -444,14 +446,14 @@ impl Buckets {
     }
 
     #[inline(always)]
-    fn push(&mut self, first: u8, r: u32, context: u8) -> Result<(), BpeError> {
+    fn push(&mut self, first: u8, r: u32, tail: u32) -> Result<(), BpeError> {
         let b = first as usize;
         let slot =
             (self.len[b] < self.cap[b]).then(|| self.ranks.get_mut((self.start[b] + self.len[b]) as usize)).flatten();
         let Some(slot) = slot else {
             return Err(invalid(format!("token {r}: more tokens start with byte {first} than the table counts")));
         };
-        *slot = r | (context as u32) << 24;
+        *slot = r | tail << TAIL_SHIFT;
         self.len[b] += 1;
         Ok(())
     }
@@ -487,8 +489,7 @@ impl Decoder<'_> {
         for r in r0..r1 {
             let i = r - 256;
             let shared = self.flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
-            let start = self.buf.len;
-            let first = if shared {
+            let (first, tail) = if shared {
                 let o = self.sh.next();
                 let tok = self
                     .base
@@ -496,14 +497,19 @@ impl Decoder<'_> {
                     .filter(|t| !t.is_empty())
                     .ok_or_else(|| invalid(format!("token {r}: no base token {o}")))?;
                 self.buf.push_slice(tok);
-                tok[0]
+                (tok[0], tail(tok) as u32)
             } else {
-                // The table for the right part's first byte depends on the left part's context,
+                // The table for the right part's first byte depends on the left part's tail,
                 // which the byte lists keep beside each rank: one load, not two.
                 let (a, first) = self.pairs.rank(&self.buckets, table_left_first(), table_left_index);
-                let (b, _) = self.pairs.rank(&self.buckets, table_right_first((a >> 24) as u8), |first| {
+                let (b, _) = self.pairs.rank(&self.buckets, table_right_first(self.pairs.context(a)), |first| {
                     table_right_index(right_index[first as usize])
                 });
+                // The new token's tail is the right part's, or for a one-byte right part
+                // (tail CLASSES * CLASSES + its class), that class after the left part's last.
+                let (ta, tb) = (a >> TAIL_SHIFT, b >> TAIL_SHIFT);
+                let one_byte = (CLASSES * CLASSES) as u32;
+                let tail = if tb >= one_byte { ta % CLASSES as u32 * CLASSES as u32 + (tb - one_byte) } else { tb };
                 let (a, b) = (a & RANK_MASK, b & RANK_MASK);
                 let span = |offs: &[u32], x: usize| Some((*offs.get(x)?, *offs.get(x + 1)?));
                 let Some((sa, ea)) = span(&self.offs, a as usize) else {
@@ -523,14 +529,13 @@ impl Decoder<'_> {
                 self.buf.room(MAX_TOKEN_BYTES as usize);
                 self.buf.copy_back(sa as usize, la as usize);
                 self.buf.copy_back(sb as usize, lb as usize);
-                first
+                (first, tail)
             };
             if self.buf.len > u32::MAX as usize {
                 return Err(invalid("rank table expands beyond 4 GiB"));
             }
             self.offs.push(self.buf.len as u32);
-            let context = self.pairs.context(self.buf.v.get(start..self.buf.len).unwrap_or_default());
-            self.buckets.push(first, r as u32, context)?;
+            self.buckets.push(first, r as u32, tail)?;
         }
         Ok(())
     }
