@@ -19,7 +19,10 @@ use std::path::PathBuf;
 
 #[path = "src/bpe/format.rs"]
 mod format;
-use format::{first_byte_indices, pair_code, push_ids, push_pairs, table_checksum, MAGIC, N_TABLES, VERSION};
+use format::{
+    first_byte_indices, pair_code, push_ids, push_pairs, table_checksum, tail, Contexts, MAGIC, N_TABLES, TAILS,
+    VERSION,
+};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -109,16 +112,23 @@ impl Vocab {
     /// Each of `ranks` as a pair of lower ranks, the split chosen that costs least to code. The
     /// cost of a split is its events' code lengths under the frequency tables the splits chosen
     /// so far make, plus its raw bits. Starting from the split whose ranks have the fewest bits,
-    /// a few rounds of choosing under the last round's tables settle: o200k_base 645,621 ->
-    /// 640,552 bytes, cl100k_base 306,289 -> 303,461, the delta 275,399 -> 274,987.
-    fn choose_splits(&self, ranks: &[u32]) -> Vec<(u32, u32, u32)> {
-        let ends = self.ends();
-        let (index, _) = first_byte_indices(&ends);
-        let code = |r: u32, (a, b): (u32, u32)| pair_code(&ends, &index, r, a, b).expect("parts are lower ranks");
+    /// a few rounds of choosing under the last round's tables settle (format 3: o200k_base
+    /// 645,621 -> 640,552 bytes, cl100k_base 306,289 -> 303,461, the delta 275,399 -> 274,987).
+    /// The contexts (format::Contexts) come from the parts of the first choice.
+    fn choose_splits(&self, ranks: &[u32]) -> (Contexts, Vec<(u32, u32, u32)>) {
         let candidates: Vec<Vec<(u32, u32)>> = ranks.iter().map(|&r| self.splits(r)).collect();
         let bits = |(a, b): (u32, u32)| (32 - (a + 1).leading_zeros()) + (32 - (b + 1).leading_zeros());
         let mut chosen: Vec<(u32, u32)> =
             candidates.iter().map(|c| c.iter().copied().min_by_key(|&x| bits(x)).unwrap_or(c[0])).collect();
+        let (mut tail_uses, mut first_uses) = ([0u32; TAILS], [0u32; 256]);
+        for &(a, b) in &chosen {
+            tail_uses[tail(&self.tokens[a as usize])] += 1;
+            first_uses[self.tokens[b as usize][0] as usize] += 1;
+        }
+        let ctx = Contexts::choose(&tail_uses, &first_uses);
+        let ends = self.ends(&ctx);
+        let (index, _) = first_byte_indices(&ends);
+        let code = |r: u32, (a, b): (u32, u32)| pair_code(&ctx, &ends, &index, r, a, b).expect("parts are lower ranks");
         for _ in 0..ROUNDS {
             let mut counts = vec![[0u32; 256]; N_TABLES];
             for (&r, &split) in ranks.iter().zip(&chosen) {
@@ -145,12 +155,13 @@ impl Vocab {
                 }
             }
         }
-        ranks.iter().zip(chosen).map(|(&r, (a, b))| (r, a, b)).collect()
+        (ctx, ranks.iter().zip(chosen).map(|(&r, (a, b))| (r, a, b)).collect())
     }
 
-    /// The first and last byte of every token, which select the coding tables.
-    fn ends(&self) -> Vec<(u8, u8)> {
-        self.tokens.iter().map(|t| (t[0], t[t.len() - 1])).collect()
+    /// The first byte and the context as a left part (by its tail) of every token, which
+    /// select the coding tables.
+    fn ends(&self, ctx: &Contexts) -> Vec<(u8, u8)> {
+        self.tokens.iter().map(|t| (t[0], ctx.tails[tail(t)])).collect()
     }
 }
 
@@ -172,8 +183,8 @@ fn header(encoding: u8, kind: u8, n_tokens: usize, n_pairs: usize, v: &Vocab) ->
 fn encode_standalone(encoding: u8, v: &Vocab) -> Vec<u8> {
     let n = v.tokens.len();
     let mut t = header(encoding, 0, n, n - 256, v);
-    let pairs = v.choose_splits(&(256..n as u32).collect::<Vec<_>>());
-    push_pairs(&mut t, &v.ends(), &pairs).expect("every token splits into lower ranks");
+    let (ctx, pairs) = v.choose_splits(&(256..n as u32).collect::<Vec<_>>());
+    push_pairs(&mut t, &ctx, &v.ends(&ctx), &pairs).expect("every token splits into lower ranks");
     t
 }
 
@@ -191,11 +202,11 @@ fn encode_delta(encoding: u8, v: &Vocab, base: &Vocab) -> Vec<u8> {
             unshared.push(r);
         }
     }
-    let pairs = v.choose_splits(&unshared);
+    let (ctx, pairs) = v.choose_splits(&unshared);
     let mut t = header(encoding, 1, n, pairs.len(), v);
     t.extend_from_slice(&flags);
     push_ids(&mut t, &shared).expect("every rank fits the id stream");
-    push_pairs(&mut t, &v.ends(), &pairs).expect("every token splits into lower ranks");
+    push_pairs(&mut t, &ctx, &v.ends(&ctx), &pairs).expect("every token splits into lower ranks");
     t
 }
 

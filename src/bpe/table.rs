@@ -4,15 +4,15 @@
 //! stores, in rank order, a pair of lower ranks per token instead of its bytes; the bytes are
 //! rebuilt in one linear pass. Each part of a pair is coded as its first byte and its index
 //! among the lower ranks that start with that byte, entropy-coded (rANS) with static tables
-//! chosen by the classes of neighbouring bytes: the right part's first byte by the left part's
-//! last byte, each index by its first byte. The file is served as is (gzip gains ~1.4% on it);
-//! o200k_base: 645 KB, 636 KB gzipped, against 681 KB for version 2's gzipped id streams and
-//! 944 KB for the raw token text.
+//! chosen by the classes of neighbouring bytes: the right part's first byte by the classes of
+//! the left part's last two bytes, each index by its first byte. The file is served as is (gzip
+//! gains ~2% on it); o200k_base: 630 KB, 617 KB gzipped (version 3: 641 KB, 632 KB), against
+//! 681 KB for version 2's gzipped id streams and 944 KB for the raw token text.
 //!
 //! ```text
 //! offset  size          field
 //! 0       4             magic "CCBT"
-//! 4       1             format version (3)
+//! 4       1             format version (4)
 //! 5       1             encoding: 0 = o200k_base, 1 = cl100k_base
 //! 6       1             kind: 0 = standalone, 1 = coded against o200k_base ("delta")
 //! 7       1             reserved (0)
@@ -24,7 +24,10 @@
 //!         id stream     the o200k_base rank of each such token (s = n - 256 - p of them)
 //! then the pair section:
 //!         256 varints   how many of the n ranks start with each byte
-//!         49 x 256 varints  frequency tables (format.rs: N_TABLES), each summing to 2^12 or
+//!         272           per tail (format.rs `tail`: the classes of a token's last two bytes),
+//!                       the token's context as a left part (< 32)
+//!         256           per byte, the context of a right part's index that starts with it (< 24)
+//!         73 x 256 varints  frequency tables (format.rs: N_TABLES), each summing to 2^12 or
 //!                       all 0 (unused)
 //!         4             c: length of the rANS stream (u32 LE)
 //!         c             the rANS stream, 16-bit words (LE): the final encoder state (high
@@ -34,8 +37,8 @@
 //!         b             low bits of the indices, LSB first
 //! per pair-coded token, in rank order, from the rANS stream:
 //!         left's first byte f (table 0); left's index symbol (table by class of f), then
-//!         right's first byte g (table by class of left's last byte); right's index symbol
-//!         (table by class of g). An index i is coded as the symbol of i (below) plus its
+//!         right's first byte g (table by left's context); right's index symbol
+//!         (table by g's context). An index i is coded as the symbol of i (below) plus its
 //!         low bits from the low-bit stream.
 //! id stream of c ids:
 //!         4             b: length of the bit stream (u32 LE)
@@ -53,7 +56,8 @@ use super::{BpeError, BpeErrorKind};
 
 pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
 use super::format::{
-    table_left_first, table_left_index, table_right_first, table_right_index, N_TABLES, PROB_BITS, RANS_L,
+    table_left_first, table_left_index, table_right_first, table_right_index, tail, CLASSES, N_TABLES, PROB_BITS,
+    RANS_L, RIGHT_FIRST_TABLES, RIGHT_INDEX_TABLES, TAILS,
 };
 pub(crate) const HEADER_LEN: usize = 16 + 256;
 
@@ -158,7 +162,7 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
     };
     let mut buckets = Buckets::new(&pairs.counts, n)?;
     for (r, &b) in t[16..HEADER_LEN].iter().enumerate() {
-        buckets.push(b, r as u32, b)?;
+        buckets.push(b, r as u32, tail(&[b]) as u32)?;
     }
     let mut d = Decoder { sh, pairs, flags, base, buf, offs, buckets };
     // In chunks, through a function that is not inlined: wasm engines first run code from a
@@ -185,8 +189,10 @@ pub(crate) fn decode(t: &[u8], base: Option<&TokenStore>) -> Result<TokenStore, 
 
 const MAX_TOKEN_BYTES: u32 = 256;
 
-/// The rank in a byte-list entry (ranks have at most 18 bits: MAX_TOKENS).
-const RANK_MASK: u32 = (1 << 24) - 1;
+/// A byte-list entry is `rank | tail << TAIL_SHIFT` (format::tail): ranks have at most 18 bits.
+const TAIL_SHIFT: u32 = 18;
+const RANK_MASK: u32 = (1 << TAIL_SHIFT) - 1;
+const _: () = assert!(super::MAX_TOKENS < RANK_MASK as usize);
 
 /// Tokens decoded per call of `Decoder::run` (see there).
 pub(crate) const CHUNK: usize = 4096;
@@ -315,6 +321,10 @@ const PROB_SCALE: usize = 1 << PROB_BITS;
 struct PairStream<'a> {
     /// How many ranks start with each byte.
     counts: [u32; 256],
+    /// The context of a token as a left part, by its tail (format::Contexts).
+    map: [u8; TAILS],
+    /// The context of a right part's index, by its first byte (format::Contexts).
+    right_index: [u8; 256],
     /// Per table and slot of the PROB_SCALE: symbol | (frequency - 1) << 8 | start << 20.
     lut: Vec<u32>,
     words: &'a [u8],
@@ -330,6 +340,13 @@ impl<'a> PairStream<'a> {
         let mut counts = [0u32; 256];
         for c in &mut counts {
             *c = varint(t, at).ok_or_else(|| invalid("rank table truncated"))?;
+        }
+        let map: [u8; TAILS] = section(t, at, TAILS)?.try_into().map_err(|_| invalid("rank table truncated"))?;
+        let right_index: [u8; 256] = section(t, at, 256)?.try_into().map_err(|_| invalid("rank table truncated"))?;
+        if map.iter().any(|&c| c as usize >= RIGHT_FIRST_TABLES)
+            || right_index.iter().any(|&c| c as usize >= RIGHT_INDEX_TABLES)
+        {
+            return Err(invalid("rank table context map is corrupt"));
         }
         let mut lut = vec![0u32; N_TABLES * PROB_SCALE];
         for table in lut.chunks_exact_mut(PROB_SCALE) {
@@ -353,7 +370,13 @@ impl<'a> PairStream<'a> {
         };
         let b = len_field(t, at)?;
         let raw = section(t, at, b)?;
-        Ok(PairStream { counts, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
+        Ok(PairStream { counts, map, right_index, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
+    }
+
+    /// The context as a left part of a token with byte-list entry `entry`.
+    #[inline(always)]
+    fn context(&self, entry: u32) -> u8 {
+        self.map.get((entry >> TAIL_SHIFT) as usize).copied().unwrap_or(0)
     }
 
     /// The next symbol of table `tb` (< N_TABLES).
@@ -373,8 +396,8 @@ impl<'a> PairStream<'a> {
     }
 
     /// The next rank, coded as its first byte and index among the ranks starting with it, as
-    /// its byte-list entry (`rank | last << 24`; u32::MAX for an index past the ranks decoded
-    /// so far); its first byte too.
+    /// its byte-list entry (`rank | tail << TAIL_SHIFT`; u32::MAX for an index past the ranks
+    /// decoded so far); its first byte too.
     #[inline(always)]
     fn rank(&mut self, buckets: &Buckets, first_table: usize, index_table: impl Fn(u8) -> usize) -> (u32, u8) {
         let first = self.symbol(first_table);
@@ -388,8 +411,8 @@ impl<'a> PairStream<'a> {
     }
 }
 
-/// Per byte, the ranks decoded so far that start with it, in rank order, each with its last
-/// byte (`rank | last << 24`): one array, each byte's list at a fixed place sized by the
+/// Per byte, the ranks decoded so far that start with it, in rank order, each with its tail
+/// (`rank | tail << TAIL_SHIFT`): one array, each byte's list at a fixed place sized by the
 /// table's counts.
 struct Buckets {
     ranks: Vec<u32>,
@@ -411,7 +434,7 @@ impl Buckets {
         Ok(Buckets { ranks: vec![0; n], start, len: [0; 256], cap: *counts })
     }
 
-    /// Rank `i` of those starting with `first` and its last byte (`rank | last << 24`);
+    /// Rank `i` of those starting with `first` and its tail (`rank | tail << TAIL_SHIFT`);
     /// u32::MAX if there is none (yet).
     #[inline(always)]
     fn get(&self, first: u8, i: u32) -> u32 {
@@ -423,14 +446,14 @@ impl Buckets {
     }
 
     #[inline(always)]
-    fn push(&mut self, first: u8, r: u32, last: u8) -> Result<(), BpeError> {
+    fn push(&mut self, first: u8, r: u32, tail: u32) -> Result<(), BpeError> {
         let b = first as usize;
         let slot =
             (self.len[b] < self.cap[b]).then(|| self.ranks.get_mut((self.start[b] + self.len[b]) as usize)).flatten();
         let Some(slot) = slot else {
             return Err(invalid(format!("token {r}: more tokens start with byte {first} than the table counts")));
         };
-        *slot = r | (last as u32) << 24;
+        *slot = r | tail << TAIL_SHIFT;
         self.len[b] += 1;
         Ok(())
     }
@@ -462,10 +485,11 @@ struct Decoder<'a> {
 impl Decoder<'_> {
     #[inline(never)]
     fn run(&mut self, r0: usize, r1: usize) -> Result<(), BpeError> {
+        let right_index = self.pairs.right_index;
         for r in r0..r1 {
             let i = r - 256;
             let shared = self.flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
-            let (first, last) = if shared {
+            let (first, tail) = if shared {
                 let o = self.sh.next();
                 let tok = self
                     .base
@@ -473,14 +497,20 @@ impl Decoder<'_> {
                     .filter(|t| !t.is_empty())
                     .ok_or_else(|| invalid(format!("token {r}: no base token {o}")))?;
                 self.buf.push_slice(tok);
-                (tok[0], tok[tok.len() - 1])
+                (tok[0], tail(tok) as u32)
             } else {
-                // The table for the right part's first byte depends on the left part's last
-                // byte, which the byte lists keep beside each rank: one load, not two.
+                // The table for the right part's first byte depends on the left part's tail,
+                // which the byte lists keep beside each rank: one load, not two.
                 let (a, first) = self.pairs.rank(&self.buckets, table_left_first(), table_left_index);
-                let (b, _) = self.pairs.rank(&self.buckets, table_right_first((a >> 24) as u8), table_right_index);
-                let (a, last) = (a & RANK_MASK, (b >> 24) as u8);
-                let b = b & RANK_MASK;
+                let (b, _) = self.pairs.rank(&self.buckets, table_right_first(self.pairs.context(a)), |first| {
+                    table_right_index(right_index[first as usize])
+                });
+                // The new token's tail is the right part's, or for a one-byte right part
+                // (tail CLASSES * CLASSES + its class), that class after the left part's last.
+                let (ta, tb) = (a >> TAIL_SHIFT, b >> TAIL_SHIFT);
+                let one_byte = (CLASSES * CLASSES) as u32;
+                let tail = if tb >= one_byte { ta % CLASSES as u32 * CLASSES as u32 + (tb - one_byte) } else { tb };
+                let (a, b) = (a & RANK_MASK, b & RANK_MASK);
                 let span = |offs: &[u32], x: usize| Some((*offs.get(x)?, *offs.get(x + 1)?));
                 let Some((sa, ea)) = span(&self.offs, a as usize) else {
                     return Err(invalid(format!("token {r}: left part out of range")));
@@ -499,13 +529,13 @@ impl Decoder<'_> {
                 self.buf.room(MAX_TOKEN_BYTES as usize);
                 self.buf.copy_back(sa as usize, la as usize);
                 self.buf.copy_back(sb as usize, lb as usize);
-                (first, last)
+                (first, tail)
             };
             if self.buf.len > u32::MAX as usize {
                 return Err(invalid("rank table expands beyond 4 GiB"));
             }
             self.offs.push(self.buf.len as u32);
-            self.buckets.push(first, r as u32, last)?;
+            self.buckets.push(first, r as u32, tail)?;
         }
         Ok(())
     }

@@ -105,20 +105,32 @@ fn table_decoding_is_checked() {
 }
 
 /// A standalone table of the 256 byte ranks (rank r is byte 255 - r) and `pairs`, in rank order
-/// from 256, coded with `ends` as each token's first and last byte (the true ones if `None`).
-fn forge(pairs: &[(u32, u32)], ends: Option<&[(u8, u8)]>) -> Vec<u8> {
+/// from 256, coded with `firsts` as each token's first byte (the true ones if `None`).
+fn forge(pairs: &[(u32, u32)], firsts: Option<&[u8]>) -> Vec<u8> {
+    use super::format::{tail, Contexts, TAILS};
     let mut t = b"CCBT".to_vec();
     t.extend_from_slice(&[table::VERSION, 0, 0, 0]);
     t.extend_from_slice(&(256 + pairs.len() as u32).to_le_bytes());
     t.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
     t.extend((0..=255u8).rev());
-    let mut true_ends: Vec<(u8, u8)> = (0..=255u8).rev().map(|b| (b, b)).collect();
+    // Each token's first byte and last two, all the coding looks at (lengths may double).
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).rev().map(|b| vec![b]).collect();
+    let (mut tail_uses, mut first_uses) = ([0u32; TAILS], [0u32; 256]);
     for &(a, b) in pairs {
-        let end = |x: u32| true_ends.get(x as usize).copied().unwrap_or((0, 0));
-        true_ends.push((end(a).0, end(b).1));
+        let part = |x: u32| tokens.get(x as usize).cloned().unwrap_or_default();
+        tail_uses[tail(&part(a))] += 1;
+        first_uses[part(b).first().copied().unwrap_or(0) as usize] += 1;
+        let joined = [part(a), part(b)].concat();
+        tokens.push(match joined[..] {
+            [first, .., x, y] if joined.len() > 3 => vec![first, x, y],
+            _ => joined,
+        });
     }
+    let ctx = Contexts::choose(&tail_uses, &first_uses);
+    let ends: Vec<(u8, u8)> =
+        tokens.iter().enumerate().map(|(r, tok)| (firsts.map_or(tok[0], |f| f[r]), ctx.tails[tail(tok)])).collect();
     let ranked: Vec<(u32, u32, u32)> = pairs.iter().enumerate().map(|(i, &(a, b))| (256 + i as u32, a, b)).collect();
-    super::format::push_pairs(&mut t, ends.unwrap_or(&true_ends), &ranked).unwrap();
+    super::format::push_pairs(&mut t, &ctx, &ends, &ranked).unwrap();
     t
 }
 
@@ -136,15 +148,22 @@ fn forged_tables_are_errors_not_aborts() {
     // A part coded as an index past the ranks that start with its byte: the encoder is told
     // rank 256 starts with byte 254 (it starts with 255) and 257 with 255 (the counts agree),
     // so 257's left part is index 1 of 254's ranks, which hold rank 1 alone.
-    let mut ends: Vec<(u8, u8)> = (0..=255u8).rev().map(|b| (b, b)).collect();
-    ends.extend([(254, 254), (255, 253)]);
-    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&ends)), None).err().unwrap();
+    let mut firsts: Vec<u8> = (0..=255u8).rev().collect();
+    firsts.extend([254, 255]);
+    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&firsts)), None).err().unwrap();
     assert!(e.message().contains("token 257: left part out of range"), "{e}");
     // Byte counts that disagree with the tokens.
-    ends.truncate(256);
-    ends.extend([(254, 254), (254, 253)]);
-    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&ends)), None).err().unwrap();
+    firsts.truncate(256);
+    firsts.extend([254, 254]);
+    let e = table::decode(&forge(&[(0, 1), (256, 2)], Some(&firsts)), None).err().unwrap();
     assert!(e.message().contains("token 256: more tokens start with byte 255"), "{e}");
+    // Context maps naming tables that do not exist (the byte counts are one byte each here).
+    for at in [table::HEADER_LEN + 256, table::HEADER_LEN + 256 + super::format::TAILS + 255] {
+        let mut bad = t.clone();
+        bad[at] = 200;
+        let e = table::decode(&bad, None).err().unwrap();
+        assert!(e.message().contains("context map is corrupt"), "{e}");
+    }
     // Truncation, trailing bytes, and every single-byte change of the pair section.
     assert!(table::decode(&t[..t.len() - 1], None).is_err());
     let mut t2 = t.clone();
