@@ -205,6 +205,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
     let mut kept: Vec<(&Plan, Section)> = pass.system.iter().map(|p| (p, Section::System)).collect();
     kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
+    if !pass.plans.settled() {
+        return Err(Error::internal("the context's units were not all planned"));
+    }
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
     crate::sort::sort_by_key(&mut kept, |(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
@@ -346,6 +349,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         items,
         &pass.structure,
         &pass.covered,
+        &pass.active,
         &pass.plans,
         &after,
         summarised_until,
@@ -415,7 +419,7 @@ fn summarised_until(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     let suffix = pass
         .suffix_start
         .filter(|s| *s > 0 || pass.bridge.is_some())
-        .map(|o| pass.plans.get(o).and_then(|p| pass.unit(p.unit)).map_or(ctx.items.len(), |u| u.first));
+        .map(|o| pass.active.get(o).and_then(|&u| pass.unit(u)).map_or(ctx.items.len(), |u| u.first));
     match (covered, suffix) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::memory::MemoryUse;
-use super::plan::Plan;
+use super::plan::Plans;
 use super::repair::{Item, Repair, Structure};
 use super::TurnNote;
 
@@ -262,7 +262,8 @@ pub(crate) fn fates(
     items: &[Item],
     structure: &Structure,
     covered: &[usize],
-    plans: &[Plan],
+    active: &[usize],
+    plans: &Plans,
     after: &HashMap<usize, (Action, u32)>,
     summarised_until: Option<usize>,
     turns: &[TurnNote],
@@ -301,16 +302,25 @@ pub(crate) fn fates(
     let summarised: Vec<(usize, usize)> =
         turns.iter().filter(|t| memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
     let memory = |msg: usize| summarised.iter().any(|&(first, last)| (first..=last).contains(&msg));
-    for plan in plans {
+    let left_out = |fates: &mut [Fate], unit_members: &[crate::compact::repair::Member], reason: DropReason| {
+        for m in unit_members {
+            match reason {
+                DropReason::Bridge => set(fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
+                _ if memory(m.msg) => set(fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                _ => set(fates, m.msg, Action::Dropped, Some(reason)),
+            }
+        }
+    };
+    // The units not planned, all left out alike.
+    if let Some(reason) = plans.before {
+        for &u in active.iter().take(plans.first()) {
+            left_out(&mut fates, structure.units.get(u).map_or(&[][..], |u| u.members.as_slice()), reason);
+        }
+    }
+    for plan in plans.iter() {
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {
-            for m in unit_members {
-                match reason {
-                    DropReason::Bridge => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
-                    _ if memory(m.msg) => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
-                    _ => set(&mut fates, m.msg, Action::Dropped, Some(reason)),
-                }
-            }
+            left_out(&mut fates, unit_members, reason);
         } else {
             // Members of a kept unit that thinning left out.
             for m in unit_members {
