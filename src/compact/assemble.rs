@@ -389,8 +389,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         budget: pass.budget,
         within_budget,
         runs: receipt::runs(items, &fates),
-        fates,
-        repairs: pass.structure.repairs.iter().chain(&pass.structure.moved).cloned().collect(),
+        fates: Arc::new(fates),
+        repairs: super::repair::reported(&pass.structure, cache),
         pinned,
         summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
             request_id: s.request_id.clone(),

@@ -547,6 +547,11 @@ impl Plans {
         self.len
     }
 
+    /// How many units are planned.
+    pub(crate) fn planned(&self) -> usize {
+        self.newest_first.len()
+    }
+
     /// The ordinal of the oldest planned unit (`len` when none is).
     pub(crate) fn first(&self) -> usize {
         self.len - self.newest_first.len()

@@ -2,6 +2,7 @@
 //! dropped, and why), the tokens by part, the budget, the repairs, the summary and the memory.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -182,10 +183,15 @@ pub struct Receipt {
     /// What happened to every stored message, as runs of alike messages in history order.
     #[cfg_attr(test, ts(type = "Array<Readonly<ReceiptRun>>"))]
     pub runs: Vec<ReceiptRun>,
-    /// The same per message, in history order (ids by position: `Receipt::entries`).
+    /// The same per message, in history order (ids by position: `Receipt::entries`); shared
+    /// with the `Compactor`, which keeps the last build's.
     #[serde(skip)]
-    pub fates: Vec<Fate>,
-    pub repairs: Vec<Repair>,
+    pub fates: Arc<Vec<Fate>>,
+    /// What the repair stage left out or moved: one list shared (not copied) by the builds while
+    /// the history's repairs stay the same; in JS a frozen array, shared as `runs`' entries are.
+    #[serde(serialize_with = "shared_list")]
+    #[cfg_attr(test, ts(type = "Array<Repair>"))]
+    pub repairs: Arc<Vec<Repair>>,
     /// The pinned requests: the task and the latest request, always in the context.
     pub pinned: Vec<PinUse>,
     pub summary: Option<SummaryUse>,
@@ -203,6 +209,10 @@ pub struct Receipt {
     /// The history's calibration against reported usage, when there is one: the budget above is
     /// then in counted tokens (the billed budget over the top of the band).
     pub calibration: Option<crate::tokens::calibration::Calibrated>,
+}
+
+fn shared_list<S: serde::Serializer, T: Serialize>(list: &Arc<Vec<T>>, serializer: S) -> Result<S::Ok, S::Error> {
+    list.as_slice().serialize(serializer)
 }
 
 impl Receipt {
@@ -375,8 +385,8 @@ mod tests {
             budget: None,
             within_budget: true,
             runs,
-            fates,
-            repairs: Vec::new(),
+            fates: Arc::new(fates),
+            repairs: Arc::default(),
             pinned: Vec::new(),
             summary: None,
             bridge: None,

@@ -538,8 +538,24 @@ pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCach
         }
     }
     let structure = Arc::new(analyze(items, dedupe));
+    cache.reported = None;
     cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
     structure
+}
+
+/// The repairs a receipt reports (`repairs`, then `moved`): one list shared by the receipts of
+/// builds on the same structure while it holds as many (`extend` only appends to `repairs`), not
+/// a copy per build of a long history's thousands.
+pub(crate) fn reported(structure: &Structure, cache: &mut ReduceCache) -> Arc<Vec<Repair>> {
+    let counts = (structure.repairs.len(), structure.moved.len());
+    if let Some((repairs, moved, list)) = &cache.reported {
+        if (*repairs, *moved) == counts {
+            return Arc::clone(list);
+        }
+    }
+    let list: Arc<Vec<Repair>> = Arc::new(structure.repairs.iter().chain(&structure.moved).cloned().collect());
+    cache.reported = Some((counts.0, counts.1, Arc::clone(&list)));
+    list
 }
 
 #[cfg(test)]
