@@ -356,7 +356,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         ctx.turns,
         memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     );
-    let tokens_before = items.iter().map(|i| i.tokens as usize).sum::<usize>() + REPLY_PRIMING;
+    let runs = receipt::runs(items, &fates);
+    // Every stored message is in one run: their tokens are the history's, without another pass.
+    let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
     if let Some(budget) = pass.budget.as_mut() {
         budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
@@ -388,7 +390,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         by_part: tokens,
         budget: pass.budget,
         within_budget,
-        runs: receipt::runs(items, &fates),
+        runs,
         fates: Arc::new(fates),
         repairs: super::repair::reported(&pass.structure, cache),
         pinned,

@@ -279,14 +279,16 @@ pub(crate) fn fates(
     turns: &[TurnNote],
     memory_turns: &[u32],
 ) -> Vec<Fate> {
-    // Every message starts as left out by repair; what a later stage decided overwrites that.
+    // Every message starts as left out by repair (summarised, before `summarised_until`); what a
+    // later stage decided overwrites that.
+    let until = summarised_until.unwrap_or(0);
     let mut fates: Vec<Fate> = items
         .iter()
-        .map(|item| Fate {
-            action: Action::Dropped,
-            reason: Some(DropReason::Repair),
-            tokens_before: item.tokens,
-            tokens_after: 0,
+        .enumerate()
+        .map(|(msg, item)| {
+            let (action, reason) =
+                if msg < until { (Action::Summarised, None) } else { (Action::Dropped, Some(DropReason::Repair)) };
+            Fate { action, reason, tokens_before: item.tokens, tokens_after: 0 }
         })
         .collect();
     let set = |fates: &mut [Fate], msg: usize, action: Action, reason: Option<DropReason>| {
@@ -295,13 +297,13 @@ pub(crate) fn fates(
             fate.reason = reason;
         }
     };
-    if let Some(until) = summarised_until {
-        for msg in 0..until.min(fates.len()) {
-            set(&mut fates, msg, Action::Summarised, None);
-        }
-    }
     for &u in covered {
         if let Some(unit) = structure.units.get(u) {
+            // A unit of one message is its `first`: before `until`, summarised already (most of a
+            // long history's covered units), without reading its members.
+            if unit.members.len() == 1 && unit.first < until {
+                continue;
+            }
             for m in &unit.members {
                 set(&mut fates, m.msg, Action::Summarised, None);
             }

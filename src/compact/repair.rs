@@ -60,7 +60,8 @@ pub struct Unit {
     pub members: Vec<Member>,
     /// Turn number: 0 before the first user request.
     pub turn: usize,
-    /// Index of the unit's first message (units are ordered by it).
+    /// Index of the unit's first message (units are ordered by it): its first member's, the
+    /// others' are later.
     pub first: usize,
 }
 
