@@ -400,25 +400,36 @@ impl<'s> Pass<'s> {
             unit.kind == UnitKind::System
                 && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
         };
-        let compaction = structure.units.iter().rev().find(|unit| is_compaction(unit)).map_or(0, |unit| unit.first);
+        let systems = super::repair::system_units(&structure, cache).to_vec();
+        let unit_at = |u: usize| structure.units.get(u);
+        let compaction =
+            systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
         let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
         // Pins are requests the context still answers: none from before a compaction item.
         let pinned = super::pins::find(ctx, &structure, compaction);
 
+        // Units are in order of their first message: those before `covered_end` start before the
+        // boundary. A long history's covered units are most of its units, and are not read here.
+        let covered_end = structure.units.partition_point(|unit| unit.first < boundary);
         let mut system: Vec<Plan> = Vec::new();
-        let mut covered: Vec<usize> = Vec::new();
-        let mut active: Vec<usize> = Vec::new();
+        let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
+        let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
         let mut pins: Vec<Pin> = Vec::new();
-        for (u, unit) in structure.units.iter().enumerate() {
-            if unit.kind == UnitKind::System && !(unit.first < boundary && is_compaction(unit)) {
+        let mut next_system = systems.iter().copied().peekable();
+        for u in 0..structure.units.len() {
+            let is_system = next_system.next_if_eq(&u).is_some();
+            let kept_system = is_system && unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
+            if let Some(unit) = unit_at(u).filter(|_| kept_system) {
                 let mut plan = Plan::of(u, unit);
                 ctx.plan_tokens(cache, &mut plan)?;
                 system.push(plan);
-            } else if let Some((_, roles)) = pinned.iter().find(|(p, _)| *p == u) {
+            } else if let Some((unit, (_, roles))) =
+                pinned.iter().find(|(p, _)| *p == u).and_then(|p| Some((unit_at(u)?, p)))
+            {
                 let mut plan = Plan::of(u, unit);
                 ctx.plan_tokens(cache, &mut plan)?;
                 pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan });
-            } else if unit.first < boundary {
+            } else if u < covered_end {
                 covered.push(u);
             } else {
                 active.push(u);

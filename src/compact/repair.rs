@@ -540,8 +540,22 @@ pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCach
     }
     let structure = Arc::new(analyze(items, dedupe));
     cache.reported = None;
+    cache.systems = Default::default();
     cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
     structure
+}
+
+/// The indices of the structure's system units, in order: kept with the structure and brought up
+/// to date with the units appended since (`extend` appends units and changes no unit's kind).
+pub(crate) fn system_units<'c>(structure: &Structure, cache: &'c mut ReduceCache) -> &'c [usize] {
+    let (seen, systems) = &mut cache.systems;
+    if *seen > structure.units.len() {
+        (*seen, *systems) = (0, Vec::new());
+    }
+    let new = structure.units.iter().enumerate().skip(*seen).filter(|(_, unit)| unit.kind == UnitKind::System);
+    systems.extend(new.map(|(u, _)| u));
+    *seen = structure.units.len();
+    systems
 }
 
 /// The repairs a receipt reports (`repairs`, then `moved`): one list shared by the receipts of

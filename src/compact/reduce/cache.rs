@@ -31,6 +31,9 @@ pub struct ReduceCache {
     /// The repairs of that structure as receipts report them, with how many of its `repairs` and
     /// `moved` they hold (`repair::reported`).
     pub(crate) reported: Option<(usize, usize, std::sync::Arc<Vec<crate::compact::repair::Repair>>)>,
+    /// How many of that structure's units were looked at, and which of them are system units
+    /// (`repair::system_units`).
+    pub(crate) systems: (usize, Vec<usize>),
     /// Tokens of the messages a build makes up (summary, placeholder, prompt), by role, format and text:
     /// a summary is thousands of tokens, and it stays the same build after build.
     pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
