@@ -30,7 +30,7 @@ pub(super) fn fold_previous(ex: &mut Extract, previous: &str) {
             None => ex.task = Some(primary.to_string()),
         }
     }
-    ex.user_messages = strings(ours.get("userMessages"));
+    ex.user_messages = strings(ours.get("userMessages")).into();
     if let Some(Value::Object(files)) = ours.get("files") {
         // Rendered most recent first within their class: older entries get older clocks.
         let count = files.len() as u64;
@@ -97,7 +97,7 @@ pub(super) fn render(ex: &Extract) -> String {
         map.insert("primaryRequest".into(), Value::from(primary));
     }
     if !ex.user_messages.is_empty() {
-        map.insert("userMessages".into(), Value::from(ex.user_messages.clone()));
+        map.insert("userMessages".into(), Value::from_iter(ex.user_messages.iter().cloned()));
     }
     if !ex.files.is_empty() {
         let files: Map<String, Value> =
@@ -214,7 +214,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     }
     // 4. User messages but the first and the last, oldest first.
     if ex.user_messages.len() > 2 {
-        let m = ex.user_messages.remove(1);
+        let m = ex.user_messages.remove(1)?;
         return Some(cost(encoding, &m));
     }
     // 5. Older calls of the current work.
@@ -256,7 +256,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     }
     // 11. The last user message, then the first shortened.
     if ex.user_messages.len() > 1 {
-        let m = ex.user_messages.pop()?;
+        let m = ex.user_messages.pop_back()?;
         return Some(cost(encoding, &m));
     }
     // 12. Whatever is left of the sections, least important first.
@@ -266,7 +266,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     if let Some(e) = (!ex.errors.is_empty()).then(|| ex.errors.remove(0)) {
         return Some(cost(encoding, &e.text()));
     }
-    if let Some(m) = ex.user_messages.pop() {
+    if let Some(m) = ex.user_messages.pop_back() {
         return Some(cost(encoding, &m));
     }
     if !ex.tools.is_empty() {
