@@ -155,7 +155,7 @@ console.log(
   `  defect 3, wasm memory at most 2× the messages' JSON: ${verdict(memoryRatio <= 2)} (${memoryRatio.toFixed(1)}×)` +
     (memoryRatio <= 2
       ? ""
-      : `; ${((last.idle.memory - last.idle.baseMemory) / last.n).toFixed(0)} B a message after the first build (the log itself is ~1.4× the JSON; the rest is the first build's peak, which plans every unit)`),
+      : `; ${((last.idle.memory - last.idle.baseMemory) / last.n).toFixed(0)} B a message after the first build (the log itself is ~1.4× the JSON; the rest is the first build's peak: the units' structure, the extractive summary of the whole history, the receipt's fates; and the memory grows by a quarter at a step)`),
 );
 for (const [name, ms] of Object.entries(last.idle.warmBuild)) {
   console.log(`  defect 4, warm build after one append within 5 ms (${name}): ${verdict(ms <= 5)} (${fmtMs(ms)})`);

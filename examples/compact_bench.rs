@@ -21,37 +21,12 @@ fn median(mut samples: Vec<f64>) -> f64 {
     samples[samples.len() / 2]
 }
 
-/// `n` messages: the templates over and over, tool-call ids made unique per lap.
-fn conversation(templates: &[Value], n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            let lap = i / templates.len();
-            let mut m = templates[i % templates.len()].clone();
-            if lap > 0 {
-                if let Some(calls) = m["tool_calls"].as_array_mut() {
-                    for call in calls {
-                        call["id"] = json!(format!("{}~{lap}", call["id"].as_str().unwrap_or("")));
-                    }
-                }
-                if let Some(id) = m["tool_call_id"].as_str() {
-                    m["tool_call_id"] = json!(format!("{id}~{lap}"));
-                }
-            }
-            m
-        })
-        .collect()
-}
-
 fn main() {
     let mut args = std::env::args().skip(1);
     let iterations: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
-    let templates: Vec<Value> = common::tau_bench()
-        .into_iter()
-        .flat_map(|run| if let Value::Array(list) = run { list } else { vec![] })
-        .collect();
     let mut sizes: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
-        sizes.push(templates.len());
+        sizes.push(common::tau_bench().iter().filter_map(Value::as_array).map(Vec::len).sum());
     }
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
@@ -61,7 +36,7 @@ fn main() {
 
     let mut table = Vec::new();
     for &n in &sizes {
-        let messages = conversation(&templates, n);
+        let messages = common::long_conversation(n);
         for (label, options) in
             [("with summary compaction (extractive)", &options), ("selection only (no summary)", &no_summary)]
         {

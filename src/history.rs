@@ -155,6 +155,8 @@ pub struct ConversationHistory {
     records: Vec<Record>,
     calls: ToolCallIndex,
     counted_messages: u64,
+    /// The records before this one are all counted (`count_all` looks at the others only).
+    counted_prefix: usize,
     /// While an append commits, the length before it (see `recover_after_trap`).
     committing: Option<usize>,
     /// How many times messages were taken off the end (`truncate`, a trap's undo). The log is
@@ -206,6 +208,7 @@ impl ConversationHistory {
             records: Vec::new(),
             calls: ToolCallIndex::default(),
             counted_messages: 0,
+            counted_prefix: 0,
             committing: None,
             rebases: 0,
         }
@@ -322,6 +325,7 @@ impl ConversationHistory {
         let Some(base) = self.committing else { return false };
         // The records themselves are whole: each push wrote a record then the length.
         self.records.truncate(base);
+        self.counted_prefix = self.counted_prefix.min(base);
         self.rebases += 1;
         let calls = self.calls_from_records();
         std::mem::forget(std::mem::replace(&mut self.calls, calls));
@@ -350,6 +354,7 @@ impl ConversationHistory {
         }
         // Ids follow positions (`m{i + 1}`), so the next append reuses the dropped ones.
         self.records.truncate(len);
+        self.counted_prefix = self.counted_prefix.min(len);
         self.rebases += 1;
         self.calls = self.calls_from_records();
     }
@@ -468,12 +473,14 @@ impl ConversationHistory {
     /// Counts every message not counted yet (each is tokenized at most once).
     pub fn count_all(&mut self) {
         let encoding = self.encoding;
-        for record in &mut self.records {
+        // A count is never taken back, so a build after an append looks at the new messages only.
+        for record in self.records.iter_mut().skip(self.counted_prefix) {
             if record.tokens.is_none() {
                 record.tokens = Some(tokens::count_message(encoding, &record.message));
                 self.counted_messages += 1;
             }
         }
+        self.counted_prefix = self.records.len();
     }
 
     /// Tokens of the whole history as one prompt; only messages not counted before are tokenized.
@@ -668,6 +675,16 @@ mod tests {
         assert_eq!(after.total, before.total + added);
         h.token_report();
         assert_eq!(h.counted_messages(), 3);
+        // Messages appended after a truncate are counted, where counted ones were dropped.
+        h.truncate(1);
+        h.append_values(
+            json!([{"role": "assistant", "content": "six"}, {"role": "user", "content": "seven"}]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        let counts = h.token_count().messages;
+        assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+        assert_eq!(h.counted_messages(), 5);
     }
 
     #[test]

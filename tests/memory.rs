@@ -1,12 +1,15 @@
 //! What a long history costs in memory (issue #18, defect 3): the log's heap bytes against the
-//! messages' own JSON, counted by this test's allocator. Natively pointers are twice the wasm's,
-//! so a bound that holds here holds with room in the wasm build (`bench/scale.mjs` measures that).
+//! messages' own JSON, and what its first build needs beside it, counted by this test's
+//! allocator. Natively pointers are twice the wasm's, so a bound that holds here holds with room
+//! in the wasm build (`bench/scale.mjs` measures that).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use context_compactor::compact::{BudgetOptions, BuildOptions};
 use context_compactor::history::ConversationHistory;
 use context_compactor::message::Format;
+use context_compactor::session::Session;
 use context_compactor::tokens::Encoding;
 use serde_json::Value;
 
@@ -17,12 +20,15 @@ mod common;
 struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// The most `LIVE` has been since `peak_beside` last reset it.
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 // SAFETY: every call goes to `System` with the same arguments; only the counter is added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(live, Ordering::Relaxed);
         System.alloc(layout)
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -30,7 +36,9 @@ unsafe impl GlobalAlloc for Counting {
         System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        // Both blocks are live while the old one is copied.
+        let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
+        PEAK.fetch_max(live, Ordering::Relaxed);
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
         System.realloc(ptr, layout, new_size)
     }
@@ -44,6 +52,71 @@ fn retained<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let before = LIVE.load(Ordering::Relaxed);
     let out = f();
     (out, LIVE.load(Ordering::Relaxed).saturating_sub(before))
+}
+
+/// The most heap bytes `f` had live at once beyond what was live before it.
+fn peak_beside<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let out = f();
+    (out, PEAK.load(Ordering::Relaxed).saturating_sub(before))
+}
+
+/// A build to a 20,000-token budget, with the default summary (extractive) or none.
+fn budget_build(summary: bool) -> BuildOptions {
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 20_000, target_ratio: 1.0, ..BudgetOptions::default() }),
+        ..BuildOptions::default()
+    };
+    if summary {
+        options
+    } else {
+        BuildOptions { summary: None, ..options }
+    }
+}
+
+#[test]
+fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let messages = common::long_conversation(30_000);
+    for summary in [true, false] {
+        let mut session = Session::with_encoding(Encoding::O200kBase);
+        session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("valid messages");
+        let outcome = session.build(&budget_build(summary)).expect("a build");
+        let held = outcome.context.messages.len() as u64;
+        let planned = session.compactor.units_planned();
+        eprintln!("summary {summary}: {planned} units planned for a context of {held} messages of 30,000");
+        // A unit is a message or a call with its results: the selection plans the units it takes
+        // and the one where the room runs out (a first build with a summary runs twice).
+        assert!(held > 20 && planned <= 2 * held + 8, "{planned} units planned for a context of {held} messages");
+        // A warm build after one more message plans as many again, not more.
+        session
+            .history
+            .append_value(serde_json::json!({"role": "user", "content": "and one more"}), Format::OpenAi)
+            .expect("valid");
+        let outcome = session.build(&budget_build(summary)).expect("a warm build");
+        let again = session.compactor.units_planned() - planned;
+        assert!(again <= 2 * outcome.context.messages.len() as u64 + 8, "{again} units planned by a warm build");
+    }
+}
+
+#[test]
+fn a_first_build_needs_little_memory_beside_a_long_history() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let messages = common::long_conversation(60_000);
+    let json: usize = messages.iter().map(|m| m.to_string().len()).sum();
+    for summary in [true, false] {
+        let mut session = Session::with_encoding(Encoding::O200kBase);
+        session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("valid messages");
+        session.history.token_count();
+        let (outcome, peak) = peak_beside(|| session.build(&budget_build(summary)).expect("a build"));
+        let ratio = peak as f64 / json as f64;
+        eprintln!("summary {summary}: the first build of 60,000 messages ({json} bytes of JSON) peaks {peak} bytes beside them: {ratio:.2}×");
+        assert!(outcome.context.tokens.total <= 20_000);
+        // What stays O(history) is per message and small: the units of the structure, the
+        // receipt's fates, the list of stored messages the build reads, the summary's extract.
+        assert!(ratio <= 0.6, "the first build peaks {ratio:.2}× the history's JSON beside it (at most 0.6×)");
+    }
 }
 
 #[test]

@@ -341,7 +341,12 @@ tokensBefore: number, tokensAfter: number, messagesBefore: number, messagesAfter
 /**
  * What happened to every stored message, as runs of alike messages in history order.
  */
-runs: Array<Readonly<ReceiptRun>>, repairs: Array<Repair>, 
+runs: Array<Readonly<ReceiptRun>>, 
+/**
+ * What the repair stage left out or moved: one list shared (not copied) by the builds while
+ * the history's repairs stay the same; in JS a frozen array, shared as `runs`' entries are.
+ */
+repairs: Array<Repair>, 
 /**
  * The pinned requests: the task and the latest request, always in the context.
  */

@@ -44,8 +44,8 @@ pub(crate) struct RecordUsageOptions {
     counted: Option<usize>,
 }
 
-/// What `build` returns. `messages`, `layout` and `receipt.runs` are set afterwards, from the
-/// interned JS objects (null here keeps the keys in order).
+/// What `build` returns. `messages`, `layout`, `receipt.runs` and `receipt.repairs` are set
+/// afterwards, from the interned JS objects (null here keeps the keys in order).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -304,6 +304,7 @@ impl ConversationHistory {
             .collect::<Result<_>>()?;
         let layout = cache.layout.array(layout)?;
         let runs = cache.runs.array(std::mem::take(&mut context.receipt.runs))?;
+        let repairs = cache.repairs_js(std::mem::take(&mut context.receipt.repairs))?;
         let result = BuildResult {
             messages: (),
             layout: (),
@@ -323,6 +324,7 @@ impl ConversationHistory {
         let receipt = js_sys::Reflect::get(&value, &"receipt".into())
             .map_err(|_| Error::internal("the result has no receipt"))?;
         set(&receipt, "runs", &runs)?;
+        set(&receipt, "repairs", &repairs)?;
         Ok(value)
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::conversion::to_js;
-use crate::compact::{Action, Assembled, EmitCache, Piece, ReceiptRun, Section};
+use crate::compact::{Action, Assembled, EmitCache, Piece, ReceiptRun, Repair, Section};
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
@@ -26,6 +26,8 @@ pub(crate) struct RequestCache {
     sent: Interned<ByIdentity>,
     pub(crate) layout: Interned<LayoutEntry>,
     pub(crate) runs: Interned<ReceiptRun>,
+    /// The receipt's repairs as the last build sent them, with the list they were made from.
+    repairs: Option<(Arc<Vec<Repair>>, JsValue)>,
 }
 
 /// Where one context message comes from (`BuildResult.layout`).
@@ -132,6 +134,20 @@ fn deep_freeze(value: &JsValue) {
 }
 
 impl RequestCache {
+    /// The receipt's repairs as a frozen JS array: the last build's while the receipt shares its
+    /// list (a long history's thousands of repairs cross the boundary once, not per build).
+    pub(crate) fn repairs_js(&mut self, repairs: Arc<Vec<Repair>>) -> Result<JsValue> {
+        if let Some((list, array)) = &self.repairs {
+            if Arc::ptr_eq(list, &repairs) {
+                return Ok(array.clone());
+            }
+        }
+        let array = to_js(repairs.as_slice())?;
+        deep_freeze(&array);
+        self.repairs = Some((repairs, array.clone()));
+        Ok(array)
+    }
+
     /// The request as the provider takes it (OpenAI's message array, Anthropic's
     /// `{ system?, messages }`): the objects of the last build for messages still in the context.
     pub(crate) fn request_js(&mut self, assembled: &Assembled, forms: &EmitCache) -> Result<JsValue> {

@@ -205,6 +205,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
     let mut kept: Vec<(&Plan, Section)> = pass.system.iter().map(|p| (p, Section::System)).collect();
     kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
+    if !pass.plans.settled() {
+        return Err(Error::internal("the context's units were not all planned"));
+    }
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
     crate::sort::sort_by_key(&mut kept, |(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
@@ -346,13 +349,16 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         items,
         &pass.structure,
         &pass.covered,
+        &pass.active,
         &pass.plans,
         &after,
         summarised_until,
         ctx.turns,
         memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     );
-    let tokens_before = items.iter().map(|i| i.tokens as usize).sum::<usize>() + REPLY_PRIMING;
+    let runs = receipt::runs(items, &fates);
+    // Every stored message is in one run: their tokens are the history's, without another pass.
+    let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
     if let Some(budget) = pass.budget.as_mut() {
         budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
@@ -384,9 +390,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         by_part: tokens,
         budget: pass.budget,
         within_budget,
-        runs: receipt::runs(items, &fates),
-        fates,
-        repairs: pass.structure.repairs.iter().chain(&pass.structure.moved).cloned().collect(),
+        runs,
+        fates: Arc::new(fates),
+        repairs: super::repair::reported(&pass.structure, cache),
         pinned,
         summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
             request_id: s.request_id.clone(),
@@ -415,7 +421,7 @@ fn summarised_until(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     let suffix = pass
         .suffix_start
         .filter(|s| *s > 0 || pass.bridge.is_some())
-        .map(|o| pass.plans.get(o).and_then(|p| pass.unit(p.unit)).map_or(ctx.items.len(), |u| u.first));
+        .map(|o| pass.active.get(o).and_then(|&u| pass.unit(u)).map_or(ctx.items.len(), |u| u.first));
     match (covered, suffix) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

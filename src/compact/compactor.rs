@@ -3,6 +3,8 @@
 //! earlier builds, the request forms of the last context (so that a warm build emits only the
 //! messages that changed, for a native caller as for JS), and the last receipt.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::{
@@ -23,7 +25,7 @@ pub struct Compactor {
     proposed: Option<PendingSummary>,
     /// The last build's fates message by message (its receipt's entries) and its tokens: not the
     /// whole receipt, whose ids and repairs would be copied on every build.
-    last_build: Option<(Vec<Fate>, usize)>,
+    last_build: Option<(Arc<Vec<Fate>>, usize)>,
     /// Reported usage against our counts, per model (not exported: it is learnt again).
     calibration: Calibration,
     /// The history's `rebases` when `reduce` was filled: the cache is by message id, and a
@@ -87,7 +89,7 @@ impl Compactor {
         }
         self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
         let receipt = &outcome.context.receipt;
-        self.last_build = Some((receipt.fates.clone(), receipt.tokens_after));
+        self.last_build = Some((Arc::clone(&receipt.fates), receipt.tokens_after));
         Ok(outcome)
     }
 
@@ -284,6 +286,11 @@ impl Compactor {
     /// Reductions computed (not served from the cache) so far.
     pub fn reductions_computed(&self) -> u64 {
         self.reduce.computed
+    }
+
+    /// Unit plans made so far: a build plans the units its context may hold, not the history's.
+    pub fn units_planned(&self) -> u64 {
+        self.reduce.planned
     }
 
     /// Request forms emitted (not served from the cache) so far.

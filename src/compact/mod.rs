@@ -118,7 +118,9 @@ pub fn build_with_notes<'b>(
     if let (Ok(outcome), Some(images)) = (&mut outcome, images) {
         let receipt = &mut outcome.context.receipt;
         for substitute in &substitutes {
-            if let (Some(fate), Some(item)) = (receipt.fates.get_mut(substitute.index), items.get(substitute.index)) {
+            if let (Some(fate), Some(item)) =
+                (std::sync::Arc::make_mut(&mut receipt.fates).get_mut(substitute.index), items.get(substitute.index))
+            {
                 fate.tokens_before = item.tokens;
             }
         }
@@ -167,8 +169,10 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut ReduceCache, allow_su
     reduce::plan_active(ctx, cache, &mut pass)?;
     reduce::fit(ctx, cache, &mut pass)?;
     if let Some(record) = summarise::summarise(ctx, cache, &mut pass, state, allow_summarise)? {
+        cache.planned += pass.plans.planned() as u64;
         return Ok(Step::Summarise { record });
     }
     select::fill(ctx, cache, &mut pass)?;
+    cache.planned += pass.plans.planned() as u64;
     Ok(Step::Done(Box::new(assemble::assemble(ctx, cache, pass)?)))
 }

@@ -38,13 +38,10 @@ fn unit_text(ctx: &Ctx, structure: &Structure, u: usize) -> Option<String> {
 /// The pinned units (indices into the structure's units), in order, with why each is pinned,
 /// among the units from history index `from` on.
 pub(crate) fn find(ctx: &Ctx, structure: &Structure, from: usize) -> Vec<(usize, Vec<PinRole>)> {
-    let users: Vec<usize> = structure
-        .units
-        .iter()
-        .enumerate()
-        .filter(|(_, u)| u.kind == UnitKind::User && u.first >= from)
-        .map(|(i, _)| i)
-        .collect();
+    // Looked for from each end: a long history's user units are not listed.
+    let users = || {
+        structure.units.iter().enumerate().filter(|(_, u)| u.kind == UnitKind::User && u.first >= from).map(|(i, _)| i)
+    };
     let mut pins: Vec<(usize, Vec<PinRole>)> = Vec::new();
     let mut add = |u: usize, role: PinRole| match pins.iter_mut().find(|(p, _)| *p == u) {
         Some((_, roles)) if roles.contains(&role) => {}
@@ -53,11 +50,11 @@ pub(crate) fn find(ctx: &Ctx, structure: &Structure, from: usize) -> Vec<(usize,
     };
     // From each end: the first unit with text, and the first whose text is the user's own.
     for (ends, role) in [
-        (Box::new(users.iter()) as Box<dyn Iterator<Item = &usize>>, PinRole::Task),
-        (Box::new(users.iter().rev()), PinRole::Latest),
+        (Box::new(users()) as Box<dyn Iterator<Item = usize>>, PinRole::Task),
+        (Box::new(users().rev()), PinRole::Latest),
     ] {
         let mut with_text = false;
-        for &u in ends {
+        for u in ends {
             let Some(text) = unit_text(ctx, structure, u) else { continue };
             if !with_text {
                 add(u, role);

@@ -3,6 +3,7 @@
 //! carries what one pass of the pipeline knows from stage to stage; `Ctx` what does not change
 //! during a build (the stored messages, the encoding, the options).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -357,8 +358,9 @@ pub(crate) struct Pass<'s> {
     pub(crate) active_messages: usize,
     pub(crate) unreduced: usize,
     pub(crate) verbatim_placeholder: bool,
-    /// One plan per active unit, in order, and how they were decided.
-    pub(crate) plans: Vec<Plan>,
+    /// The plans of the active units, by ordinal, and how they were decided: only those a stage
+    /// looked at one by one (`Plans`).
+    pub(crate) plans: Plans,
     pub(crate) mode: Mode,
     /// Reductions wait for the selection: none can make the history fit.
     pub(crate) lazy: bool,
@@ -398,25 +400,36 @@ impl<'s> Pass<'s> {
             unit.kind == UnitKind::System
                 && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
         };
-        let compaction = structure.units.iter().rev().find(|unit| is_compaction(unit)).map_or(0, |unit| unit.first);
+        let systems = super::repair::system_units(&structure, cache).to_vec();
+        let unit_at = |u: usize| structure.units.get(u);
+        let compaction =
+            systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
         let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
         // Pins are requests the context still answers: none from before a compaction item.
         let pinned = super::pins::find(ctx, &structure, compaction);
 
+        // Units are in order of their first message: those before `covered_end` start before the
+        // boundary. A long history's covered units are most of its units, and are not read here.
+        let covered_end = structure.units.partition_point(|unit| unit.first < boundary);
         let mut system: Vec<Plan> = Vec::new();
-        let mut covered: Vec<usize> = Vec::new();
-        let mut active: Vec<usize> = Vec::new();
+        let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
+        let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
         let mut pins: Vec<Pin> = Vec::new();
-        for (u, unit) in structure.units.iter().enumerate() {
-            if unit.kind == UnitKind::System && !(unit.first < boundary && is_compaction(unit)) {
+        let mut next_system = systems.iter().copied().peekable();
+        for u in 0..structure.units.len() {
+            let is_system = next_system.next_if_eq(&u).is_some();
+            let kept_system = is_system && unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
+            if let Some(unit) = unit_at(u).filter(|_| kept_system) {
                 let mut plan = Plan::of(u, unit);
                 ctx.plan_tokens(cache, &mut plan)?;
                 system.push(plan);
-            } else if let Some((_, roles)) = pinned.iter().find(|(p, _)| *p == u) {
+            } else if let Some((unit, (_, roles))) =
+                pinned.iter().find(|(p, _)| *p == u).and_then(|p| Some((unit_at(u)?, p)))
+            {
                 let mut plan = Plan::of(u, unit);
                 ctx.plan_tokens(cache, &mut plan)?;
                 pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan });
-            } else if unit.first < boundary {
+            } else if u < covered_end {
                 covered.push(u);
             } else {
                 active.push(u);
@@ -447,7 +460,7 @@ impl<'s> Pass<'s> {
             active_messages: 0,
             unreduced: 0,
             verbatim_placeholder: false,
-            plans: Vec::new(),
+            plans: Plans::default(),
             mode: Mode::Verbatim,
             lazy: false,
             suffix_start: None,
@@ -464,9 +477,41 @@ impl<'s> Pass<'s> {
     /// The context's tokens with the active units as planned: system, pins, the summary section
     /// (the summary in force and the bridge), the kept plans, the reply priming and, when
     /// `placeholder`, a placeholder user message.
+    /// The active units must all be planned (`Mode::Verbatim`, `Mode::Reduced`), or those not
+    /// planned left out.
     pub(crate) fn view(&self, placeholder: bool) -> usize {
-        let kept: usize = self.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum();
-        self.fixed_tokens(placeholder) + kept
+        self.fixed_tokens(placeholder) + self.plans.kept_tokens()
+    }
+
+    /// The plan of the unit at ordinal `o` of `active`: as planned, or else the unit whole, not
+    /// yet counted, and left out as the units not planned were (`Plans::before`).
+    pub(crate) fn plan_at(&self, o: usize) -> Option<Cow<'_, Plan>> {
+        if let Some(plan) = self.plans.get(o) {
+            return Some(Cow::Borrowed(plan));
+        }
+        let u = *self.active.get(o)?;
+        let mut plan = Plan::of(u, self.unit(u)?);
+        plan.dropped = self.plans.before;
+        Some(Cow::Owned(plan))
+    }
+
+    /// Plans the active units from ordinal `o` on (those already planned stay as they are).
+    pub(crate) fn plan_from(&mut self, o: usize) {
+        for at in (o..self.plans.first()).rev() {
+            let Some(unit) = self.active.get(at).and_then(|&u| self.structure.units.get(u).map(|unit| (u, unit)))
+            else {
+                continue;
+            };
+            let mut plan = Plan::of(unit.0, unit.1);
+            plan.dropped = self.plans.before;
+            self.plans.newest_first.push(plan);
+        }
+    }
+
+    /// Plans every active unit: a stage that may change any of them (the reductions before the
+    /// selection), or a context that holds them all.
+    pub(crate) fn plan_all(&mut self) {
+        self.plan_from(0);
     }
 
     /// Everything but the recent messages: system, pins, summary section, priming, placeholder.
@@ -478,6 +523,96 @@ impl<'s> Pass<'s> {
             + self.bridge.as_ref().map_or(0, |(_, b)| b.tokens)
             + tokens::REPLY_PRIMING
             + if placeholder { self.placeholder_tokens } else { 0 }
+    }
+}
+
+/// The plans of the active units, by ordinal in `Pass::active`. Only a suffix is planned: the
+/// selection takes units newest first until the budget is full, so the plans of a long history
+/// are as many as its context holds, not as many as it has units. A unit before that suffix is
+/// whole and not counted, and fared `before`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Plans {
+    /// The planned suffix, newest first (so that planning older units appends).
+    newest_first: Vec<Plan>,
+    /// How many active units there are.
+    len: usize,
+    /// What became of the units not planned: kept (`None`) until a selection leaves them out.
+    pub(crate) before: Option<DropReason>,
+}
+
+impl Plans {
+    /// `len` active units, none planned.
+    pub(crate) fn unplanned(len: usize) -> Plans {
+        Plans { newest_first: Vec::new(), len, before: None }
+    }
+
+    /// `plans`, one per active unit, in order.
+    pub(crate) fn all(mut plans: Vec<Plan>) -> Plans {
+        let len = plans.len();
+        plans.reverse();
+        Plans { newest_first: plans, len, before: None }
+    }
+
+    /// How many active units there are (planned or not).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// How many units are planned.
+    pub(crate) fn planned(&self) -> usize {
+        self.newest_first.len()
+    }
+
+    /// The ordinal of the oldest planned unit (`len` when none is).
+    pub(crate) fn first(&self) -> usize {
+        self.len - self.newest_first.len()
+    }
+
+    fn slot(&self, o: usize) -> Option<usize> {
+        (o < self.len).then(|| self.len - 1 - o)
+    }
+
+    /// The plan at ordinal `o`, if it is planned.
+    pub(crate) fn get(&self, o: usize) -> Option<&Plan> {
+        self.newest_first.get(self.slot(o)?)
+    }
+
+    pub(crate) fn get_mut(&mut self, o: usize) -> Option<&mut Plan> {
+        let slot = self.slot(o)?;
+        self.newest_first.get_mut(slot)
+    }
+
+    /// The planned units, oldest first.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &Plan> {
+        self.newest_first.iter().rev()
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Plan> {
+        self.newest_first.iter_mut().rev()
+    }
+
+    /// The planned units with their ordinals, oldest first.
+    pub(crate) fn enumerate_mut(&mut self) -> impl DoubleEndedIterator<Item = (usize, &mut Plan)> {
+        let first = self.first();
+        self.newest_first.iter_mut().rev().enumerate().map(move |(i, plan)| (first + i, plan))
+    }
+
+    /// The tokens of the planned units kept.
+    pub(crate) fn kept_tokens(&self) -> usize {
+        self.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum()
+    }
+
+    /// Whether every active unit is planned, or those not planned were left out.
+    pub(crate) fn settled(&self) -> bool {
+        self.first() == 0 || self.before.is_some()
+    }
+}
+
+#[cfg(test)]
+impl Pass<'_> {
+    /// Every active unit's plan, in order: as planned, or as `plan_at` makes it.
+    pub(crate) fn every_plan(&self) -> Vec<Plan> {
+        (0..self.plans.len()).filter_map(|o| self.plan_at(o).map(Cow::into_owned)).collect()
     }
 }
 

@@ -2,11 +2,12 @@
 //! dropped, and why), the tokens by part, the budget, the repairs, the summary and the memory.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::memory::MemoryUse;
-use super::plan::Plan;
+use super::plan::Plans;
 use super::repair::{Item, Repair, Structure};
 use super::TurnNote;
 
@@ -182,10 +183,15 @@ pub struct Receipt {
     /// What happened to every stored message, as runs of alike messages in history order.
     #[cfg_attr(test, ts(type = "Array<Readonly<ReceiptRun>>"))]
     pub runs: Vec<ReceiptRun>,
-    /// The same per message, in history order (ids by position: `Receipt::entries`).
+    /// The same per message, in history order (ids by position: `Receipt::entries`); shared
+    /// with the `Compactor`, which keeps the last build's.
     #[serde(skip)]
-    pub fates: Vec<Fate>,
-    pub repairs: Vec<Repair>,
+    pub fates: Arc<Vec<Fate>>,
+    /// What the repair stage left out or moved: one list shared (not copied) by the builds while
+    /// the history's repairs stay the same; in JS a frozen array, shared as `runs`' entries are.
+    #[serde(serialize_with = "shared_list")]
+    #[cfg_attr(test, ts(type = "Array<Repair>"))]
+    pub repairs: Arc<Vec<Repair>>,
     /// The pinned requests: the task and the latest request, always in the context.
     pub pinned: Vec<PinUse>,
     pub summary: Option<SummaryUse>,
@@ -203,6 +209,10 @@ pub struct Receipt {
     /// The history's calibration against reported usage, when there is one: the budget above is
     /// then in counted tokens (the billed budget over the top of the band).
     pub calibration: Option<crate::tokens::calibration::Calibrated>,
+}
+
+fn shared_list<S: serde::Serializer, T: Serialize>(list: &Arc<Vec<T>>, serializer: S) -> Result<S::Ok, S::Error> {
+    list.as_slice().serialize(serializer)
 }
 
 impl Receipt {
@@ -262,20 +272,23 @@ pub(crate) fn fates(
     items: &[Item],
     structure: &Structure,
     covered: &[usize],
-    plans: &[Plan],
+    active: &[usize],
+    plans: &Plans,
     after: &HashMap<usize, (Action, u32)>,
     summarised_until: Option<usize>,
     turns: &[TurnNote],
     memory_turns: &[u32],
 ) -> Vec<Fate> {
-    // Every message starts as left out by repair; what a later stage decided overwrites that.
+    // Every message starts as left out by repair (summarised, before `summarised_until`); what a
+    // later stage decided overwrites that.
+    let until = summarised_until.unwrap_or(0);
     let mut fates: Vec<Fate> = items
         .iter()
-        .map(|item| Fate {
-            action: Action::Dropped,
-            reason: Some(DropReason::Repair),
-            tokens_before: item.tokens,
-            tokens_after: 0,
+        .enumerate()
+        .map(|(msg, item)| {
+            let (action, reason) =
+                if msg < until { (Action::Summarised, None) } else { (Action::Dropped, Some(DropReason::Repair)) };
+            Fate { action, reason, tokens_before: item.tokens, tokens_after: 0 }
         })
         .collect();
     let set = |fates: &mut [Fate], msg: usize, action: Action, reason: Option<DropReason>| {
@@ -284,13 +297,13 @@ pub(crate) fn fates(
             fate.reason = reason;
         }
     };
-    if let Some(until) = summarised_until {
-        for msg in 0..until.min(fates.len()) {
-            set(&mut fates, msg, Action::Summarised, None);
-        }
-    }
     for &u in covered {
         if let Some(unit) = structure.units.get(u) {
+            // A unit of one message is its `first`: before `until`, summarised already (most of a
+            // long history's covered units), without reading its members.
+            if unit.members.len() == 1 && unit.first < until {
+                continue;
+            }
             for m in &unit.members {
                 set(&mut fates, m.msg, Action::Summarised, None);
             }
@@ -301,16 +314,25 @@ pub(crate) fn fates(
     let summarised: Vec<(usize, usize)> =
         turns.iter().filter(|t| memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
     let memory = |msg: usize| summarised.iter().any(|&(first, last)| (first..=last).contains(&msg));
-    for plan in plans {
+    let left_out = |fates: &mut [Fate], unit_members: &[crate::compact::repair::Member], reason: DropReason| {
+        for m in unit_members {
+            match reason {
+                DropReason::Bridge => set(fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
+                _ if memory(m.msg) => set(fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                _ => set(fates, m.msg, Action::Dropped, Some(reason)),
+            }
+        }
+    };
+    // The units not planned, all left out alike.
+    if let Some(reason) = plans.before {
+        for &u in active.iter().take(plans.first()) {
+            left_out(&mut fates, structure.units.get(u).map_or(&[][..], |u| u.members.as_slice()), reason);
+        }
+    }
+    for plan in plans.iter() {
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {
-            for m in unit_members {
-                match reason {
-                    DropReason::Bridge => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
-                    _ if memory(m.msg) => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
-                    _ => set(&mut fates, m.msg, Action::Dropped, Some(reason)),
-                }
-            }
+            left_out(&mut fates, unit_members, reason);
         } else {
             // Members of a kept unit that thinning left out.
             for m in unit_members {
@@ -365,8 +387,8 @@ mod tests {
             budget: None,
             within_budget: true,
             runs,
-            fates,
-            repairs: Vec::new(),
+            fates: Arc::new(fates),
+            repairs: Arc::default(),
             pinned: Vec::new(),
             summary: None,
             bridge: None,

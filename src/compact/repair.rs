@@ -60,7 +60,8 @@ pub struct Unit {
     pub members: Vec<Member>,
     /// Turn number: 0 before the first user request.
     pub turn: usize,
-    /// Index of the unit's first message (units are ordered by it).
+    /// Index of the unit's first message (units are ordered by it): its first member's, the
+    /// others' are later.
     pub first: usize,
 }
 
@@ -538,8 +539,38 @@ pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCach
         }
     }
     let structure = Arc::new(analyze(items, dedupe));
+    cache.reported = None;
+    cache.systems = Default::default();
     cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
     structure
+}
+
+/// The indices of the structure's system units, in order: kept with the structure and brought up
+/// to date with the units appended since (`extend` appends units and changes no unit's kind).
+pub(crate) fn system_units<'c>(structure: &Structure, cache: &'c mut ReduceCache) -> &'c [usize] {
+    let (seen, systems) = &mut cache.systems;
+    if *seen > structure.units.len() {
+        (*seen, *systems) = (0, Vec::new());
+    }
+    let new = structure.units.iter().enumerate().skip(*seen).filter(|(_, unit)| unit.kind == UnitKind::System);
+    systems.extend(new.map(|(u, _)| u));
+    *seen = structure.units.len();
+    systems
+}
+
+/// The repairs a receipt reports (`repairs`, then `moved`): one list shared by the receipts of
+/// builds on the same structure while it holds as many (`extend` only appends to `repairs`), not
+/// a copy per build of a long history's thousands.
+pub(crate) fn reported(structure: &Structure, cache: &mut ReduceCache) -> Arc<Vec<Repair>> {
+    let counts = (structure.repairs.len(), structure.moved.len());
+    if let Some((repairs, moved, list)) = &cache.reported {
+        if (*repairs, *moved) == counts {
+            return Arc::clone(list);
+        }
+    }
+    let list: Arc<Vec<Repair>> = Arc::new(structure.repairs.iter().chain(&structure.moved).cloned().collect());
+    cache.reported = Some((counts.0, counts.1, Arc::clone(&list)));
+    list
 }
 
 #[cfg(test)]

@@ -213,13 +213,15 @@ pub(crate) fn select(
     contiguous: bool,
 ) -> Result<Selection> {
     let cutoff = window_cutoff(ctx, pass);
-    let newest = pass.plans.len().saturating_sub(1);
+    let len = pass.plans.len();
+    let newest = len.saturating_sub(1);
     let cut_floor = pass.max.map_or(usize::MAX, |m| m / 20);
     let mut remaining = room;
-    let mut selection = Selection { taken: Vec::new(), stop: pass.plans.len(), used: 0, skipped: Vec::new() };
-    for (o, plan) in pass.plans.iter().enumerate().rev() {
-        if plan.dropped.is_some() {
-            selection.skipped.push((o, plan.dropped.unwrap_or(DropReason::Budget)));
+    let mut selection = Selection { taken: Vec::new(), stop: len, used: 0, skipped: Vec::new() };
+    for o in (0..len).rev() {
+        let Some(plan) = pass.plan_at(o) else { continue };
+        if let Some(reason) = plan.dropped {
+            selection.skipped.push((o, reason));
             continue;
         }
         let outside = cutoff.is_some_and(|c| plan.members.iter().all(|m| m.msg < c));
@@ -232,9 +234,14 @@ pub(crate) fn select(
         }
         if !contiguous && remaining <= room / 20 && !selection.taken.is_empty() {
             selection.skipped.push((o, DropReason::Budget));
+            if cutoff.is_none() && o <= pass.plans.first() {
+                // The room is spent: every older unit is left out for the budget, as `apply`
+                // leaves out whatever is before the selection, without being looked at.
+                break;
+            }
             continue;
         }
-        let mut form = plan.clone();
+        let mut form = plan.into_owned();
         if !form.counted {
             ctx.plan_tokens(cache, &mut form)?;
         }
@@ -278,8 +285,8 @@ pub(crate) fn select(
         let newest_skipped = selection.skipped.iter().position(|(_, r)| *r == DropReason::Budget);
         if let Some(at) = newest_skipped {
             let (o, _) = selection.skipped[at];
-            if let Some(plan) = pass.plans.get(o) {
-                let mut form = fully_reduced(ctx, cache, pass, plan)?;
+            if let Some(plan) = pass.plan_at(o) {
+                let mut form = fully_reduced(ctx, cache, pass, &plan)?;
                 if form.tokens > remaining {
                     form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
                         Some(cut) => cut,
@@ -424,6 +431,11 @@ pub(crate) fn select_with<X>(
 /// bridge) or dropped for the reason the selection gives.
 pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
     let Selection { taken, stop, skipped, .. } = selection;
+    // What the selection looked at one by one is planned; what is before it, all left out, not.
+    let oldest = taken.iter().map(|(o, _)| *o).chain(skipped.iter().map(|(o, _)| *o)).min();
+    if let Some(oldest) = oldest {
+        pass.plan_from(oldest);
+    }
     for (o, reason) in skipped {
         if let Some(plan) = pass.plans.get_mut(o) {
             plan.dropped = Some(reason);
@@ -434,10 +446,15 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
             *slot = plan;
         }
     }
-    for plan in pass.plans.iter_mut().take(stop) {
+    let left_out = if contiguous { DropReason::Bridge } else { DropReason::Budget };
+    for (_, plan) in pass.plans.enumerate_mut().take_while(|(o, _)| *o < stop) {
         if plan.dropped.is_none() {
-            plan.dropped = Some(if contiguous { DropReason::Bridge } else { DropReason::Budget });
+            plan.dropped = Some(left_out);
         }
+    }
+    // The units not planned are before `stop` (every unit taken is planned).
+    if pass.plans.first() > 0 {
+        pass.plans.before = Some(left_out);
     }
     if contiguous {
         pass.suffix_start = Some(stop);
@@ -449,6 +466,7 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
 /// the units that fit, within what the memory's turn summaries leave.
 pub(crate) fn fill(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Selected {
+        // The context holds every unit: each is planned (`reduce::fit`).
         for plan in pass.plans.iter_mut().filter(|p| !p.counted) {
             ctx.plan_tokens(cache, plan)?;
         }

@@ -118,7 +118,8 @@ pub(crate) struct Extract {
     /// The task, and the latest request when it differs.
     pub(crate) task: Option<String>,
     pub(crate) latest: Option<String>,
-    pub(crate) user_messages: Vec<String>,
+    /// A deque: fitting a long history's summary drops them from the second on, one at a time.
+    pub(crate) user_messages: std::collections::VecDeque<String>,
     pub(crate) files: Vec<FileEntry>,
     pub(crate) errors: Vec<ErrorEntry>,
     pub(crate) pending: Vec<String>,
@@ -355,8 +356,8 @@ impl Extract {
             self.latest = Some(cut_middle(own, LATEST_CHARS));
         }
         let line = squash(own, MESSAGE_CHARS);
-        if self.user_messages.last() != Some(&line) {
-            self.user_messages.push(line);
+        if self.user_messages.back() != Some(&line) {
+            self.user_messages.push_back(line);
         }
         for token in own.split_whitespace() {
             if mentions_file(token) {

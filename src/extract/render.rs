@@ -30,7 +30,7 @@ pub(super) fn fold_previous(ex: &mut Extract, previous: &str) {
             None => ex.task = Some(primary.to_string()),
         }
     }
-    ex.user_messages = strings(ours.get("userMessages"));
+    ex.user_messages = strings(ours.get("userMessages")).into();
     if let Some(Value::Object(files)) = ours.get("files") {
         // Rendered most recent first within their class: older entries get older clocks.
         let count = files.len() as u64;
@@ -88,7 +88,9 @@ pub(super) fn primary_text(ex: &Extract) -> Option<String> {
     })
 }
 
-pub(super) fn render(ex: &Extract) -> String {
+/// The extract as its JSON text. The user messages (most of a long history's extract) go into
+/// the JSON tree and back rather than being copied into it.
+pub(super) fn render(ex: &mut Extract) -> String {
     let mut map = Map::new();
     if let Some(earlier) = &ex.earlier {
         map.insert("earlier".into(), Value::from(earlier.clone()));
@@ -97,7 +99,8 @@ pub(super) fn render(ex: &Extract) -> String {
         map.insert("primaryRequest".into(), Value::from(primary));
     }
     if !ex.user_messages.is_empty() {
-        map.insert("userMessages".into(), Value::from(ex.user_messages.clone()));
+        let users = std::mem::take(&mut ex.user_messages);
+        map.insert("userMessages".into(), Value::Array(users.into_iter().map(Value::String).collect()));
     }
     if !ex.files.is_empty() {
         let files: Map<String, Value> =
@@ -120,7 +123,15 @@ pub(super) fn render(ex: &Extract) -> String {
         let tools: Map<String, Value> = ex.tools.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect();
         map.insert("toolsUsed".into(), Value::Object(tools));
     }
-    serde_json::to_string(&Value::Object(map)).unwrap_or_default()
+    let value = Value::Object(map);
+    let text = serde_json::to_string(&value).unwrap_or_default();
+    if let Value::Object(mut map) = value {
+        if let Some(Value::Array(users)) = map.remove("userMessages") {
+            ex.user_messages =
+                users.into_iter().filter_map(|v| if let Value::String(s) = v { Some(s) } else { None }).collect();
+        }
+    }
+    text
 }
 
 /// A deterministic handoff summary of `messages`, folded onto `previous`, within `max_tokens`.
@@ -155,7 +166,7 @@ pub fn extractive_with_todos<M: std::borrow::Borrow<Message>>(
 /// Renders `ex` within `max` tokens, dropping the least important entries first.
 pub(super) fn fit(mut ex: Extract, encoding: Encoding, max: usize) -> String {
     for _ in 0..64 {
-        let text = render(&ex);
+        let text = render(&mut ex);
         let n = encoding.count(&text);
         if n <= max {
             return text;
@@ -214,7 +225,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     }
     // 4. User messages but the first and the last, oldest first.
     if ex.user_messages.len() > 2 {
-        let m = ex.user_messages.remove(1);
+        let m = ex.user_messages.remove(1)?;
         return Some(cost(encoding, &m));
     }
     // 5. Older calls of the current work.
@@ -256,7 +267,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     }
     // 11. The last user message, then the first shortened.
     if ex.user_messages.len() > 1 {
-        let m = ex.user_messages.pop()?;
+        let m = ex.user_messages.pop_back()?;
         return Some(cost(encoding, &m));
     }
     // 12. Whatever is left of the sections, least important first.
@@ -266,7 +277,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
     if let Some(e) = (!ex.errors.is_empty()).then(|| ex.errors.remove(0)) {
         return Some(cost(encoding, &e.text()));
     }
-    if let Some(m) = ex.user_messages.pop() {
+    if let Some(m) = ex.user_messages.pop_back() {
         return Some(cost(encoding, &m));
     }
     if !ex.tools.is_empty() {

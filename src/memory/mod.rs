@@ -361,7 +361,10 @@ pub fn turn_summary<M: Borrow<Message>>(messages: &[M], workspace_context: &str)
     let found = extract(messages, None);
     let mut parts = Vec::new();
     if !found.user_messages.is_empty() {
-        parts.push(format!("asked: {}", squash(&found.user_messages.join(" / "), 240)));
+        parts.push(format!(
+            "asked: {}",
+            squash(&found.user_messages.iter().map(String::as_str).collect::<Vec<_>>().join(" / "), 240)
+        ));
     }
     if let Some(answer) = &found.last_text {
         parts.push(format!("answered: {}", squash(answer, 240)));

@@ -29,6 +29,30 @@ pub fn tau_bench() -> Vec<Value> {
     }
 }
 
+/// A conversation of `n` messages: the tau-bench runs' messages over and over, tool-call ids made
+/// unique per lap (5,308 messages a lap). What the scale benchmarks and tests build on.
+pub fn long_conversation(n: usize) -> Vec<Value> {
+    let templates: Vec<Value> =
+        tau_bench().into_iter().flat_map(|run| if let Value::Array(list) = run { list } else { vec![] }).collect();
+    (0..n)
+        .map(|i| {
+            let lap = i / templates.len();
+            let mut m = templates[i % templates.len()].clone();
+            if lap > 0 {
+                if let Some(calls) = m["tool_calls"].as_array_mut() {
+                    for call in calls {
+                        call["id"] = Value::from(format!("{}~{lap}", call["id"].as_str().unwrap_or("")));
+                    }
+                }
+                if let Some(id) = m["tool_call_id"].as_str() {
+                    m["tool_call_id"] = Value::from(format!("{id}~{lap}"));
+                }
+            }
+            m
+        })
+        .collect()
+}
+
 /// Every message text of the tau-bench runs, in order: contents and tool-call arguments.
 pub fn tau_bench_texts() -> Vec<String> {
     let mut out = Vec::new();

@@ -28,6 +28,12 @@ pub struct ReduceCache {
     /// first and last ids, and the dedupe flag (an append-only history with the same length and
     /// ends is the same history).
     pub(crate) structure: Option<(usize, String, String, bool, std::sync::Arc<crate::compact::repair::Structure>)>,
+    /// The repairs of that structure as receipts report them, with how many of its `repairs` and
+    /// `moved` they hold (`repair::reported`).
+    pub(crate) reported: Option<(usize, usize, std::sync::Arc<Vec<crate::compact::repair::Repair>>)>,
+    /// How many of that structure's units were looked at, and which of them are system units
+    /// (`repair::system_units`).
+    pub(crate) systems: (usize, Vec<usize>),
     /// Tokens of the messages a build makes up (summary, placeholder, prompt), by role, format and text:
     /// a summary is thousands of tokens, and it stays the same build after build.
     pub(crate) made_up: FastMap<(crate::message::Role, crate::message::Format, String), u32>,
@@ -45,6 +51,8 @@ pub struct ReduceCache {
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
+    /// How many unit plans builds made (`plan::Plans`): for tests and benchmarks.
+    pub planned: u64,
 }
 
 impl ReduceCache {
@@ -54,7 +62,7 @@ impl ReduceCache {
 
     pub(crate) fn prepare(&mut self, fingerprint: String) {
         if self.fingerprint != fingerprint {
-            *self = ReduceCache { fingerprint, computed: self.computed, ..Default::default() };
+            *self = ReduceCache { fingerprint, computed: self.computed, planned: self.planned, ..Default::default() };
         }
     }
 

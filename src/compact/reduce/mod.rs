@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cache::ReduceCache;
 
-use super::plan::{part_indices, Ctx, MemberPlan, Mode, Pass, Plan, Reduction};
+use super::plan::{part_indices, Ctx, MemberPlan, Mode, Pass, Plan, Plans, Reduction};
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
 use crate::message::{Content, Part, Role, ToolResult};
@@ -44,28 +44,31 @@ impl DigestOptions {
     }
 }
 
-/// The plans of the active units, whole. In `Mode::Unlimited` (no budget, no summary), seed 002's
-/// digests of file reads in older turns and the compression of long outputs but the newest, as
-/// they always were.
+/// The plans of the active units. With a budget or a summary none is made here: the later stages
+/// plan a unit when they reach it (`Pass::plan_at`, `Pass::plan_from`), so a long history's
+/// build plans what its context holds. In `Mode::Unlimited` (no budget, no summary) the context
+/// holds every unit: each is planned, with seed 002's digests of file reads in older turns and
+/// the compression of long outputs but the newest, as they always were.
 pub(crate) fn plan_active(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+    if pass.mode != Mode::Unlimited {
+        pass.plans = Plans::unplanned(pass.active.len());
+        return Ok(());
+    }
     let structure = std::sync::Arc::clone(&pass.structure);
     let last_ordinal = pass.active.len().saturating_sub(1);
-    let unlimited = pass.mode == Mode::Unlimited;
-    if unlimited {
-        index(ctx, cache);
-    }
+    index(ctx, cache);
     let mut plans: Vec<Plan> = Vec::with_capacity(pass.active.len());
     for (o, &u) in pass.active.iter().enumerate() {
         let Some(unit) = structure.units.get(u) else { continue };
         let mut plan = Plan::of(u, unit);
-        if unlimited && unit.kind == UnitKind::Step {
+        if unit.kind == UnitKind::Step {
             let older = o < pass.tail_start && unit.turn < structure.last_turn;
             ctx.reduce_members(cache, &structure, &mut plan.members, older, o != last_ordinal)?;
             ctx.plan_tokens(cache, &mut plan)?;
         }
         plans.push(plan);
     }
-    pass.plans = plans;
+    pass.plans = Plans::all(plans);
     Ok(())
 }
 
@@ -86,13 +89,15 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result
         (None, Some(summary)) => summary.trigger(None),
         (None, None) => usize::MAX,
     };
-    stages::count_all(ctx, cache, pass)?;
     let pins_whole: usize = pass.pins.iter().map(|p| p.whole).sum();
     let fixed =
         pass.system_tokens + pass.state_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
     let placeholder = if pass.verbatim_placeholder { pass.placeholder_tokens } else { 0 };
     if !window && fixed + placeholder + pass.unreduced <= goal {
+        // The context holds every unit.
         pass.mode = Mode::Verbatim;
+        pass.plan_all();
+        stages::count_all(ctx, cache, pass)?;
         return whole_pins(ctx, cache, pass);
     }
     let fits = stages::until_fits(ctx, cache, pass, fixed + pass.placeholder_tokens, goal)?;
@@ -110,7 +115,10 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result
         return Ok(());
     }
     if !window && (fits || pass.max.is_none()) {
+        // Fits reduced, or nothing is dropped without a budget: the context holds every unit.
         pass.mode = Mode::Reduced;
+        pass.plan_all();
+        stages::count_all(ctx, cache, pass)?;
         return whole_pins(ctx, cache, pass);
     }
     pass.mode = Mode::Selected;
@@ -118,8 +126,9 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result
 }
 
 /// Whether the reduced history (with `fixed` tokens besides it) uses less than 90% of `max`.
+/// Every unit is planned: `until_fits` planned them all to make the history fit.
 fn leaves_unused(pass: &Pass, fixed: usize, max: usize) -> bool {
-    let view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
+    let view = fixed + pass.plans.kept_tokens();
     view * 10 < max * 9
 }
 

@@ -27,7 +27,7 @@ enum Stage {
     LongOutputs,
 }
 
-/// Counts every active plan in its current form.
+/// Counts every planned unit in its current form.
 pub(crate) fn count_all(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
     for plan in pass.plans.iter_mut().filter(|p| !p.counted) {
         ctx.plan_tokens(cache, plan)?;
@@ -36,8 +36,9 @@ pub(crate) fn count_all(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> 
 }
 
 /// Reduces until the context (with `fixed` tokens besides the active units) is at most `goal`;
-/// says whether it is. When no reduction could make it fit, none is made and the selection
-/// reduces what it keeps (`pass.lazy`).
+/// says whether it is. When no reduction could make it fit, none is made (nor any unit planned)
+/// and the selection reduces what it keeps (`pass.lazy`). Called on the active units as stored,
+/// none planned yet.
 pub(crate) fn until_fits(
     ctx: &Ctx,
     cache: &mut ReduceCache,
@@ -45,16 +46,17 @@ pub(crate) fn until_fits(
     fixed: usize,
     goal: usize,
 ) -> Result<bool> {
-    count_all(ctx, cache, pass)?;
-    let mut view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
+    let mut view = fixed + pass.unreduced;
     if view <= goal {
         return Ok(true);
     }
     let thinning = ctx.options.thin && ctx.options.summary.is_none();
-    if view.saturating_sub(most_saved(ctx, pass, thinning)?) > goal {
+    if view.saturating_sub(most_saved(ctx, cache, pass, thinning)?) > goal {
         pass.lazy = true;
         return Ok(false);
     }
+    pass.plan_all();
+    count_all(ctx, cache, pass)?;
     index(ctx, cache);
     let structure = Arc::clone(&pass.structure);
     for stage in [Stage::StaleReads, Stage::Reads, Stage::LongOutputs] {
@@ -117,21 +119,23 @@ pub(crate) fn until_fits(
 }
 
 /// The most every reduction together could save: the results before the recent steps (and, when
-/// thinning, the older turns' units), an upper bound that needs no reduction computed.
-fn most_saved(ctx: &Ctx, pass: &Pass, thinning: bool) -> Result<usize> {
+/// thinning, the older turns' units), an upper bound that needs no reduction computed: from
+/// the units as stored, none planned.
+fn most_saved(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, thinning: bool) -> Result<usize> {
     let mut most = 0usize;
-    for plan in pass.plans.iter().take(pass.tail_start) {
-        let Some(unit) = pass.unit(plan.unit) else { continue };
-        if thinning && unit.turn < pass.structure.last_turn {
-            most += plan.tokens;
+    for &u in pass.active.iter().take(pass.tail_start) {
+        let Some(unit) = pass.unit(u) else { continue };
+        let older = thinning && unit.turn < pass.structure.last_turn;
+        if !older && unit.kind != UnitKind::Step {
             continue;
         }
-        if unit.kind != UnitKind::Step {
-            continue;
-        }
-        for (member, n) in plan.members.iter().zip(&plan.member_tokens) {
-            if ctx.item(member.msg)?.message.role != Role::Assistant {
-                most += *n as usize;
+        for member in &unit.members {
+            let item = ctx.item(member.msg)?;
+            if older || item.message.role != Role::Assistant {
+                most += match member.parts {
+                    None => item.tokens as usize,
+                    Some(_) => ctx.member_tokens(cache, &MemberPlan::of(member.msg, member.parts.clone()))? as usize,
+                };
             }
         }
     }
@@ -226,7 +230,7 @@ pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, pla
 /// tail as deep as the goal needs.
 pub(crate) fn give_back(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<()> {
     let structure = Arc::clone(&pass.structure);
-    let mut view = fixed + pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum::<usize>();
+    let mut view = fixed + pass.plans.kept_tokens();
     for plan in pass.plans.iter_mut().rev() {
         if view * 10 >= goal * 9 {
             break;

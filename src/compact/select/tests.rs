@@ -87,11 +87,15 @@ fn the_window_keeps_units_with_a_message_among_the_last_n() {
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let kept: Vec<usize> =
-        pass.plans.iter().filter(|p| p.dropped.is_none()).flat_map(|p| p.members.iter().map(|m| m.msg)).collect();
+    let kept: Vec<usize> = pass
+        .every_plan()
+        .iter()
+        .filter(|p| p.dropped.is_none())
+        .flat_map(|p| p.members.iter().map(|m| m.msg))
+        .collect();
     // The active messages among the last 10 (the pinned request m14 aside), chains whole.
     assert_eq!(kept, [6, 7, 8, 9, 10, 11, 12, 14, 15, 16]);
-    assert!(pass.plans.iter().filter(|p| p.dropped.is_some()).all(|p| p.dropped == Some(DropReason::Window)));
+    assert!(pass.every_plan().iter().filter(|p| p.dropped.is_some()).all(|p| p.dropped == Some(DropReason::Window)));
 }
 
 #[test]
@@ -105,8 +109,8 @@ fn the_budget_is_filled_newest_first_and_the_boundary_cut_to_fit() {
     let pass = through_fill(&ctx, &mut cache, &state);
     let view = pass.view(true);
     assert!(view <= 1_800 && view * 10 >= 1_800 * 9, "{view} of 1,800");
-    assert!(pass.plans.last().is_some_and(|p| p.dropped.is_none()), "the newest unit comes first");
-    assert!(pass.plans.first().is_some_and(|p| p.dropped == Some(DropReason::Budget)), "the oldest do not fit");
+    assert!(pass.every_plan().last().is_some_and(|p| p.dropped.is_none()), "the newest unit comes first");
+    assert!(pass.every_plan().first().is_some_and(|p| p.dropped == Some(DropReason::Budget)), "the oldest do not fit");
 }
 
 #[test]
@@ -125,10 +129,11 @@ fn without_a_summary_a_unit_too_big_is_skipped_and_older_ones_taken() {
     let mut cache = ReduceCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let fates: Vec<Option<DropReason>> = pass.plans.iter().map(|p| p.dropped).collect();
+    let fates: Vec<Option<DropReason>> = pass.every_plan().iter().map(|p| p.dropped).collect();
     assert!(fates.iter().all(Option::is_none), "{fates:?}");
     // The big output (c4) is skipped at first, and c3 and older taken; then it fills what is left, cut.
-    let actions: Vec<Action> = pass.plans.iter().map(|p| p.members.iter().map(|m| m.action()).min().unwrap()).collect();
+    let actions: Vec<Action> =
+        pass.every_plan().iter().map(|p| p.members.iter().map(|m| m.action()).min().unwrap()).collect();
     assert_eq!(actions[4], Action::Compressed);
     assert!(actions.iter().enumerate().all(|(i, a)| i == 4 || *a == Action::Kept), "{actions:?}");
     let view = pass.view(true);
@@ -152,8 +157,8 @@ fn with_a_summary_the_recent_messages_are_a_suffix() {
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let start = pass.suffix_start.expect("a suffix");
-    assert!(pass.plans[..start].iter().all(|p| p.dropped == Some(DropReason::Bridge)));
-    assert!(pass.plans[start..].iter().all(|p| p.dropped.is_none()));
+    assert!(pass.every_plan()[..start].iter().all(|p| p.dropped == Some(DropReason::Bridge)));
+    assert!(pass.every_plan()[start..].iter().all(|p| p.dropped.is_none()));
     assert!(pass.bridge.is_some());
     assert!(pass.view(true) <= 900);
 }
