@@ -29,6 +29,10 @@ mod wasm {
     /// The least the memory grows by, and the share of it that it grows by at least.
     const MIN_STEP: usize = 4 << 20;
     const STEP_SHARE: usize = 4;
+    /// The most it grows by ahead of need: past 128 MB a quarter of the memory would leave up to
+    /// that much unused for good (wasm memory never shrinks), while a step of 32 MB already
+    /// amortises the host's collection over thousands of allocations.
+    const MAX_STEP: usize = 32 << 20;
 
     pub struct GrowInLargeSteps;
 
@@ -51,7 +55,7 @@ mod wasm {
     #[cold]
     #[inline(never)]
     fn reserve_ahead() {
-        let mut step = (memory_size(0) * PAGE / STEP_SHARE).max(MIN_STEP);
+        let mut step = (memory_size(0) * PAGE / STEP_SHARE).clamp(MIN_STEP, MAX_STEP);
         while step >= MIN_STEP {
             let Ok(layout) = Layout::from_size_align(step, 16) else { return };
             // SAFETY: a layout of non-zero size; the block is freed with the same layout.

@@ -117,6 +117,23 @@ test("the wasm memory grows in large steps, not a page at a time", async () => {
   assert.ok(sizes.size <= 12, `the memory grew in ${sizes.size - 1} steps: ${[...sizes].slice(0, 16).map((s) => (s / 2 ** 20).toFixed(1)).join(", ")}… MB`);
 });
 
+test("past 128 MB the wasm memory grows by at most 32 MB at a step: what it reserves ahead is never given back", async () => {
+  const wasm = (await import("../../pkg/context_compactor.js")).initSync();
+  const history = new ConversationHistory({ encoding: "o200k_base", format: "openai" });
+  const text = "a fairly ordinary sentence. ".repeat(36_000); // ~1 MB
+  const sizes = [wasm.memory.buffer.byteLength];
+  for (let i = 0; wasm.memory.buffer.byteLength < 300 * 2 ** 20; i++) {
+    history.append({ role: i % 2 ? "assistant" : "user", content: `${i} ${text}` });
+    if (wasm.memory.buffer.byteLength !== sizes.at(-1)) sizes.push(wasm.memory.buffer.byteLength);
+  }
+  const steps = sizes.slice(1).map((size, i) => [sizes[i], size - sizes[i]]).filter(([from]) => from >= 160 * 2 ** 20);
+  assert.ok(steps.length > 0);
+  const mb = (b) => (b / 2 ** 20).toFixed(1);
+  // A quarter of 160 MB or more would be 40 MB or more; one message adds ~1 MB (its text, its copy).
+  for (const [from, step] of steps) assert.ok(step <= 36 * 2 ** 20, `from ${mb(from)} MB the memory grew by ${mb(step)} MB`);
+  history.free();
+});
+
 test("every error is a ContextCompactorError: freed objects, rank tables, summarisers, recall calls", async () => {
   const typed = (cls, pattern) => (e) => e instanceof cls && e instanceof ContextCompactorError && (!pattern || pattern.test(e.message));
   const history = chat(2);
