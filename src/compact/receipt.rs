@@ -299,9 +299,9 @@ pub(crate) fn fates(
     };
     for &u in covered {
         if let Some(unit) = structure.units.get(u) {
-            // A unit of one message is its `first`: before `until`, summarised already (most of a
-            // long history's covered units), without reading its members.
-            if unit.members.len() == 1 && unit.first < until {
+            // A unit that ends before `until` is summarised already (most of a long history's
+            // covered units), without reading its members.
+            if unit.last() < until {
                 continue;
             }
             for m in &unit.members {

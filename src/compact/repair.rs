@@ -63,16 +63,29 @@ pub struct Unit {
     /// Index of the unit's first message (units are ordered by it): its first member's, the
     /// others' are later.
     pub first: usize,
+    /// Index of its last message, kept so that a pass over every unit (a build's fates) need not
+    /// follow each unit's members to their heap block.
+    last: usize,
 }
 
 impl Unit {
+    fn new(kind: UnitKind, member: Member, turn: usize) -> Unit {
+        let msg = member.msg;
+        Unit { kind, members: vec![member], turn, first: msg, last: msg }
+    }
+
+    fn push(&mut self, member: Member) {
+        self.last = self.last.max(member.msg);
+        self.members.push(member);
+    }
+
     pub fn is_step_like(&self) -> bool {
         matches!(self.kind, UnitKind::Assistant | UnitKind::Step)
     }
 
     /// The last message index of the unit.
     pub fn last(&self) -> usize {
-        self.members.iter().map(|m| m.msg).max().unwrap_or(self.first)
+        self.last
     }
 }
 
@@ -252,7 +265,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                     continue;
                 }
                 let member = Member { msg: i, parts: if had_drops { Some(kept) } else { None } };
-                units.push(Unit { kind: UnitKind::System, members: vec![member], turn, first: i });
+                units.push(Unit::new(UnitKind::System, member, turn));
                 // A system message does not break a run of assistant messages.
             }
             Role::Assistant => {
@@ -279,7 +292,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 let member = Member { msg: i, parts: if had_drops { Some(kept) } else { None } };
                 let index = match open_step.and_then(|u| units.get_mut(u).map(|unit| (u, unit))) {
                     Some((u, unit)) => {
-                        unit.members.push(member);
+                        unit.push(member);
                         if calls {
                             unit.kind = UnitKind::Step;
                         }
@@ -287,7 +300,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                     }
                     None => {
                         let kind = if calls { UnitKind::Step } else { UnitKind::Assistant };
-                        units.push(Unit { kind, members: vec![member], turn, first: i });
+                        units.push(Unit::new(kind, member, turn));
                         units.len() - 1
                     }
                 };
@@ -338,24 +351,19 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 for (u, mut list) in by_unit {
                     list.sort_unstable();
                     if let Some(unit) = units.get_mut(u) {
-                        unit.members.push(Member { msg: i, parts: if whole { None } else { Some(list) } });
+                        unit.push(Member { msg: i, parts: if whole { None } else { Some(list) } });
                     }
                 }
                 let has_results = parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
                 if message.role == Role::User && !rest.is_empty() {
                     turn += 1;
                     let member = Member { msg: i, parts: if has_results { Some(rest) } else { None } };
-                    units.push(Unit { kind: UnitKind::User, members: vec![member], turn, first: i });
+                    units.push(Unit::new(UnitKind::User, member, turn));
                     open_step = None;
                 } else if message.role == Role::User && !has_results {
                     // A user message with no parts at all still starts a turn.
                     turn += 1;
-                    units.push(Unit {
-                        kind: UnitKind::User,
-                        members: vec![Member { msg: i, parts: None }],
-                        turn,
-                        first: i,
-                    });
+                    units.push(Unit::new(UnitKind::User, Member { msg: i, parts: None }, turn));
                     open_step = None;
                 } else if has_results {
                     open_step = None;
@@ -448,42 +456,27 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
                     }
                 }
                 let turn = structure.last_turn;
-                structure.units.push(Unit {
-                    kind: UnitKind::System,
-                    members: vec![Member { msg: i, parts: None }],
-                    turn,
-                    first: i,
-                });
+                structure.units.push(Unit::new(UnitKind::System, Member { msg: i, parts: None }, turn));
             }
             Role::Assistant => {
                 let member = Member { msg: i, parts: None };
                 let joined = match structure.open_step.and_then(|u| structure.units.get_mut(u)) {
                     Some(unit) => {
-                        unit.members.push(member);
+                        unit.push(member);
                         true
                     }
                     None => false,
                 };
                 if !joined {
                     let turn = structure.last_turn;
-                    structure.units.push(Unit {
-                        kind: UnitKind::Assistant,
-                        members: vec![Member { msg: i, parts: None }],
-                        turn,
-                        first: i,
-                    });
+                    structure.units.push(Unit::new(UnitKind::Assistant, Member { msg: i, parts: None }, turn));
                     structure.open_step = Some(structure.units.len() - 1);
                 }
             }
             Role::User | Role::Tool => {
                 structure.last_turn += 1;
                 let turn = structure.last_turn;
-                structure.units.push(Unit {
-                    kind: UnitKind::User,
-                    members: vec![Member { msg: i, parts: None }],
-                    turn,
-                    first: i,
-                });
+                structure.units.push(Unit::new(UnitKind::User, Member { msg: i, parts: None }, turn));
                 structure.open_step = None;
             }
         }
@@ -651,6 +644,8 @@ mod tests {
         let s = analyze(&items(&messages), true);
         let sent: Vec<usize> = s.units.iter().flat_map(|u| u.members.iter().map(|m| m.msg)).collect();
         assert_eq!(sent, [0, 1, 2, 4, 3], "b's result goes before the user message logged ahead of it");
+        let lasts: Vec<usize> = s.units.iter().map(Unit::last).collect();
+        assert_eq!(lasts, [0, 4, 3], "the step ends with the late result");
         assert!(s.repairs.is_empty(), "{:?}", s.repairs);
         assert_eq!(s.moved, [Repair { id: "m5".into(), kind: RepairKind::MovedResult, call_id: Some("b".into()) }]);
         // Results in their logged order move nothing.
