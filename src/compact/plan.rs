@@ -486,25 +486,26 @@ impl<'s> Pass<'s> {
     /// The plan of the unit at ordinal `o` of `active`: as planned, or else the unit whole, not
     /// yet counted, and left out as the units not planned were (`Plans::before`).
     pub(crate) fn plan_at(&self, o: usize) -> Option<Cow<'_, Plan>> {
-        if let Some(plan) = self.plans.get(o) {
-            return Some(Cow::Borrowed(plan));
+        match self.plans.get(o) {
+            Some(plan) => Some(Cow::Borrowed(plan)),
+            None => self.unplanned(o).map(Cow::Owned),
         }
+    }
+
+    /// The unit at ordinal `o` whole, not yet counted, and left out as the units not planned were.
+    fn unplanned(&self, o: usize) -> Option<Plan> {
         let u = *self.active.get(o)?;
         let mut plan = Plan::of(u, self.unit(u)?);
         plan.dropped = self.plans.before;
-        Some(Cow::Owned(plan))
+        Some(plan)
     }
 
     /// Plans the active units from ordinal `o` on (those already planned stay as they are).
     pub(crate) fn plan_from(&mut self, o: usize) {
         for at in (o..self.plans.first()).rev() {
-            let Some(unit) = self.active.get(at).and_then(|&u| self.structure.units.get(u).map(|unit| (u, unit)))
-            else {
-                continue;
-            };
-            let mut plan = Plan::of(unit.0, unit.1);
-            plan.dropped = self.plans.before;
-            self.plans.newest_first.push(plan);
+            if let Some(plan) = self.unplanned(at) {
+                self.plans.newest_first.push(plan);
+            }
         }
     }
 

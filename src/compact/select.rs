@@ -9,7 +9,7 @@
 use super::assemble::placeholder;
 use super::plan::{made_up_tokens, Ctx, Mode, Pass, Plan, Reduction};
 use super::receipt::{BudgetReport, DropReason};
-use super::reduce::stages::fully_reduced;
+use super::reduce::stages::{count_all, fully_reduced};
 use super::reduce::ReduceCache;
 use super::summarise::{self, summary_messages};
 use crate::error::{Error, Result};
@@ -467,10 +467,7 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
 pub(crate) fn fill(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Selected {
         // The context holds every unit: each is planned (`reduce::fit`).
-        for plan in pass.plans.iter_mut().filter(|p| !p.counted) {
-            ctx.plan_tokens(cache, plan)?;
-        }
-        return Ok(());
+        return count_all(ctx, cache, pass);
     }
     let room = base_room(pass);
     if ctx.options.summary.is_some() {
