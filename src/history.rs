@@ -385,11 +385,7 @@ impl ConversationHistory {
     /// Where the message with `id` sits in the log (0-based). Ids follow positions (`m{i + 1}`),
     /// so this reads the id rather than keeping an index of them.
     pub fn position(&self, id: &str) -> Option<usize> {
-        let digits = id.strip_prefix('m')?;
-        if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let position = digits.parse::<usize>().ok()?.checked_sub(1)?;
+        let position = usize::try_from(message_number(id)?).ok()?.checked_sub(1)?;
         (position < self.records.len()).then_some(position)
     }
 
@@ -526,6 +522,16 @@ impl ConversationHistory {
     fn is_estimate(&self) -> bool {
         self.records.iter().any(|r| r.message.source == Format::Anthropic || r.tokens.is_some_and(|t| t.estimated))
     }
+}
+
+/// The number `n` of a message id `m{n}` as appends give them (digits only, no leading zero);
+/// `None` for any other text.
+pub(crate) fn message_number(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix('m')?;
+    if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// The error for an export that cannot be what an export of this library wrote.

@@ -197,10 +197,8 @@ impl<'a> Sorted<'a> {
 }
 
 pub(super) fn check_id(key: &[String], message: &LoggedMessage, seq: u64) -> Result<()> {
-    // `m{seq}`, read rather than written out for each of thousands of messages: digits only, no
-    // leading zero.
-    let digits = message.id.strip_prefix('m').filter(|d| !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()));
-    if digits.and_then(|d| d.parse::<u64>().ok()) != Some(seq) {
+    // `m{seq}`, read rather than written out for each of thousands of messages.
+    if crate::history::message_number(&message.id) != Some(seq) {
         return Err(Error::corrupt(
             key,
             format!("record {} holds message {:?} where m{seq} belongs", show(key), message.id),
