@@ -69,7 +69,7 @@ pub(crate) fn js_string(text: &JsValue, what: &str) -> Result<Option<String>> {
     // Room for one byte per unit (all of an ASCII text), then for three per unit left: the
     // second `encodeInto` always finishes.
     let mut utf8: Vec<u8> = Vec::new();
-    let (mut read, mut rest) = (0, text.clone());
+    let mut read = 0;
     while read < length {
         let room = if read == 0 { length } else { (length - read).saturating_mul(3) };
         if utf8.try_reserve_exact(room).is_err() {
@@ -84,13 +84,14 @@ pub(crate) fn js_string(text: &JsValue, what: &str) -> Result<Option<String>> {
             utf8.as_ptr() as u32 + start as u32,
             room as u32,
         );
+        // `read` counts from the start of `text`: what is left is sliced from it, not from a slice.
+        let rest = if read == 0 { text.clone() } else { text.slice(read as u32, length as u32) };
         let encoded = ENCODER.with(|encoder| encoder.encode_into(&rest, &into));
         utf8.truncate(start + encoded.written() as usize);
         read += encoded.read() as usize;
         if encoded.read() == 0 {
             return Err(Error::internal(format!("TextEncoder wrote nothing of {what}")));
         }
-        rest = rest.slice(read as u32, length as u32);
     }
     String::from_utf8(utf8).map(Some).map_err(|e| Error::internal(format!("TextEncoder gave {what} as bad UTF-8: {e}")))
 }
