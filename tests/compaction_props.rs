@@ -476,12 +476,18 @@ fn whole_size(messages: &[Message], format: Format) -> Option<usize> {
     Some(outcome.context.tokens.total)
 }
 
+/// `default` cases, or one in `per` of PROPTEST_CASES when set (at least one): for properties
+/// whose every case builds many long histories.
+fn scaled_cases(default: u32, per: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(default, |n| (n / per).max(1))
+}
+
 proptest! {
     // Issue #11: budgets from 2,000 to 200,000 tokens over histories made (by repeating a random
     // session) up to three times larger. 250 cases by default (each history is up to ~600k tokens,
     // built some 30 times: about a second a case); PROPTEST_CASES / 40 when set.
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(250, |n| (n / 40).max(1)),
+        cases: scaled_cases(250, 40),
         max_shrink_iters: 500,
         ..ProptestConfig::default()
     })]
@@ -560,7 +566,7 @@ proptest! {
     // build from scratch of the same history: messages, receipt and tokens. 500 cases by
     // default; PROPTEST_CASES / 20 when set.
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse::<u32>().ok()).map_or(500, |n| (n / 20).max(1)),
+        cases: scaled_cases(500, 20),
         max_shrink_iters: 500,
         ..ProptestConfig::default()
     })]
