@@ -19,7 +19,8 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # <= 1.0 MB), so its passes are the ones that shrink the gzip, measured with zopfli on the lite
 # wasm (420,064 B): --reorder-functions-by-name puts the copies of a generic function (and the
 # functions of a module) side by side, where gzip's 32 KB window finds their common bytes
-# (-12.0 KB); -O1 then removes 41 KB of raw code (-2.9 KB gzipped); together 405,109 B.
+# (-12.0 KB); -O1 then removes 41 KB of raw code (-2.9 KB gzipped); together 405,109 B. Then
+# scripts/order-functions.mjs puts functions whose code is alike side by side (-6.7 KB more).
 # -Oz and -Os are worse (+50 KB gzipped): their inlining copies small functions into many
 # callers, which makes the code smaller raw but less alike (--inlining alone: +136 KB gzipped).
 full_passes=${WASM_OPT:-none}
@@ -28,13 +29,13 @@ wasm_opt=node_modules/.bin/wasm-opt
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
-  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh; do [[ -f $f ]] && sha256sum "$f"; done
+  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs; do [[ -f $f ]] && sha256sum "$f"; done
   echo "$full_passes/$lite_passes"; } | sha256sum | cut -c1-16)
 
-# build_wasm <out-dir> <wasm-opt passes|none> <wasm-pack profile flag> [cargo args]: one
-# wasm-pack build into <out-dir>.
+# build_wasm <out-dir> <wasm-opt passes|none> <order alike functions: yes|no> <wasm-pack profile
+# flag> [cargo args]: one wasm-pack build into <out-dir>.
 build_wasm() {
-  local out=$1 passes=$2; shift 2
+  local out=$1 passes=$2 order=$3; shift 3
   local wasm=$out/context_compactor_bg.wasm
   if [[ -f $out/.inputs-hash && $(cat "$out/.inputs-hash") == "$inputs_hash" && -f $wasm && -f $out/context_compactor.js ]]; then
     echo "build: $out/ is up to date ($(stat -c %s "$wasm") bytes of wasm)"
@@ -52,11 +53,18 @@ build_wasm() {
     echo "build: wasm-opt skipped"
   elif [[ -x $wasm_opt ]]; then
     # rustc enables these wasm features by default; binaryen must be told.
-    # shellcheck disable=SC2086 # $passes is a list of flags
-    "$wasm_opt" $passes \
-      --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-      --enable-mutable-globals --enable-reference-types --enable-multivalue \
-      "$wasm" -o "$wasm.opt"
+    local features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
+      --enable-mutable-globals --enable-reference-types --enable-multivalue)
+    if [[ $order == yes ]]; then
+      # shellcheck disable=SC2086 # $passes is a list of flags
+      "$wasm_opt" $passes -g "${features[@]}" "$wasm" -o "$wasm.named"
+      node scripts/order-functions.mjs "$wasm.named" "$wasm.ordered"
+      "$wasm_opt" --reorder-functions-by-name "${features[@]}" "$wasm.ordered" -o "$wasm.opt"
+      rm -f "$wasm.named" "$wasm.ordered"
+    else
+      # shellcheck disable=SC2086
+      "$wasm_opt" $passes "${features[@]}" "$wasm" -o "$wasm.opt"
+    fi
     if node --input-type=module -e "
         import { readFileSync, existsSync } from 'node:fs';
         const m = await import('./$out/context_compactor.js');
@@ -89,7 +97,7 @@ build_wasm() {
   echo "build: $out/ done in $(( $(date +%s) - t0 ))s"
 }
 
-build_wasm pkg "$full_passes" --release
+build_wasm pkg "$full_passes" no --release
 
 # The lite build's rank files are the standalone tables build.rs wrote into the OUT_DIR of the
 # wasm build just above: cargo names that directory (a no-op build, everything is fresh).
@@ -101,7 +109,7 @@ if [[ ! -f ranks/.inputs-hash || $(cat ranks/.inputs-hash) != "$inputs_hash" ]];
   cp "$out_dir/o200k_base.cctab" "$out_dir/cl100k_base.cctab" ranks/
   echo "$inputs_hash" > ranks/.inputs-hash
 fi
-build_wasm pkg-lite "$lite_passes" --profile lite --no-default-features
+build_wasm pkg-lite "$lite_passes" yes --profile lite --no-default-features
 echo "build: ranks/ $(cd ranks && stat -c '%n %s' *.cctab | tr '\n' ' ')"
 
 rm -rf dist
