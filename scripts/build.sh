@@ -21,11 +21,12 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # functions of a module) side by side, where gzip's 32 KB window finds their common bytes
 # (-12.0 KB); -O1 then removes 41 KB of raw code (-2.9 KB gzipped); together 405,109 B. Then
 # scripts/order-functions.mjs puts functions whose code is alike side by side (-6.7 KB more);
-# of -O2's passes, --code-folding (shared tails merged) and --code-pushing save 1.4 KB more.
+# of -O2's passes, --code-folding (shared tails merged) and --code-pushing save 1.4 KB more, and
+# -O1 once more after them about 1 KB.
 # -Oz and -Os are worse (+50 KB gzipped): their inlining copies small functions into many
 # callers, which makes the code smaller raw but less alike (--inlining alone: +136 KB gzipped).
 full_passes=${WASM_OPT:-none}
-lite_passes=${WASM_OPT:-"-O1 --code-folding --code-pushing --reorder-functions-by-name"}
+lite_passes=${WASM_OPT:-"-O1 --code-folding --code-pushing -O1 --reorder-functions-by-name"}
 wasm_opt=node_modules/.bin/wasm-opt
 
 # A build is skipped when nothing it depends on has changed since the last one.
