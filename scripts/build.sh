@@ -83,15 +83,15 @@ build_wasm() {
   else
     echo "build: $wasm_opt not found (npm ci installs it), the wasm is not post-optimised ($raw bytes)"
   fi
-  # The "name" section (function names for stack traces and profilers: 19 KB of the gzipped
-  # wasm) is not needed to run it. (wasm-opt, which sorts by these names, writes none.)
+  # The custom sections are not needed to run it: "name" (function names for stack traces and
+  # profilers: 19 KB of the gzipped wasm; wasm-opt, which sorts by these names, writes none),
+  # "producers" and "target_features" (read by wasm-bindgen, which has run).
   node -e '
     const fs = require("node:fs"), b = fs.readFileSync(process.argv[1]), out = [b.subarray(0, 8)];
     const leb = (i) => { let r = 0, s = 0, x; do { x = b[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80); return [r, i]; };
     for (let i = 8; i < b.length;) {
       const [len, at] = leb(i + 1), end = at + len;
-      const [nl, ns] = b[i] === 0 ? leb(at) : [0, at];
-      if (!(b[i] === 0 && b.toString("latin1", ns, ns + nl) === "name")) out.push(b.subarray(i, end));
+      if (b[i] !== 0) out.push(b.subarray(i, end));
       i = end;
     }
     fs.writeFileSync(process.argv[1], Buffer.concat(out));' "$wasm"
