@@ -14,7 +14,10 @@ fn a_session_is_made_and_imported_without_decoding_a_table_until_something_is_co
     let built = || BpeEncoder::is_built(BpeEncoding::O200kBase);
     let encoding = Encoding::parse("o200k_base").unwrap();
     let mut session = Session::new("main", encoding, 10).unwrap();
-    session.history.append_value(json!({"role": "user", "content": "Book a flight to Paris."}), Format::OpenAi).unwrap();
+    session
+        .history
+        .append_value(json!({"role": "user", "content": "Book a flight to Paris."}), Format::OpenAi)
+        .unwrap();
     session.history.append_value(json!({"role": "assistant", "content": "Which day?"}), Format::OpenAi).unwrap();
     let exported = serde_json::to_value(session.export().unwrap()).unwrap();
     // Reading the export names the encoding (its `Deserialize` checks that it can count).
