@@ -4,6 +4,7 @@
 # the TypeScript layer into dist/.
 #   WASM_OPT=-O3|-Oz|...  run wasm-opt at that level (default: none, see below)
 #   SKIP_ENSURE_TOOLS=1   do not run scripts/ensure-tools.sh (scripts/test.sh already did)
+#   KEEP_WASM_NAMES=1     keep the wasm's function names, for profilers (bench/persist-browser.mjs PROFILE=)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -15,11 +16,12 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # than rustc's LTO output; Debian's binaryen 108 breaks it (it rewrites wasm-bindgen's externref
 # table as anyref, which V8 refuses at init). When asked for, its output is kept only if it loads.
 wasm_opt_level=${WASM_OPT:-none}
+keep_names=${KEEP_WASM_NAMES:-0}
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
   for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh; do [[ -f $f ]] && sha256sum "$f"; done
-  echo "$wasm_opt_level"; } | sha256sum | cut -c1-16)
+  echo "$wasm_opt_level $keep_names"; } | sha256sum | cut -c1-16)
 
 # build_wasm <out-dir> <wasm-pack profile flag> [cargo args]: one wasm-pack build into <out-dir>.
 build_wasm() {
@@ -38,7 +40,7 @@ build_wasm() {
   rm -f "$out/.gitignore" "$out/package.json" "$out/README.md" "$out"/LICENSE*
   # The "name" section (function names for stack traces and profilers: 19 KB of the gzipped
   # wasm) is not needed to run it.
-  node -e '
+  [[ $keep_names == 1 ]] || node -e '
     const fs = require("node:fs"), b = fs.readFileSync(process.argv[1]), out = [b.subarray(0, 8)];
     const leb = (i) => { let r = 0, s = 0, x; do { x = b[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80); return [r, i]; };
     for (let i = 8; i < b.length;) {
