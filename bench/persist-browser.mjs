@@ -10,8 +10,11 @@
 // there and nothing is compiled, unless the wasm was served cacheable (CACHE=1), when Chromium
 // takes the module from its code cache (it uses it only for a response from its HTTP cache).
 // (MESSAGES=n for fewer; KINDS=indexeddb or KINDS=localStorage for one adapter.)
+// PROFILE=<dir>: each restarted browser's open + first build recorded by V8's sampling profiler
+// into <dir>/<kind>-restart-<i>.cpuprofile (Chrome DevTools opens it); for wasm function names,
+// build with KEEP_WASM_NAMES=1 (scripts/build.sh). The profiler slows what it records by ~30%.
 import { fileURLToPath } from "node:url";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { serve, launch } from "../tests/browser/harness.mjs";
@@ -26,6 +29,8 @@ const FIXTURES = fileURLToPath(new URL("../../shared/fixtures/", import.meta.url
 // CACHE=1: the wasm served cacheable (as a site serves its hashed assets), so that Chromium may
 // keep its compiled code for the next visit.
 const CACHE = process.env.CACHE === "1";
+const PROFILE = process.env.PROFILE;
+if (PROFILE) mkdirSync(PROFILE, { recursive: true });
 /** The bytes in the profile's wasm code cache (Chromium's compiled modules, kept across restarts). */
 function wasmCodeCache(profile) {
   const dir = join(profile, "Default", "Code Cache", "wasm");
@@ -47,10 +52,17 @@ try {
       }
     };
     // Each phase in a freshly loaded page: the appends, then every cold measurement after a reload.
+    // With `profileTo`, the phase is recorded by the sampling profiler into that file.
     const phaseIn = (page, log) =>
-      async (name) => {
+      async (name, profileTo) => {
         await page.goto(`${server.url}/tests/browser/storage.html`);
         await page.waitForFunction(() => window.ready === true, null, { timeout: 60_000 });
+        const cdp = profileTo && (await page.context().newCDPSession(page));
+        if (cdp) {
+          await cdp.send("Profiler.enable");
+          await cdp.send("Profiler.setSamplingInterval", { interval: 100 });
+          await cdp.send("Profiler.start");
+        }
         const outcome = await page.evaluate(
           async ([kind, count, name]) => {
             const run = await import("/bench/persist-run.mjs");
@@ -69,6 +81,7 @@ try {
           },
           [kind, COUNT, name],
         );
+        if (cdp) writeFileSync(profileTo, JSON.stringify((await cdp.send("Profiler.stop")).profile));
         if (outcome.error) throw new Error(`${kind} ${name}: ${outcome.error}\n${log.join("\n")}`);
         return outcome.result;
       };
@@ -84,7 +97,8 @@ try {
       const restarts = [];
       for (let i = 0; i < RESTARTS; i++) {
         const cached = wasmCodeCache(profile);
-        restarts.push({ ...(await inBrowser((phase) => phase("cold"))), cached });
+        const profileTo = PROFILE && join(PROFILE, `${kind}-restart-${i}.cpuprofile`);
+        restarts.push({ ...(await inBrowser((phase) => phase("cold", profileTo))), cached });
       }
       for (const line of describe(`Chromium ${kind}`, result)) console.log(line);
       const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

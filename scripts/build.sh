@@ -4,6 +4,7 @@
 # the TypeScript layer into dist/.
 #   WASM_OPT="-O3 ..."    wasm-opt passes for pkg/ (default: none) and pkg-lite/ (default: below)
 #   SKIP_ENSURE_TOOLS=1   do not run scripts/ensure-tools.sh (scripts/test.sh already did)
+#   KEEP_WASM_NAMES=1     keep the wasm's function names, for profilers (bench/persist-browser.mjs PROFILE=)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -28,11 +29,12 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 full_passes=${WASM_OPT:-none}
 lite_passes=${WASM_OPT:-"-O1 --code-folding --code-pushing -O1 --reorder-functions-by-name"}
 wasm_opt=node_modules/.bin/wasm-opt
+keep_names=${KEEP_WASM_NAMES:-0}
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
   for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs; do [[ -f $f ]] && sha256sum "$f"; done
-  echo "$full_passes/$lite_passes"; } | sha256sum | cut -c1-16)
+  echo "$full_passes/$lite_passes $keep_names"; } | sha256sum | cut -c1-16)
 
 # build_wasm <out-dir> <wasm-opt passes|none> <order alike functions: yes|no> <wasm-pack profile
 # flag> [cargo args]: one wasm-pack build into <out-dir>.
@@ -57,6 +59,8 @@ build_wasm() {
     # rustc enables these wasm features by default; binaryen must be told.
     local features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
       --enable-mutable-globals --enable-reference-types --enable-multivalue)
+    # -g: wasm-opt writes the names it read only when told to.
+    [[ $keep_names == 1 ]] && features+=(-g)
     if [[ $order == yes ]]; then
       # shellcheck disable=SC2086 # $passes is a list of flags
       "$wasm_opt" $passes -g "${features[@]}" "$wasm" -o "$wasm.named"
@@ -86,7 +90,7 @@ build_wasm() {
   # The custom sections are not needed to run it: "name" (function names for stack traces and
   # profilers: 19 KB of the gzipped wasm; wasm-opt, which sorts by these names, writes none),
   # "producers" and "target_features" (read by wasm-bindgen, which has run).
-  node -e '
+  [[ $keep_names == 1 ]] || node -e '
     const fs = require("node:fs"), b = fs.readFileSync(process.argv[1]), out = [b.subarray(0, 8)];
     const leb = (i) => { let r = 0, s = 0, x; do { x = b[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80); return [r, i]; };
     for (let i = 8; i < b.length;) {

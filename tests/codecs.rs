@@ -29,6 +29,28 @@ fn swe_agent_trajectory_round_trips_with_its_extra_fields() {
     assert!(parsed[0].extra.contains_key("message_type"), "unknown fields are kept");
 }
 
+/// Unknown fields travel after the known ones, in the order they came in. (`Value`'s equality
+/// ignores the order of an object's keys, so the order is checked on the text.)
+#[test]
+fn unknown_fields_come_back_in_the_order_they_came_in() {
+    let openai = json!([
+        {"role": "user", "content": [{"type": "text", "text": "hi", "zeta": 1, "alpha": 2, "mid": 3}], "zeta": 1, "alpha": 2, "mid": 3},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "function": {"name": "f", "arguments": "{}", "zf": 1, "af": 2}, "zz": 1, "type": "function", "aa": 2, "mm": 3}
+        ], "zeta": 1, "alpha": 2, "mid": 3},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok", "zeta": 1, "alpha": 2, "mid": 3}
+    ]);
+    let anthropic = json!({"system": "s", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi", "zt": 1, "at": 2, "mt": 3}], "zeta": 1, "alpha": 2, "mid": 3},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"z": 1, "a": 2}, "zu": 1, "au": 2, "mu": 3}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok", "zr": 1, "ar": 2, "mr": 3}]}
+    ]});
+    for (messages, format) in [(openai, Format::OpenAi), (anthropic, Format::Anthropic)] {
+        let text = |value: &Value| serde_json::to_string(value).unwrap();
+        assert_eq!(text(&round_trip(&messages, format)), text(&messages), "{format:?}");
+    }
+}
+
 #[test]
 fn claude_code_records_round_trip_one_by_one() {
     for log in common::CLAUDE_CODE_LOGS {

@@ -380,6 +380,23 @@ impl BpeEncoder {
         r.as_ref().map_err(Clone::clone)
     }
 
+    /// Whether `get` can build or has the encoder, without building it: the embedded build has
+    /// every table (checked when it was built, so its encoders are built on their first use);
+    /// without the feature, an encoding's ranks must have been passed to [`load_ranks`].
+    pub fn available(enc: BpeEncoding) -> Result<(), BpeError> {
+        #[cfg(feature = "embedded-ranks")]
+        let available = cell(enc).get().map_or(Ok(()), |built| built.as_ref().map(|_| ()).map_err(Clone::clone));
+        #[cfg(not(feature = "embedded-ranks"))]
+        let available = BpeEncoder::get(enc).map(|_| ());
+        available
+    }
+
+    /// Whether the encoder of `enc` is built (its table decoded). For tests of what builds it.
+    #[doc(hidden)]
+    pub fn is_built(enc: BpeEncoding) -> bool {
+        cell(enc).get().is_some()
+    }
+
     fn from_table(enc: BpeEncoding, t: &[u8], base: Option<&table::TokenStore>) -> Result<BpeEncoder, BpeError> {
         let h = table::parse_header(t)?;
         if h.encoding != enc.id() {

@@ -76,7 +76,7 @@ pub(super) fn from_value(at: Locator, value: Value) -> Result<Fields> {
     let Value::Object(mut map) = value else {
         return Err(not_an_object(&at, &value));
     };
-    let mut take = |key: &str| map.remove(key);
+    let mut take = |key: &str| map.shift_remove(key);
     Ok(Fields {
         kind: take("type"),
         subtype: take("subtype"),
@@ -500,8 +500,8 @@ impl Builder {
                 _ => Vec::new(),
             }
         };
-        let mut merged = blocks(target.remove("content"));
-        let mut incoming = blocks(message.remove("content"));
+        let mut merged = blocks(target.shift_remove("content"));
+        let mut incoming = blocks(message.shift_remove("content"));
         // Some versions write every block so far again: keep only what is new.
         if incoming.len() >= merged.len() && incoming[..merged.len()] == merged[..] {
             incoming.drain(..merged.len());

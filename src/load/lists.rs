@@ -83,7 +83,7 @@ pub(super) fn message_list(items: Vec<Value>, locate: impl Fn(usize) -> Locator,
 
 /// `{ messages }` (OpenAI), `{ system, messages }` (Anthropic), or a whole saved request body.
 pub(super) fn request_body(mut map: Map<String, Value>) -> Result<Loaded> {
-    let messages = match map.remove("messages") {
+    let messages = match map.shift_remove("messages") {
         Some(Value::Array(items)) => items,
         Some(other) => {
             return Err(Locator::Path("messages".into()).error(
@@ -94,7 +94,7 @@ pub(super) fn request_body(mut map: Map<String, Value>) -> Result<Loaded> {
         }
         None => Vec::new(),
     };
-    let system = map.remove("system").filter(|s| !s.is_null());
+    let system = map.shift_remove("system").filter(|s| !s.is_null());
     let mut notes = Vec::new();
     let ignored: Vec<&String> = map.keys().collect();
     if !ignored.is_empty() {
@@ -131,7 +131,7 @@ pub(super) fn tau_bench(mut runs: Vec<Value>, run: Option<usize>, listed: bool) 
     let Some(Value::Object(mut chosen)) = runs.get_mut(index).map(Value::take) else {
         return Err(at.error(ErrorKind::InvalidArgument, "", "a run must be an object with a `traj` message list"));
     };
-    let traj = match chosen.remove("traj") {
+    let traj = match chosen.shift_remove("traj") {
         Some(Value::Array(traj)) => traj,
         Some(other) => {
             return Err(at.error(
@@ -142,7 +142,7 @@ pub(super) fn tau_bench(mut runs: Vec<Value>, run: Option<usize>, listed: bool) 
         }
         None => return Err(at.error(ErrorKind::InvalidArgument, "traj", "the run has no `traj`")),
     };
-    let task_id = chosen.remove("task_id");
+    let task_id = chosen.shift_remove("task_id");
     let mut note = format!("run {index} of {count}");
     if let Some(task) = &task_id {
         note.push_str(&format!(", task {task}"));

@@ -6,7 +6,7 @@ use super::*;
 /// A SWE-agent trajectory: `history` holds OpenAI-style messages whose tool messages name their
 /// call in `tool_call_ids: [id]`; without a history, the `trajectory` steps are the conversation.
 pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
-    let history = match map.remove("history") {
+    let history = match map.shift_remove("history") {
         Some(Value::Array(items)) => items,
         Some(other) => {
             return Err(Locator::Path("history".into()).error(
@@ -18,7 +18,7 @@ pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
         None => Vec::new(),
     };
     if history.is_empty() {
-        return swe_agent_steps(map.remove("trajectory"));
+        return swe_agent_steps(map.shift_remove("trajectory"));
     }
     let mut messages = Vec::with_capacity(history.len());
     let mut origins = Vec::with_capacity(history.len());
@@ -32,7 +32,7 @@ pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
                 format!("a message must be an object, got {}", type_name(&item)),
             ));
         };
-        match message.remove("tool_call_ids") {
+        match message.shift_remove("tool_call_ids") {
             None => {
                 messages.push(Value::Object(message));
                 origins.push(at.origin());

@@ -140,7 +140,7 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
     };
     let kind = output.get("type").and_then(Value::as_str).unwrap_or("").to_string();
     let is_error = kind.starts_with("error-").then_some(true);
-    let content = match (kind.as_str(), output.remove("value")) {
+    let content = match (kind.as_str(), output.shift_remove("value")) {
         ("text" | "error-text", Some(Value::String(text))) => Content::text(text),
         ("json" | "error-json", Some(value)) => Content::text(value.to_string()),
         ("content", Some(Value::Array(items))) => {

@@ -21,10 +21,10 @@ pub fn parse_anthropic(value: Value) -> Result<Vec<Message>> {
                 )));
             }
             let mut out = Vec::new();
-            if let Some(system) = request.remove("system") {
+            if let Some(system) = request.shift_remove("system") {
                 out.push(parse_system(system)?);
             }
-            match request.remove("messages") {
+            match request.shift_remove("messages") {
                 Some(Value::Array(items)) => parse_list(items, 0, out),
                 Some(other) => {
                     Err(Error::invalid_argument(format!("`messages` must be an array, got {}", type_name(&other))))

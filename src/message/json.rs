@@ -55,7 +55,7 @@ impl Fields {
     }
 
     pub fn take(&mut self, key: &str) -> Option<Value> {
-        self.map.remove(key)
+        self.map.shift_remove(key)
     }
 
     /// Puts a value back, to travel verbatim with the extra fields.
@@ -64,7 +64,7 @@ impl Fields {
     }
 
     pub fn required_str(&mut self, key: &str) -> Result<String> {
-        match self.map.remove(key) {
+        match self.map.shift_remove(key) {
             Some(Value::String(s)) => Ok(s),
             Some(other) => Err(self.error(key, format!("`{key}` must be a string, got {}", type_name(&other)))),
             None => Err(self.error(key, format!("missing `{key}`"))),
@@ -72,7 +72,7 @@ impl Fields {
     }
 
     pub fn optional_str(&mut self, key: &str) -> Result<Option<String>> {
-        match self.map.remove(key) {
+        match self.map.shift_remove(key) {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(other) => Err(self.error(key, format!("`{key}` must be a string, got {}", type_name(&other)))),
             None => Ok(None),
@@ -80,7 +80,7 @@ impl Fields {
     }
 
     pub fn optional_bool(&mut self, key: &str) -> Result<Option<bool>> {
-        match self.map.remove(key) {
+        match self.map.shift_remove(key) {
             Some(Value::Bool(b)) => Ok(Some(b)),
             Some(other) => Err(self.error(key, format!("`{key}` must be a boolean, got {}", type_name(&other)))),
             None => Ok(None),
@@ -134,7 +134,7 @@ impl Extra {
 
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         let map = self.0.as_mut()?;
-        let removed = map.remove(key);
+        let removed = map.shift_remove(key);
         if map.is_empty() {
             self.0 = None;
         }

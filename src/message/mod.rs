@@ -101,9 +101,11 @@ pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format)
 pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
     match (format, emit([message], format)) {
         (Format::OpenAi | Format::Responses | Format::AiSdk, Value::Array(mut list)) => list.pop(),
-        (Format::Anthropic, Value::Object(mut request)) => match request.remove("messages") {
+        (Format::Anthropic, Value::Object(mut request)) => match request.shift_remove("messages") {
             Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
-            _ => request.remove("system").map(|content| serde_json::json!({"role": "system", "content": content})),
+            _ => {
+                request.shift_remove("system").map(|content| serde_json::json!({"role": "system", "content": content}))
+            }
         },
         _ => None,
     }

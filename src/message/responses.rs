@@ -281,7 +281,7 @@ fn part_value(part: &Part, native: bool, assistant: bool) -> Option<Value> {
             object.insert("image_url".into(), Value::from(url));
             object.insert("detail".into(), Value::from(detail.clone().unwrap_or_else(|| "auto".into())));
             if native && detail.is_none() {
-                object.remove("detail");
+                object.shift_remove("detail");
             }
             Some(with_extra(object, if native { extra } else { &no_extra }))
         }

@@ -62,11 +62,13 @@ impl Encoding {
         }
     }
 
-    /// Builds the encoder now (a few milliseconds, once) or says why it cannot: in the lite
-    /// build, an encoding whose ranks were not loaded with `bpe::load_ranks`.
+    /// Says whether the encoding can count, without building its encoder: in the lite build, not
+    /// when its ranks were not loaded with `bpe::load_ranks`. The embedded build decodes a table
+    /// (~15 ms for o200k_base, several times that before the engine has optimised the wasm) on
+    /// the first count, not here: a session loaded with the counts it stored may need none.
     pub fn ready(self) -> Result<()> {
         match self.bpe() {
-            Some(bpe) => BpeEncoder::get(bpe).map(|_| ()).map_err(|e| Error::invalid_argument(e.to_string())),
+            Some(bpe) => BpeEncoder::available(bpe).map_err(|e| Error::invalid_argument(e.to_string())),
             None => Ok(()),
         }
     }
@@ -82,9 +84,10 @@ impl Encoding {
     /// Tokens in `text`, as tiktoken's `encode_ordinary` counts them: special-token text such as
     /// `<|endoftext|>` is ordinary text here, as it is in a chat message.
     ///
-    /// Every `Encoding` that reaches here from outside came through `parse`, which made its
-    /// encoder ready, and loaded ranks stay loaded; an encoder that is not ready counts nothing
-    /// rather than guess (the embedded build cannot get there at all).
+    /// Every `Encoding` that reaches here from outside came through `parse`, which checked that
+    /// its encoder can be had (the embedded build builds it here, on the first count), and loaded
+    /// ranks stay loaded; an encoder that cannot be had counts nothing rather than guess (the
+    /// embedded build cannot get there at all: its tables were checked when it was built).
     pub fn count(self, text: &str) -> usize {
         match self.bpe() {
             Some(bpe) => BpeEncoder::get(bpe).map_or(0, |encoder| encoder.count(text)),
