@@ -85,7 +85,7 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     // trap recovery (#18) and #11's pins and handoff summaries joined the lite build it was 1,082,347 bytes;
     // the size work of 2026-11-24 (one typed-JSON deserializer, one compiled stable sort, fewer BTreeMaps,
     // token splits chosen by cost) took it to 1,042,942, and table format 4 (the right part coded by contexts of two
-    // byte classes, #14) from 1,046,426 to 1,030,769; 1,036,007 after other merges, then 998,846 with binaryen on the
+    // byte classes, #14) from 1,046,426 to 1,030,769; 1,036,007 after other merges, then 999,024 with binaryen on the
     // lite wasm (-O1 and more, its functions in an order where alike code is within gzip's window: scripts/build.sh),
     // zopfli allowed 60 blocks, ASCII case maps where only ASCII is matched, and sorts of positions through src/sort.rs.
     const TARGET = 1_000_000;
