@@ -121,12 +121,16 @@ impl std::error::Error for Error {}
 /// A value of a typed shape read from JSON, or an `InvalidArgument` error that names `what` and
 /// the field at fault: `invalid options: counted: invalid value: integer `-3`, expected usize`.
 pub fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> Result<T> {
-    crate::json_de::from_value(value).map_err(|error| {
-        let (path, inner) = (error.path(), error.message());
-        if path == "." {
-            Error::invalid_argument(format!("{what}: {inner}"))
-        } else {
-            Error::invalid_argument(format!("{what}: {path}: {inner}"))
-        }
-    })
+    crate::json_de::from_value(value).map_err(|error| unreadable(&error, what))
+}
+
+/// `from_json`'s error, compiled once rather than for each of the shapes read.
+#[cold]
+fn unreadable(error: &crate::json_de::PathError, what: &str) -> Error {
+    let (path, inner) = (error.path(), error.message());
+    if path == "." {
+        Error::invalid_argument(format!("{what}: {inner}"))
+    } else {
+        Error::invalid_argument(format!("{what}: {path}: {inner}"))
+    }
 }

@@ -177,7 +177,7 @@ pub(crate) fn window_cutoff(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     let units = pass.active.iter().copied().chain(pass.pins.iter().map(|p| p.plan.unit));
     let mut msgs: Vec<usize> =
         units.filter_map(|u| pass.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
-    msgs.sort_unstable();
+    crate::sort::sort(&mut msgs);
     msgs.dedup();
     (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
 }

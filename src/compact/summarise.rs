@@ -300,7 +300,7 @@ fn request_meta(
         .flat_map(|unit| unit.members.iter().map(|m| m.msg))
         .filter(|&msg| (after..=until_index).contains(&msg))
         .collect();
-    covered.sort_unstable();
+    crate::sort::sort(&mut covered);
     covered.dedup();
     let mut original = 0u64;
     for &msg in &covered {
@@ -346,7 +346,7 @@ pub(crate) fn request_for(
         messages.push(ctx.materialize(cache, member)?);
         Ok(())
     })?;
-    ids.sort_unstable();
+    crate::sort::sort(&mut ids);
     ids.dedup();
     let message_ids: Vec<String> =
         ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();

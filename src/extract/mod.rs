@@ -181,7 +181,7 @@ fn content_text(content: &Content) -> String {
 
 /// Whether a tool's output reads as a failure (when the call does not say so itself).
 fn looks_like_error(text: &str) -> bool {
-    let head: String = text.trim_start().chars().take(200).collect::<String>().to_lowercase();
+    let head: String = text.trim_start().chars().take(200).collect::<String>().to_ascii_lowercase();
     head.starts_with("error")
         || head.starts_with("exception")
         || head.contains("traceback (most recent call last)")
@@ -214,10 +214,10 @@ fn error_line(text: &str) -> String {
         "** (",
     ];
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let is_status = |l: &str| l.to_lowercase().starts_with("exit code");
+    let is_status = |l: &str| l.to_ascii_lowercase().starts_with("exit code");
     let line = lines
         .iter()
-        .find(|l| !is_status(l) && MARKS.iter().any(|m| l.to_lowercase().contains(m)))
+        .find(|l| !is_status(l) && MARKS.iter().any(|m| l.to_ascii_lowercase().contains(m)))
         .or_else(|| lines.iter().find(|l| !is_status(l)))
         .or_else(|| lines.first())
         .copied()
@@ -298,7 +298,7 @@ fn intent(text: &str) -> Option<String> {
     sentences.push(text.get(start..).unwrap_or(""));
     for sentence in sentences {
         let s = sentence.trim();
-        let lower = s.to_lowercase();
+        let lower = s.to_ascii_lowercase();
         if OPENERS.iter().any(|o| lower.starts_with(o)) && !IDLE.iter().any(|i| lower.contains(i)) && s.len() > 12 {
             found = Some(squash(s, 300));
         }

@@ -73,7 +73,7 @@ pub fn digest(path: Option<&str>, contents: &str) -> String {
             let mut rows = contents.lines().filter(|l| !l.trim().is_empty());
             let header: Vec<String> = rows.next().map(|h| split_csv(h, separator)).unwrap_or_default();
             let count = rows.count();
-            format!("{}, {count} rows, columns: {}", language.unwrap_or("csv").to_uppercase(), list(&header, 12))
+            format!("{}, {count} rows, columns: {}", language.unwrap_or("csv").to_ascii_uppercase(), list(&header, 12))
         }
         Some("json") => match serde_json::from_str::<Value>(&contents) {
             Ok(Value::Object(map)) => {

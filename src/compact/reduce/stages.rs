@@ -183,7 +183,7 @@ fn cut_to_save(
 fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut ReduceCache, view: &mut usize, goal: usize) -> Result<()> {
     let decisions = thin::decide(ctx, pass)?;
     let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.unit(*u).map(|unit| unit.turn)).collect();
-    turns.sort_unstable();
+    crate::sort::sort(&mut turns);
     turns.dedup();
     for turn in turns {
         for plan in pass.plans.iter_mut() {
