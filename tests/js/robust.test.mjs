@@ -112,7 +112,9 @@ test("the wasm memory grows in large steps, not a page at a time", async () => {
   history.build(BUILD);
   sizes.add(wasm.memory.buffer.byteLength);
   const grown = Math.max(...sizes) - Math.min(...sizes);
-  assert.ok(grown > 20 * 2 ** 20, `the memory grew by ${grown} bytes`);
+  // ~22 MB of text: how much of it needs new memory depends on what the earlier tests in this
+  // process left free, so the check asks only for growth enough to matter (128 pages and more).
+  assert.ok(grown >= 8 * 2 ** 20, `the memory grew by ${grown} bytes`);
   // Page by page, this took hundreds of steps (each a full GC of the JS heap in V8).
   assert.ok(sizes.size <= 12, `the memory grew in ${sizes.size - 1} steps: ${[...sizes].slice(0, 16).map((s) => (s / 2 ** 20).toFixed(1)).join(", ")}… MB`);
 });
