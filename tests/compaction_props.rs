@@ -352,8 +352,8 @@ fn check(
     for (k, run) in context.receipt.runs.iter().enumerate() {
         let fates = context.receipt.fates.get(at..at + run.count).unwrap_or(&[]);
         prop_assert!(run.count > 0 && fates.len() == run.count);
-        prop_assert_eq!(run.from.as_str(), ids[at].as_str());
-        prop_assert_eq!(run.to.as_str(), ids[at + run.count - 1].as_str());
+        prop_assert_eq!(&*run.from, ids[at].as_str());
+        prop_assert_eq!(&*run.to, ids[at + run.count - 1].as_str());
         prop_assert!(fates.iter().all(|f| (f.action, f.reason) == (run.action, run.reason)));
         prop_assert_eq!(run.tokens_after, fates.iter().map(|f| u64::from(f.tokens_after)).sum::<u64>());
         if let Some(previous) = k.checked_sub(1).and_then(|p| context.receipt.runs.get(p)) {

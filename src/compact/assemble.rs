@@ -356,7 +356,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         ctx.turns,
         memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     );
-    let runs = receipt::runs(items, &fates);
+    let fates = Arc::new(fates);
+    let runs = receipt::runs_kept(items, &fates, &mut cache.runs);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
@@ -391,7 +392,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         budget: pass.budget,
         within_budget,
         runs,
-        fates: Arc::new(fates),
+        fates,
         repairs: super::repair::reported(&pass.structure, cache),
         pinned,
         summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {

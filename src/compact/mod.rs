@@ -34,6 +34,7 @@ pub(crate) mod select;
 pub mod state;
 pub(crate) mod summarise;
 pub mod summary;
+pub(crate) mod sums;
 
 use crate::error::{Error, Result};
 use crate::tokens::Encoding;
@@ -109,14 +110,25 @@ pub fn build_with_notes<'b>(
         }
     }
     let shown: &[Item] = if substitutes.is_empty() { items } else { &shown };
+    // The running sums are of the stored tokens: a build that shows some otherwise starts them
+    // afresh, and leaves none behind.
+    if !substitutes.is_empty() {
+        cache.sums = Default::default();
+    }
     let ctx = Ctx { items: shown, encoding, options, turns, state: state_notes };
     let mut outcome = build_twice_if_summarised(&ctx, state, cache);
     // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
     let builds = cache.builds;
     cache.materialized.retain(|_, (used, _)| *used == builds);
+    if !substitutes.is_empty() {
+        cache.sums = Default::default();
+    }
     // The receipt counts the stored messages as stored.
     if let (Ok(outcome), Some(images)) = (&mut outcome, images) {
         let receipt = &mut outcome.context.receipt;
+        // This build's runs, made before the stored tokens were put back: those before the
+        // first image replaced are reused.
+        let mut kept = cache.runs.take();
         for substitute in &substitutes {
             if let (Some(fate), Some(item)) =
                 (std::sync::Arc::make_mut(&mut receipt.fates).get_mut(substitute.index), items.get(substitute.index))
@@ -125,7 +137,8 @@ pub fn build_with_notes<'b>(
             }
         }
         receipt.tokens_before += images.tokens_saved;
-        receipt.runs = receipt::runs(items, &receipt.fates);
+        receipt.runs = receipt::runs_kept(items, &receipt.fates, &mut kept);
+        cache.runs = kept;
         receipt.images = Some(images);
     }
     outcome

@@ -352,10 +352,9 @@ pub(crate) struct Pass<'s> {
     pub(crate) state_tokens: usize,
     pub(crate) state_use: Option<StateUse>,
     /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
-    /// active messages and their tokens as stored, and whether the history as it is needs a
-    /// placeholder user message first.
+    /// active units' tokens as stored, and whether the history as it is needs a placeholder user
+    /// message first.
     pub(crate) tail_start: usize,
-    pub(crate) active_messages: usize,
     pub(crate) unreduced: usize,
     pub(crate) verbatim_placeholder: bool,
     /// The plans of the active units, by ordinal, and how they were decided: only those a stage
@@ -457,7 +456,6 @@ impl<'s> Pass<'s> {
             state_tokens: 0,
             state_use: None,
             tail_start: 0,
-            active_messages: 0,
             unreduced: 0,
             verbatim_placeholder: false,
             plans: Plans::default(),

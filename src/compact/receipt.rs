@@ -73,9 +73,14 @@ pub struct Fate {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReceiptRun {
-    /// The first and last ids of the run (the same for a run of one).
-    pub from: String,
-    pub to: String,
+    /// The first and last ids of the run (the same for a run of one): shared, so that a build
+    /// reuses the runs of the last one without copying their ids (`runs`).
+    #[serde(serialize_with = "shared_str")]
+    #[cfg_attr(test, ts(type = "string"))]
+    pub from: Arc<str>,
+    #[serde(serialize_with = "shared_str")]
+    #[cfg_attr(test, ts(type = "string"))]
+    pub to: Arc<str>,
     pub count: usize,
     pub action: Action,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,6 +220,10 @@ fn shared_list<S: serde::Serializer, T: Serialize>(list: &Arc<Vec<T>>, serialize
     list.as_slice().serialize(serializer)
 }
 
+fn shared_str<S: serde::Serializer>(text: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(text)
+}
+
 impl Receipt {
     /// One entry per stored message: `ids` are the stored messages' ids, in history order.
     pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
@@ -237,13 +246,31 @@ pub(crate) fn entries<'a>(fates: &[Fate], ids: impl IntoIterator<Item = &'a str>
         .collect()
 }
 
-/// Groups per-message fates into runs; ids only at run ends.
-pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
-    let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
+/// Groups per-message fates into runs; ids only at run ends. `last` is an earlier build's fates
+/// with their runs: its runs are reused (ids and all) up to the first fate that differs, so that
+/// a build after an append makes only the runs near the end (a long history has tens of
+/// thousands, one per stretch between repaired messages).
+pub(crate) fn runs(items: &[Item], fates: &[Fate], last: Option<(&[Fate], &[ReceiptRun])>) -> Vec<ReceiptRun> {
+    let mut out = Vec::new();
     let mut start = 0usize;
-    fates
-        .chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason))
-        .map(|slice| {
+    if let Some((last_fates, last_runs)) = last {
+        let same = last_fates.iter().zip(fates).take_while(|(a, b)| a == b).count();
+        for run in last_runs {
+            let end = start + run.count;
+            // A run ends where it did if the fate after it is the same too (or none follows).
+            let ends_alike = end < same || (end == fates.len() && same == fates.len());
+            let ids_alike = items.get(start).is_some_and(|i| i.id == &*run.from)
+                && items.get(end.wrapping_sub(1)).is_some_and(|i| i.id == &*run.to);
+            if !(ends_alike && ids_alike) {
+                break;
+            }
+            out.push(run.clone());
+            start = end;
+        }
+    }
+    let id = |i: usize| -> Arc<str> { items.get(i).map_or_else(|| Arc::from(""), |item| Arc::from(item.id)) };
+    out.extend(fates.get(start..).unwrap_or(&[]).chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason)).map(
+        |slice| {
             let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
             let (tokens_before, tokens_after) = slice.iter().fold((0u64, 0u64), |(before, after), f| {
                 (before + u64::from(f.tokens_before), after + u64::from(f.tokens_after))
@@ -259,8 +286,19 @@ pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
             };
             start += slice.len();
             run
-        })
-        .collect()
+        },
+    ));
+    out
+}
+
+/// An earlier build's fates with their runs, for `runs` to reuse.
+pub(crate) type KeptRuns = Option<(Arc<Vec<Fate>>, Vec<ReceiptRun>)>;
+
+/// `runs`, reusing those in `kept`, where it keeps these (shared, not copied) for the next build.
+pub(crate) fn runs_kept(items: &[Item], fates: &Arc<Vec<Fate>>, kept: &mut KeptRuns) -> Vec<ReceiptRun> {
+    let runs = runs(items, fates, kept.as_ref().map(|(f, r)| (f.as_slice(), r.as_slice())));
+    *kept = Some((Arc::clone(fates), runs.clone()));
+    runs
 }
 
 /// Each stored message's fate: summarised (by the summary in force, the bridge, or its turn's
@@ -374,9 +412,9 @@ mod tests {
             fate(Action::Kept, None, 5),
             fate(Action::Kept, None, 5),
         ];
-        let runs = runs(&items, &fates);
+        let runs = runs(&items, &fates, None);
         assert_eq!(runs.len(), 2);
-        assert_eq!((runs[0].from.as_str(), runs[0].to.as_str(), runs[0].count), ("m1", "m2", 2));
+        assert_eq!((&*runs[0].from, &*runs[0].to, runs[0].count), ("m1", "m2", 2));
         assert_eq!((runs[1].tokens_before, runs[1].tokens_after), (10, 10));
         let receipt = Receipt {
             tokens_before: 23,

@@ -48,6 +48,10 @@ pub struct ReduceCache {
     pub(crate) images_once: crate::fasthash::FastSet<String>,
     /// What images sent once made of each stored message holding images, by id.
     pub(crate) images_shown: FastMap<String, crate::compact::images::Shown>,
+    /// Running sums of the active units' tokens (`sums`), valid with `structure`.
+    pub(crate) sums: crate::compact::sums::UnitSums,
+    /// The last build's fates and receipt runs, which the next build's runs start from.
+    pub(crate) runs: crate::compact::receipt::KeptRuns,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
