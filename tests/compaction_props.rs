@@ -609,4 +609,25 @@ proptest! {
         log.truncate(before);
         warm_equals_fresh(&mut warm, &mut log, &options, "after a truncate")?;
     }
+
+    // What a build keeps for the next (the fates and runs, the running sums) holds whatever the
+    // options of the next: message by message, a compactor built each time with one of two
+    // option sets equals a build from scratch.
+    #[test]
+    fn a_warm_build_after_each_append_with_other_options_equals_a_build_from_scratch(
+        events in prop::collection::vec(event(), 1..40),
+        knobs in prop::collection::vec(knobs(), 2..3),
+        pick in prop::collection::vec(0usize..2, 40..41),
+        source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
+        format in prop_oneof![Just(Format::OpenAi), Just(Format::Responses)],
+    ) {
+        let messages = history(&events, source);
+        let mut log = ConversationHistory::new(ENCODING);
+        let mut warm = Compactor::new();
+        for (i, message) in messages.iter().enumerate() {
+            append_each(&mut log, std::slice::from_ref(message));
+            let options = options(&knobs[pick[i % pick.len()] % knobs.len()], format);
+            warm_equals_fresh(&mut warm, &mut log, &options, "after an append")?;
+        }
+    }
 }

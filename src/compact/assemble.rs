@@ -345,19 +345,18 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     tokens.total = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING;
 
     let summarised_until = summarised_until(ctx, &pass);
-    let fates = receipt::fates(
+    let inputs = receipt::FateInputs {
         items,
-        &pass.structure,
-        &pass.covered,
-        &pass.active,
-        &pass.plans,
-        &after,
+        structure: &pass.structure,
+        covered: &pass.covered,
+        active: &pass.active,
+        plans: &pass.plans,
+        after: &after,
         summarised_until,
-        ctx.turns,
-        memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
-    );
-    let fates = Arc::new(fates);
-    let runs = receipt::runs_kept(items, &fates, &mut cache.runs);
+        turns: ctx.turns,
+        memory_turns: memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
+    };
+    let (fates, runs) = receipt::fates_and_runs(&inputs, cache);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);

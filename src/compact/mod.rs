@@ -110,10 +110,11 @@ pub fn build_with_notes<'b>(
         }
     }
     let shown: &[Item] = if substitutes.is_empty() { items } else { &shown };
-    // The running sums are of the stored tokens: a build that shows some otherwise starts them
-    // afresh, and leaves none behind.
+    // The running sums and the kept fates are of the stored tokens: a build that shows some
+    // otherwise starts them afresh, and leaves none behind.
     if !substitutes.is_empty() {
         cache.sums = Default::default();
+        cache.runs = None;
     }
     let ctx = Ctx { items: shown, encoding, options, turns, state: state_notes };
     let mut outcome = build_twice_if_summarised(&ctx, state, cache);
@@ -122,23 +123,23 @@ pub fn build_with_notes<'b>(
     cache.materialized.retain(|_, (used, _)| *used == builds);
     if !substitutes.is_empty() {
         cache.sums = Default::default();
+        cache.runs = None;
     }
     // The receipt counts the stored messages as stored.
     if let (Ok(outcome), Some(images)) = (&mut outcome, images) {
         let receipt = &mut outcome.context.receipt;
-        // This build's runs, made before the stored tokens were put back: those before the
-        // first image replaced are reused.
-        let mut kept = cache.runs.take();
-        for substitute in &substitutes {
-            if let (Some(fate), Some(item)) =
-                (std::sync::Arc::make_mut(&mut receipt.fates).get_mut(substitute.index), items.get(substitute.index))
-            {
-                fate.tokens_before = item.tokens;
+        if !substitutes.is_empty() {
+            // Unshared now, the fates are patched in place, and kept for the entries only.
+            let fates = std::sync::Arc::make_mut(&mut receipt.fates);
+            for substitute in &substitutes {
+                if let (Some(fate), Some(item)) = (fates.get_mut(substitute.index), items.get(substitute.index)) {
+                    fate.tokens_before = item.tokens;
+                }
             }
+            receipt.runs = receipt::runs(items, &receipt.fates, None);
+            cache.runs = Some(receipt::Kept::patched(std::sync::Arc::clone(&receipt.fates)));
         }
         receipt.tokens_before += images.tokens_saved;
-        receipt.runs = receipt::runs_kept(items, &receipt.fates, &mut kept);
-        cache.runs = kept;
         receipt.images = Some(images);
     }
     outcome

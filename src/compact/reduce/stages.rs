@@ -16,8 +16,8 @@ use std::sync::Arc;
 use super::{index, thin, ReduceCache};
 use crate::compact::plan::{Ctx, MemberPlan, Pass, Plan, Reduction};
 use crate::compact::receipt::DropReason;
-use crate::compact::sums::{self, End};
 use crate::compact::repair::UnitKind;
+use crate::compact::sums::{self, End};
 use crate::error::{Error, Result};
 use crate::message::Part;
 
