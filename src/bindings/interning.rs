@@ -27,7 +27,7 @@ pub(crate) struct RequestCache {
     pub(crate) layout: Interned<LayoutEntry>,
     /// The receipt's runs as the last build made them, with a private JS array of their objects:
     /// a build's runs are mostly the last one's, in the same places (all but those near the end).
-    runs: Option<(Vec<ReceiptRun>, js_sys::Array)>,
+    runs: Option<(Arc<Vec<ReceiptRun>>, js_sys::Array)>,
     /// The receipt's repairs as the last build sent them, with the list they were made from.
     repairs: Option<(Arc<Vec<Repair>>, JsValue)>,
 }
@@ -138,10 +138,10 @@ fn deep_freeze(value: &JsValue) {
 impl RequestCache {
     /// The receipt's runs as a new JS array: the last build's objects for the runs it began
     /// with too (one slice), frozen objects made for the others.
-    pub(crate) fn runs_js(&mut self, runs: Vec<ReceiptRun>) -> Result<js_sys::Array> {
+    pub(crate) fn runs_js(&mut self, runs: Arc<Vec<ReceiptRun>>) -> Result<js_sys::Array> {
         let (same, kept) = match &self.runs {
             Some((last, array)) => {
-                let same = last.iter().zip(&runs).take_while(|(a, b)| a == b).count();
+                let same = last.iter().zip(runs.iter()).take_while(|(a, b)| a == b).count();
                 (same, array.slice(0, u32::try_from(same).unwrap_or(u32::MAX)))
             }
             None => (0, js_sys::Array::new()),

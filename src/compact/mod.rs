@@ -136,7 +136,7 @@ pub fn build_with_notes<'b>(
                     fate.tokens_before = item.tokens;
                 }
             }
-            receipt.runs = receipt::runs(items, &receipt.fates, None);
+            receipt.runs = std::sync::Arc::new(receipt::runs(items, &receipt.fates, None));
             cache.runs = Some(receipt::Kept::patched(std::sync::Arc::clone(&receipt.fates)));
         }
         receipt.tokens_before += images.tokens_saved;

@@ -187,8 +187,10 @@ pub struct Receipt {
     pub budget: Option<BudgetReport>,
     pub within_budget: bool,
     /// What happened to every stored message, as runs of alike messages in history order.
+    // Shared (not copied) with the compactor, which starts the next build's from them.
+    #[serde(serialize_with = "shared_list")]
     #[cfg_attr(test, ts(type = "Array<Readonly<ReceiptRun>>"))]
-    pub runs: Vec<ReceiptRun>,
+    pub runs: Arc<Vec<ReceiptRun>>,
     /// The same per message, in history order (ids by position: `Receipt::entries`); shared
     /// with the `Compactor`, which keeps the last build's.
     #[serde(skip)]
@@ -340,7 +342,7 @@ pub(crate) struct Kept {
     /// Shared with the receipt (and unshared by the time the next build starts: it is then
     /// changed in place).
     fates: Arc<Vec<Fate>>,
-    runs: Vec<ReceiptRun>,
+    runs: Arc<Vec<ReceiptRun>>,
     background: Background,
     /// The first message of the first planned unit (the history's length when none is).
     planned_from: usize,
@@ -356,7 +358,7 @@ impl Kept {
     pub(crate) fn patched(fates: Arc<Vec<Fate>>) -> Kept {
         Kept {
             fates,
-            runs: Vec::new(),
+            runs: Arc::default(),
             background: Background { summarised_until: None, memory: Vec::new(), before: None, covered: (0, None) },
             planned_from: 0,
             fixed: Vec::new(),
@@ -410,7 +412,7 @@ pub(crate) struct FateInputs<'a, 'b> {
 
 /// The fates and the runs of a build, those of the last build (`kept`, where these are kept in
 /// turn) reused up to the first message whose fate may differ.
-pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (Arc<Vec<Fate>>, Vec<ReceiptRun>) {
+pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (Arc<Vec<Fate>>, Arc<Vec<ReceiptRun>>) {
     let kept = &mut cache.runs;
     let FateInputs { items, structure, active, plans, after, .. } = *inputs;
     // The ranges of the turns whose summaries are in the context: a handful, looked up once per
@@ -462,11 +464,19 @@ pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (A
     let fates = Arc::make_mut(&mut shared);
     fates.truncate(from);
     fill_fates(inputs, &background, fates, from, cache.reach.first_reaching(structure, from));
-    let (runs, reused) = runs_reusing(items, fates, last_runs.as_deref().map(|r| (from, r)));
+    let (runs, reused) = runs_reusing(items, fates, last_runs.as_deref().map(|r| (from, r.as_slice())));
     cache.fates_made += (fates.len() - from) as u64;
     cache.runs_made += (runs.len() - reused) as u64;
-    cache.runs =
-        Some(Kept { fates: Arc::clone(&shared), runs: runs.clone(), background, planned_from, fixed, reusable: true });
+    drop(last_runs);
+    let runs = Arc::new(runs);
+    cache.runs = Some(Kept {
+        fates: Arc::clone(&shared),
+        runs: Arc::clone(&runs),
+        background,
+        planned_from,
+        fixed,
+        reusable: true,
+    });
     (shared, runs)
 }
 
@@ -582,7 +592,7 @@ mod tests {
             by_part: TokensByPart::default(),
             budget: None,
             within_budget: true,
-            runs,
+            runs: Arc::new(runs),
             fates: Arc::new(fates),
             repairs: Arc::default(),
             pinned: Vec::new(),
