@@ -352,8 +352,8 @@ fn check(
     for (k, run) in context.receipt.runs.iter().enumerate() {
         let fates = context.receipt.fates.get(at..at + run.count).unwrap_or(&[]);
         prop_assert!(run.count > 0 && fates.len() == run.count);
-        prop_assert_eq!(run.from.as_str(), ids[at].as_str());
-        prop_assert_eq!(run.to.as_str(), ids[at + run.count - 1].as_str());
+        prop_assert_eq!(&*run.from, ids[at].as_str());
+        prop_assert_eq!(&*run.to, ids[at + run.count - 1].as_str());
         prop_assert!(fates.iter().all(|f| (f.action, f.reason) == (run.action, run.reason)));
         prop_assert_eq!(run.tokens_after, fates.iter().map(|f| u64::from(f.tokens_after)).sum::<u64>());
         if let Some(previous) = k.checked_sub(1).and_then(|p| context.receipt.runs.get(p)) {
@@ -608,5 +608,26 @@ proptest! {
         // cache keyed by the ends of the log would take for the log it built.
         log.truncate(before);
         warm_equals_fresh(&mut warm, &mut log, &options, "after a truncate")?;
+    }
+
+    // What a build keeps for the next (the fates and runs, the running sums) holds whatever the
+    // options of the next: message by message, a compactor built each time with one of two
+    // option sets equals a build from scratch.
+    #[test]
+    fn a_warm_build_after_each_append_with_other_options_equals_a_build_from_scratch(
+        events in prop::collection::vec(event(), 1..40),
+        knobs in prop::collection::vec(knobs(), 2..3),
+        pick in prop::collection::vec(0usize..2, 40..41),
+        source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
+        format in prop_oneof![Just(Format::OpenAi), Just(Format::Responses)],
+    ) {
+        let messages = history(&events, source);
+        let mut log = ConversationHistory::new(ENCODING);
+        let mut warm = Compactor::new();
+        for (i, message) in messages.iter().enumerate() {
+            append_each(&mut log, std::slice::from_ref(message));
+            let options = options(&knobs[pick[i % pick.len()] % knobs.len()], format);
+            warm_equals_fresh(&mut warm, &mut log, &options, "after an append")?;
+        }
     }
 }

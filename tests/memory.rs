@@ -75,13 +75,19 @@ fn budget_build(summary: bool) -> BuildOptions {
     }
 }
 
+/// A session holding `messages` (OpenAI), none counted yet.
+fn session_of(messages: &[Value]) -> Session {
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    session.history.append_values(Value::Array(messages.to_vec()), Format::OpenAi).expect("valid messages");
+    session
+}
+
 #[test]
 fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history() {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages = common::long_conversation(30_000);
     for summary in [true, false] {
-        let mut session = Session::with_encoding(Encoding::O200kBase);
-        session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("valid messages");
+        let mut session = session_of(&messages);
         let outcome = session.build(&budget_build(summary)).expect("a build");
         let held = outcome.context.messages.len() as u64;
         let planned = session.compactor.units_planned();
@@ -101,13 +107,55 @@ fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history()
 }
 
 #[test]
+fn a_warm_build_makes_the_fates_and_runs_of_what_changed_not_of_the_history() {
+    // Issue #18 item 4: 30,000 tau-bench messages have thousands of receipt runs (one per stretch
+    // between repaired messages); a build after one append remakes only those near the end.
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let messages = common::long_conversation(30_000);
+    for summary in [false, true] {
+        let mut session = session_of(&messages);
+        let first = session.build(&budget_build(summary)).expect("a build");
+        let runs = first.context.receipt.runs.len() as u64;
+        assert_eq!(session.compactor.fates_made(), 30_000, "a first build makes every fate");
+        drop(first);
+        for i in 0..3 {
+            let (fates, made) = (session.compactor.fates_made(), session.compactor.runs_made());
+            session
+                .history
+                .append_value(
+                    serde_json::json!({"role": "user", "content": format!("and one more ({i})")}),
+                    Format::OpenAi,
+                )
+                .expect("valid");
+            let outcome = session.build(&budget_build(summary)).expect("a warm build");
+            let held = outcome.context.messages.len() as u64;
+            let (fates, made) = (session.compactor.fates_made() - fates, session.compactor.runs_made() - made);
+            eprintln!(
+                "summary {summary}: {fates} fates and {made} of {runs} runs made for a context of {held} messages"
+            );
+            assert!(summary || runs > 1000, "{runs} runs");
+            assert!(fates <= 4 * held + 64, "{fates} fates made by a warm build holding {held} messages");
+            assert!(made <= 2 * held + 8, "{made} of {runs} runs made by a warm build holding {held} messages");
+            // What it made and what it kept are the receipt a build from scratch makes.
+            let mut fresh = Session::with_encoding(Encoding::O200kBase);
+            fresh.history = session.history.clone();
+            fresh
+                .compactor
+                .set_summary_state(session.compactor.summary_state().clone(), &fresh.history)
+                .expect("state");
+            let scratch = fresh.build(&budget_build(summary)).expect("a fresh build");
+            assert_eq!(scratch.context.receipt, outcome.context.receipt);
+        }
+    }
+}
+
+#[test]
 fn a_first_build_needs_little_memory_beside_a_long_history() {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages = common::long_conversation(60_000);
     let json: usize = messages.iter().map(|m| m.to_string().len()).sum();
     for summary in [true, false] {
-        let mut session = Session::with_encoding(Encoding::O200kBase);
-        session.history.append_values(Value::Array(messages.clone()), Format::OpenAi).expect("valid messages");
+        let mut session = session_of(&messages);
         session.history.token_count();
         let (outcome, peak) = peak_beside(|| session.build(&budget_build(summary)).expect("a build"));
         let ratio = peak as f64 / json as f64;

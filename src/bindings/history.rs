@@ -303,7 +303,7 @@ impl ConversationHistory {
             })
             .collect::<Result<_>>()?;
         let layout = cache.layout.array(layout)?;
-        let runs = cache.runs.array(std::mem::take(&mut context.receipt.runs))?;
+        let runs = cache.runs_js(std::mem::take(&mut context.receipt.runs))?;
         let repairs = cache.repairs_js(std::mem::take(&mut context.receipt.repairs))?;
         let result = BuildResult {
             messages: (),

@@ -25,7 +25,9 @@ pub(crate) struct RequestCache {
     /// Per context message, a frozen array of its request objects.
     sent: Interned<ByIdentity>,
     pub(crate) layout: Interned<LayoutEntry>,
-    pub(crate) runs: Interned<ReceiptRun>,
+    /// The receipt's runs as the last build made them, with a private JS array of their objects:
+    /// a build's runs are mostly the last one's, in the same places (all but those near the end).
+    runs: Option<(Arc<Vec<ReceiptRun>>, js_sys::Array)>,
     /// The receipt's repairs as the last build sent them, with the list they were made from.
     repairs: Option<(Arc<Vec<Repair>>, JsValue)>,
 }
@@ -134,6 +136,30 @@ fn deep_freeze(value: &JsValue) {
 }
 
 impl RequestCache {
+    /// The receipt's runs as a new JS array: the last build's objects for the runs it began
+    /// with too (one slice), frozen objects made for the others.
+    pub(crate) fn runs_js(&mut self, runs: Arc<Vec<ReceiptRun>>) -> Result<js_sys::Array> {
+        let (same, kept) = match &self.runs {
+            Some((last, array)) => {
+                let same = last.iter().zip(runs.iter()).take_while(|(a, b)| a == b).count();
+                (same, array.slice(0, u32::try_from(same).unwrap_or(u32::MAX)))
+            }
+            None => (0, js_sys::Array::new()),
+        };
+        let made = match runs.get(same..) {
+            Some(new) if !new.is_empty() => {
+                let made = to_js(new)?;
+                deep_freeze(&made);
+                kept.concat(&js_sys::Array::from(&made))
+            }
+            _ => kept,
+        };
+        // The caller's array is a copy: what it does to it cannot reach the next build's.
+        let out = made.slice(0, made.length());
+        self.runs = Some((runs, made));
+        Ok(out)
+    }
+
     /// The receipt's repairs as a frozen JS array: the last build's while the receipt shares its
     /// list (a long history's thousands of repairs cross the boundary once, not per build).
     pub(crate) fn repairs_js(&mut self, repairs: Arc<Vec<Repair>>) -> Result<JsValue> {

@@ -345,18 +345,18 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     tokens.total = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING;
 
     let summarised_until = summarised_until(ctx, &pass);
-    let fates = receipt::fates(
+    let inputs = receipt::FateInputs {
         items,
-        &pass.structure,
-        &pass.covered,
-        &pass.active,
-        &pass.plans,
-        &after,
+        structure: &pass.structure,
+        covered: &pass.covered,
+        active: &pass.active,
+        plans: &pass.plans,
+        after: &after,
         summarised_until,
-        ctx.turns,
-        memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
-    );
-    let runs = receipt::runs(items, &fates);
+        turns: ctx.turns,
+        memory_turns: memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
+    };
+    let (fates, runs) = receipt::fates_and_runs(&inputs, cache);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
@@ -391,7 +391,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         budget: pass.budget,
         within_budget,
         runs,
-        fates: Arc::new(fates),
+        fates,
         repairs: super::repair::reported(&pass.structure, cache),
         pinned,
         summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {

@@ -3,12 +3,10 @@
 //! earlier builds, the request forms of the last context (so that a warm build emits only the
 //! messages that changed, for a native caller as for JS), and the last receipt.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use super::{
-    build_with_notes, Assembled, BuildOptions, BuildOutcome, CompactedContext, EmitCache, Fate, Item, PendingSummary,
+    build_with_notes, Assembled, BuildOptions, BuildOutcome, CompactedContext, EmitCache, Item, PendingSummary,
     ReceiptEntry, ReduceCache, StateNote, SummaryRecord, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, Result};
@@ -23,9 +21,9 @@ pub struct Compactor {
     forms: EmitCache,
     /// The last summary request a build proposed (what `begin_summary` can start).
     proposed: Option<PendingSummary>,
-    /// The last build's fates message by message (its receipt's entries) and its tokens: not the
-    /// whole receipt, whose ids and repairs would be copied on every build.
-    last_build: Option<(Arc<Vec<Fate>>, usize)>,
+    /// The last build's tokens (its fates, the receipt's entries, are kept with the reductions:
+    /// a second reference would have the next build copy them).
+    last_build: Option<usize>,
     /// Reported usage against our counts, per model (not exported: it is learnt again).
     calibration: Calibration,
     /// The history's `rebases` when `reduce` was filled: the cache is by message id, and a
@@ -89,7 +87,7 @@ impl Compactor {
         }
         self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
         let receipt = &outcome.context.receipt;
-        self.last_build = Some((Arc::clone(&receipt.fates), receipt.tokens_after));
+        self.last_build = Some(receipt.tokens_after);
         Ok(outcome)
     }
 
@@ -112,9 +110,9 @@ impl Compactor {
 
     /// The last build's receipt message by message; empty before the first build.
     pub fn last_receipt_entries(&self, history: &ConversationHistory) -> Vec<ReceiptEntry> {
-        self.last_build
-            .as_ref()
-            .map(|(fates, _)| super::receipt::entries(fates, history.records().iter().map(|r| r.id.as_str())))
+        super::receipt::kept_fates(&self.reduce.runs)
+            .filter(|_| self.last_build.is_some())
+            .map(|fates| super::receipt::entries(fates, history.records().iter().map(|r| r.id.as_str())))
             .unwrap_or_default()
     }
 
@@ -167,7 +165,7 @@ impl Compactor {
         std::mem::forget(std::mem::take(&mut self.reduce));
         std::mem::forget(std::mem::take(&mut self.forms));
         std::mem::forget(self.proposed.take());
-        std::mem::forget(self.last_build.take());
+        self.last_build = None;
     }
 
     /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
@@ -250,7 +248,7 @@ impl Compactor {
         })?;
         let counted = match (counted, &self.last_build) {
             (Some(counted), _) => counted,
-            (None, Some((_, tokens_after))) => *tokens_after,
+            (None, Some(tokens_after)) => *tokens_after,
             (None, None) => history.token_count().total,
         };
         // Recorded into a copy put in place whole (a few numbers per model): a wasm trap leaves
@@ -291,6 +289,17 @@ impl Compactor {
     /// Unit plans made so far: a build plans the units its context may hold, not the history's.
     pub fn units_planned(&self) -> u64 {
         self.reduce.planned
+    }
+
+    /// Stored messages' fates made (not kept from the build before) so far: a warm build makes
+    /// those of the messages near the end, not the history's.
+    pub fn fates_made(&self) -> u64 {
+        self.reduce.fates_made
+    }
+
+    /// Receipt runs made (not kept from the build before) so far.
+    pub fn runs_made(&self) -> u64 {
+        self.reduce.runs_made
     }
 
     /// Request forms emitted (not served from the cache) so far.

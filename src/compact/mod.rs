@@ -34,6 +34,7 @@ pub(crate) mod select;
 pub mod state;
 pub(crate) mod summarise;
 pub mod summary;
+pub(crate) mod sums;
 
 use crate::error::{Error, Result};
 use crate::tokens::Encoding;
@@ -109,23 +110,36 @@ pub fn build_with_notes<'b>(
         }
     }
     let shown: &[Item] = if substitutes.is_empty() { items } else { &shown };
+    // The running sums and the kept fates are of the stored tokens: a build that shows some
+    // otherwise starts them afresh, and leaves none behind.
+    if !substitutes.is_empty() {
+        cache.sums = Default::default();
+        cache.runs = None;
+    }
     let ctx = Ctx { items: shown, encoding, options, turns, state: state_notes };
     let mut outcome = build_twice_if_summarised(&ctx, state, cache);
     // Reduced messages no build used this time are forgotten (they are rebuilt if needed).
     let builds = cache.builds;
     cache.materialized.retain(|_, (used, _)| *used == builds);
+    if !substitutes.is_empty() {
+        cache.sums = Default::default();
+        cache.runs = None;
+    }
     // The receipt counts the stored messages as stored.
     if let (Ok(outcome), Some(images)) = (&mut outcome, images) {
         let receipt = &mut outcome.context.receipt;
-        for substitute in &substitutes {
-            if let (Some(fate), Some(item)) =
-                (std::sync::Arc::make_mut(&mut receipt.fates).get_mut(substitute.index), items.get(substitute.index))
-            {
-                fate.tokens_before = item.tokens;
+        if !substitutes.is_empty() {
+            // Unshared now, the fates are patched in place, and kept for the entries only.
+            let fates = std::sync::Arc::make_mut(&mut receipt.fates);
+            for substitute in &substitutes {
+                if let (Some(fate), Some(item)) = (fates.get_mut(substitute.index), items.get(substitute.index)) {
+                    fate.tokens_before = item.tokens;
+                }
             }
+            receipt.runs = std::sync::Arc::new(receipt::runs(items, &receipt.fates, None));
+            cache.runs = Some(receipt::Kept::patched(std::sync::Arc::clone(&receipt.fates)));
         }
         receipt.tokens_before += images.tokens_saved;
-        receipt.runs = receipt::runs(items, &receipt.fates);
         receipt.images = Some(images);
     }
     outcome

@@ -352,10 +352,9 @@ pub(crate) struct Pass<'s> {
     pub(crate) state_tokens: usize,
     pub(crate) state_use: Option<StateUse>,
     /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
-    /// active messages and their tokens as stored, and whether the history as it is needs a
-    /// placeholder user message first.
+    /// active units' tokens as stored, and whether the history as it is needs a placeholder user
+    /// message first.
     pub(crate) tail_start: usize,
-    pub(crate) active_messages: usize,
     pub(crate) unreduced: usize,
     pub(crate) verbatim_placeholder: bool,
     /// The plans of the active units, by ordinal, and how they were decided: only those a stage
@@ -415,24 +414,25 @@ impl<'s> Pass<'s> {
         let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
         let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
         let mut pins: Vec<Pin> = Vec::new();
-        let mut next_system = systems.iter().copied().peekable();
-        for u in 0..structure.units.len() {
-            let is_system = next_system.next_if_eq(&u).is_some();
-            let kept_system = is_system && unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
-            if let Some(unit) = unit_at(u).filter(|_| kept_system) {
-                let mut plan = Plan::of(u, unit);
-                ctx.plan_tokens(cache, &mut plan)?;
-                system.push(plan);
-            } else if let Some((unit, (_, roles))) =
-                pinned.iter().find(|(p, _)| *p == u).and_then(|p| Some((unit_at(u)?, p)))
-            {
-                let mut plan = Plan::of(u, unit);
-                ctx.plan_tokens(cache, &mut plan)?;
-                pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan });
-            } else if u < covered_end {
-                covered.push(u);
-            } else {
-                active.push(u);
+        // The kept system units and the pinned requests are planned now; the units between them
+        // go in by ranges, covered before `covered_end` and active after (a long history's units
+        // are mostly these, and none is read).
+        let kept_system = |u: usize| unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
+        let mut planned: Vec<usize> =
+            systems.iter().copied().filter(|&u| kept_system(u)).chain(pinned.iter().map(|(p, _)| *p)).collect();
+        planned.sort_unstable();
+        planned.dedup();
+        let mut next = 0usize;
+        for u in planned.into_iter().chain(std::iter::once(structure.units.len())) {
+            covered.extend(next..u.min(covered_end));
+            active.extend(next.max(covered_end)..u);
+            next = u + 1;
+            let Some(unit) = unit_at(u) else { continue };
+            let mut plan = Plan::of(u, unit);
+            ctx.plan_tokens(cache, &mut plan)?;
+            match pinned.iter().find(|(p, _)| *p == u).filter(|_| !systems.contains(&u)) {
+                Some((_, roles)) => pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan }),
+                None => system.push(plan),
             }
         }
         let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
@@ -457,7 +457,6 @@ impl<'s> Pass<'s> {
             state_tokens: 0,
             state_use: None,
             tail_start: 0,
-            active_messages: 0,
             unreduced: 0,
             verbatim_placeholder: false,
             plans: Plans::default(),

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::memory::MemoryUse;
 use super::plan::Plans;
-use super::repair::{Item, Repair, Structure};
+use super::reduce::ReduceCache;
+use super::repair::{Item, Repair, Structure, Unit};
 use super::TurnNote;
 
 /// Which part of the context a message belongs to.
@@ -74,8 +75,13 @@ pub struct Fate {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReceiptRun {
     /// The first and last ids of the run (the same for a run of one).
-    pub from: String,
-    pub to: String,
+    // Shared: a build reuses the runs of the last one without copying their ids (`runs`).
+    #[serde(serialize_with = "shared_str")]
+    #[cfg_attr(test, ts(type = "string"))]
+    pub from: Arc<str>,
+    #[serde(serialize_with = "shared_str")]
+    #[cfg_attr(test, ts(type = "string"))]
+    pub to: Arc<str>,
     pub count: usize,
     pub action: Action,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,8 +187,10 @@ pub struct Receipt {
     pub budget: Option<BudgetReport>,
     pub within_budget: bool,
     /// What happened to every stored message, as runs of alike messages in history order.
+    // Shared (not copied) with the compactor, which starts the next build's from them.
+    #[serde(serialize_with = "shared_list")]
     #[cfg_attr(test, ts(type = "Array<Readonly<ReceiptRun>>"))]
-    pub runs: Vec<ReceiptRun>,
+    pub runs: Arc<Vec<ReceiptRun>>,
     /// The same per message, in history order (ids by position: `Receipt::entries`); shared
     /// with the `Compactor`, which keeps the last build's.
     #[serde(skip)]
@@ -215,6 +223,10 @@ fn shared_list<S: serde::Serializer, T: Serialize>(list: &Arc<Vec<T>>, serialize
     list.as_slice().serialize(serializer)
 }
 
+fn shared_str<S: serde::Serializer>(text: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(text)
+}
+
 impl Receipt {
     /// One entry per stored message: `ids` are the stored messages' ids, in history order.
     pub fn entries<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<ReceiptEntry> {
@@ -237,13 +249,33 @@ pub(crate) fn entries<'a>(fates: &[Fate], ids: impl IntoIterator<Item = &'a str>
         .collect()
 }
 
-/// Groups per-message fates into runs; ids only at run ends.
-pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
-    let id = |i: usize| items.get(i).map_or_else(String::new, |item| item.id.to_string());
+/// Groups per-message fates into runs; ids only at run ends. `last` is an earlier build's runs
+/// with how many leading fates the two builds share: its runs are reused (ids and all) up to
+/// there, so that a build after an append makes only the runs near the end (a long history has
+/// tens of thousands, one per stretch between repaired messages).
+pub(crate) fn runs(items: &[Item], fates: &[Fate], last: Option<(usize, &[ReceiptRun])>) -> Vec<ReceiptRun> {
+    runs_reusing(items, fates, last).0
+}
+
+/// `runs`, with how many it reused.
+fn runs_reusing(items: &[Item], fates: &[Fate], last: Option<(usize, &[ReceiptRun])>) -> (Vec<ReceiptRun>, usize) {
+    let mut out = Vec::new();
     let mut start = 0usize;
-    fates
-        .chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason))
-        .map(|slice| {
+    if let Some((same, last_runs)) = last {
+        for run in last_runs {
+            let end = start + run.count;
+            // A run ends where it did if the fate after it is the same too (or none follows).
+            if !(end < same || (end == fates.len() && same == fates.len())) {
+                break;
+            }
+            out.push(run.clone());
+            start = end;
+        }
+    }
+    let reused = out.len();
+    let id = |i: usize| -> Arc<str> { items.get(i).map_or_else(|| Arc::from(""), |item| Arc::from(item.id)) };
+    out.extend(fates.get(start..).unwrap_or(&[]).chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason)).map(
+        |slice| {
             let (action, reason) = slice.first().map_or((Action::Dropped, None), |f| (f.action, f.reason));
             let (tokens_before, tokens_after) = slice.iter().fold((0u64, 0u64), |(before, after), f| {
                 (before + u64::from(f.tokens_before), after + u64::from(f.tokens_after))
@@ -259,45 +291,223 @@ pub(crate) fn runs(items: &[Item], fates: &[Fate]) -> Vec<ReceiptRun> {
             };
             start += slice.len();
             run
-        })
-        .collect()
+        },
+    ));
+    (out, reused)
 }
 
-/// Each stored message's fate: summarised (by the summary in force, the bridge, or its turn's
-/// memory summary), dropped (by repair, thinning, the window or the budget), or what its members
-/// in the context (`after`: the action and the tokens of each message in the context) became.
-/// With a summary, what repair left out before `summarised_until` counts as summarised too.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fates(
-    items: &[Item],
-    structure: &Structure,
-    covered: &[usize],
-    active: &[usize],
-    plans: &Plans,
-    after: &HashMap<usize, (Action, u32)>,
+/// What a build's fates were made from besides the stored messages, their structure and the
+/// plans: two builds of one history that agree on `before` and `covered` have the same fates up
+/// to the first planned unit, the first message summarised by one and not the other, and the
+/// first of a turn whose memory summary one has and the other not, but for the messages the
+/// context holds there (`Kept::fixed`).
+#[derive(Clone, Debug, PartialEq)]
+struct Background {
     summarised_until: Option<usize>,
-    turns: &[TurnNote],
-    memory_turns: &[u32],
-) -> Vec<Fate> {
+    /// The messages of the turns whose memory summaries are in the context.
+    memory: Vec<(usize, usize)>,
+    before: Option<DropReason>,
+    /// How many units the summary in force covers, and the last.
+    covered: (usize, Option<usize>),
+}
+
+impl Background {
+    /// The first message whose fate may differ between this build and `other` on this account.
+    fn differs_from(&self, other: &Background) -> usize {
+        if (self.before, self.covered) != (other.before, other.covered) {
+            return 0;
+        }
+        // Before both ends of the summarised stretch, messages are summarised in both.
+        let until = match (self.summarised_until, other.summarised_until) {
+            (a, b) if a == b => usize::MAX,
+            (a, b) => a.unwrap_or(0).min(b.unwrap_or(0)),
+        };
+        let memory = self
+            .memory
+            .iter()
+            .filter(|r| !other.memory.contains(r))
+            .chain(other.memory.iter().filter(|r| !self.memory.contains(r)))
+            .map(|&(first, _)| first)
+            .min()
+            .unwrap_or(usize::MAX);
+        until.min(memory)
+    }
+}
+
+/// The last build's fates and receipt runs, which the next build starts from: a build after an
+/// append changes the fates of the messages near the end only, and remakes only those (and the
+/// runs from the first that changed).
+#[derive(Clone, Debug)]
+pub(crate) struct Kept {
+    /// Shared with the receipt (and unshared by the time the next build starts: it is then
+    /// changed in place).
+    fates: Arc<Vec<Fate>>,
+    runs: Arc<Vec<ReceiptRun>>,
+    background: Background,
+    /// The first message of the first planned unit (the history's length when none is).
+    planned_from: usize,
+    /// The messages before `planned_from` the context held (system prompts, pinned requests),
+    /// in order, with what became of them.
+    fixed: Vec<(usize, Action, u32)>,
+    /// Made with images replaced (`images_sent_once`): kept for the receipt's entries only.
+    reusable: bool,
+}
+
+impl Kept {
+    /// Fates a build patched after `fates_and_runs` made them: kept for the entries, not reused.
+    pub(crate) fn patched(fates: Arc<Vec<Fate>>) -> Kept {
+        Kept {
+            fates,
+            runs: Arc::default(),
+            background: Background { summarised_until: None, memory: Vec::new(), before: None, covered: (0, None) },
+            planned_from: 0,
+            fixed: Vec::new(),
+            reusable: false,
+        }
+    }
+}
+
+/// Units per block of `Reach`.
+const REACH_BLOCK: usize = 64;
+
+/// The greatest last message of the units up to the end of each block of `REACH_BLOCK` units,
+/// kept with the structure (`ReduceCache::structure`): units are in order of their first message,
+/// and this finds the first that reaches a message, however late its last result came.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Reach {
+    blocks: Vec<usize>,
+}
+
+impl Reach {
+    /// The first unit with a member at `msg` or later (`units.len()` when none has).
+    fn first_reaching(&mut self, structure: &Structure, msg: usize) -> usize {
+        let units = &structure.units;
+        // Blocks from the open run of assistant messages on may still grow (`repair::extend`).
+        let settled = structure.open_step.unwrap_or(units.len()).min(units.len());
+        self.blocks.truncate(settled / REACH_BLOCK);
+        let mut reach = self.blocks.last().copied().unwrap_or(0);
+        for block in units.chunks(REACH_BLOCK).skip(self.blocks.len()) {
+            reach = block.iter().map(Unit::last).fold(reach, usize::max);
+            self.blocks.push(reach);
+        }
+        let block = self.blocks.partition_point(|&reach| reach < msg);
+        let from = block * REACH_BLOCK;
+        units.get(from..).map_or(units.len(), |rest| from + rest.iter().take_while(|u| u.last() < msg).count())
+    }
+}
+
+/// What `fates` reads of a build.
+pub(crate) struct FateInputs<'a, 'b> {
+    pub(crate) items: &'a [Item<'b>],
+    pub(crate) structure: &'a Structure,
+    pub(crate) covered: &'a [usize],
+    pub(crate) active: &'a [usize],
+    pub(crate) plans: &'a Plans,
+    /// The action and the tokens of each message in the context.
+    pub(crate) after: &'a HashMap<usize, (Action, u32)>,
+    pub(crate) summarised_until: Option<usize>,
+    pub(crate) turns: &'a [TurnNote<'a>],
+    pub(crate) memory_turns: &'a [u32],
+}
+
+/// The fates and the runs of a build, those of the last build (`kept`, where these are kept in
+/// turn) reused up to the first message whose fate may differ.
+pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (Arc<Vec<Fate>>, Arc<Vec<ReceiptRun>>) {
+    let kept = &mut cache.runs;
+    let FateInputs { items, structure, active, plans, after, .. } = *inputs;
+    // The ranges of the turns whose summaries are in the context: a handful, looked up once per
+    // message left out (of a long history, most messages).
+    let memory: Vec<(usize, usize)> =
+        inputs.turns.iter().filter(|t| inputs.memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
+    let background = Background {
+        summarised_until: inputs.summarised_until,
+        memory,
+        before: plans.before,
+        covered: (inputs.covered.len(), inputs.covered.last().copied()),
+    };
+    let planned_from = active.get(plans.first()).and_then(|&u| structure.units.get(u)).map_or(items.len(), |u| u.first);
+    let mut fixed: Vec<(usize, Action, u32)> = after
+        .iter()
+        .filter(|(&msg, _)| msg < planned_from)
+        .map(|(&msg, &(action, tokens))| (msg, action, tokens))
+        .collect();
+    fixed.sort_unstable_by_key(|f| f.0);
+    // The first message whose fate may differ from the last build's: past its messages, from
+    // the first planned unit of either build, or from the first held message they disagree on.
+    let last = kept.take().filter(|k| k.reusable && k.fates.len() <= items.len());
+    let from = last.as_ref().map_or(0, |k| {
+        let planned = k.planned_from.min(planned_from);
+        let below = |list: &[(usize, Action, u32)]| list.partition_point(|f| f.0 < planned);
+        let (a, b) = (&k.fixed[..below(&k.fixed)], &fixed[..below(&fixed)]);
+        let differs = a.iter().zip(b).find(|(x, y)| x != y).map(|(x, y)| x.0.min(y.0));
+        let longer = match a.len().cmp(&b.len()) {
+            std::cmp::Ordering::Less => b.get(a.len()).map(|f| f.0),
+            std::cmp::Ordering::Greater => a.get(b.len()).map(|f| f.0),
+            std::cmp::Ordering::Equal => None,
+        };
+        [
+            k.fates.len(),
+            planned,
+            differs.unwrap_or(usize::MAX),
+            longer.unwrap_or(usize::MAX),
+            k.background.differs_from(&background),
+        ]
+        .into_iter()
+        .min()
+        .unwrap_or(0)
+    });
+    let (mut shared, last_runs) = match last {
+        Some(k) => (k.fates, Some(k.runs)),
+        None => (Arc::default(), None),
+    };
+    // Unshared by now (the last receipt was dropped), the last fates are changed in place.
+    let fates = Arc::make_mut(&mut shared);
+    fates.truncate(from);
+    fill_fates(inputs, &background, fates, from, cache.reach.first_reaching(structure, from));
+    let (runs, reused) = runs_reusing(items, fates, last_runs.as_deref().map(|r| (from, r.as_slice())));
+    cache.fates_made += (fates.len() - from) as u64;
+    cache.runs_made += (runs.len() - reused) as u64;
+    drop(last_runs);
+    let runs = Arc::new(runs);
+    cache.runs = Some(Kept {
+        fates: Arc::clone(&shared),
+        runs: Arc::clone(&runs),
+        background,
+        planned_from,
+        fixed,
+        reusable: true,
+    });
+    (shared, runs)
+}
+
+/// The last build's fates, if they were kept.
+pub(crate) fn kept_fates(kept: &Option<Kept>) -> Option<&[Fate]> {
+    kept.as_ref().map(|k| k.fates.as_slice())
+}
+
+/// Each stored message's fate from `from` on (`fates` holds those before): summarised (by the
+/// summary in force, the bridge, or its turn's memory summary), dropped (by repair, thinning,
+/// the window or the budget), or what its members in the context became. With a summary, what
+/// repair left out before `summarised_until` counts as summarised too. `first_unit` is the first
+/// unit with a member at `from` or later.
+fn fill_fates(inputs: &FateInputs, background: &Background, fates: &mut Vec<Fate>, from: usize, first_unit: usize) {
+    let FateInputs { items, structure, covered, active, plans, after, .. } = *inputs;
     // Every message starts as left out by repair (summarised, before `summarised_until`); what a
     // later stage decided overwrites that.
-    let until = summarised_until.unwrap_or(0);
-    let mut fates: Vec<Fate> = items
-        .iter()
-        .enumerate()
-        .map(|(msg, item)| {
-            let (action, reason) =
-                if msg < until { (Action::Summarised, None) } else { (Action::Dropped, Some(DropReason::Repair)) };
-            Fate { action, reason, tokens_before: item.tokens, tokens_after: 0 }
-        })
-        .collect();
+    let until = background.summarised_until.unwrap_or(0);
+    fates.extend(items.iter().enumerate().skip(from).map(|(msg, item)| {
+        let (action, reason) =
+            if msg < until { (Action::Summarised, None) } else { (Action::Dropped, Some(DropReason::Repair)) };
+        Fate { action, reason, tokens_before: item.tokens, tokens_after: 0 }
+    }));
     let set = |fates: &mut [Fate], msg: usize, action: Action, reason: Option<DropReason>| {
-        if let Some(fate) = fates.get_mut(msg) {
+        if let Some(fate) = fates.get_mut(msg).filter(|_| msg >= from) {
             fate.action = action;
             fate.reason = reason;
         }
     };
-    for &u in covered {
+    let from_unit = |units: &[usize]| units.partition_point(|&u| u < first_unit);
+    for &u in &covered[from_unit(covered)..] {
         if let Some(unit) = structure.units.get(u) {
             // A unit that ends before `until` is summarised already (most of a long history's
             // covered units), without reading its members.
@@ -305,15 +515,11 @@ pub(crate) fn fates(
                 continue;
             }
             for m in &unit.members {
-                set(&mut fates, m.msg, Action::Summarised, None);
+                set(fates, m.msg, Action::Summarised, None);
             }
         }
     }
-    // The ranges of the turns whose summaries are in the context: a handful, looked up once per
-    // message left out (of a long history, most messages).
-    let summarised: Vec<(usize, usize)> =
-        turns.iter().filter(|t| memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
-    let memory = |msg: usize| summarised.iter().any(|&(first, last)| (first..=last).contains(&msg));
+    let memory = |msg: usize| background.memory.iter().any(|&(first, last)| (first..=last).contains(&msg));
     let left_out = |fates: &mut [Fate], unit_members: &[crate::compact::repair::Member], reason: DropReason| {
         for m in unit_members {
             match reason {
@@ -325,21 +531,22 @@ pub(crate) fn fates(
     };
     // The units not planned, all left out alike.
     if let Some(reason) = plans.before {
-        for &u in active.iter().take(plans.first()) {
-            left_out(&mut fates, structure.units.get(u).map_or(&[][..], |u| u.members.as_slice()), reason);
+        let not_planned = active.get(..plans.first()).unwrap_or(active);
+        for &u in &not_planned[from_unit(not_planned)..] {
+            left_out(fates, structure.units.get(u).map_or(&[][..], |u| u.members.as_slice()), reason);
         }
     }
     for plan in plans.iter() {
         let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
         if let Some(reason) = plan.dropped {
-            left_out(&mut fates, unit_members, reason);
+            left_out(fates, unit_members, reason);
         } else {
             // Members of a kept unit that thinning left out.
             for m in unit_members {
                 if !plan.members.iter().any(|p| p.msg == m.msg) {
                     match memory(m.msg) {
-                        true => set(&mut fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
-                        false => set(&mut fates, m.msg, Action::Dropped, Some(DropReason::Thinning)),
+                        true => set(fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
+                        false => set(fates, m.msg, Action::Dropped, Some(DropReason::Thinning)),
                     }
                 }
             }
@@ -347,11 +554,10 @@ pub(crate) fn fates(
     }
     // The messages in the context (its size, not the history's).
     for (&msg, &(action, tokens)) in after {
-        if let Some(fate) = fates.get_mut(msg) {
+        if let Some(fate) = fates.get_mut(msg).filter(|_| msg >= from) {
             *fate = Fate { action, reason: None, tokens_before: fate.tokens_before, tokens_after: tokens };
         }
     }
-    fates
 }
 
 #[cfg(test)]
@@ -374,9 +580,9 @@ mod tests {
             fate(Action::Kept, None, 5),
             fate(Action::Kept, None, 5),
         ];
-        let runs = runs(&items, &fates);
+        let runs = runs(&items, &fates, None);
         assert_eq!(runs.len(), 2);
-        assert_eq!((runs[0].from.as_str(), runs[0].to.as_str(), runs[0].count), ("m1", "m2", 2));
+        assert_eq!((&*runs[0].from, &*runs[0].to, runs[0].count), ("m1", "m2", 2));
         assert_eq!((runs[1].tokens_before, runs[1].tokens_after), (10, 10));
         let receipt = Receipt {
             tokens_before: 23,
@@ -386,7 +592,7 @@ mod tests {
             by_part: TokensByPart::default(),
             budget: None,
             within_budget: true,
-            runs,
+            runs: Arc::new(runs),
             fates: Arc::new(fates),
             repairs: Arc::default(),
             pinned: Vec::new(),

@@ -534,6 +534,9 @@ pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCach
     let structure = Arc::new(analyze(items, dedupe));
     cache.reported = None;
     cache.systems = Default::default();
+    cache.sums = Default::default();
+    cache.runs = None;
+    cache.reach = Default::default();
     cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
     structure
 }

@@ -132,27 +132,9 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Re
     }
     pass.tail_start = if steps_seen < keep { 0 } else { tail_start };
 
-    let mut messages = 0usize;
-    let mut last_msg = None;
-    let mut unreduced = 0usize;
-    for &u in &pass.active {
-        let Some(unit) = pass.structure.units.get(u) else { continue };
-        for member in &unit.members {
-            // Members of one message sit in one unit, or in a step and the user unit after it.
-            if last_msg != Some(member.msg) {
-                messages += 1;
-                last_msg = Some(member.msg);
-            }
-            unreduced += match member.parts {
-                None => ctx.item(member.msg)?.tokens as usize,
-                Some(_) => {
-                    ctx.member_tokens(cache, &super::plan::MemberPlan::of(member.msg, member.parts.clone()))? as usize
-                }
-            };
-        }
-    }
-    pass.active_messages = messages;
-    pass.unreduced = unreduced;
+    // The active units as stored: a running sum kept between builds (`sums`).
+    let end = pass.structure.units.len();
+    pass.unreduced = super::sums::active_before(ctx, cache, pass, super::sums::End::History, end)?.all;
     let first_is_user = pass
         .pins
         .first()

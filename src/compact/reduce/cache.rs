@@ -48,11 +48,21 @@ pub struct ReduceCache {
     pub(crate) images_once: crate::fasthash::FastSet<String>,
     /// What images sent once made of each stored message holding images, by id.
     pub(crate) images_shown: FastMap<String, crate::compact::images::Shown>,
+    /// Running sums of the active units' tokens (`sums`), valid with `structure`.
+    pub(crate) sums: crate::compact::sums::UnitSums,
+    /// The last build's fates and receipt runs, which the next build's start from.
+    pub(crate) runs: Option<crate::compact::receipt::Kept>,
+    /// How far the units of `structure` reach (`receipt::Reach`).
+    pub(crate) reach: crate::compact::receipt::Reach,
     scratch: PartCache,
     /// How many reductions were computed (not served from the cache): for tests and benchmarks.
     pub computed: u64,
     /// How many unit plans builds made (`plan::Plans`): for tests and benchmarks.
     pub planned: u64,
+    /// How many stored messages' fates builds made (not kept from the build before), and how
+    /// many receipt runs: for tests and benchmarks.
+    pub fates_made: u64,
+    pub runs_made: u64,
 }
 
 impl ReduceCache {
@@ -62,7 +72,14 @@ impl ReduceCache {
 
     pub(crate) fn prepare(&mut self, fingerprint: String) {
         if self.fingerprint != fingerprint {
-            *self = ReduceCache { fingerprint, computed: self.computed, planned: self.planned, ..Default::default() };
+            *self = ReduceCache {
+                fingerprint,
+                computed: self.computed,
+                planned: self.planned,
+                fates_made: self.fates_made,
+                runs_made: self.runs_made,
+                ..Default::default()
+            };
         }
     }
 

@@ -17,8 +17,9 @@ use super::{index, thin, ReduceCache};
 use crate::compact::plan::{Ctx, MemberPlan, Pass, Plan, Reduction};
 use crate::compact::receipt::DropReason;
 use crate::compact::repair::UnitKind;
+use crate::compact::sums::{self, End};
 use crate::error::{Error, Result};
-use crate::message::{Part, Role};
+use crate::message::Part;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -122,24 +123,17 @@ pub(crate) fn until_fits(
 /// thinning, the older turns' units), an upper bound that needs no reduction computed: from
 /// the units as stored, none planned.
 fn most_saved(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, thinning: bool) -> Result<usize> {
-    let mut most = 0usize;
-    for &u in pass.active.iter().take(pass.tail_start) {
-        let Some(unit) = pass.unit(u) else { continue };
-        let older = thinning && unit.turn < pass.structure.last_turn;
-        if !older && unit.kind != UnitKind::Step {
-            continue;
-        }
-        for member in &unit.members {
-            let item = ctx.item(member.msg)?;
-            if older || item.message.role != Role::Assistant {
-                most += match member.parts {
-                    None => item.tokens as usize,
-                    Some(_) => ctx.member_tokens(cache, &MemberPlan::of(member.msg, member.parts.clone()))? as usize,
-                };
-            }
-        }
+    let tail = pass.active.get(pass.tail_start).copied().unwrap_or(pass.structure.units.len());
+    let saved = sums::active_before(ctx, cache, pass, End::Tail, tail)?;
+    if !thinning {
+        return Ok(saved.results);
     }
-    Ok(most)
+    // The older turns' units may go whole (thinning): all they hold, not only their results.
+    // Units are in turn order: those of older turns come first.
+    let structure = &pass.structure;
+    let current = structure.units.partition_point(|u| u.turn < structure.last_turn).min(tail);
+    let older = sums::active_before(ctx, cache, pass, End::Turn, current)?;
+    Ok(saved.results + older.all.saturating_sub(older.results))
 }
 
 /// `member` with result part `part` cut to the longest head and tail that still saves `need`

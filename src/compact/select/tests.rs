@@ -74,8 +74,12 @@ fn measure_finds_the_recent_steps() {
     let pass = through_reduce(&ctx, &mut cache, &state);
     let tail: Vec<usize> = pass.active[pass.tail_start..].iter().map(|u| pass.unit(*u).unwrap().first).collect();
     assert_eq!(tail, [items.len() - 3, items.len() - 1]);
-    // The pinned requests (m2 and the last turn's) are not active.
-    assert_eq!(pass.active_messages, items.len() - 3);
+    // The pinned requests (m2 and the last turn's) are not active, nor is the system prompt.
+    let pinned: Vec<usize> = pass.pins.iter().map(|p| pass.unit(p.plan.unit).unwrap().first).collect();
+    assert_eq!(pinned, [1, items.len() - 6]);
+    let active: usize =
+        items.iter().enumerate().filter(|(i, _)| *i != 0 && !pinned.contains(i)).map(|(_, i)| i.tokens as usize).sum();
+    assert_eq!(pass.unreduced, active);
 }
 
 #[test]
