@@ -12,9 +12,9 @@
 //                tables took before), per message, against the message's JSON
 // and the issue's targets. Run: npm run build && node bench/scale.mjs [sizes…] (e.g. 5000 100000);
 // SCALE_BALLAST_MB=300 sets the live heap of the busy runs; SCALE_BUSY=0 leaves them out.
-import { readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { message, templates } from "./long-conversation.mjs";
 
 const SIZES = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
 const BALLAST_MB = Number(process.env.SCALE_BALLAST_MB ?? 300);
@@ -23,20 +23,6 @@ const BUILD = { budget: { contextWindow: 100_000, targetRatio: 1 } };
 const WARM_BUILDS = { full: BUILD, "no summary": { ...BUILD, summary: null } };
 const WARM = 9;
 const BUSY = process.env.SCALE_BUSY !== "0";
-
-const runs = JSON.parse(readFileSync(new URL("../../shared/fixtures/openai/tau-bench-gpt-4o-airline.json", import.meta.url), "utf8"));
-const templates = runs.flatMap((run) => run.traj);
-
-/** Message `i` of the long conversation: the templates over and over, tool-call ids made unique per lap. */
-function message(i) {
-  const lap = Math.floor(i / templates.length);
-  const m = templates[i % templates.length];
-  if (lap === 0) return m;
-  const id = (s) => `${s}~${lap}`;
-  if (m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, id: id(c.id) })) };
-  if (m.role === "tool") return { ...m, tool_call_id: id(m.tool_call_id) };
-  return m;
-}
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const time = (f) => {
