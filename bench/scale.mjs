@@ -5,13 +5,14 @@
 //   append       time per message (one `append` call each)
 //   first build  the first `build()` (every message counted, the whole pipeline), with an idle JS
 //                heap and with ~300 MB of live JS objects beside it (a chat page, an agent server)
-//   warm build   a build after one more append (median of 9), with the default options (the full
+//   warm build   a build after one more append (median of 21), with the default options (the full
 //                pipeline: extractive summary, digests, compression) and with the summary off
 //   export       `history.export()`, then `ConversationHistory.import()` of that object
 //   memory       the wasm memory the messages take (after the first build, less what the encoder's
 //                tables took before), per message, against the message's JSON
 // and the issue's targets. Run: npm run build && node bench/scale.mjs [sizes…] (e.g. 5000 100000);
-// SCALE_BALLAST_MB=300 sets the live heap of the busy runs; SCALE_BUSY=0 leaves them out.
+// SCALE_BALLAST_MB=300 sets the live heap of the busy runs; SCALE_BUSY=0 leaves them out;
+// SCALE_TIMES=1 prints every warm build's time (on a shared machine the median hides outliers).
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { message, templates } from "./long-conversation.mjs";
@@ -21,7 +22,7 @@ const BALLAST_MB = Number(process.env.SCALE_BALLAST_MB ?? 300);
 const BUILD = { budget: { contextWindow: 100_000, targetRatio: 1 } };
 /** The warm builds' options: the defaults (every stage on) and the summary off. */
 const WARM_BUILDS = { full: BUILD, "no summary": { ...BUILD, summary: null } };
-const WARM = 9;
+const WARM = 21;
 const BUSY = process.env.SCALE_BUSY !== "0";
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -72,6 +73,7 @@ async function child(n, busy) {
         warm.push(time(() => history.build(options))[0]);
       }
       out.warmBuild[name] = median(warm);
+      if (process.env.SCALE_TIMES) console.error(name, warm.map((t) => t.toFixed(2)).join(" "));
     }
     const [exportMs, exported] = time(() => history.export());
     const [importMs, imported] = time(() => ConversationHistory.import(exported));
