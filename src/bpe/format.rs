@@ -168,8 +168,8 @@ pub fn tail(token: &[u8]) -> usize {
 /// is the class of the last byte, or for the tails and first bytes used most, a table of its
 /// own: the classes of two bytes predict the next byte better than one (o200k_base: 114 -> 101
 /// KB for the right parts' first bytes), a few first bytes their index better than their class
-/// (144 -> 140 KB), and most pairs of classes are rare. Format 5, whose tables cost a quarter of
-/// format 4's, affords more of them: 24 own tails rather than 16 (-2.6 KB of rANS stream, +0.4
+/// (144 -> 140 KB), and most pairs of classes are rare. Format 5's cheaper tables (FREQ_STEPS)
+/// afford more of them: 24 own tails rather than 16 (-2.6 KB of rANS stream, +0.4
 /// KB of tables gzipped; 8 fewer cost 2 KB, 16 more gain nothing), and own index tables for the
 /// left part (-1.5 KB, +0.65 KB; 16 own first bytes rather than 8 gain less than they cost).
 pub struct Contexts {
@@ -316,14 +316,16 @@ pub fn push_pairs(t: &mut Vec<u8>, ctx: &Contexts, ends: &[(u8, u8)], pairs: &[(
 }
 
 /// Frequency codes per octave: a table stores each symbol's frequency as a byte, 0 for unused,
-/// else k for a weight of 2^((k - 1) / FREQ_STEPS). Exact frequencies (format 4: varints) made up
-/// most of the bytes gzip could still shrink: o200k_base's 73 tables took 19 KB gzipped, the
-/// codes take ~N KB, and the coarser frequencies cost the rANS stream ~N bytes.
-pub const FREQ_STEPS: u32 = 4;
+/// else k for a weight of 2^((k - 1) / FREQ_STEPS), rescaled to sum to 1 << PROB_BITS. Format 4
+/// stored exact frequencies as varints: o200k_base's tables took 5.2 KB of its gzipped size.
+/// Codes cost less in the tables than coarser frequencies cost the rANS stream, down to two an
+/// octave (whole o200k_base table, gzip -9: 1 step 615,465 B, 2 steps 614,192, 3 614,698, 4
+/// 614,877, 6 615,125).
+pub const FREQ_STEPS: u32 = 2;
 /// The largest frequency code: a weight of 2^12, the whole scale.
 pub const MAX_FREQ_CODE: u8 = (PROB_BITS * FREQ_STEPS + 1) as u8;
 /// 2^(j / FREQ_STEPS) in units of 1/256, for j < FREQ_STEPS.
-const FREQ_MANTISSAS: [u32; FREQ_STEPS as usize] = [256, 304, 362, 431];
+const FREQ_MANTISSAS: [u32; FREQ_STEPS as usize] = [256, 362];
 
 /// The frequency codes of a table's symbol counts (see FREQ_STEPS): the nearest code on the log
 /// scale to each count's share of 1 << PROB_BITS, at least 1 for a used symbol.
