@@ -4,7 +4,7 @@
 #![allow(dead_code)] // Each includer uses its own part: build.rs writes, the library reads.
 
 pub const MAGIC: &[u8; 4] = b"CCBT";
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 
 /// The symbol of an id (see table.rs): for v = id + 1, v itself if v < 32, else 32 +
 /// (bitlen(v) - 6) * 16 + (top 5 bits of v - 16); and the `n` low bits of v it leaves out.
@@ -80,13 +80,13 @@ pub const CLASSES: usize = 16;
 pub const TAILS: usize = (CLASSES + 1) * CLASSES;
 /// Tables for the right part's first byte: one per class of the left part's last byte, and one
 /// each for the tails most used as a left part's (a table's context map says which).
-pub const RIGHT_FIRST_TABLES: usize = 2 * CLASSES;
-/// Tables for the right part's index: one per class of its first byte, and one each for the
-/// first bytes used most by right parts.
-pub const RIGHT_INDEX_TABLES: usize = CLASSES + 8;
-/// Tables: the first byte of `left`; per class, `left`'s index given its first byte; then
-/// `right`'s first byte by `left`'s context, `right`'s index by its first byte (`Contexts`).
-pub const N_TABLES: usize = 1 + CLASSES + RIGHT_FIRST_TABLES + RIGHT_INDEX_TABLES;
+pub const RIGHT_FIRST_TABLES: usize = CLASSES + 24;
+/// Tables for a part's index, each for the left and for the right part: one per class of its
+/// first byte, and one each for the first bytes used most by right parts.
+pub const INDEX_TABLES: usize = CLASSES + 8;
+/// Tables: the first byte of `left`; `left`'s index by its first byte's context; then `right`'s
+/// first byte by `left`'s context, `right`'s index by its first byte's context (`Contexts`).
+pub const N_TABLES: usize = 1 + INDEX_TABLES + RIGHT_FIRST_TABLES + INDEX_TABLES;
 
 /// The class of a byte: lower, upper, digit, space, newline, other control, `.`, `_`, `-`,
 /// brackets, other ASCII, and UTF-8 continuation (two halves) and lead bytes (three lengths).
@@ -134,21 +134,22 @@ const fn byte_class(b: u8) -> u8 {
 pub const fn table_left_first() -> usize {
     0
 }
-/// The table coding `left`'s index among the tokens that start with its first byte `first`.
+/// The table coding `left`'s index among the tokens that start with its first byte, given that
+/// byte's context `ctx` (< INDEX_TABLES).
 #[inline(always)]
-pub const fn table_left_index(first: u8) -> usize {
-    1 + class(first)
+pub const fn table_left_index(ctx: u8) -> usize {
+    1 + ctx as usize
 }
 /// The table coding the first byte of `right`, after a `left` of context `ctx` (< RIGHT_FIRST_TABLES).
 #[inline(always)]
 pub const fn table_right_first(ctx: u8) -> usize {
-    1 + CLASSES + ctx as usize
+    1 + INDEX_TABLES + ctx as usize
 }
 /// The table coding `right`'s index among the tokens that start with its first byte, given
-/// that byte's context `ctx` (< RIGHT_INDEX_TABLES).
+/// that byte's context `ctx` (< INDEX_TABLES).
 #[inline(always)]
 pub const fn table_right_index(ctx: u8) -> usize {
-    1 + CLASSES + RIGHT_FIRST_TABLES + ctx as usize
+    1 + INDEX_TABLES + RIGHT_FIRST_TABLES + ctx as usize
 }
 
 /// The tail of a token (< TAILS): the classes of its last two bytes.
@@ -161,13 +162,16 @@ pub fn tail(token: &[u8]) -> usize {
     }
 }
 
-/// The maps a table carries (after its byte counts) that choose the coding tables for the right
-/// part: by the left part's tail, the table of the right part's first byte (`tails`), and by the
-/// right part's first byte, the table of its index (`firsts`). Each is the class of the last
-/// byte, or for the tails and first bytes used most, a table of its own: the classes of two
-/// bytes predict the next byte better than one (o200k_base: 114 -> 101 KB for the right parts'
-/// first bytes), a few first bytes their index better than their class (144 -> 140 KB), and
-/// most pairs of classes are rare.
+/// The maps a table carries (after its byte counts) that choose the coding tables: by the left
+/// part's tail, the table of the right part's first byte (`tails`), and by a part's first byte,
+/// the table of its index (`firsts`, the left and the right part each their own tables). Each
+/// is the class of the last byte, or for the tails and first bytes used most, a table of its
+/// own: the classes of two bytes predict the next byte better than one (o200k_base: 114 -> 101
+/// KB for the right parts' first bytes), a few first bytes their index better than their class
+/// (144 -> 140 KB), and most pairs of classes are rare. Format 5's cheaper tables (FREQ_STEPS)
+/// afford more of them: 24 own tails rather than 16 (-2.6 KB of rANS stream, +0.4
+/// KB of tables gzipped; 8 fewer cost 2 KB, 16 more gain nothing), and own index tables for the
+/// left part (-1.5 KB, +0.65 KB; 16 own first bytes rather than 8 gain less than they cost).
 pub struct Contexts {
     pub tails: [u8; TAILS],
     pub firsts: [u8; 256],
@@ -178,7 +182,7 @@ impl Contexts {
     pub fn choose(tail_uses: &[u32; TAILS], first_uses: &[u32; 256]) -> Contexts {
         Contexts {
             tails: most_used(tail_uses, RIGHT_FIRST_TABLES - CLASSES, |t| t % CLASSES),
-            firsts: most_used(first_uses, RIGHT_INDEX_TABLES - CLASSES, |b| class(b as u8)),
+            firsts: most_used(first_uses, INDEX_TABLES - CLASSES, |b| class(b as u8)),
         }
     }
 
@@ -239,7 +243,7 @@ pub fn pair_code(
     let ((lf, ls, lbits), (rf, rs, rbits)) = (part(left)?, part(right)?);
     let events = [
         (table_left_first(), lf),
-        (table_left_index(lf), ls),
+        (table_left_index(ctx.firsts[lf as usize]), ls),
         (table_right_first(ends[left as usize].1), rf),
         (table_right_index(ctx.firsts[rf as usize]), rs),
     ];
@@ -270,15 +274,15 @@ pub fn push_pairs(t: &mut Vec<u8>, ctx: &Contexts, ends: &[(u8, u8)], pairs: &[(
         push_varint(t, c);
     }
     ctx.write(t);
-    let mut freqs = vec![[0u32; 256]; N_TABLES];
+    let mut counts = vec![[0u32; 256]; N_TABLES];
     for &(tb, s) in &events {
-        freqs[tb][s as usize] += 1;
+        counts[tb][s as usize] += 1;
     }
-    for f in &mut freqs {
-        normalize(f);
-        for &x in f.iter() {
-            push_varint(t, x);
-        }
+    let mut freqs = Vec::with_capacity(N_TABLES);
+    for c in &counts {
+        let codes = quantise(c);
+        t.extend_from_slice(&codes);
+        freqs.push(dequantise(&codes).ok_or("a frequency code out of range")?);
     }
     // rANS codes last symbol first, so the decoder reads them in order.
     let mut starts = vec![[0u32; 256]; N_TABLES];
@@ -311,7 +315,52 @@ pub fn push_pairs(t: &mut Vec<u8>, ctx: &Contexts, ends: &[(u8, u8)], pairs: &[(
     Ok(())
 }
 
-/// Scales counts to frequencies summing to 1 << PROB_BITS, every used symbol at least 1
+/// Frequency codes per octave: a table stores each symbol's frequency as a byte, 0 for unused,
+/// else k for a weight of 2^((k - 1) / FREQ_STEPS), rescaled to sum to 1 << PROB_BITS. Format 4
+/// stored exact frequencies as varints: o200k_base's tables took 5.2 KB of its gzipped size.
+/// Codes cost less in the tables than coarser frequencies cost the rANS stream, down to two an
+/// octave (whole o200k_base table, gzip -9: 1 step 615,465 B, 2 steps 614,192, 3 614,698, 4
+/// 614,877, 6 615,125).
+pub const FREQ_STEPS: u32 = 2;
+/// The largest frequency code: a weight of 2^12, the whole scale.
+pub const MAX_FREQ_CODE: u8 = (PROB_BITS * FREQ_STEPS + 1) as u8;
+/// 2^(j / FREQ_STEPS) in units of 1/256, for j < FREQ_STEPS.
+const FREQ_MANTISSAS: [u32; FREQ_STEPS as usize] = [256, 362];
+
+/// The frequency codes of a table's symbol counts (see FREQ_STEPS): the nearest code on the log
+/// scale to each count's share of 1 << PROB_BITS, at least 1 for a used symbol.
+pub fn quantise(counts: &[u32; 256]) -> [u8; 256] {
+    let total: f64 = counts.iter().map(|&x| x as f64).sum();
+    let mut codes = [0u8; 256];
+    for (code, &c) in codes.iter_mut().zip(counts) {
+        if c > 0 {
+            let share = c as f64 * (1u32 << PROB_BITS) as f64 / total;
+            let k = 1.0 + (share.log2() * FREQ_STEPS as f64).round();
+            *code = k.clamp(1.0, MAX_FREQ_CODE as f64) as u8;
+        }
+    }
+    codes
+}
+
+/// The frequencies of a table's codes (see FREQ_STEPS), summing to 1 << PROB_BITS, or all 0 for an
+/// unused table; None for a code out of range. Integer arithmetic only: build.rs and the decoder
+/// must agree to the bit.
+pub fn dequantise(codes: &[u8; 256]) -> Option<[u32; 256]> {
+    let mut f = [0u32; 256];
+    for (x, &k) in f.iter_mut().zip(codes) {
+        if k > MAX_FREQ_CODE {
+            return None;
+        }
+        if k > 0 {
+            let j = (k - 1) as u32;
+            *x = FREQ_MANTISSAS[(j % FREQ_STEPS) as usize] << (j / FREQ_STEPS);
+        }
+    }
+    normalize(&mut f);
+    Some(f)
+}
+
+/// Scales weights to frequencies summing to 1 << PROB_BITS, every used symbol at least 1
 /// (an unused table stays all zero).
 fn normalize(f: &mut [u32; 256]) {
     let total: u64 = f.iter().map(|&x| x as u64).sum();
@@ -324,7 +373,9 @@ fn normalize(f: &mut [u32; 256]) {
             *x = ((*x as u64 * m / total) as u32).max(1);
         }
     }
-    // Settle the rounding on the largest frequencies, where it costs least.
+    // Settle the rounding on the largest frequencies, where it costs least. Each step either
+    // settles the sum or takes a frequency down to 1; fewer than 256 symbols are used, so the
+    // sum cannot stay above the scale.
     loop {
         let sum: u64 = f.iter().map(|&x| x as u64).sum();
         if sum == m {

@@ -6,13 +6,14 @@
 //! among the lower ranks that start with that byte, entropy-coded (rANS) with static tables
 //! chosen by the classes of neighbouring bytes: the right part's first byte by the classes of
 //! the left part's last two bytes, each index by its first byte. The file is served as is (gzip
-//! gains ~2% on it); o200k_base: 630 KB, 617 KB gzipped (version 3: 641 KB, 632 KB), against
-//! 681 KB for version 2's gzipped id streams and 944 KB for the raw token text.
+//! gains ~3% on it); o200k_base: 633 KB, 614 KB gzipped (version 4: 630 KB, 617 KB; version 3:
+//! 641 KB, 632 KB), against 681 KB for version 2's gzipped id streams and 944 KB for the raw
+//! token text.
 //!
 //! ```text
 //! offset  size          field
 //! 0       4             magic "CCBT"
-//! 4       1             format version (4)
+//! 4       1             format version (5)
 //! 5       1             encoding: 0 = o200k_base, 1 = cl100k_base
 //! 6       1             kind: 0 = standalone, 1 = coded against o200k_base ("delta")
 //! 7       1             reserved (0)
@@ -25,10 +26,11 @@
 //! then the pair section:
 //!         256 varints   how many of the n ranks start with each byte
 //!         272           per tail (format.rs `tail`: the classes of a token's last two bytes),
-//!                       the token's context as a left part (< 32)
-//!         256           per byte, the context of a right part's index that starts with it (< 24)
-//!         73 x 256 varints  frequency tables (format.rs: N_TABLES), each summing to 2^12 or
-//!                       all 0 (unused)
+//!                       the token's context as a left part (< 40)
+//!         256           per byte, the context of an index that starts with it (< 24)
+//!         89 x 256      frequency tables (format.rs: N_TABLES), a code byte per symbol
+//!                       (format.rs FREQ_STEPS: 0 unused, else a log-scale weight), scaled
+//!                       to sum to 2^12 (or all 0: unused table)
 //!         4             c: length of the rANS stream (u32 LE)
 //!         c             the rANS stream, 16-bit words (LE): the final encoder state (high
 //!                       word first), then the words renormalisation wrote, last first; the
@@ -36,7 +38,7 @@
 //!         4             b: length of the low-bit stream (u32 LE)
 //!         b             low bits of the indices, LSB first
 //! per pair-coded token, in rank order, from the rANS stream:
-//!         left's first byte f (table 0); left's index symbol (table by class of f), then
+//!         left's first byte f (table 0); left's index symbol (table by f's context), then
 //!         right's first byte g (table by left's context); right's index symbol
 //!         (table by g's context). An index i is coded as the symbol of i (below) plus its
 //!         low bits from the low-bit stream.
@@ -54,11 +56,11 @@
 
 use super::{BpeError, BpeErrorKind};
 
-pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
 use super::format::{
-    table_left_first, table_left_index, table_right_first, table_right_index, tail, CLASSES, N_TABLES, PROB_BITS,
-    RANS_L, RIGHT_FIRST_TABLES, RIGHT_INDEX_TABLES, TAILS,
+    dequantise, table_left_first, table_left_index, table_right_first, table_right_index, tail, CLASSES, INDEX_TABLES,
+    N_TABLES, PROB_BITS, RANS_L, RIGHT_FIRST_TABLES, TAILS,
 };
+pub(crate) use super::format::{table_checksum, MAGIC, VERSION};
 pub(crate) const HEADER_LEN: usize = 16 + 256;
 
 /// The token bytes of a vocabulary, in rank order.
@@ -323,8 +325,8 @@ struct PairStream<'a> {
     counts: [u32; 256],
     /// The context of a token as a left part, by its tail (format::Contexts).
     map: [u8; TAILS],
-    /// The context of a right part's index, by its first byte (format::Contexts).
-    right_index: [u8; 256],
+    /// The context of a part's index, by its first byte (format::Contexts).
+    index_ctx: [u8; 256],
     /// Per table and slot of the PROB_SCALE: symbol | (frequency - 1) << 8 | start << 20.
     lut: Vec<u32>,
     words: &'a [u8],
@@ -342,24 +344,23 @@ impl<'a> PairStream<'a> {
             *c = varint(t, at).ok_or_else(|| invalid("rank table truncated"))?;
         }
         let map: [u8; TAILS] = section(t, at, TAILS)?.try_into().map_err(|_| invalid("rank table truncated"))?;
-        let right_index: [u8; 256] = section(t, at, 256)?.try_into().map_err(|_| invalid("rank table truncated"))?;
+        let index_ctx: [u8; 256] = section(t, at, 256)?.try_into().map_err(|_| invalid("rank table truncated"))?;
         if map.iter().any(|&c| c as usize >= RIGHT_FIRST_TABLES)
-            || right_index.iter().any(|&c| c as usize >= RIGHT_INDEX_TABLES)
+            || index_ctx.iter().any(|&c| c as usize >= INDEX_TABLES)
         {
             return Err(invalid("rank table context map is corrupt"));
         }
         let mut lut = vec![0u32; N_TABLES * PROB_SCALE];
         for table in lut.chunks_exact_mut(PROB_SCALE) {
+            let codes: &[u8; 256] = section(t, at, 256)?.try_into().map_err(|_| invalid("rank table truncated"))?;
+            let freqs = dequantise(codes).ok_or_else(|| invalid("rank table frequency code out of range"))?;
             let mut start = 0usize;
-            for s in 0..256u32 {
-                let f = varint(t, at).ok_or_else(|| invalid("rank table truncated"))? as usize;
-                let slots =
-                    table.get_mut(start..start + f).ok_or_else(|| invalid("rank table frequencies overflow"))?;
-                slots.fill(s | (f as u32).wrapping_sub(1) << 8 | (start as u32) << 20);
+            for (s, &f) in (0u32..).zip(&freqs) {
+                let f = f as usize;
+                if let Some(slots) = table.get_mut(start..start + f) {
+                    slots.fill(s | (f as u32).wrapping_sub(1) << 8 | (start as u32) << 20);
+                }
                 start += f;
-            }
-            if start != 0 && start != PROB_SCALE {
-                return Err(invalid("rank table frequencies do not sum to the scale"));
             }
         }
         let len = len_field(t, at)?;
@@ -370,7 +371,7 @@ impl<'a> PairStream<'a> {
         };
         let b = len_field(t, at)?;
         let raw = section(t, at, b)?;
-        Ok(PairStream { counts, map, right_index, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
+        Ok(PairStream { counts, map, index_ctx, lut, words: coded, pos: 4, x, bad: false, bits: BitReader::new(raw) })
     }
 
     /// The context as a left part of a token with byte-list entry `entry`.
@@ -485,7 +486,7 @@ struct Decoder<'a> {
 impl Decoder<'_> {
     #[inline(never)]
     fn run(&mut self, r0: usize, r1: usize) -> Result<(), BpeError> {
-        let right_index = self.pairs.right_index;
+        let index_ctx = self.pairs.index_ctx;
         for r in r0..r1 {
             let i = r - 256;
             let shared = self.flags.get(i / 8).is_some_and(|f| f >> (i % 8) & 1 == 1);
@@ -501,9 +502,11 @@ impl Decoder<'_> {
             } else {
                 // The table for the right part's first byte depends on the left part's tail,
                 // which the byte lists keep beside each rank: one load, not two.
-                let (a, first) = self.pairs.rank(&self.buckets, table_left_first(), table_left_index);
+                let (a, first) = self
+                    .pairs
+                    .rank(&self.buckets, table_left_first(), |first| table_left_index(index_ctx[first as usize]));
                 let (b, _) = self.pairs.rank(&self.buckets, table_right_first(self.pairs.context(a)), |first| {
-                    table_right_index(right_index[first as usize])
+                    table_right_index(index_ctx[first as usize])
                 });
                 // The new token's tail is the right part's, or for a one-byte right part
                 // (tail CLASSES * CLASSES + its class), that class after the left part's last.

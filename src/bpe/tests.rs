@@ -164,6 +164,11 @@ fn forged_tables_are_errors_not_aborts() {
         let e = table::decode(&bad, None).err().unwrap();
         assert!(e.message().contains("context map is corrupt"), "{e}");
     }
+    // A frequency code past the largest (the first of the first table's).
+    let mut bad = t.clone();
+    bad[table::HEADER_LEN + 256 + super::format::TAILS + 256] = super::format::MAX_FREQ_CODE + 1;
+    let e = table::decode(&bad, None).err().unwrap();
+    assert!(e.message().contains("frequency code out of range"), "{e}");
     // Truncation, trailing bytes, and every single-byte change of the pair section.
     assert!(table::decode(&t[..t.len() - 1], None).is_err());
     let mut t2 = t.clone();
@@ -193,6 +198,25 @@ fn tables_of_other_format_versions_are_refused() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Any frequency codes in range give a table the rANS decoder can use: every used symbol
+    /// a frequency of at least 1, unused ones 0, summing to the scale (or all 0 if none is used).
+    #[test]
+    fn frequency_codes_always_make_a_valid_table(
+        codes in proptest::collection::vec(0..=super::format::MAX_FREQ_CODE, 256),
+        unused in proptest::collection::vec(proptest::prelude::any::<bool>(), 256),
+    ) {
+        let mut c = [0u8; 256];
+        for ((x, &k), &u) in c.iter_mut().zip(&codes).zip(&unused) {
+            *x = if u { 0 } else { k };
+        }
+        let f = super::format::dequantise(&c).unwrap();
+        for (&k, &x) in c.iter().zip(&f) {
+            proptest::prop_assert_eq!(k == 0, x == 0);
+        }
+        let sum: u32 = f.iter().sum();
+        proptest::prop_assert_eq!(sum, if c.iter().all(|&k| k == 0) { 0 } else { 1 << super::format::PROB_BITS });
+    }
+
     /// Any bytes after a valid header (the pair section of a table of random pairs, cut and
     /// overwritten at random, or plain noise): decode returns, Ok or Err, and never panics.
     #[test]
