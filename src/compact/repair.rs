@@ -490,7 +490,9 @@ fn mark(touched: &mut [bool], i: usize) {
     }
 }
 
-/// A hash of what a system message says (its role, name and parts), without copying it.
+/// A hash of what a system message says (its role, name and text parts), without copying it.
+/// Other parts add only their kind: `same_instruction` compares messages whose keys match, and
+/// formatting a part with `Debug` to hash it pulled every message type's `Debug` into the wasm.
 fn system_key(message: &Message) -> u64 {
     let mut hasher = FxHasher::default();
     message.role.hash(&mut hasher);
@@ -498,7 +500,7 @@ fn system_key(message: &Message) -> u64 {
     for part in &message.content.parts {
         match part {
             Part::Text { text, .. } => text.hash(&mut hasher),
-            other => format!("{other:?}").hash(&mut hasher),
+            other => std::mem::discriminant(other).hash(&mut hasher),
         }
     }
     hasher.finish()
