@@ -11,7 +11,7 @@ use super::conversion::{js_string, options, to_js};
 use super::errors::JsResult;
 use super::session::{Session, Shared};
 use crate::error::{Error, Result};
-use crate::session::records::{SessionInfo, StoredRecord};
+use crate::session::records::{self, SessionInfo, StoredRecord};
 use crate::session::Session as CoreSession;
 
 /// `changes`' options.
@@ -74,10 +74,21 @@ impl Session {
         Ok(Session { shared: Shared::new(CoreSession::load(&records)?) })
     }
 
-    /// What a list of sessions shows of a stored session: its meta record (key `["s", id]`), checked.
+    /// What a list of sessions shows of a stored session: its meta record (key `["s", id]`) and
+    /// the records of its tail (those of `tailKeys(meta)` up to the first absent), checked.
     #[wasm_bindgen(js_name = info, unchecked_return_type = "SessionInfo")]
-    pub fn info(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] record: JsValue) -> JsResult<JsValue> {
-        Ok(to_js(&SessionInfo::read(&record_at(&record, "the record")?)?)?)
+    pub fn info(
+        #[wasm_bindgen(unchecked_param_type = "StoredRecord")] record: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "StoredRecord[]")] tail: JsValue,
+    ) -> JsResult<JsValue> {
+        let tail = if tail.is_undefined() { Vec::new() } else { records_arg(&tail)? };
+        Ok(to_js(&SessionInfo::read(&record_at(&record, "the record")?, &tail)?)?)
+    }
+
+    /// The keys of the records a tail after this meta record may hold, in order (see `info`).
+    #[wasm_bindgen(js_name = tailKeys, unchecked_return_type = "string[][]")]
+    pub fn tail_keys(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] meta: JsValue) -> JsResult<JsValue> {
+        Ok(to_js(&records::tail_keys(&record_at(&meta, "the meta record")?)?)?)
     }
 
     /// The records of what changed since the last save, in the order to write them (the meta

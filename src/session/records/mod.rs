@@ -42,19 +42,26 @@ use crate::memory::{ContextSnapshot, MemorySummary};
 use crate::message::Format;
 use crate::tokens::Encoding;
 
-pub use load::SessionInfo;
+pub use load::{tail_keys, SessionInfo};
 pub use pull::{PullPlan, PullReport, Renumbered};
 pub use save::{Changes, Persisted};
 
 /// The schema version every record this library writes carries. Version 0 is the whole-session
 /// document of `Session::export` (format `context-compactor/session`, version 1) stored under one
 /// key, as `localStorage.setItem(key, JSON.stringify(session.export()))` did: it loads, migrated.
-pub const RECORD_VERSION: u64 = 1;
+/// Version 1 records (with a `kind` in the envelope, and an `id` and `format` in each message
+/// record) load as they are; the next save writes version 2.
+pub const RECORD_VERSION: u64 = 2;
 
 /// Messages per chunk: past each multiple, the messages are rewritten as one record (and their
 /// single records removed), so that a session loads from a few large records and at most
 /// `CHUNK - 1` small ones, while an append still writes one message.
 pub const CHUNK: usize = 1000;
+
+/// Messages a tail may hold past the meta record's count, plus one: a save that would make the
+/// tail this long writes the meta record instead (and so every 16th append of a chat writes it:
+/// what the appends between write is their message records alone).
+pub const TAIL_LIMIT: u64 = 16;
 
 /// The first segment of the keys of meta records (listing sessions reads only these).
 pub const META_SPACE: &str = "s";
@@ -176,14 +183,19 @@ pub(crate) fn show(key: &[String]) -> String {
     serde_json::to_string(key).unwrap_or_else(|_| key.join("/"))
 }
 
-fn checksum(key: &[String], kind: Kind, body: &str) -> u64 {
+/// The checksum of a record: FNV-1a 64 of its key, its version and its body's exact text (and,
+/// in version 1, its kind, which version 2 leaves to the key).
+fn checksum(key: &[String], version: u64, kind: Kind, body: &str) -> u64 {
     let mut parts: Vec<&[u8]> = Vec::with_capacity(key.len() * 2 + 6);
     for segment in key {
         parts.push(segment.as_bytes());
         parts.push(b"\x1f");
     }
-    let version = RECORD_VERSION.to_string();
-    parts.extend([b"\x1e".as_slice(), kind.as_str().as_bytes(), b"\x1e", version.as_bytes(), b"\x1e", body.as_bytes()]);
+    let version_text = version.to_string();
+    if version == 1 {
+        parts.extend([b"\x1e".as_slice(), kind.as_str().as_bytes()]);
+    }
+    parts.extend([b"\x1e".as_slice(), version_text.as_bytes(), b"\x1e", body.as_bytes()]);
     fnv1a64(&parts)
 }
 
@@ -223,8 +235,8 @@ pub(crate) fn seal<T: Serialize>(key: Vec<String>, kind: Kind, body: &T) -> Resu
     body.serialize(&mut serde_json::Serializer::with_formatter(&mut text, AsciiFormatter))
         .map_err(|e| unwritable(&e))?;
     let body = String::from_utf8(text).map_err(|e| unwritable(&e))?;
-    let sum = checksum(&key, kind, &body);
-    let value = format!(r#"{{"v":{RECORD_VERSION},"kind":"{}","sum":"{sum:016x}","body":{body}}}"#, kind.as_str());
+    let sum = checksum(&key, RECORD_VERSION, kind, &body);
+    let value = format!(r#"{{"v":{RECORD_VERSION},"sum":"{sum:016x}","body":{body}}}"#);
     Ok(StoredRecord { key, value })
 }
 
@@ -242,32 +254,42 @@ struct Envelope<'a> {
 
 /// What a record holds once its envelope is checked.
 pub(crate) enum Opened<'a> {
-    /// A record of this version, its checksum verified: the body's text.
-    Current(&'a str),
+    /// A record of this version or an earlier one, its checksum verified.
+    Current(Body<'a>),
     /// A version 0 record: a whole session export, to migrate.
     Export,
 }
 
-/// The checksum and body of a record in exactly the layout `seal` writes for `kind` at this
-/// version; `None` for any other text, which `open` then reads as JSON. (A chunk is megabytes:
-/// reading its envelope as JSON would scan the body once more before it is parsed.) Taking the
-/// body as the text between the prefix and the last `}` is sound because the body must then
-/// parse as one JSON value on its own, which makes the whole text that envelope.
-fn sealed(value: &str, kind: Kind) -> Option<(&str, &str)> {
+/// A record's body: its text, and the version of the record that holds it.
+#[derive(Clone, Copy)]
+pub(crate) struct Body<'a> {
+    pub text: &'a str,
+    pub version: u64,
+}
+
+/// The version, checksum and body of a record in exactly the layout `seal` writes (or, for
+/// `kind`, version 1 wrote); `None` for any other text, which `open` then reads as JSON. (A chunk
+/// is megabytes: reading its envelope as JSON would scan the body once more before it is
+/// parsed.) Taking the body as the text between the prefix and the last `}` is sound because the
+/// body must then parse as one JSON value on its own, which makes the whole text that envelope.
+fn sealed(value: &str, kind: Kind) -> Option<(u64, &str, &str)> {
     let rest = value.strip_prefix(r#"{"v":"#)?;
-    let rest = rest.strip_prefix(RECORD_VERSION.to_string().as_str())?;
-    let rest = rest.strip_prefix(r#","kind":""#)?.strip_prefix(kind.as_str())?;
-    let rest = rest.strip_prefix(r#"","sum":""#)?;
+    let (version, rest) = if let Some(rest) = rest.strip_prefix(r#"2,"sum":""#) {
+        (2, rest)
+    } else {
+        let rest = rest.strip_prefix(r#"1,"kind":""#)?.strip_prefix(kind.as_str())?;
+        (1, rest.strip_prefix(r#"","sum":""#)?)
+    };
     let (sum, rest) = (rest.get(..16)?, rest.get(16..)?);
     let body = rest.strip_prefix(r#"","body":"#)?.strip_suffix('}')?;
-    Some((sum, body))
+    Some((version, sum, body))
 }
 
 /// Checks a record's envelope: that it is JSON, of a version this library reads, of the kind its
 /// key says, and that its checksum matches. Errors name the key.
 pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Opened<'a>> {
-    if let Some((sum, body)) = sealed(value, kind) {
-        return verify(key, kind, sum, body);
+    if let Some((version, sum, body)) = sealed(value, kind) {
+        return verify(key, version, kind, sum, body);
     }
     let envelope: Envelope<'a> = serde_json::from_str(value)
         .map_err(|e| Error::corrupt(key, format!("record {} is not a stored record: {e}", show(key))))?;
@@ -284,26 +306,39 @@ pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Ope
         error.path = Some(key.join("/"));
         return Err(error);
     }
-    if version != RECORD_VERSION {
+    if version == 0 {
         return Err(Error::corrupt(key, format!("record {} has an unknown version {version}", show(key))));
     }
-    let (Some(found), Some(sum), Some(body)) = (envelope.kind, envelope.sum, envelope.body) else {
-        return Err(Error::corrupt(key, format!("record {} lacks its kind, checksum or body", show(key))));
+    let (Some(sum), Some(body)) = (envelope.sum, envelope.body) else {
+        return Err(Error::corrupt(key, format!("record {} lacks its checksum or body", show(key))));
     };
-    if found != kind.as_str() {
-        return Err(Error::corrupt(
-            key,
-            format!("record {} is a {found:?} record where a {:?} record belongs", show(key), kind.as_str()),
-        ));
+    // Version 1 named the kind in the envelope; version 2 leaves it to the key.
+    match envelope.kind {
+        Some(found) if version == 1 && found != kind.as_str() => {
+            return Err(Error::corrupt(
+                key,
+                format!("record {} is a {found:?} record where a {:?} record belongs", show(key), kind.as_str()),
+            ))
+        }
+        None if version == 1 => {
+            return Err(Error::corrupt(key, format!("record {} (version 1) lacks its kind", show(key))))
+        }
+        Some(_) if version > 1 => {
+            return Err(Error::corrupt(
+                key,
+                format!("record {} is not a stored record: unknown field `kind`", show(key)),
+            ))
+        }
+        _ => {}
     }
-    verify(key, kind, &sum, body.get())
+    verify(key, version, kind, &sum, body.get())
 }
 
-fn verify<'a>(key: &[String], kind: Kind, sum: &str, body: &'a str) -> Result<Opened<'a>> {
-    if sum != format!("{:016x}", checksum(key, kind, body)) {
+fn verify<'a>(key: &[String], version: u64, kind: Kind, sum: &str, text: &'a str) -> Result<Opened<'a>> {
+    if sum != format!("{:016x}", checksum(key, version, kind, text)) {
         return Err(Error::corrupt(key, format!("record {} fails its checksum: it was changed or damaged", show(key))));
     }
-    Ok(Opened::Current(body))
+    Ok(Opened::Current(Body { text, version }))
 }
 
 /// A record's body, read as `T` once `open` has checked it.
@@ -363,6 +398,24 @@ pub struct Meta {
     pub state: u64,
 }
 
+impl Meta {
+    /// The meta record as it would read with `tail`, the last tail save after it, folded in.
+    pub(crate) fn with_tail(self, tail: Option<TailMark>) -> Meta {
+        match tail {
+            Some(TailMark(commit, end, tokens, updated_at)) => {
+                Meta { commit, messages: end, tokens, updated_at, ..self }
+            }
+            None => self,
+        }
+    }
+
+    /// The last message a tail after this meta record may reach: `TAIL_LIMIT - 1` past its count,
+    /// and short of the next chunk (a save that passes either writes the meta record).
+    pub(crate) fn tail_reach(&self) -> u64 {
+        (self.messages + TAIL_LIMIT - 1).min(self.chunked + CHUNK as u64 - 1)
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -396,6 +449,54 @@ pub struct Chunk {
     pub counted: String,
     /// Per message: total, framing, the parts in `PartKind::ALL` order, and 1 if estimated.
     pub tokens: Vec<Vec<u32>>,
+}
+
+/// A single message record's body (version 2): its message, its format when it is not the
+/// session's, and, in a record a tail save wrote, the tail mark. Its id is `m<n>`, `n` from the key.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MessageBody<M> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<Format>,
+    pub message: M,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailMark>,
+}
+
+/// What each message record of a tail save carries (as a JSON array, a few bytes):
+/// `[commit, end, tokens, updatedAt]`: the save's commit and its last message's number, which
+/// tell a whole batch from one cut short, and the session's token total (as `Meta::tokens`) and
+/// update time once the batch is in, which `list` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TailMark(pub u64, pub u64, pub u64, pub u64);
+
+impl TailMark {
+    pub fn commit(self) -> u64 {
+        self.0
+    }
+    pub fn end(self) -> u64 {
+        self.1
+    }
+}
+
+/// Message `seq` of a single message record, read from its body in either version.
+pub(crate) fn read_message(key: &[String], body: Body<'_>, seq: u64, format: Format) -> Result<LoggedMessage> {
+    if body.version == 1 {
+        let message: LoggedMessage = read_messages_body(key, body.text)?;
+        load::check_id(key, &message, seq)?;
+        return Ok(message);
+    }
+    let stored: MessageBody<Value> = read_messages_body(key, body.text)?;
+    Ok(LoggedMessage { id: format!("m{seq}"), format: stored.format.unwrap_or(format), message: stored.message })
+}
+
+/// The tail mark of a message record, if it has one (the message itself is not read).
+pub(crate) fn read_mark(key: &[String], body: Body<'_>) -> Result<Option<TailMark>> {
+    if body.version == 1 {
+        return Ok(None);
+    }
+    let stored: MessageBody<serde::de::IgnoredAny> = read_messages_body(key, body.text)?;
+    Ok(stored.tail)
 }
 
 /// Counts are reused only by the library version that made them, for the same encoding: a newer

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::load::{read_meta, Sorted};
 use super::save::{unpack_tokens, Part};
-use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, Turn, CHUNK};
+use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, TailMark, Turn, CHUNK};
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
 use crate::ids::fnv1a;
@@ -28,6 +28,9 @@ pub struct PullPlan {
     pub current: bool,
     /// The records to read (each by its key) and hand to `pull` with the meta record.
     pub keys: Vec<Vec<String>>,
+    /// Then the records a tail may hold past what this session has, in order: read them up to
+    /// the first absent one, and hand those to `pull` too (when there are any, even if `current`).
+    pub tail: Vec<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -58,7 +61,9 @@ pub struct PullReport {
 
 /// The other writer's state, read from its records.
 struct Theirs {
+    /// The meta record, and the last tail save committed after it.
     meta: Meta,
+    tail: Option<TailMark>,
     messages: Vec<(Message, Option<Vec<u32>>)>,
     settings: Option<Settings>,
     summary: Option<SummaryState>,
@@ -79,12 +84,12 @@ impl Session {
             )));
         }
         let saved = &self.persist.saved;
-        if theirs.commit < saved.commit() {
+        if theirs.commit < saved.meta_commit() {
             return Err(Error::conflict(format!(
                 "the stored session {:?} is at commit {}, behind this one's last save ({}): was storage restored from an older copy?",
                 self.id,
                 theirs.commit,
-                saved.commit()
+                saved.meta_commit()
             )));
         }
         match &saved.meta {
@@ -112,8 +117,11 @@ impl Session {
         let theirs = read_meta(meta)?;
         self.check_successor(&theirs, &meta.key)?;
         let saved = &self.persist.saved;
-        if theirs.commit == saved.commit() {
-            return Ok(PullPlan { current: true, keys: Vec::new() });
+        let current = theirs.commit == saved.meta_commit();
+        let held = if current { saved.messages() as u64 } else { theirs.messages };
+        let tail = (held + 1..=theirs.tail_reach()).map(|n| data_key(&self.id, Kind::Message, n)).collect();
+        if current {
+            return Ok(PullPlan { current, keys: Vec::new(), tail });
         }
         let mut keys = Vec::new();
         let mut seq = saved.messages() as u64 + 1;
@@ -145,7 +153,7 @@ impl Session {
         if theirs.state != saved.state.generation && theirs.state > 0 {
             keys.push(data_key(&self.id, Kind::State, theirs.state));
         }
-        Ok(PullPlan { current: false, keys })
+        Ok(PullPlan { current, keys, tail })
     }
 
     fn read_theirs(&self, records: &[StoredRecord]) -> Result<Theirs> {
@@ -187,9 +195,28 @@ impl Session {
         } else {
             Some(sorted.body(&id, Kind::State, meta.state)?)
         };
+        // The tail: past this session's when the meta record is the one it saved, else past the
+        // meta record's messages (which include this session's: their writer pulled them).
+        let current = meta.commit == saved.meta_commit();
+        if !current && meta.messages < saved.messages() as u64 {
+            return Err(Error::conflict(format!(
+                "the stored session {:?} holds {} messages, fewer than this one saved ({})",
+                self.id,
+                meta.messages,
+                saved.messages()
+            )));
+        }
+        let tail = sorted.tail(&meta, if current { saved.tail } else { None })?;
+        let until = tail.map_or(meta.messages, TailMark::end);
         let encoding = settings.as_ref().map_or(self.history.encoding(), |s| s.encoding);
-        let (logged, counts) =
-            sorted.messages(&id, saved.messages() as u64 + 1, meta.messages, meta.chunked, &counting_tag(encoding))?;
+        let format = settings.as_ref().map_or(self.format, |s| s.format);
+        let (logged, counts) = sorted.messages(
+            &id,
+            (saved.messages() as u64 + 1, until),
+            meta.chunked,
+            &counting_tag(encoding),
+            format,
+        )?;
         let messages = logged
             .into_iter()
             .zip(counts)
@@ -201,7 +228,7 @@ impl Session {
                     .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Theirs { meta, messages, settings, summary, calibration, turns, artifacts, state })
+        Ok(Theirs { meta, tail, messages, settings, summary, calibration, turns, artifacts, state })
     }
 
     /// Applies what another writer saved since this session's last save or load (the meta record
@@ -215,8 +242,9 @@ impl Session {
         let saved = self.persist.saved.clone();
         let saved_meta = saved.meta.clone();
         let saved_count = saved.messages();
+        let stored = theirs.meta.clone().with_tail(theirs.tail);
         let mut report = PullReport {
-            commit: theirs.meta.commit,
+            commit: stored.commit,
             appended: Vec::new(),
             renumbered: Vec::new(),
             renumbered_turns: Vec::new(),
@@ -380,7 +408,8 @@ impl Session {
             theirs.meta.subagents_spawned.saturating_add(self.subagents_spawned.saturating_sub(saved_spawned));
 
         next.persist.saved = super::save::SavePoint {
-            message_tokens: Some(theirs.meta.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            message_tokens: Some(stored.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            tail: theirs.tail,
             settings: theirs.settings.or(saved.settings),
             summary: match theirs.summary {
                 Some(value) => Part { generation: theirs.meta.summary, value },
