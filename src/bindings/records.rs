@@ -81,14 +81,16 @@ impl Session {
         #[wasm_bindgen(unchecked_param_type = "StoredRecord")] record: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "StoredRecord[]")] tail: JsValue,
     ) -> JsResult<JsValue> {
-        let tail = if tail.is_undefined() { Vec::new() } else { records_arg(&tail)? };
-        Ok(to_js(&SessionInfo::read(&record_at(&record, "the record")?, &tail)?)?)
+        let mut records = if tail.is_undefined() { Vec::new() } else { records_arg(&tail)? };
+        records.push(record_at(&record, "the record")?);
+        Ok(to_js(&SessionInfo::read(&records)?)?)
     }
 
     /// The keys of the records a tail after this meta record may hold, in order (see `info`).
     #[wasm_bindgen(js_name = tailKeys, unchecked_return_type = "string[][]")]
     pub fn tail_keys(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] meta: JsValue) -> JsResult<JsValue> {
-        Ok(to_js(&records::tail_keys(&record_at(&meta, "the meta record")?)?)?)
+        let keys = records::tail_keys(&record_at(&meta, "the meta record")?)?;
+        Ok(keys.into_iter().map(|key| key.into_iter().map(JsValue::from).collect::<Array>()).collect::<Array>().into())
     }
 
     /// The records of what changed since the last save, in the order to write them (the meta

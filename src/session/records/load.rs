@@ -66,29 +66,19 @@ pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
 /// to read, up to the first absent, for `SessionInfo::read`.
 pub fn tail_keys(meta: &StoredRecord) -> Result<Vec<Vec<String>>> {
     let meta = read_meta(meta)?;
-    Ok((meta.messages + 1..=meta.tail_reach()).map(|n| data_key(&meta.id, Kind::Message, n)).collect())
+    let mut keys = Vec::new();
+    for n in meta.messages + 1..=meta.tail_reach() {
+        keys.push(data_key(&meta.id, Kind::Message, n));
+    }
+    Ok(keys)
 }
 
 impl SessionInfo {
-    /// What a list of sessions shows of a stored session: its meta record and the records of its
-    /// tail (`tail_keys`), checked.
-    pub fn read(record: &StoredRecord, tail: &[StoredRecord]) -> Result<SessionInfo> {
-        let meta = read_meta(record)?;
-        let mut sorted = Sorted::default();
-        for record in tail {
-            match parse_key(&record.key)? {
-                Place::Data { id, kind: Kind::Message, n } if id == meta.id => {
-                    sorted.data.insert((slot(Kind::Message), n), record);
-                }
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "record {} is not a message record of session {:?}",
-                        show(&record.key),
-                        meta.id
-                    )))
-                }
-            }
-        }
+    /// What a list of sessions shows of a stored session: from its meta record and the records
+    /// of its tail (`tail_keys`), checked.
+    pub fn read(records: &[StoredRecord]) -> Result<SessionInfo> {
+        let (_, sorted) = Sorted::new(records)?;
+        let meta = read_meta(sorted.meta.ok_or_else(|| Error::invalid_argument("no meta record was given"))?)?;
         let tail = sorted.tail(&meta, None)?;
         let meta = meta.with_tail(tail);
         Ok(SessionInfo {

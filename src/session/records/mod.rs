@@ -2,27 +2,45 @@
 //! versioned records, and a session loads back from its records in one call.
 //!
 //! Every record is `{ key: string[], value: string }`, the value a JSON envelope
-//! `{"v":1,"kind":…,"sum":…,"body":{…}}` whose `sum` is the FNV-1a 64 of the key, the kind, the
-//! version and the body's exact text. Keys:
+//! `{"v":2,"sum":…,"body":{…}}` whose `sum` is the FNV-1a 64 of the key, the version and the
+//! body's exact text (version 1 also named the kind, `"kind":"message"`, which the key says; its
+//! records load as they are). Keys:
 //!
-//! | key | kind | |
+//! | key | body | |
 //! |---|---|---|
-//! | `["s", id]` | `meta` | the commit record: counts, title, times, and which records hold the session |
-//! | `["r", id, "m", n]` | `message` | message `m<n>`, written once when it is first saved |
-//! | `["r", id, "c", n]` | `chunk` | messages `n - 999 ..= n` in one record, with their token counts |
-//! | `["r", id, "settings", g]` | `settings` | encoding, format, loop limit, memory settings, metadata |
-//! | `["r", id, "summary", g]` | `summary` | the summary state (current summary, compaction under way) |
-//! | `["r", id, "calibration", g]` | `calibration` | the observations of reported usage, per model |
-//! | `["r", id, "t", k]` | `turn` | the k-th recorded memory turn: its snapshot and summary |
-//! | `["r", id, "a", k]` | `artifact` | the k-th saved artifact (written once: artifacts do not change) |
-//! | `["r", id, "state", g]` | `state` | the agent state (todos, tools, skill, uploads, …) |
+//! | `["s", id]` | `Meta` | the commit record: counts, title, times, and which records hold the session |
+//! | `["r", id, "m", n]` | `MessageBody` | message `m<n>`, written once when it is first saved |
+//! | `["r", id, "c", n]` | `Chunk` | messages `n - 999 ..= n` in one record, with their token counts |
+//! | `["r", id, "settings", g]` | `Settings` | encoding, format, loop limit, memory settings, metadata |
+//! | `["r", id, "summary", g]` | `SummaryState` | the summary state (current summary, compaction under way) |
+//! | `["r", id, "calibration", g]` | `CalibrationState` | the observations of reported usage, per model |
+//! | `["r", id, "t", k]` | `Turn` | the k-th recorded memory turn: its snapshot and summary |
+//! | `["r", id, "a", k]` | `Artifact` | the k-th saved artifact (written once: artifacts do not change) |
+//! | `["r", id, "state", g]` | `AgentState` | the agent state (todos, tools, skill, uploads, …) |
 //!
 //! Numbers are 12 digits, so that the lexical order of keys is the numeric one. Records are never
 //! rewritten in place: a changed part gets the next generation `g`, and the meta record, written
 //! last, names the generation (and the message count, chunk frontier and turn count) that holds.
 //! A batch interrupted before its meta record is therefore not part of the session, whatever the
-//! storage did with the records before it; records the meta no longer names are garbage, removed
-//! on the next save. Listing sessions reads the `["s"]` records alone.
+//! storage did with the records before it; records the meta record no longer names are garbage,
+//! removed on the next save.
+//!
+//! Tail saves. A save whose only change is new messages, short of the next chunk and leaving
+//! fewer than `TAIL_LIMIT` messages past the meta record's count, writes their message records
+//! alone (an append: one record), each with the mark `[commit, end, tokens, updatedAt]`: the
+//! save's commit, its last message's number, and what the meta record would then say. After the
+//! meta record's messages, the session holds the run of whole batches (every record from the one
+//! after the previous batch to `end` carrying the same mark) whose commits increase past the meta
+//! record's; the commit of the last one is the session's. Writes land in order (a storage that
+//! writes one key at a time leaves a prefix of the batch), so a batch cut short lacks its last
+//! record and is not accepted; records of batches that were not accepted (an older commit, a
+//! mark of another attempt) end the run, are never read as the session's, and are written over
+//! by the next saves. The next save that is not a tail save writes the meta record again, which
+//! then counts the tail's messages. Listing sessions reads the `["s"]` records, and after each
+//! the records of its tail up to the first absent one (`tail_keys`: at most `TAIL_LIMIT - 1`).
+//!
+//! A message record's id is `m<n>`, from its key, and its format the session's (which does not
+//! change) unless it arrived in another.
 //!
 //! Sub-agents are sessions of their own, with their parent's id in their meta record.
 
@@ -451,23 +469,11 @@ pub struct Chunk {
     pub tokens: Vec<Vec<u32>>,
 }
 
-/// A single message record's body (version 2): its message, its format when it is not the
-/// session's, and, in a record a tail save wrote, the tail mark. Its id is `m<n>`, `n` from the key.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct MessageBody<M> {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<Format>,
-    pub message: M,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tail: Option<TailMark>,
-}
-
-/// What each message record of a tail save carries (as a JSON array, a few bytes):
-/// `[commit, end, tokens, updatedAt]`: the save's commit and its last message's number, which
-/// tell a whole batch from one cut short, and the session's token total (as `Meta::tokens`) and
-/// update time once the batch is in, which `list` shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What each message record of a tail save carries, as `"tail": [commit, end, tokens, updatedAt]`
+/// (a few bytes): the save's commit and its last message's number, which tell a whole batch from
+/// one cut short, and the session's token total (as `Meta::tokens`) and update time once the
+/// batch is in, which `list` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TailMark(pub u64, pub u64, pub u64, pub u64);
 
 impl TailMark {
@@ -479,6 +485,40 @@ impl TailMark {
     }
 }
 
+/// A single message record's body (version 2): `{"format"?, "message", "tail"?}`, its format
+/// when it is not the session's, and the tail mark in a record a tail save wrote. (Built and read
+/// as a `Value`, whose code the wasm has anyway, rather than by a serde derive of its own.)
+pub(crate) fn message_body(message: Value, format: Option<Format>, tail: Option<TailMark>) -> Value {
+    let mut body = Map::new();
+    if let Some(format) = format {
+        body.insert("format".into(), format.as_str().into());
+    }
+    body.insert("message".into(), message);
+    if let Some(TailMark(commit, end, tokens, at)) = tail {
+        body.insert("tail".into(), Value::from(vec![commit, end, tokens, at]));
+    }
+    Value::Object(body)
+}
+
+/// A version 2 message record's body, read: its message, format and tail mark.
+fn read_message_body(key: &[String], text: &str) -> Result<(Value, Option<Format>, Option<TailMark>)> {
+    let mut body: Value = read_messages_body(key, text)?;
+    let mut field = |name: &str| body.as_object_mut().and_then(|fields| fields.remove(name));
+    let format = field("format").map(|name| name.as_str().and_then(|name| Format::parse(name).ok()));
+    let tail = field("tail").map(|mark| match mark.as_array().map(Vec::as_slice) {
+        Some([commit, end, tokens, at]) => {
+            Some(TailMark(commit.as_u64()?, end.as_u64()?, tokens.as_u64()?, at.as_u64()?))
+        }
+        _ => None,
+    });
+    match (field("message"), format, tail) {
+        (Some(message), None | Some(Some(_)), None | Some(Some(_))) if body.as_object().is_some_and(Map::is_empty) => {
+            Ok((message, format.flatten(), tail.flatten()))
+        }
+        _ => Err(Error::corrupt(key, format!("record {} is not readable: not a message record", show(key)))),
+    }
+}
+
 /// Message `seq` of a single message record, read from its body in either version.
 pub(crate) fn read_message(key: &[String], body: Body<'_>, seq: u64, format: Format) -> Result<LoggedMessage> {
     if body.version == 1 {
@@ -486,17 +526,16 @@ pub(crate) fn read_message(key: &[String], body: Body<'_>, seq: u64, format: For
         load::check_id(key, &message, seq)?;
         return Ok(message);
     }
-    let stored: MessageBody<Value> = read_messages_body(key, body.text)?;
-    Ok(LoggedMessage { id: format!("m{seq}"), format: stored.format.unwrap_or(format), message: stored.message })
+    let (message, stored, _) = read_message_body(key, body.text)?;
+    Ok(LoggedMessage { id: format!("m{seq}"), format: stored.unwrap_or(format), message })
 }
 
-/// The tail mark of a message record, if it has one (the message itself is not read).
+/// The tail mark of a message record, if it has one.
 pub(crate) fn read_mark(key: &[String], body: Body<'_>) -> Result<Option<TailMark>> {
     if body.version == 1 {
         return Ok(None);
     }
-    let stored: MessageBody<serde::de::IgnoredAny> = read_messages_body(key, body.text)?;
-    Ok(stored.tail)
+    Ok(read_message_body(key, body.text)?.2)
 }
 
 /// Counts are reused only by the library version that made them, for the same encoding: a newer

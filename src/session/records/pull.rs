@@ -119,7 +119,10 @@ impl Session {
         let saved = &self.persist.saved;
         let current = theirs.commit == saved.meta_commit();
         let held = if current { saved.messages() as u64 } else { theirs.messages };
-        let tail = (held + 1..=theirs.tail_reach()).map(|n| data_key(&self.id, Kind::Message, n)).collect();
+        let mut tail = Vec::new();
+        for n in held + 1..=theirs.tail_reach() {
+            tail.push(data_key(&self.id, Kind::Message, n));
+        }
         if current {
             return Ok(PullPlan { current, keys: Vec::new(), tail });
         }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::{
-    counting_tag, data_key, meta_key, seal, Chunk, Kind, MessageBody, Meta, Settings, StoredRecord, TailMark, Turn,
+    counting_tag, data_key, message_body, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, TailMark, Turn,
     CHUNK, TAIL_LIMIT,
 };
 use crate::compact::SummaryState;
@@ -201,7 +201,6 @@ impl Session {
             records.push(self.chunk_record(start, start + CHUNK)?);
             start += CHUNK;
         }
-        let chunks = records.len();
         for seq in saved.chunked() + 1..=saved.messages().min(chunked) {
             remove.push(data_key(id, Kind::Message, seq as u64));
         }
@@ -295,7 +294,8 @@ impl Session {
             artifacts: self.artifacts.len() as u64,
             state: next.state.generation,
         };
-        let new_messages = saved.messages()..len;
+        // The single records: messages past the last chunk.
+        let new_messages = saved.messages().max(chunked)..len;
         if records.is_empty() && new_messages.is_empty() && stored.as_ref() == Some(&meta) {
             self.persist.pending = None;
             return Ok(Changes { records, remove, commit: saved.commit() });
@@ -305,36 +305,22 @@ impl Session {
 
         // A tail save: only new messages, short of the next chunk and of the tail's limit. Its
         // records carry the mark that commits them; the meta record stays as it is.
-        let only_messages = stored.as_ref().is_some_and(|stored| {
-            records.is_empty()
-                && stored
-                    == &Meta {
-                        messages: stored.messages,
-                        tokens: stored.tokens,
-                        updated_at: stored.updated_at,
-                        commit: stored.commit,
-                        ..meta.clone()
-                    }
-        });
+        let mark = TailMark(commit, len as u64, meta.tokens, meta.updated_at);
+        let only_messages =
+            records.is_empty() && stored.map(|stored| stored.with_tail(Some(mark))).as_ref() == Some(&meta);
         let meta_messages = saved.meta.as_ref().map_or(0, |m| m.messages);
-        if only_messages && (len as u64) < meta_messages + TAIL_LIMIT {
-            let mark = TailMark(commit, len as u64, meta.tokens, meta.updated_at);
-            for position in new_messages {
-                records.push(self.message_record(position, Some(mark))?);
-            }
-            next.tail = Some(mark);
-        } else {
-            let mut messages = Vec::with_capacity(new_messages.len());
-            for position in saved.messages().max(chunked)..len {
-                messages.push(self.message_record(position, None)?);
-            }
-            records.splice(chunks..chunks, messages);
-            records.push(seal(meta_key(id), Kind::Meta, &meta)?);
-            next.meta = Some(meta);
-            next.tail = None;
+        let tail = (only_messages && (len as u64) < meta_messages + TAIL_LIMIT).then_some(mark);
+        let mut written = Vec::with_capacity(records.len() + new_messages.len() + 1);
+        for position in new_messages {
+            written.push(self.message_record(position, tail)?);
         }
-        // Records this save writes are not garbage, whatever the load took them for.
-        remove.retain(|key| !records.iter().any(|r| &r.key == key));
+        written.append(&mut records);
+        next.tail = tail;
+        if tail.is_none() {
+            written.push(seal(meta_key(id), Kind::Meta, &meta)?);
+            next.meta = Some(meta);
+        }
+        let records = written;
         self.persist.created_at = Some(created_at);
         self.persist.pending = Some(next);
         Ok(Changes { records, remove, commit })
@@ -383,7 +369,7 @@ impl Session {
         let key = data_key(&self.id, Kind::Message, position as u64 + 1);
         let logged = self.logged_message(position)?;
         let format = (logged.format != self.format).then_some(logged.format);
-        seal(key, Kind::Message, &MessageBody { format, message: &logged.message, tail })
+        seal(key, Kind::Message, &message_body(logged.message, format, tail))
     }
 
     /// Messages `start + 1 ..= end` (1-based) as one chunk record, with their counts.

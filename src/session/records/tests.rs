@@ -63,7 +63,9 @@ impl Storage {
     /// What `list` shows of session `id`: its meta record and tail.
     fn info(&self, id: &str) -> Result<SessionInfo> {
         let meta = self.get(&meta_key(id));
-        SessionInfo::read(&meta, &self.read_on(&tail_keys(&meta)?))
+        let mut records = self.read_on(&tail_keys(&meta)?);
+        records.push(meta);
+        SessionInfo::read(&records)
     }
 }
 
@@ -147,7 +149,7 @@ fn an_append_writes_that_message_s_record_only_and_the_meta_record_every_16th() 
     let info = storage.info("chat").unwrap();
     assert_eq!((info.messages, info.commit, info.updated_at), (41, 41, 50));
     assert_eq!(info.tokens as usize, session.history.token_count().total);
-    let meta = SessionInfo::read(&storage.get(&meta_key("chat")), &[]).unwrap();
+    let meta = SessionInfo::read(&[storage.get(&meta_key("chat"))]).unwrap();
     assert_eq!((meta.messages, meta.commit), (33, 33), "the meta record alone");
 }
 
@@ -388,7 +390,7 @@ fn records_the_meta_does_not_name_are_not_read_and_superseded_ones_are_garbage()
     storage.save(&mut session, 1);
     // Left by saves that did not finish: a message past the frontier that no tail save wrote,
     // an old settings generation.
-    let stale = MessageBody { format: None, message: &user("stale"), tail: None };
+    let stale = message_body(user("stale"), None, None);
     storage.0.insert(
         data_key("g", Kind::Message, 2),
         seal(data_key("g", Kind::Message, 2), Kind::Message, &stale).unwrap().value,
@@ -751,7 +753,7 @@ fn records_of_other_batches_after_the_tail_are_ignored() {
     let mark = |record: &StoredRecord| body_of(record)["tail"].clone();
     assert_eq!(mark(&storage.get(&data_key("t", Kind::Message, 4)))[0], 4);
     let stale = |n: u64, tail: TailMark| {
-        let body = MessageBody { format: None, message: &user("stale"), tail: Some(tail) };
+        let body = message_body(user("stale"), None, Some(tail));
         (data_key("t", Kind::Message, n), seal(data_key("t", Kind::Message, n), Kind::Message, &body).unwrap().value)
     };
     let cases = [
