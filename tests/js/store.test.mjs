@@ -152,6 +152,31 @@ for (const [kind, storage] of Object.entries(storages)) {
     await store.close();
   });
 
+  test(`${kind}: records after the tail that no whole batch holds are ignored, then written over`, async () => {
+    const open = storage();
+    const adapter = await open();
+    let store = await SessionStore.open(adapter, { autosave: false });
+    const chat = await store.create({ id: "stale" });
+    chat.history.appendMany(messages.slice(0, 3));
+    await chat.flush();
+    const before = chat.session.export();
+    chat.history.appendMany(messages.slice(3, 5));
+    await chat.flush();
+    await store.close();
+    // The first record of the last batch lost: its second is left alone after the tail.
+    await adapter.remove(["r", "stale", "m", "000000000004"]);
+    store = await SessionStore.open(adapter, { autosave: false });
+    const again = await store.open("stale");
+    assert.deepEqual(again.session.export(), before);
+    assert.equal((await store.list())[0].messages, 3);
+    again.history.appendMany(messages.slice(5, 7));
+    await again.flush();
+    const reopened = await (await SessionStore.open(await open())).open("stale");
+    assert.deepEqual(reopened.session.export(), again.session.export());
+    assert.deepEqual(reopened.history.messages().slice(3), messages.slice(5, 7));
+    await store.close();
+  });
+
   test(`${kind}: long texts of every UTF-8 width survive a reload, stored as ASCII`, async () => {
     // Long enough to enter the wasm through TextEncoder.encodeInto (1,024 UTF-16 units or more),
     // whose first pass has room for one byte a unit: the multi-byte characters finish in the second.
