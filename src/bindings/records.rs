@@ -94,7 +94,8 @@ impl Session {
     }
 
     /// The records of what changed since the last save, in the order to write them (the meta
-    /// record, the commit, last), and the keys to remove once they are written. Nothing is marked
+    /// record, the commit, last; an append's tail save writes message records alone, each
+    /// carrying the commit), and the keys to remove once they are written. Nothing is marked
     /// saved until `markSaved(commit)`: after a failed write the same records come out again.
     #[wasm_bindgen(unchecked_return_type = "SessionChanges")]
     pub fn changes(
@@ -126,7 +127,8 @@ impl Session {
         Ok(to_js(&self.shared.get()?.pull_plan(&meta)?)?)
     }
 
-    /// Applies another writer's saves (the meta record and what `pullPlan` named); this session's
+    /// Applies another writer's saves (the meta record, what `pullPlan` named and the records of
+    /// its `tail` up to the first absent); this session's
     /// unsaved messages and turns follow theirs. On error nothing changes.
     #[wasm_bindgen(unchecked_return_type = "PullReport")]
     pub fn pull(&self, #[wasm_bindgen(unchecked_param_type = "StoredRecord[]")] records: JsValue) -> JsResult<JsValue> {

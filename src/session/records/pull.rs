@@ -234,8 +234,8 @@ impl Session {
         Ok(Theirs { meta, tail, messages, settings, summary, calibration, turns, artifacts, state })
     }
 
-    /// Applies what another writer saved since this session's last save or load (the meta record
-    /// and the records `pull_plan` named), keeping this session's unsaved changes after it: its
+    /// Applies what another writer saved since this session's last save or load (the meta record,
+    /// the records `pull_plan` named, and those of its tail up to the first absent), keeping this session's unsaved changes after it: its
     /// messages are appended again after the other writer's (new ids, in `renumbered`), its memory
     /// turns recorded after theirs, its changed settings, title and calibration kept. A summary
     /// made here over messages that moved gives way (`superseded`). On any error, nothing changes.

@@ -96,7 +96,8 @@ impl SavePoint {
 }
 
 /// What `Session::changes` hands the store: the records to write, in order (the meta record
-/// last), the keys to remove once they are written, and the commit they make.
+/// last, or, in a tail save, message records alone), the keys to remove once they are written,
+/// and the commit they make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -176,8 +177,9 @@ impl Session {
     /// The records for what changed since the last save, at `now` (milliseconds since the Unix
     /// epoch): new messages (single records, or a chunk once a multiple of `CHUNK` is passed),
     /// the parts that changed under their next generation, new memory turns, and the meta record
-    /// last. Nothing is marked saved: `mark_saved(commit)` does that once the store has written
-    /// them, so that after a failed write the next call returns the same records again.
+    /// last; or, when only messages were added (see the module's tail saves), their records with
+    /// the tail mark alone. Nothing is marked saved: `mark_saved(commit)` does that once the store
+    /// has written them, so that after a failed write the next call returns the same records again.
     pub fn changes(&mut self, now: u64) -> Result<Changes> {
         self.history.count_all();
         let saved = &self.persist.saved;
