@@ -42,8 +42,8 @@ pub struct SessionInfo {
     pub commit: u64,
 }
 
-/// Reads and checks a meta record.
-pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
+/// Reads and checks a meta record: it, and the version of the record.
+pub(super) fn read_meta(record: &StoredRecord) -> Result<(Meta, u64)> {
     match open(&record.key, &record.value, Kind::Meta)? {
         Opened::Current(body) => {
             let meta: Meta = read_body(&record.key, body.text)?;
@@ -53,7 +53,7 @@ pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
                     format!("record {} holds the meta record of {:?}", show(&record.key), meta.id),
                 ));
             }
-            Ok(meta)
+            Ok((meta, body.version))
         }
         Opened::Export => Err(Error::invalid_argument(format!(
             "record {} is a whole session export (version 0): load it with Session.load",
@@ -65,7 +65,7 @@ pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
 /// The keys of the message records a tail after `meta` (a meta record) may hold, in order: what
 /// to read, up to the first absent, for `SessionInfo::read`.
 pub fn tail_keys(meta: &StoredRecord) -> Result<Vec<Vec<String>>> {
-    let meta = read_meta(meta)?;
+    let (meta, _) = read_meta(meta)?;
     let mut keys = Vec::new();
     for n in meta.messages + 1..=meta.tail_reach() {
         keys.push(data_key(&meta.id, Kind::Message, n));
@@ -78,7 +78,7 @@ impl SessionInfo {
     /// of its tail (`tail_keys`), checked.
     pub fn read(records: &[StoredRecord]) -> Result<SessionInfo> {
         let (_, sorted) = Sorted::new(records)?;
-        let meta = read_meta(sorted.meta.ok_or_else(|| Error::invalid_argument("no meta record was given"))?)?;
+        let (meta, _) = read_meta(sorted.meta.ok_or_else(|| Error::invalid_argument("no meta record was given"))?)?;
         let tail = sorted.tail(&meta, None)?;
         let meta = meta.with_tail(tail);
         Ok(SessionInfo {
@@ -277,7 +277,7 @@ impl Session {
                 format!("record {} is missing: a session without it was never saved whole", show(&key)),
             )
         })?;
-        let meta = read_meta(meta_record)?;
+        let (meta, version) = read_meta(meta_record)?;
         let settings: Settings = sorted.body(&id, Kind::Settings, meta.settings)?;
         let summary: SummaryState =
             if meta.summary == 0 { SummaryState::default() } else { sorted.body(&id, Kind::Summary, meta.summary)? };
@@ -358,6 +358,7 @@ impl Session {
         session.persist.saved = SavePoint {
             message_tokens: all_counted.then(|| tokens.saturating_sub(REPLY_PRIMING as u64)),
             meta: Some(meta.clone()),
+            meta_version: version,
             tail,
             settings: Some(settings),
             summary: Part { generation: meta.summary, value: summary },

@@ -36,7 +36,9 @@
 //! record and is not accepted; records of batches that were not accepted (an older commit, a
 //! mark of another attempt) end the run, are never read as the session's, and are written over
 //! by the next saves. The next save that is not a tail save writes the meta record again, which
-//! then counts the tail's messages. Listing sessions reads the `["s"]` records, and after each
+//! then counts the tail's messages. After a meta record of version 1 the first save writes the
+//! meta record: a tab still running version 1 reads no tails (it would write over them), and
+//! stops at a meta record of version 2 as newer than it reads. Listing sessions reads the `["s"]` records, and after each
 //! the records of its tail up to the first absent one (`tail_keys`: at most `TAIL_LIMIT - 1`).
 //!
 //! A message record's id is `m<n>`, from its key, and its format the session's (which does not

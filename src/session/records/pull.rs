@@ -63,6 +63,7 @@ pub struct PullReport {
 struct Theirs {
     /// The meta record, and the last tail save committed after it.
     meta: Meta,
+    meta_version: u64,
     tail: Option<TailMark>,
     messages: Vec<(Message, Option<Vec<u32>>)>,
     settings: Option<Settings>,
@@ -114,7 +115,7 @@ impl Session {
 
     /// What to read to catch up with `meta`, the stored meta record of this session.
     pub fn pull_plan(&self, meta: &StoredRecord) -> Result<PullPlan> {
-        let theirs = read_meta(meta)?;
+        let (theirs, _) = read_meta(meta)?;
         self.check_successor(&theirs, &meta.key)?;
         let saved = &self.persist.saved;
         let current = theirs.commit == saved.meta_commit();
@@ -165,7 +166,7 @@ impl Session {
             let key = meta_key(&self.id);
             Error::invalid_argument(format!("pull needs the meta record {} with the records it names", show(&key)))
         })?;
-        let meta = read_meta(meta_record)?;
+        let (meta, meta_version) = read_meta(meta_record)?;
         self.check_successor(&meta, &meta_record.key)?;
         let saved = &self.persist.saved;
         let settings: Option<Settings> = (meta.settings != saved.settings_generation())
@@ -231,7 +232,7 @@ impl Session {
                     .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Theirs { meta, tail, messages, settings, summary, calibration, turns, artifacts, state })
+        Ok(Theirs { meta, meta_version, tail, messages, settings, summary, calibration, turns, artifacts, state })
     }
 
     /// Applies what another writer saved since this session's last save or load (the meta record,
@@ -427,6 +428,7 @@ impl Session {
                 None => saved.state,
             },
             meta: Some(theirs.meta),
+            meta_version: theirs.meta_version,
         };
         next.persist.pending = None;
         *self = next;

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::{
     counting_tag, data_key, message_body, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, TailMark, Turn,
-    CHUNK, TAIL_LIMIT,
+    CHUNK, RECORD_VERSION, TAIL_LIMIT,
 };
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
@@ -46,8 +46,9 @@ impl<T: Default> Default for Part<T> {
 /// committed after it.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SavePoint {
-    /// The committed meta record (`None`: nothing stored yet).
+    /// The committed meta record (`None`: nothing stored yet), and its record's version.
     pub meta: Option<Meta>,
+    pub meta_version: u64,
     /// The mark of the last tail save committed after it (`None`: the meta record is the last).
     pub tail: Option<TailMark>,
     pub settings: Option<Settings>,
@@ -311,7 +312,10 @@ impl Session {
         let only_messages =
             records.is_empty() && stored.map(|stored| stored.with_tail(Some(mark))).as_ref() == Some(&meta);
         let meta_messages = saved.meta.as_ref().map_or(0, |m| m.messages);
-        let tail = (only_messages && (len as u64) < meta_messages + TAIL_LIMIT).then_some(mark);
+        // (Not after a meta record of an earlier version: a tab still running that version reads
+        // no tails, and would write over this one; the meta record of this version stops it.)
+        let tail = (only_messages && saved.meta_version == RECORD_VERSION && (len as u64) < meta_messages + TAIL_LIMIT)
+            .then_some(mark);
         let mut written = Vec::with_capacity(records.len() + new_messages.len() + 1);
         for position in new_messages {
             written.push(self.message_record(position, tail)?);
@@ -321,6 +325,7 @@ impl Session {
         if tail.is_none() {
             written.push(seal(meta_key(id), Kind::Meta, &meta)?);
             next.meta = Some(meta);
+            next.meta_version = RECORD_VERSION;
         }
         let records = written;
         self.persist.created_at = Some(created_at);

@@ -687,23 +687,37 @@ fn version_1_records_load_and_the_next_saves_write_version_2_after_them() {
     assert_eq!((error.kind, error.path.as_deref()), (ErrorKind::Corrupt, Some("r/v1/m/000000000002")));
     assert!(error.message.contains("fails its checksum"), "{error}");
 
-    // An append: a tail save of version 2 after the version 1 meta record.
+    // An append: the meta record again, now of version 2, so that a tab still running version
+    // 1 (which reads no tails, and would write over them) stops at it as newer than it reads.
     session.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     expected.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 3000);
-    assert_eq!(changes.records.len(), 1);
-    assert!(changes.records[0].value.starts_with(r#"{"v":2,"sum":""#), "{}", changes.records[0].value);
+    assert_eq!(
+        changes.records.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
+        [data_key("v1", Kind::Message, 4), meta_key("v1")]
+    );
+    assert!(changes.records.iter().all(|r| r.value.starts_with(r#"{"v":2,"sum":""#)));
     assert_eq!(
         body_of(&changes.records[0]),
-        json!({"message": assistant("You're welcome."), "tail": [3, 4, expected.history.token_count().total, 3000]})
+        json!({"message": assistant("You're welcome.")}),
+        "id and format left out"
+    );
+    // The next: a tail save.
+    session.history.append_value(user("Bye"), Format::OpenAi).unwrap();
+    expected.history.append_value(user("Bye"), Format::OpenAi).unwrap();
+    let changes = storage.save(&mut session, 3500);
+    assert_eq!(changes.records.len(), 1);
+    assert_eq!(
+        body_of(&changes.records[0]),
+        json!({"message": user("Bye"), "tail": [4, 5, expected.history.token_count().total, 3500]})
     );
     let loaded = storage.load("v1").unwrap();
     assert_eq!(exported(&loaded), exported(&expected));
-    assert_eq!(loaded.saved_commit(), 3);
-    // A title: the meta record, in version 2.
+    assert_eq!(loaded.saved_commit(), 4);
+    // A title: the meta record.
     session.set_title(Some("Lisbon".into())).unwrap();
     let changes = storage.save(&mut session, 4000);
-    assert!(changes.records.last().unwrap().value.starts_with(r#"{"v":2,"sum":""#));
+    assert_eq!(changes.records.last().unwrap().key, meta_key("v1"));
     assert_eq!(storage.info("v1").unwrap().title.as_deref(), Some("Lisbon"));
     assert_eq!(exported(&storage.load("v1").unwrap()), exported(&expected));
 }
