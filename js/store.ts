@@ -2,11 +2,12 @@
  * The session store: sessions that survive a reload, over any `StorageAdapter`. A chat app opens
  * one store, creates or opens sessions by id, and uses them as it would a `Session`: the calls
  * made through a `StoredSession` are saved automatically (what changed: an appended message writes
- * that message's record and the session's meta record), or at `await store.flush()`.
+ * that message's record, and every 16th the session's meta record), or at `await store.flush()`.
  *
  * Each save runs under the session's lock (Web Locks across tabs, lock files across processes):
- * it first reads the stored meta record, and if another tab or process saved since, applies what
- * it saved (this session's unsaved messages then follow theirs: `onchange` reports the new ids).
+ * it first reads the stored meta record and the record after this session's last message, and if
+ * another tab or process saved since, applies what it saved (this session's unsaved messages then
+ * follow theirs: `onchange` reports the new ids).
  * A save that fails (a full quota, a closed database) throws a `StorageError`, leaves the stored
  * session as it was, and keeps the unsaved changes in memory for the next save.
  */
@@ -170,26 +171,34 @@ export class SessionStore {
   }
 
   /**
-   * @internal Session `id`'s meta record as stored (the caller holds its lock), once it shows the
-   * saves other tabs announced: a tab's copy of localStorage catches up with theirs only as it
-   * runs the events that carry their writes.
+   * @internal Runs `read` (the caller holds session `id`'s lock) until the commit it finds
+   * reaches the latest save other tabs announced: a tab's copy of localStorage catches up with
+   * theirs only as it runs the events that carry their writes. `read` resolves to the commit
+   * and creation time of what it found (`undefined`: the session is not stored).
    */
-  async storedMeta(id: string): Promise<string | undefined> {
-    const key = metaKey(id);
-    let meta = await this.adapter.load(key);
-    const published =
-      meta !== undefined
-        ? await SaveBeacon.latest(this.#lockName(id), Session.info({ key, value: meta }).createdAt)
-        : 0;
-    const announced = Math.max(this.#announced.get(id) ?? 0, published);
-    for (let waited = 0; meta !== undefined && Session.info({ key, value: meta }).commit < announced; waited += 5) {
+  async caughtUp(id: string, read: () => Promise<{ commit: number; createdAt: number } | undefined>): Promise<void> {
+    let announced: number | undefined;
+    for (let waited = 0; ; waited += 5) {
+      const found = await read();
+      if (found === undefined) return;
+      announced ??= Math.max(this.#announced.get(id) ?? 0, await SaveBeacon.latest(this.#lockName(id), found.createdAt));
+      if (found.commit >= announced) return;
       if (waited >= 2000) {
         throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
       }
       await new Promise((resolve) => setTimeout(resolve, 5));
-      meta = await this.adapter.load(key);
     }
-    return meta;
+  }
+
+  /** @internal The records of `keys` up to the first absent one (a session's tail). */
+  async readOn(keys: StorageKey[]): Promise<StoredRecord[]> {
+    const records: StoredRecord[] = [];
+    for (const key of keys) {
+      const value = await this.adapter.load(key);
+      if (value === undefined) break;
+      records.push({ key, value });
+    }
+    return records;
   }
 
   /** A new session (`new Session(options)`) with a title, saved at once. Its id must not be stored yet (default: a random one). */
@@ -237,10 +246,22 @@ export class SessionStore {
     const open = this.#open.get(id) ?? this.#opening.get(id);
     if (open) return open;
     const opening = this.locked(id, async () => {
-      const meta = await this.storedMeta(id);
-      if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
-      const data = await this.adapter.loadRange(dataPrefix(id));
-      return new StoredSession(this, Session.load([...data, { key: metaKey(id), value: meta }]));
+      let session: Session | undefined;
+      try {
+        await this.caughtUp(id, async () => {
+          session?.free();
+          session = undefined;
+          const meta = await this.adapter.load(metaKey(id));
+          if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
+          const data = await this.adapter.loadRange(dataPrefix(id));
+          session = Session.load([...data, { key: metaKey(id), value: meta }]);
+          return { commit: session.savedCommit, createdAt: session.createdAt ?? 0 };
+        });
+      } catch (error) {
+        session?.free();
+        throw error;
+      }
+      return new StoredSession(this, session as Session);
     });
     this.#opening.set(id, opening);
     try {
@@ -257,7 +278,7 @@ export class SessionStore {
     return [...this.#open.values()];
   }
 
-  /** Every stored session, most recently updated first, from their meta records alone. */
+  /** Every stored session, most recently updated first, from their meta records and the few message records after them. */
   async list(): Promise<StoredSessionInfo[]> {
     this.#check();
     const entries = await this.adapter.loadRange(["s"]);
@@ -265,7 +286,7 @@ export class SessionStore {
     for (const entry of entries) {
       if (entry.key.length !== 2) continue;
       try {
-        sessions.push(Session.info(entry as StoredRecord));
+        sessions.push(Session.info(entry, await this.readOn(Session.tailKeys(entry))));
       } catch (error) {
         if (!(error instanceof ContextCompactorError)) throw error;
         sessions.push({ id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, problem: error });
@@ -412,7 +433,7 @@ export class SessionStore {
     if (this.#open.get(handle.id) === handle) this.#open.delete(handle.id);
   }
 
-  /** @internal Tells the other tabs (the caller holds session `id`'s lock). */
+  /** @internal Tells the other tabs (the caller holds session `id`'s lock); `createdAt` tells a session from one deleted and made again. */
   async saved(id: string, createdAt: number, commit: number): Promise<void> {
     await this.#beacon.publish(this.#lockName(id), createdAt, commit);
     this.#post({ id, commit });
@@ -542,15 +563,9 @@ export class StoredSession {
   /** @internal The save itself; the caller holds the session's lock. */
   async saveLocked(): Promise<void> {
     const adapter = this.store.adapter;
-    const meta = await this.store.storedMeta(this.id);
-    if (meta === undefined) {
-      if (this.#raw.savedCommit > 0) {
-        this.forget("deleted");
-        throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
-      }
-    } else {
-      const plan = this.#raw.pullPlan({ key: metaKey(this.id), value: meta });
-      if (!plan.current) await this.#pullLocked(meta, plan.keys);
+    if (!(await this.#catchUp()).stored && this.#raw.savedCommit > 0) {
+      this.forget("deleted");
+      throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
     }
     const changes = this.#raw.changes({ now: this.store.now() });
     if (changes.records.length > 0) await write(adapter, changes.records, `saving session ${this.id}`);
@@ -560,23 +575,43 @@ export class StoredSession {
       await write(adapter, changes.remove.map((key) => ({ key, value: undefined })), "removing superseded records").catch(() => {});
     }
     if (changes.records.length > 0) {
-      const meta = changes.records.find((record) => record.key.join("\u0000") === metaKey(this.id).join("\u0000"));
-      await this.store.saved(this.id, meta ? Session.info(meta).createdAt : 0, changes.commit);
+      await this.store.saved(this.id, this.#raw.createdAt ?? 0, changes.commit);
       this.onchange?.({ type: "saved", commit: changes.commit });
     }
   }
 
-  async #pullLocked(meta: string, keys: StorageKey[]): Promise<PullReport> {
+  /**
+   * Applies what other tabs or processes saved since this session's last save or load (the
+   * caller holds the lock): what the stored meta record names, then the records after this
+   * session's last message (one read when there are none), up to the latest save announced.
+   */
+  async #catchUp(): Promise<{ stored: boolean; report?: PullReport }> {
     const adapter = this.store.adapter;
-    const records: StoredRecord[] = [];
-    for (const key of keys) {
-      const value = await adapter.load(key);
-      if (value !== undefined) records.push({ key, value });
-    }
-    records.push({ key: metaKey(this.id), value: meta });
-    const report = this.#raw.pull(records);
-    this.onchange?.({ type: "pulled", report });
-    return report;
+    const key = metaKey(this.id);
+    let stored = false;
+    let report: PullReport | undefined;
+    await this.store.caughtUp(this.id, async () => {
+      const meta = await adapter.load(key);
+      stored = meta !== undefined;
+      if (meta === undefined) return undefined;
+      const plan = this.#raw.pullPlan({ key, value: meta });
+      const records: StoredRecord[] = [];
+      for (const named of plan.keys) {
+        const value = await adapter.load(named);
+        if (value !== undefined) records.push({ key: named, value });
+      }
+      const tail = await this.store.readOn(plan.tail);
+      if (!plan.current || tail.length > 0) {
+        const before = this.#raw.savedCommit;
+        const pulled = this.#raw.pull([...records, ...tail, { key, value: meta }]);
+        if (pulled.commit !== before) {
+          report = pulled;
+          this.onchange?.({ type: "pulled", report: pulled });
+        }
+      }
+      return { commit: this.#raw.savedCommit, createdAt: this.#raw.createdAt ?? 0 };
+    });
+    return { stored, report };
   }
 
   /** Applies what other tabs or processes saved since this session's last save or load; `undefined` when there was nothing. */
@@ -584,13 +619,9 @@ export class StoredSession {
     return this.#serially(async () => {
       if (this.#closed) return undefined;
       return this.store.locked(this.id, async () => {
-        const meta = await this.store.storedMeta(this.id);
-        if (meta === undefined) {
-          if (this.#raw.savedCommit > 0) this.forget("deleted");
-          return undefined;
-        }
-        const plan = this.#raw.pullPlan({ key: metaKey(this.id), value: meta });
-        return plan.current ? undefined : this.#pullLocked(meta, plan.keys);
+        const { stored, report } = await this.#catchUp();
+        if (!stored && this.#raw.savedCommit > 0) this.forget("deleted");
+        return report;
       });
     });
   }

@@ -742,7 +742,12 @@ current: boolean,
 /**
  * The records to read (each by its key) and hand to `pull` with the meta record.
  */
-keys: Array<Array<string>>, };
+keys: Array<Array<string>>, 
+/**
+ * Then the records a tail may hold past what this session has, in order: read them up to
+ * the first absent one, and hand those to `pull` too (when there are any, even if `current`).
+ */
+tail: Array<Array<string>>, };
 
 export type PullReport = { 
 /**

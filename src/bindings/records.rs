@@ -11,7 +11,7 @@ use super::conversion::{js_string, options, to_js};
 use super::errors::JsResult;
 use super::session::{Session, Shared};
 use crate::error::{Error, Result};
-use crate::session::records::{SessionInfo, StoredRecord};
+use crate::session::records::{self, SessionInfo, StoredRecord};
 use crate::session::Session as CoreSession;
 
 /// `changes`' options.
@@ -74,14 +74,28 @@ impl Session {
         Ok(Session { shared: Shared::new(CoreSession::load(&records)?) })
     }
 
-    /// What a list of sessions shows of a stored session: its meta record (key `["s", id]`), checked.
+    /// What a list of sessions shows of a stored session: its meta record (key `["s", id]`) and
+    /// the records of its tail (those of `tailKeys(meta)` up to the first absent), checked.
     #[wasm_bindgen(js_name = info, unchecked_return_type = "SessionInfo")]
-    pub fn info(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] record: JsValue) -> JsResult<JsValue> {
-        Ok(to_js(&SessionInfo::read(&record_at(&record, "the record")?)?)?)
+    pub fn info(
+        #[wasm_bindgen(unchecked_param_type = "StoredRecord")] record: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "StoredRecord[]")] tail: JsValue,
+    ) -> JsResult<JsValue> {
+        let mut records = if tail.is_undefined() { Vec::new() } else { records_arg(&tail)? };
+        records.push(record_at(&record, "the record")?);
+        Ok(to_js(&SessionInfo::read(&records)?)?)
+    }
+
+    /// The keys of the records a tail after this meta record may hold, in order (see `info`).
+    #[wasm_bindgen(js_name = tailKeys, unchecked_return_type = "string[][]")]
+    pub fn tail_keys(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] meta: JsValue) -> JsResult<JsValue> {
+        let keys = records::tail_keys(&record_at(&meta, "the meta record")?)?;
+        Ok(keys.into_iter().map(|key| key.into_iter().map(JsValue::from).collect::<Array>()).collect::<Array>().into())
     }
 
     /// The records of what changed since the last save, in the order to write them (the meta
-    /// record, the commit, last), and the keys to remove once they are written. Nothing is marked
+    /// record, the commit, last; an append's tail save writes message records alone, each
+    /// carrying the commit), and the keys to remove once they are written. Nothing is marked
     /// saved until `markSaved(commit)`: after a failed write the same records come out again.
     #[wasm_bindgen(unchecked_return_type = "SessionChanges")]
     pub fn changes(
@@ -113,7 +127,8 @@ impl Session {
         Ok(to_js(&self.shared.get()?.pull_plan(&meta)?)?)
     }
 
-    /// Applies another writer's saves (the meta record and what `pullPlan` named); this session's
+    /// Applies another writer's saves (the meta record, what `pullPlan` named and the records of
+    /// its `tail` up to the first absent); this session's
     /// unsaved messages and turns follow theirs. On error nothing changes.
     #[wasm_bindgen(unchecked_return_type = "PullReport")]
     pub fn pull(&self, #[wasm_bindgen(unchecked_param_type = "StoredRecord[]")] records: JsValue) -> JsResult<JsValue> {

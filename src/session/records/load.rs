@@ -9,13 +9,14 @@ use serde_json::Value;
 
 use super::save::{unpack_tokens, Part, SavePoint};
 use super::{
-    counting_tag, data_key, meta_key, open, parse_key, read_body, read_messages_body, show, Chunk, Kind, Meta, Opened,
-    Place, Settings, StoredRecord, Turn, CHUNK,
+    counting_tag, data_key, meta_key, open, parse_key, read_body, read_mark, read_message, read_messages_body, show,
+    Body, Chunk, Kind, Meta, Opened, Place, Settings, StoredRecord, TailMark, Turn, CHUNK,
 };
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
 use crate::memory::{MemoryExport, EXPORT_FORMAT as MEMORY_FORMAT, EXPORT_VERSION as MEMORY_VERSION};
+use crate::message::Format;
 use crate::session::{HistoryExport, Session, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
 use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
@@ -41,18 +42,18 @@ pub struct SessionInfo {
     pub commit: u64,
 }
 
-/// Reads and checks a meta record.
-pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
+/// Reads and checks a meta record: it, and the version of the record.
+pub(super) fn read_meta(record: &StoredRecord) -> Result<(Meta, u64)> {
     match open(&record.key, &record.value, Kind::Meta)? {
         Opened::Current(body) => {
-            let meta: Meta = read_body(&record.key, body)?;
+            let meta: Meta = read_body(&record.key, body.text)?;
             if record.key != meta_key(&meta.id) {
                 return Err(Error::corrupt(
                     &record.key,
                     format!("record {} holds the meta record of {:?}", show(&record.key), meta.id),
                 ));
             }
-            Ok(meta)
+            Ok((meta, body.version))
         }
         Opened::Export => Err(Error::invalid_argument(format!(
             "record {} is a whole session export (version 0): load it with Session.load",
@@ -61,10 +62,25 @@ pub(super) fn read_meta(record: &StoredRecord) -> Result<Meta> {
     }
 }
 
+/// The keys of the message records a tail after `meta` (a meta record) may hold, in order: what
+/// to read, up to the first absent, for `SessionInfo::read`.
+pub fn tail_keys(meta: &StoredRecord) -> Result<Vec<Vec<String>>> {
+    let (meta, _) = read_meta(meta)?;
+    let mut keys = Vec::new();
+    for n in meta.messages + 1..=meta.tail_reach() {
+        keys.push(data_key(&meta.id, Kind::Message, n));
+    }
+    Ok(keys)
+}
+
 impl SessionInfo {
-    /// What a list of sessions shows of a stored session: its meta record, checked.
-    pub fn read(record: &StoredRecord) -> Result<SessionInfo> {
-        let meta = read_meta(record)?;
+    /// What a list of sessions shows of a stored session: from its meta record and the records
+    /// of its tail (`tail_keys`), checked.
+    pub fn read(records: &[StoredRecord]) -> Result<SessionInfo> {
+        let (_, sorted) = Sorted::new(records)?;
+        let (meta, _) = read_meta(sorted.meta.ok_or_else(|| Error::invalid_argument("no meta record was given"))?)?;
+        let tail = sorted.tail(&meta, None)?;
+        let meta = meta.with_tail(tail);
         Ok(SessionInfo {
             id: meta.id,
             parent_id: meta.parent_id,
@@ -125,11 +141,11 @@ impl<'a> Sorted<'a> {
     /// The committed record of `kind` number `n`: present and sound, or an error naming its key.
     pub fn body<T: serde::de::DeserializeOwned>(&self, id: &str, kind: Kind, n: u64) -> Result<T> {
         let (key, body) = self.checked(id, kind, n)?;
-        read_body(key, body)
+        read_body(key, body.text)
     }
 
     /// The committed record of `kind` number `n`, its envelope and checksum checked: its key and body.
-    fn checked(&self, id: &str, kind: Kind, n: u64) -> Result<(&'a [String], &'a str)> {
+    fn checked(&self, id: &str, kind: Kind, n: u64) -> Result<(&'a [String], Body<'a>)> {
         let record = self.get(kind, n).ok_or_else(|| {
             let key = data_key(id, kind, n);
             Error::corrupt(&key, format!("record {} is missing: the meta record names it", show(&key)))
@@ -142,21 +158,55 @@ impl<'a> Sorted<'a> {
         }
     }
 
-    /// A record of messages (`Kind::Chunk` or `Kind::Message`), checked and read.
-    fn messages_body<T: serde::de::DeserializeOwned>(&self, id: &str, kind: Kind, n: u64) -> Result<T> {
-        let (key, body) = self.checked(id, kind, n)?;
-        read_messages_body(key, body)
+    /// The tail committed after `meta`, the meta record: past `from`, the tail already accepted
+    /// (`None`: from the meta record's count on), the run of whole batches whose commits
+    /// increase past the meta record's (or `from`'s). A batch is whole when each of its records,
+    /// from the one after the last accepted to the end its mark names, carries the same mark:
+    /// one cut short, or records of another batch, end the run. The mark of the last batch
+    /// accepted; `from` when there is none.
+    pub fn tail(&self, meta: &Meta, from: Option<TailMark>) -> Result<Option<TailMark>> {
+        let reach = meta.tail_reach();
+        let (mut at, mut commit) = from.map_or((meta.messages, meta.commit), |t| (t.end(), t.commit()));
+        let mut accepted = from;
+        while let Some(mark) = self.mark(&meta.id, at + 1)? {
+            if mark.commit() <= commit || mark.end() <= at || mark.end() > reach {
+                break;
+            }
+            for seq in at + 2..=mark.end() {
+                if self.mark(&meta.id, seq)? != Some(mark) {
+                    return Ok(accepted);
+                }
+            }
+            accepted = Some(mark);
+            (at, commit) = (mark.end(), mark.commit());
+        }
+        Ok(accepted)
+    }
+
+    /// The tail mark of message record `seq`, when it is stored and has one.
+    fn mark(&self, id: &str, seq: u64) -> Result<Option<TailMark>> {
+        if self.get(Kind::Message, seq).is_none() {
+            return Ok(None);
+        }
+        let (key, body) = self.checked(id, Kind::Message, seq)?;
+        read_mark(key, body)
+    }
+
+    /// A chunk record, checked and read.
+    fn chunk(&self, id: &str, n: u64) -> Result<Chunk> {
+        let (key, body) = self.checked(id, Kind::Chunk, n)?;
+        read_messages_body(key, body.text)
     }
 
     /// Messages `from ..= until` (1-based), from chunks up to `chunked` and single records after,
-    /// with the counts the chunks kept when `tag` matches theirs.
+    /// with the counts the chunks kept when `tag` matches theirs; `format` is the session's.
     pub fn messages(
         &self,
         id: &str,
-        from: u64,
-        until: u64,
+        (from, until): (u64, u64),
         chunked: u64,
         tag: &str,
+        format: Format,
     ) -> Result<(Vec<LoggedMessage>, Vec<Option<PackedTokens>>)> {
         let mut messages = Vec::with_capacity(until.saturating_sub(from) as usize + 1);
         let mut counts = Vec::with_capacity(messages.capacity());
@@ -164,7 +214,7 @@ impl<'a> Sorted<'a> {
         while seq <= until {
             if seq <= chunked {
                 let end = seq.div_ceil(CHUNK as u64) * CHUNK as u64;
-                let chunk: Chunk = self.messages_body(id, Kind::Chunk, end)?;
+                let chunk = self.chunk(id, end)?;
                 let key = data_key(id, Kind::Chunk, end);
                 if chunk.messages.len() != CHUNK || (!chunk.tokens.is_empty() && chunk.tokens.len() != CHUNK) {
                     return Err(Error::corrupt(
@@ -185,9 +235,8 @@ impl<'a> Sorted<'a> {
                     }
                 }
             } else {
-                let message: LoggedMessage = self.messages_body(id, Kind::Message, seq)?;
-                check_id(&data_key(id, Kind::Message, seq), &message, seq)?;
-                messages.push(message);
+                let (key, body) = self.checked(id, Kind::Message, seq)?;
+                messages.push(read_message(key, body, seq, format)?);
                 counts.push(None);
                 seq += 1;
             }
@@ -228,7 +277,7 @@ impl Session {
                 format!("record {} is missing: a session without it was never saved whole", show(&key)),
             )
         })?;
-        let meta = read_meta(meta_record)?;
+        let (meta, version) = read_meta(meta_record)?;
         let settings: Settings = sorted.body(&id, Kind::Settings, meta.settings)?;
         let summary: SummaryState =
             if meta.summary == 0 { SummaryState::default() } else { sorted.body(&id, Kind::Summary, meta.summary)? };
@@ -252,7 +301,9 @@ impl Session {
             ));
         }
         let tag = counting_tag(settings.encoding);
-        let (messages, counts) = sorted.messages(&id, 1, meta.messages, meta.chunked, &tag)?;
+        let tail = sorted.tail(&meta, None)?;
+        let until = tail.map_or(meta.messages, TailMark::end);
+        let (messages, counts) = sorted.messages(&id, (1, until), meta.chunked, &tag, settings.format)?;
 
         let memory = settings.max_snapshot_chars.map(|_| MemoryExport {
             format: MEMORY_FORMAT.to_string(),
@@ -303,9 +354,12 @@ impl Session {
         session.persist.title = meta.title.clone();
         session.persist.created_at = Some(meta.created_at);
         session.persist.garbage = garbage(&sorted, &meta);
+        let tokens = meta.clone().with_tail(tail).tokens;
         session.persist.saved = SavePoint {
-            message_tokens: all_counted.then(|| meta.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            message_tokens: all_counted.then(|| tokens.saturating_sub(REPLY_PRIMING as u64)),
             meta: Some(meta.clone()),
+            meta_version: version,
+            tail,
             settings: Some(settings),
             summary: Part { generation: meta.summary, value: summary },
             calibration: Part { generation: meta.calibration, value: calibration },

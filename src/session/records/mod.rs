@@ -2,27 +2,47 @@
 //! versioned records, and a session loads back from its records in one call.
 //!
 //! Every record is `{ key: string[], value: string }`, the value a JSON envelope
-//! `{"v":1,"kind":…,"sum":…,"body":{…}}` whose `sum` is the FNV-1a 64 of the key, the kind, the
-//! version and the body's exact text. Keys:
+//! `{"v":2,"sum":…,"body":{…}}` whose `sum` is the FNV-1a 64 of the key, the version and the
+//! body's exact text (version 1 also named the kind, `"kind":"message"`, which the key says; its
+//! records load as they are). Keys:
 //!
-//! | key | kind | |
+//! | key | body | |
 //! |---|---|---|
-//! | `["s", id]` | `meta` | the commit record: counts, title, times, and which records hold the session |
-//! | `["r", id, "m", n]` | `message` | message `m<n>`, written once when it is first saved |
-//! | `["r", id, "c", n]` | `chunk` | messages `n - 999 ..= n` in one record, with their token counts |
-//! | `["r", id, "settings", g]` | `settings` | encoding, format, loop limit, memory settings, metadata |
-//! | `["r", id, "summary", g]` | `summary` | the summary state (current summary, compaction under way) |
-//! | `["r", id, "calibration", g]` | `calibration` | the observations of reported usage, per model |
-//! | `["r", id, "t", k]` | `turn` | the k-th recorded memory turn: its snapshot and summary |
-//! | `["r", id, "a", k]` | `artifact` | the k-th saved artifact (written once: artifacts do not change) |
-//! | `["r", id, "state", g]` | `state` | the agent state (todos, tools, skill, uploads, …) |
+//! | `["s", id]` | `Meta` | the commit record: counts, title, times, and which records hold the session |
+//! | `["r", id, "m", n]` | `MessageBody` | message `m<n>`, written once when it is first saved |
+//! | `["r", id, "c", n]` | `Chunk` | messages `n - 999 ..= n` in one record, with their token counts |
+//! | `["r", id, "settings", g]` | `Settings` | encoding, format, loop limit, memory settings, metadata |
+//! | `["r", id, "summary", g]` | `SummaryState` | the summary state (current summary, compaction under way) |
+//! | `["r", id, "calibration", g]` | `CalibrationState` | the observations of reported usage, per model |
+//! | `["r", id, "t", k]` | `Turn` | the k-th recorded memory turn: its snapshot and summary |
+//! | `["r", id, "a", k]` | `Artifact` | the k-th saved artifact (written once: artifacts do not change) |
+//! | `["r", id, "state", g]` | `AgentState` | the agent state (todos, tools, skill, uploads, …) |
 //!
 //! Numbers are 12 digits, so that the lexical order of keys is the numeric one. Records are never
 //! rewritten in place: a changed part gets the next generation `g`, and the meta record, written
 //! last, names the generation (and the message count, chunk frontier and turn count) that holds.
 //! A batch interrupted before its meta record is therefore not part of the session, whatever the
-//! storage did with the records before it; records the meta no longer names are garbage, removed
-//! on the next save. Listing sessions reads the `["s"]` records alone.
+//! storage did with the records before it; records the meta record no longer names are garbage,
+//! removed on the next save.
+//!
+//! Tail saves. A save whose only change is new messages, short of the next chunk and leaving
+//! fewer than `TAIL_LIMIT` messages past the meta record's count, writes their message records
+//! alone (an append: one record), each with the mark `[commit, end, tokens, updatedAt]`: the
+//! save's commit, its last message's number, and what the meta record would then say. After the
+//! meta record's messages, the session holds the run of whole batches (every record from the one
+//! after the previous batch to `end` carrying the same mark) whose commits increase past the meta
+//! record's; the commit of the last one is the session's. Writes land in order (a storage that
+//! writes one key at a time leaves a prefix of the batch), so a batch cut short lacks its last
+//! record and is not accepted; records of batches that were not accepted (an older commit, a
+//! mark of another attempt) end the run, are never read as the session's, and are written over
+//! by the next saves. The next save that is not a tail save writes the meta record again, which
+//! then counts the tail's messages. After a meta record of version 1 the first save writes the
+//! meta record: a tab still running version 1 reads no tails (it would write over them), and
+//! stops at a meta record of version 2 as newer than it reads. Listing sessions reads the `["s"]` records, and after each
+//! the records of its tail up to the first absent one (`tail_keys`: at most `TAIL_LIMIT - 1`).
+//!
+//! A message record's id is `m<n>`, from its key, and its format the session's (which does not
+//! change) unless it arrived in another.
 //!
 //! Sub-agents are sessions of their own, with their parent's id in their meta record.
 
@@ -42,19 +62,26 @@ use crate::memory::{ContextSnapshot, MemorySummary};
 use crate::message::Format;
 use crate::tokens::Encoding;
 
-pub use load::SessionInfo;
+pub use load::{tail_keys, SessionInfo};
 pub use pull::{PullPlan, PullReport, Renumbered};
 pub use save::{Changes, Persisted};
 
 /// The schema version every record this library writes carries. Version 0 is the whole-session
 /// document of `Session::export` (format `context-compactor/session`, version 1) stored under one
 /// key, as `localStorage.setItem(key, JSON.stringify(session.export()))` did: it loads, migrated.
-pub const RECORD_VERSION: u64 = 1;
+/// Version 1 records (with a `kind` in the envelope, and an `id` and `format` in each message
+/// record) load as they are; the next save writes version 2.
+pub const RECORD_VERSION: u64 = 2;
 
 /// Messages per chunk: past each multiple, the messages are rewritten as one record (and their
 /// single records removed), so that a session loads from a few large records and at most
 /// `CHUNK - 1` small ones, while an append still writes one message.
 pub const CHUNK: usize = 1000;
+
+/// Messages a tail may hold past the meta record's count, plus one: a save that would make the
+/// tail this long writes the meta record instead (and so every 16th append of a chat writes it:
+/// what the appends between write is their message records alone).
+pub const TAIL_LIMIT: u64 = 16;
 
 /// The first segment of the keys of meta records (listing sessions reads only these).
 pub const META_SPACE: &str = "s";
@@ -176,14 +203,19 @@ pub(crate) fn show(key: &[String]) -> String {
     serde_json::to_string(key).unwrap_or_else(|_| key.join("/"))
 }
 
-fn checksum(key: &[String], kind: Kind, body: &str) -> u64 {
+/// The checksum of a record: FNV-1a 64 of its key, its version and its body's exact text (and,
+/// in version 1, its kind, which version 2 leaves to the key).
+fn checksum(key: &[String], version: u64, kind: Kind, body: &str) -> u64 {
     let mut parts: Vec<&[u8]> = Vec::with_capacity(key.len() * 2 + 6);
     for segment in key {
         parts.push(segment.as_bytes());
         parts.push(b"\x1f");
     }
-    let version = RECORD_VERSION.to_string();
-    parts.extend([b"\x1e".as_slice(), kind.as_str().as_bytes(), b"\x1e", version.as_bytes(), b"\x1e", body.as_bytes()]);
+    let version_text = version.to_string();
+    if version == 1 {
+        parts.extend([b"\x1e".as_slice(), kind.as_str().as_bytes()]);
+    }
+    parts.extend([b"\x1e".as_slice(), version_text.as_bytes(), b"\x1e", body.as_bytes()]);
     fnv1a64(&parts)
 }
 
@@ -223,8 +255,8 @@ pub(crate) fn seal<T: Serialize>(key: Vec<String>, kind: Kind, body: &T) -> Resu
     body.serialize(&mut serde_json::Serializer::with_formatter(&mut text, AsciiFormatter))
         .map_err(|e| unwritable(&e))?;
     let body = String::from_utf8(text).map_err(|e| unwritable(&e))?;
-    let sum = checksum(&key, kind, &body);
-    let value = format!(r#"{{"v":{RECORD_VERSION},"kind":"{}","sum":"{sum:016x}","body":{body}}}"#, kind.as_str());
+    let sum = checksum(&key, RECORD_VERSION, kind, &body);
+    let value = format!(r#"{{"v":{RECORD_VERSION},"sum":"{sum:016x}","body":{body}}}"#);
     Ok(StoredRecord { key, value })
 }
 
@@ -242,32 +274,42 @@ struct Envelope<'a> {
 
 /// What a record holds once its envelope is checked.
 pub(crate) enum Opened<'a> {
-    /// A record of this version, its checksum verified: the body's text.
-    Current(&'a str),
+    /// A record of this version or an earlier one, its checksum verified.
+    Current(Body<'a>),
     /// A version 0 record: a whole session export, to migrate.
     Export,
 }
 
-/// The checksum and body of a record in exactly the layout `seal` writes for `kind` at this
-/// version; `None` for any other text, which `open` then reads as JSON. (A chunk is megabytes:
-/// reading its envelope as JSON would scan the body once more before it is parsed.) Taking the
-/// body as the text between the prefix and the last `}` is sound because the body must then
-/// parse as one JSON value on its own, which makes the whole text that envelope.
-fn sealed(value: &str, kind: Kind) -> Option<(&str, &str)> {
+/// A record's body: its text, and the version of the record that holds it.
+#[derive(Clone, Copy)]
+pub(crate) struct Body<'a> {
+    pub text: &'a str,
+    pub version: u64,
+}
+
+/// The version, checksum and body of a record in exactly the layout `seal` writes (or, for
+/// `kind`, version 1 wrote); `None` for any other text, which `open` then reads as JSON. (A chunk
+/// is megabytes: reading its envelope as JSON would scan the body once more before it is
+/// parsed.) Taking the body as the text between the prefix and the last `}` is sound because the
+/// body must then parse as one JSON value on its own, which makes the whole text that envelope.
+fn sealed(value: &str, kind: Kind) -> Option<(u64, &str, &str)> {
     let rest = value.strip_prefix(r#"{"v":"#)?;
-    let rest = rest.strip_prefix(RECORD_VERSION.to_string().as_str())?;
-    let rest = rest.strip_prefix(r#","kind":""#)?.strip_prefix(kind.as_str())?;
-    let rest = rest.strip_prefix(r#"","sum":""#)?;
+    let (version, rest) = if let Some(rest) = rest.strip_prefix(r#"2,"sum":""#) {
+        (2, rest)
+    } else {
+        let rest = rest.strip_prefix(r#"1,"kind":""#)?.strip_prefix(kind.as_str())?;
+        (1, rest.strip_prefix(r#"","sum":""#)?)
+    };
     let (sum, rest) = (rest.get(..16)?, rest.get(16..)?);
     let body = rest.strip_prefix(r#"","body":"#)?.strip_suffix('}')?;
-    Some((sum, body))
+    Some((version, sum, body))
 }
 
 /// Checks a record's envelope: that it is JSON, of a version this library reads, of the kind its
 /// key says, and that its checksum matches. Errors name the key.
 pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Opened<'a>> {
-    if let Some((sum, body)) = sealed(value, kind) {
-        return verify(key, kind, sum, body);
+    if let Some((version, sum, body)) = sealed(value, kind) {
+        return verify(key, version, kind, sum, body);
     }
     let envelope: Envelope<'a> = serde_json::from_str(value)
         .map_err(|e| Error::corrupt(key, format!("record {} is not a stored record: {e}", show(key))))?;
@@ -284,26 +326,39 @@ pub(crate) fn open<'a>(key: &[String], value: &'a str, kind: Kind) -> Result<Ope
         error.path = Some(key.join("/"));
         return Err(error);
     }
-    if version != RECORD_VERSION {
+    if version == 0 {
         return Err(Error::corrupt(key, format!("record {} has an unknown version {version}", show(key))));
     }
-    let (Some(found), Some(sum), Some(body)) = (envelope.kind, envelope.sum, envelope.body) else {
-        return Err(Error::corrupt(key, format!("record {} lacks its kind, checksum or body", show(key))));
+    let (Some(sum), Some(body)) = (envelope.sum, envelope.body) else {
+        return Err(Error::corrupt(key, format!("record {} lacks its checksum or body", show(key))));
     };
-    if found != kind.as_str() {
-        return Err(Error::corrupt(
-            key,
-            format!("record {} is a {found:?} record where a {:?} record belongs", show(key), kind.as_str()),
-        ));
+    // Version 1 named the kind in the envelope; version 2 leaves it to the key.
+    match envelope.kind {
+        Some(found) if version == 1 && found != kind.as_str() => {
+            return Err(Error::corrupt(
+                key,
+                format!("record {} is a {found:?} record where a {:?} record belongs", show(key), kind.as_str()),
+            ))
+        }
+        None if version == 1 => {
+            return Err(Error::corrupt(key, format!("record {} (version 1) lacks its kind", show(key))))
+        }
+        Some(_) if version > 1 => {
+            return Err(Error::corrupt(
+                key,
+                format!("record {} is not a stored record: unknown field `kind`", show(key)),
+            ))
+        }
+        _ => {}
     }
-    verify(key, kind, &sum, body.get())
+    verify(key, version, kind, &sum, body.get())
 }
 
-fn verify<'a>(key: &[String], kind: Kind, sum: &str, body: &'a str) -> Result<Opened<'a>> {
-    if sum != format!("{:016x}", checksum(key, kind, body)) {
+fn verify<'a>(key: &[String], version: u64, kind: Kind, sum: &str, text: &'a str) -> Result<Opened<'a>> {
+    if sum != format!("{:016x}", checksum(key, version, kind, text)) {
         return Err(Error::corrupt(key, format!("record {} fails its checksum: it was changed or damaged", show(key))));
     }
-    Ok(Opened::Current(body))
+    Ok(Opened::Current(Body { text, version }))
 }
 
 /// A record's body, read as `T` once `open` has checked it.
@@ -363,6 +418,24 @@ pub struct Meta {
     pub state: u64,
 }
 
+impl Meta {
+    /// The meta record as it would read with `tail`, the last tail save after it, folded in.
+    pub(crate) fn with_tail(self, tail: Option<TailMark>) -> Meta {
+        match tail {
+            Some(TailMark(commit, end, tokens, updated_at)) => {
+                Meta { commit, messages: end, tokens, updated_at, ..self }
+            }
+            None => self,
+        }
+    }
+
+    /// The last message a tail after this meta record may reach: `TAIL_LIMIT - 1` past its count,
+    /// and short of the next chunk (a save that passes either writes the meta record).
+    pub(crate) fn tail_reach(&self) -> u64 {
+        (self.messages + TAIL_LIMIT - 1).min(self.chunked + CHUNK as u64 - 1)
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -396,6 +469,75 @@ pub struct Chunk {
     pub counted: String,
     /// Per message: total, framing, the parts in `PartKind::ALL` order, and 1 if estimated.
     pub tokens: Vec<Vec<u32>>,
+}
+
+/// What each message record of a tail save carries, as `"tail": [commit, end, tokens, updatedAt]`
+/// (a few bytes): the save's commit and its last message's number, which tell a whole batch from
+/// one cut short, and the session's token total (as `Meta::tokens`) and update time once the
+/// batch is in, which `list` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TailMark(pub u64, pub u64, pub u64, pub u64);
+
+impl TailMark {
+    pub fn commit(self) -> u64 {
+        self.0
+    }
+    pub fn end(self) -> u64 {
+        self.1
+    }
+}
+
+/// A single message record's body (version 2): `{"format"?, "message", "tail"?}`, its format
+/// when it is not the session's, and the tail mark in a record a tail save wrote. (Built and read
+/// as a `Value`, whose code the wasm has anyway, rather than by a serde derive of its own.)
+pub(crate) fn message_body(message: Value, format: Option<Format>, tail: Option<TailMark>) -> Value {
+    let mut body = Map::new();
+    if let Some(format) = format {
+        body.insert("format".into(), format.as_str().into());
+    }
+    body.insert("message".into(), message);
+    if let Some(TailMark(commit, end, tokens, at)) = tail {
+        body.insert("tail".into(), Value::from(vec![commit, end, tokens, at]));
+    }
+    Value::Object(body)
+}
+
+/// A version 2 message record's body, read: its message, format and tail mark.
+fn read_message_body(key: &[String], text: &str) -> Result<(Value, Option<Format>, Option<TailMark>)> {
+    let mut body: Value = read_messages_body(key, text)?;
+    let mut field = |name: &str| body.as_object_mut().and_then(|fields| fields.remove(name));
+    let format = field("format").map(|name| name.as_str().and_then(|name| Format::parse(name).ok()));
+    let tail = field("tail").map(|mark| match mark.as_array().map(Vec::as_slice) {
+        Some([commit, end, tokens, at]) => {
+            Some(TailMark(commit.as_u64()?, end.as_u64()?, tokens.as_u64()?, at.as_u64()?))
+        }
+        _ => None,
+    });
+    match (field("message"), format, tail) {
+        (Some(message), None | Some(Some(_)), None | Some(Some(_))) if body.as_object().is_some_and(Map::is_empty) => {
+            Ok((message, format.flatten(), tail.flatten()))
+        }
+        _ => Err(Error::corrupt(key, format!("record {} is not readable: not a message record", show(key)))),
+    }
+}
+
+/// Message `seq` of a single message record, read from its body in either version.
+pub(crate) fn read_message(key: &[String], body: Body<'_>, seq: u64, format: Format) -> Result<LoggedMessage> {
+    if body.version == 1 {
+        let message: LoggedMessage = read_messages_body(key, body.text)?;
+        load::check_id(key, &message, seq)?;
+        return Ok(message);
+    }
+    let (message, stored, _) = read_message_body(key, body.text)?;
+    Ok(LoggedMessage { id: format!("m{seq}"), format: stored.unwrap_or(format), message })
+}
+
+/// The tail mark of a message record, if it has one.
+pub(crate) fn read_mark(key: &[String], body: Body<'_>) -> Result<Option<TailMark>> {
+    if body.version == 1 {
+        return Ok(None);
+    }
+    Ok(read_message_body(key, body.text)?.2)
 }
 
 /// Counts are reused only by the library version that made them, for the same encoding: a newer

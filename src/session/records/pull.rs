@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::load::{read_meta, Sorted};
 use super::save::{unpack_tokens, Part};
-use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, Turn, CHUNK};
+use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, TailMark, Turn, CHUNK};
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
 use crate::ids::fnv1a;
@@ -28,6 +28,9 @@ pub struct PullPlan {
     pub current: bool,
     /// The records to read (each by its key) and hand to `pull` with the meta record.
     pub keys: Vec<Vec<String>>,
+    /// Then the records a tail may hold past what this session has, in order: read them up to
+    /// the first absent one, and hand those to `pull` too (when there are any, even if `current`).
+    pub tail: Vec<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -58,7 +61,10 @@ pub struct PullReport {
 
 /// The other writer's state, read from its records.
 struct Theirs {
+    /// The meta record, and the last tail save committed after it.
     meta: Meta,
+    meta_version: u64,
+    tail: Option<TailMark>,
     messages: Vec<(Message, Option<Vec<u32>>)>,
     settings: Option<Settings>,
     summary: Option<SummaryState>,
@@ -79,12 +85,12 @@ impl Session {
             )));
         }
         let saved = &self.persist.saved;
-        if theirs.commit < saved.commit() {
+        if theirs.commit < saved.meta_commit() {
             return Err(Error::conflict(format!(
                 "the stored session {:?} is at commit {}, behind this one's last save ({}): was storage restored from an older copy?",
                 self.id,
                 theirs.commit,
-                saved.commit()
+                saved.meta_commit()
             )));
         }
         match &saved.meta {
@@ -109,11 +115,17 @@ impl Session {
 
     /// What to read to catch up with `meta`, the stored meta record of this session.
     pub fn pull_plan(&self, meta: &StoredRecord) -> Result<PullPlan> {
-        let theirs = read_meta(meta)?;
+        let (theirs, _) = read_meta(meta)?;
         self.check_successor(&theirs, &meta.key)?;
         let saved = &self.persist.saved;
-        if theirs.commit == saved.commit() {
-            return Ok(PullPlan { current: true, keys: Vec::new() });
+        let current = theirs.commit == saved.meta_commit();
+        let held = if current { saved.messages() as u64 } else { theirs.messages };
+        let mut tail = Vec::new();
+        for n in held + 1..=theirs.tail_reach() {
+            tail.push(data_key(&self.id, Kind::Message, n));
+        }
+        if current {
+            return Ok(PullPlan { current, keys: Vec::new(), tail });
         }
         let mut keys = Vec::new();
         let mut seq = saved.messages() as u64 + 1;
@@ -145,7 +157,7 @@ impl Session {
         if theirs.state != saved.state.generation && theirs.state > 0 {
             keys.push(data_key(&self.id, Kind::State, theirs.state));
         }
-        Ok(PullPlan { current: false, keys })
+        Ok(PullPlan { current, keys, tail })
     }
 
     fn read_theirs(&self, records: &[StoredRecord]) -> Result<Theirs> {
@@ -154,7 +166,7 @@ impl Session {
             let key = meta_key(&self.id);
             Error::invalid_argument(format!("pull needs the meta record {} with the records it names", show(&key)))
         })?;
-        let meta = read_meta(meta_record)?;
+        let (meta, meta_version) = read_meta(meta_record)?;
         self.check_successor(&meta, &meta_record.key)?;
         let saved = &self.persist.saved;
         let settings: Option<Settings> = (meta.settings != saved.settings_generation())
@@ -187,9 +199,28 @@ impl Session {
         } else {
             Some(sorted.body(&id, Kind::State, meta.state)?)
         };
+        // The tail: past this session's when the meta record is the one it saved, else past the
+        // meta record's messages (which include this session's: their writer pulled them).
+        let current = meta.commit == saved.meta_commit();
+        if !current && meta.messages < saved.messages() as u64 {
+            return Err(Error::conflict(format!(
+                "the stored session {:?} holds {} messages, fewer than this one saved ({})",
+                self.id,
+                meta.messages,
+                saved.messages()
+            )));
+        }
+        let tail = sorted.tail(&meta, if current { saved.tail } else { None })?;
+        let until = tail.map_or(meta.messages, TailMark::end);
         let encoding = settings.as_ref().map_or(self.history.encoding(), |s| s.encoding);
-        let (logged, counts) =
-            sorted.messages(&id, saved.messages() as u64 + 1, meta.messages, meta.chunked, &counting_tag(encoding))?;
+        let format = settings.as_ref().map_or(self.format, |s| s.format);
+        let (logged, counts) = sorted.messages(
+            &id,
+            (saved.messages() as u64 + 1, until),
+            meta.chunked,
+            &counting_tag(encoding),
+            format,
+        )?;
         let messages = logged
             .into_iter()
             .zip(counts)
@@ -201,11 +232,11 @@ impl Session {
                     .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Theirs { meta, messages, settings, summary, calibration, turns, artifacts, state })
+        Ok(Theirs { meta, meta_version, tail, messages, settings, summary, calibration, turns, artifacts, state })
     }
 
-    /// Applies what another writer saved since this session's last save or load (the meta record
-    /// and the records `pull_plan` named), keeping this session's unsaved changes after it: its
+    /// Applies what another writer saved since this session's last save or load (the meta record,
+    /// the records `pull_plan` named, and those of its tail up to the first absent), keeping this session's unsaved changes after it: its
     /// messages are appended again after the other writer's (new ids, in `renumbered`), its memory
     /// turns recorded after theirs, its changed settings, title and calibration kept. A summary
     /// made here over messages that moved gives way (`superseded`). On any error, nothing changes.
@@ -215,8 +246,9 @@ impl Session {
         let saved = self.persist.saved.clone();
         let saved_meta = saved.meta.clone();
         let saved_count = saved.messages();
+        let stored = theirs.meta.clone().with_tail(theirs.tail);
         let mut report = PullReport {
-            commit: theirs.meta.commit,
+            commit: stored.commit,
             appended: Vec::new(),
             renumbered: Vec::new(),
             renumbered_turns: Vec::new(),
@@ -380,7 +412,8 @@ impl Session {
             theirs.meta.subagents_spawned.saturating_add(self.subagents_spawned.saturating_sub(saved_spawned));
 
         next.persist.saved = super::save::SavePoint {
-            message_tokens: Some(theirs.meta.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            message_tokens: Some(stored.tokens.saturating_sub(REPLY_PRIMING as u64)),
+            tail: theirs.tail,
             settings: theirs.settings.or(saved.settings),
             summary: match theirs.summary {
                 Some(value) => Part { generation: theirs.meta.summary, value },
@@ -395,6 +428,7 @@ impl Session {
                 None => saved.state,
             },
             meta: Some(theirs.meta),
+            meta_version: theirs.meta_version,
         };
         next.persist.pending = None;
         *self = next;

@@ -2,7 +2,10 @@
 
 use serde::Serialize;
 
-use super::{counting_tag, data_key, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, Turn, CHUNK};
+use super::{
+    counting_tag, data_key, message_body, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, TailMark, Turn,
+    CHUNK, RECORD_VERSION, TAIL_LIMIT,
+};
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
@@ -39,11 +42,15 @@ impl<T: Default> Default for Part<T> {
     }
 }
 
-/// A state of the stored session: the meta record last committed and what it names.
+/// A state of the stored session: the meta record last committed, what it names, and the tail
+/// committed after it.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SavePoint {
-    /// The committed meta record (`None`: nothing stored yet).
+    /// The committed meta record (`None`: nothing stored yet), and its record's version.
     pub meta: Option<Meta>,
+    pub meta_version: u64,
+    /// The mark of the last tail save committed after it (`None`: the meta record is the last).
+    pub tail: Option<TailMark>,
     pub settings: Option<Settings>,
     pub summary: Part<SummaryState>,
     pub calibration: Part<Option<CalibrationState>>,
@@ -54,12 +61,22 @@ pub(super) struct SavePoint {
 }
 
 impl SavePoint {
+    /// The meta record as it would read with the tail in it: what the session stored is.
+    pub fn effective(&self) -> Option<Meta> {
+        Some(self.meta.clone()?.with_tail(self.tail))
+    }
+
     pub fn commit(&self) -> u64 {
-        self.meta.as_ref().map_or(0, |m| m.commit)
+        self.tail.map_or_else(|| self.meta.as_ref().map_or(0, |m| m.commit), TailMark::commit)
     }
 
     pub fn messages(&self) -> usize {
-        self.meta.as_ref().map_or(0, |m| m.messages as usize)
+        self.tail.map_or_else(|| self.meta.as_ref().map_or(0, |m| m.messages), TailMark::end) as usize
+    }
+
+    /// The commit of the meta record itself.
+    pub fn meta_commit(&self) -> u64 {
+        self.meta.as_ref().map_or(0, |m| m.commit)
     }
 
     pub fn chunked(&self) -> usize {
@@ -80,7 +97,8 @@ impl SavePoint {
 }
 
 /// What `Session::changes` hands the store: the records to write, in order (the meta record
-/// last), the keys to remove once they are written, and the commit they make.
+/// last, or, in a tail save, message records alone), the keys to remove once they are written,
+/// and the commit they make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -160,8 +178,9 @@ impl Session {
     /// The records for what changed since the last save, at `now` (milliseconds since the Unix
     /// epoch): new messages (single records, or a chunk once a multiple of `CHUNK` is passed),
     /// the parts that changed under their next generation, new memory turns, and the meta record
-    /// last. Nothing is marked saved: `mark_saved(commit)` does that once the store has written
-    /// them, so that after a failed write the next call returns the same records again.
+    /// last; or, when only messages were added (see the module's tail saves), their records with
+    /// the tail mark alone. Nothing is marked saved: `mark_saved(commit)` does that once the store
+    /// has written them, so that after a failed write the next call returns the same records again.
     pub fn changes(&mut self, now: u64) -> Result<Changes> {
         self.history.count_all();
         let saved = &self.persist.saved;
@@ -177,7 +196,8 @@ impl Session {
         let mut remove = self.persist.garbage.clone();
         let mut next = saved.clone();
 
-        // Messages: chunks for every multiple of CHUNK passed, single records for the rest.
+        // Messages: chunks for every multiple of CHUNK passed, single records for the rest
+        // (written below, once it is known whether this save is a tail save).
         let chunked = len / CHUNK * CHUNK;
         let mut start = saved.chunked();
         while start + CHUNK <= chunked {
@@ -186,9 +206,6 @@ impl Session {
         }
         for seq in saved.chunked() + 1..=saved.messages().min(chunked) {
             remove.push(data_key(id, Kind::Message, seq as u64));
-        }
-        for position in saved.messages().max(chunked)..len {
-            records.push(self.message_record(position)?);
         }
         let new_tokens: u64 = self.history.records()[saved.messages()..]
             .iter()
@@ -259,12 +276,13 @@ impl Session {
         }
 
         let created_at = self.persist.created_at.unwrap_or(now);
+        let stored = saved.effective();
         let meta = Meta {
             id: self.id.clone(),
             parent_id: self.parent_id.clone(),
             title: self.persist.title.clone(),
             created_at,
-            updated_at: saved.meta.as_ref().map_or(now, |m| m.updated_at),
+            updated_at: stored.as_ref().map_or(now, |m| m.updated_at),
             messages: len as u64,
             tokens: next.message_tokens.unwrap_or(0) + REPLY_PRIMING as u64,
             commit: saved.commit(),
@@ -279,14 +297,37 @@ impl Session {
             artifacts: self.artifacts.len() as u64,
             state: next.state.generation,
         };
-        if records.is_empty() && saved.meta.as_ref() == Some(&meta) {
+        // The single records: messages past the last chunk.
+        let new_messages = saved.messages().max(chunked)..len;
+        if records.is_empty() && new_messages.is_empty() && stored.as_ref() == Some(&meta) {
             self.persist.pending = None;
             return Ok(Changes { records, remove, commit: saved.commit() });
         }
         let meta = Meta { updated_at: now.max(meta.updated_at), commit: saved.commit() + 1, ..meta };
         let commit = meta.commit;
-        records.push(seal(meta_key(id), Kind::Meta, &meta)?);
-        next.meta = Some(meta);
+
+        // A tail save: only new messages, short of the next chunk and of the tail's limit. Its
+        // records carry the mark that commits them; the meta record stays as it is.
+        let mark = TailMark(commit, len as u64, meta.tokens, meta.updated_at);
+        let only_messages =
+            records.is_empty() && stored.map(|stored| stored.with_tail(Some(mark))).as_ref() == Some(&meta);
+        let meta_messages = saved.meta.as_ref().map_or(0, |m| m.messages);
+        // (Not after a meta record of an earlier version: a tab still running that version reads
+        // no tails, and would write over this one; the meta record of this version stops it.)
+        let tail = (only_messages && saved.meta_version == RECORD_VERSION && (len as u64) < meta_messages + TAIL_LIMIT)
+            .then_some(mark);
+        let mut written = Vec::with_capacity(records.len() + new_messages.len() + 1);
+        for position in new_messages {
+            written.push(self.message_record(position, tail)?);
+        }
+        written.append(&mut records);
+        next.tail = tail;
+        if tail.is_none() {
+            written.push(seal(meta_key(id), Kind::Meta, &meta)?);
+            next.meta = Some(meta);
+            next.meta_version = RECORD_VERSION;
+        }
+        let records = written;
         self.persist.created_at = Some(created_at);
         self.persist.pending = Some(next);
         Ok(Changes { records, remove, commit })
@@ -329,9 +370,13 @@ impl Session {
         Ok(LoggedMessage { id: record.id.clone(), format: record.message.source, message })
     }
 
-    fn message_record(&self, position: usize) -> Result<StoredRecord> {
+    /// Message `position` as a single record: its id follows from the key, its format from the
+    /// session's unless it arrived in another.
+    fn message_record(&self, position: usize, tail: Option<TailMark>) -> Result<StoredRecord> {
         let key = data_key(&self.id, Kind::Message, position as u64 + 1);
-        seal(key, Kind::Message, &self.logged_message(position)?)
+        let logged = self.logged_message(position)?;
+        let format = (logged.format != self.format).then_some(logged.format);
+        seal(key, Kind::Message, &message_body(logged.message, format, tail))
     }
 
     /// Messages `start + 1 ..= end` (1-based) as one chunk record, with their counts.

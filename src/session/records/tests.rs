@@ -43,13 +43,29 @@ impl Storage {
         StoredRecord { key: key.to_vec(), value: self.0[key].clone() }
     }
 
-    /// What `pull_plan` names, with the meta record.
+    /// The records of `keys` up to the first absent one, as the store reads a tail.
+    fn read_on(&self, keys: &[Vec<String>]) -> Vec<StoredRecord> {
+        keys.iter()
+            .map_while(|key| self.0.get(key).map(|value| StoredRecord { key: key.clone(), value: value.clone() }))
+            .collect()
+    }
+
+    /// What `pull_plan` names, and its tail, with the meta record.
     fn pull(&self, session: &mut Session) -> Result<PullReport> {
         let meta = self.get(&meta_key(session.id()));
         let plan = session.pull_plan(&meta)?;
         let mut records: Vec<StoredRecord> = plan.keys.iter().map(|k| self.get(k)).collect();
+        records.extend(self.read_on(&plan.tail));
         records.push(meta);
         session.pull(&records)
+    }
+
+    /// What `list` shows of session `id`: its meta record and tail.
+    fn info(&self, id: &str) -> Result<SessionInfo> {
+        let meta = self.get(&meta_key(id));
+        let mut records = self.read_on(&tail_keys(&meta)?);
+        records.push(meta);
+        SessionInfo::read(&records)
     }
 }
 
@@ -89,7 +105,7 @@ fn a_session_round_trips_through_its_records() {
     assert_eq!(loaded.created_at(), Some(1_000));
     assert_eq!(loaded.compactor.calibration(), session.compactor.calibration());
     assert_eq!(loaded.saved_commit(), 1);
-    let info = SessionInfo::read(&storage.get(&meta_key("main"))).unwrap();
+    let info = storage.info("main").unwrap();
     assert_eq!(
         (info.id.as_str(), info.title.as_deref(), info.messages, info.created_at, info.updated_at),
         ("main", Some("Trip to Seattle"), 7, 1_000, 1_000)
@@ -103,24 +119,38 @@ fn a_session_round_trips_through_its_records() {
 }
 
 #[test]
-fn an_append_writes_that_message_and_the_meta_record_only() {
+fn an_append_writes_that_message_s_record_only_and_the_meta_record_every_16th() {
     let mut session = Session::new("chat", Encoding::O200kBase, 10).unwrap();
     let mut storage = Storage::default();
+    let mut metas = Vec::new();
     for i in 0..40 {
         session.history.append_value(user(&format!("question {i}")), Format::OpenAi).unwrap();
-        storage.save(&mut session, i);
+        let changes = storage.save(&mut session, i);
+        assert_eq!(changes.commit, i + 1);
+        if changes.records.iter().any(|r| r.key == meta_key("chat")) {
+            metas.push(i + 1);
+        } else {
+            assert_eq!(changes.records.len(), 1);
+        }
     }
+    assert_eq!(metas, [1, 17, 33], "the first save, then each time the tail would reach {TAIL_LIMIT}");
     let message = json!({"role": "assistant", "content": "A long answer. ".repeat(200)});
     let size = message.to_string().len();
     session.history.append_value(message, Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 50);
-    assert_eq!(changes.records.len(), 2);
+    assert_eq!(changes.records.len(), 1);
     assert_eq!(changes.records[0].key, data_key("chat", Kind::Message, 41));
-    assert_eq!(changes.records[1].key, meta_key("chat"));
     let written = changes.records[0].value.len();
-    assert!(written > size && written < size + 150, "{written} bytes for a {size}-byte message");
-    assert!(changes.records[1].value.len() < 400, "{}", changes.records[1].value);
-    assert_eq!(storage.load("chat").unwrap().history.len(), 41);
+    assert!(written > size && written < size + 80, "{written} bytes for a {size}-byte message");
+    let loaded = storage.load("chat").unwrap();
+    assert_eq!(exported(&loaded), exported(&session));
+    assert_eq!(loaded.saved_commit(), 41);
+    // What list shows is exact: the meta record (of save 33) and the tail after it.
+    let info = storage.info("chat").unwrap();
+    assert_eq!((info.messages, info.commit, info.updated_at), (41, 41, 50));
+    assert_eq!(info.tokens as usize, session.history.token_count().total);
+    let meta = SessionInfo::read(&[storage.get(&meta_key("chat"))]).unwrap();
+    assert_eq!((meta.messages, meta.commit), (33, 33), "the meta record alone");
 }
 
 #[test]
@@ -300,11 +330,11 @@ fn damaged_missing_and_newer_records_are_reported_with_their_keys() {
     });
     assert!(moved.message.contains("fails its checksum"), "a record copied to another key: {moved}");
     let newer = with(&|s| {
-        let value = s.0[&key].replacen(r#""v":1"#, r#""v":2"#, 1);
+        let value = s.0[&key].replacen(r#""v":2"#, r#""v":3"#, 1);
         s.0.insert(key.clone(), value);
     });
     assert_eq!(newer.kind, ErrorKind::InvalidArgument);
-    assert!(newer.message.contains("version 2, newer than this library reads (1)"), "{newer}");
+    assert!(newer.message.contains("version 3, newer than this library reads (2)"), "{newer}");
     assert_eq!(newer.path.as_deref(), Some("r/main/m/000000000003"));
     let no_meta = with(&|s| {
         s.0.remove(&meta_key("main"));
@@ -333,20 +363,19 @@ fn envelopes_in_another_layout_open_alike_and_a_body_must_be_one_value() {
     storage.save(&mut session, 1);
     let key = data_key("main", Kind::Message, 3);
     let sealed = storage.get(&key).value;
-    let (sum, body) = super::sealed(&sealed, Kind::Message).expect("seal's own layout");
+    let (version, sum, body) = super::sealed(&sealed, Kind::Message).expect("seal's own layout");
+    assert_eq!(version, RECORD_VERSION);
     // The same envelope as any JSON writer might lay it out: read as JSON, with the same result.
     let mut relaid = storage.clone();
-    relaid
-        .0
-        .insert(key.clone(), format!("{{ \"kind\": \"message\", \"body\": {body}, \"sum\": \"{sum}\", \"v\": 1 }}"));
+    relaid.0.insert(key.clone(), format!("{{ \"body\": {body}, \"sum\": \"{sum}\", \"v\": 2 }}"));
     assert!(super::sealed(&relaid.get(&key).value, Kind::Message).is_none());
     assert_eq!(exported(&relaid.load("main").unwrap()), exported(&storage.load("main").unwrap()));
     // In seal's layout the body is the text up to the last brace: text after the body's value
     // (with a checksum that matches it) is no record, named by its key.
     let forged_body = format!("{body}, \"v\": 2");
-    let sum = format!("{:016x}", checksum(&key, Kind::Message, &forged_body));
+    let sum = format!("{:016x}", checksum(&key, 2, Kind::Message, &forged_body));
     let mut forged = storage.clone();
-    forged.0.insert(key.clone(), format!(r#"{{"v":1,"kind":"message","sum":"{sum}","body":{forged_body}}}"#));
+    forged.0.insert(key.clone(), format!(r#"{{"v":2,"sum":"{sum}","body":{forged_body}}}"#));
     let error = forged.load("main").unwrap_err();
     assert_eq!(error.kind, ErrorKind::Corrupt);
     assert_eq!(error.path.as_deref(), Some("r/main/m/000000000003"));
@@ -359,8 +388,13 @@ fn records_the_meta_does_not_name_are_not_read_and_superseded_ones_are_garbage()
     session.history.append_value(user("hi"), Format::OpenAi).unwrap();
     let mut storage = Storage::default();
     storage.save(&mut session, 1);
-    // Left by saves that did not finish: a damaged message past the frontier, an old settings generation.
-    storage.0.insert(data_key("g", Kind::Message, 2), "not even JSON".into());
+    // Left by saves that did not finish: a message past the frontier that no tail save wrote,
+    // an old settings generation.
+    let stale = message_body(user("stale"), None, None);
+    storage.0.insert(
+        data_key("g", Kind::Message, 2),
+        seal(data_key("g", Kind::Message, 2), Kind::Message, &stale).unwrap().value,
+    );
     let old = storage.get(&data_key("g", Kind::Settings, 1)).value;
     storage.0.insert(data_key("g", Kind::Settings, 0), old);
     let mut loaded = storage.load("g").unwrap();
@@ -372,7 +406,13 @@ fn records_the_meta_does_not_name_are_not_read_and_superseded_ones_are_garbage()
     assert!(loaded.changes(3).unwrap().remove.is_empty());
     loaded.history.append_value(user("again"), Format::OpenAi).unwrap();
     storage.save(&mut loaded, 4);
-    assert_eq!(storage.load("g").unwrap().history.len(), 2, "the damaged leftover was written over");
+    let reloaded = storage.load("g").unwrap();
+    assert_eq!(exported(&reloaded), exported(&loaded), "the leftover was written over");
+    // A damaged record where a tail may be is reported, named by its key: it may hold a
+    // committed message.
+    storage.0.insert(data_key("g", Kind::Message, 3), "not even JSON".into());
+    let error = storage.load("g").unwrap_err();
+    assert_eq!((error.kind, error.path.as_deref()), (ErrorKind::Corrupt, Some("r/g/m/000000000003")));
 }
 
 #[test]
@@ -555,7 +595,7 @@ fn artifacts_and_state_are_records_of_their_own() {
     let kinds: Vec<&str> = changes.records.iter().map(|r| r.key[2.min(r.key.len() - 1)].as_str()).collect();
     assert_eq!(kinds, ["m", "settings", "a", "state", "main"]);
     let artifact_record = &changes.records[2];
-    assert!(artifact_record.value.starts_with(r#"{"v":1,"kind":"artifact""#));
+    assert!(artifact_record.value.starts_with(r#"{"v":2,"sum":""#));
     assert_eq!(body_of(artifact_record)["id"], "code_sales_analysis");
     let loaded = storage.load("main").unwrap();
     assert_eq!(exported(&loaded), exported(&session));
@@ -620,4 +660,190 @@ fn a_pull_brings_the_other_writers_artifacts_and_state() {
     assert_eq!(error.kind, ErrorKind::Conflict);
     assert!(error.message.contains("exists already"), "{error}");
     assert_eq!(exported(&third), before);
+}
+
+/// Records version 1 wrote (the library before tail saves, `Session.changes` in Node): two
+/// saves of session "v1", the second an append, which then wrote the meta record again.
+const VERSION_1_RECORDS: &str = r#"[{"key":["r","v1","m","000000000001"],"value":"{\"v\":1,\"kind\":\"message\",\"sum\":\"aa1ceee14abeb23d\",\"body\":{\"id\":\"m1\",\"format\":\"openai\",\"message\":{\"role\":\"user\",\"content\":\"Fly me to Lisbon \\u2014 \\u00e9\"}}}"},{"key":["r","v1","m","000000000002"],"value":"{\"v\":1,\"kind\":\"message\",\"sum\":\"b1b8f67d00dfedbc\",\"body\":{\"id\":\"m2\",\"format\":\"openai\",\"message\":{\"role\":\"assistant\",\"content\":\"Booked.\"}}}"},{"key":["r","v1","settings","000000000001"],"value":"{\"v\":1,\"kind\":\"settings\",\"sum\":\"f322e71b46cd80b5\",\"body\":{\"encoding\":\"o200k_base\",\"format\":\"openai\",\"maxLoops\":10,\"maxSnapshotChars\":null,\"metadata\":{}}}"},{"key":["r","v1","m","000000000003"],"value":"{\"v\":1,\"kind\":\"message\",\"sum\":\"8cde464c3482477e\",\"body\":{\"id\":\"m3\",\"format\":\"openai\",\"message\":{\"role\":\"user\",\"content\":\"Thanks\"}}}"},{"key":["s","v1"],"value":"{\"v\":1,\"kind\":\"meta\",\"sum\":\"03b55cf0c5e63ce6\",\"body\":{\"id\":\"v1\",\"title\":\"Written by version 1\",\"createdAt\":1000,\"updatedAt\":2000,\"messages\":3,\"tokens\":24,\"commit\":2,\"chunked\":0,\"settings\":1,\"summary\":0,\"calibration\":0,\"turns\":0,\"loops\":0,\"subagentsSpawned\":0,\"turnStart\":0}}"}]"#;
+
+#[test]
+fn version_1_records_load_and_the_next_saves_write_version_2_after_them() {
+    let records: Vec<StoredRecord> = serde_json::from_str(VERSION_1_RECORDS).unwrap();
+    let mut storage = Storage(records.iter().map(|r| (r.key.clone(), r.value.clone())).collect());
+    let mut session = storage.load("v1").unwrap();
+    let mut expected = Session::new("v1", Encoding::O200kBase, 10).unwrap();
+    for message in [user("Fly me to Lisbon — é"), assistant("Booked."), user("Thanks")] {
+        expected.history.append_value(message, Format::OpenAi).unwrap();
+    }
+    assert_eq!(exported(&session), exported(&expected));
+    assert_eq!((session.title(), session.saved_commit()), (Some("Written by version 1"), 2));
+    let info = storage.info("v1").unwrap();
+    assert_eq!((info.messages, info.tokens as usize, info.commit), (3, expected.history.token_count().total, 2));
+    // A damaged version 1 record is reported with its key, as before.
+    let mut damaged = storage.clone();
+    let key = data_key("v1", Kind::Message, 2);
+    damaged.0.insert(key.clone(), damaged.0[&key].replace("Booked", "Booker"));
+    let error = damaged.load("v1").unwrap_err();
+    assert_eq!((error.kind, error.path.as_deref()), (ErrorKind::Corrupt, Some("r/v1/m/000000000002")));
+    assert!(error.message.contains("fails its checksum"), "{error}");
+
+    // An append: the meta record again, now of version 2, so that a tab still running version
+    // 1 (which reads no tails, and would write over them) stops at it as newer than it reads.
+    session.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
+    expected.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
+    let changes = storage.save(&mut session, 3000);
+    assert_eq!(
+        changes.records.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
+        [data_key("v1", Kind::Message, 4), meta_key("v1")]
+    );
+    assert!(changes.records.iter().all(|r| r.value.starts_with(r#"{"v":2,"sum":""#)));
+    assert_eq!(
+        body_of(&changes.records[0]),
+        json!({"message": assistant("You're welcome.")}),
+        "id and format left out"
+    );
+    // The next: a tail save.
+    session.history.append_value(user("Bye"), Format::OpenAi).unwrap();
+    expected.history.append_value(user("Bye"), Format::OpenAi).unwrap();
+    let changes = storage.save(&mut session, 3500);
+    assert_eq!(changes.records.len(), 1);
+    assert_eq!(
+        body_of(&changes.records[0]),
+        json!({"message": user("Bye"), "tail": [4, 5, expected.history.token_count().total, 3500]})
+    );
+    let loaded = storage.load("v1").unwrap();
+    assert_eq!(exported(&loaded), exported(&expected));
+    assert_eq!(loaded.saved_commit(), 4);
+    // A title: the meta record.
+    session.set_title(Some("Lisbon".into())).unwrap();
+    let changes = storage.save(&mut session, 4000);
+    assert_eq!(changes.records.last().unwrap().key, meta_key("v1"));
+    assert_eq!(storage.info("v1").unwrap().title.as_deref(), Some("Lisbon"));
+    assert_eq!(exported(&storage.load("v1").unwrap()), exported(&expected));
+}
+
+/// A session "t" of `n` user messages, saved after each: a meta record and a tail of `n - 1`.
+fn tailed(n: usize) -> (Session, Storage) {
+    let mut session = Session::new("t", Encoding::O200kBase, 10).unwrap();
+    let mut storage = Storage::default();
+    for i in 0..n {
+        session.history.append_value(user(&format!("message {}", i + 1)), Format::OpenAi).unwrap();
+        storage.save(&mut session, 100 + i as u64);
+    }
+    (session, storage)
+}
+
+#[test]
+fn a_batch_cut_short_is_not_accepted_and_its_records_are_written_over() {
+    let (mut session, mut storage) = tailed(3);
+    let before = exported(&session);
+    let tokens = session.history.token_count().total;
+    // A tail save of three messages, of which only the first two were written.
+    session.history.append_values(json!([user("four"), assistant("five"), user("six")]), Format::OpenAi).unwrap();
+    let changes = session.changes(200).unwrap();
+    assert_eq!(changes.records.len(), 3, "a tail save: no meta record");
+    for record in &changes.records[..2] {
+        storage.0.insert(record.key.clone(), record.value.clone());
+    }
+    assert_eq!(exported(&storage.load("t").unwrap()), before);
+    let info = storage.info("t").unwrap();
+    assert_eq!((info.messages, info.commit, info.tokens as usize, info.updated_at), (3, 3, tokens, 102));
+    // Another writer, which sees the committed session, is not misled either.
+    let mut other = storage.load("t").unwrap();
+    assert!(storage.pull(&mut other).unwrap().appended.is_empty());
+    // The next attempt writes the same records, whole.
+    assert_eq!(session.changes(200).unwrap(), changes);
+    storage.save(&mut session, 200);
+    assert_eq!(exported(&storage.load("t").unwrap()), exported(&session));
+    assert_eq!(storage.info("t").unwrap().messages, 6);
+    // The other writer's pull brings them, and its own save follows them.
+    let report = storage.pull(&mut other).unwrap();
+    assert_eq!((report.appended.len(), report.commit), (3, 4));
+}
+
+#[test]
+fn records_of_other_batches_after_the_tail_are_ignored() {
+    let (session, storage) = tailed(4);
+    let mark = |record: &StoredRecord| body_of(record)["tail"].clone();
+    assert_eq!(mark(&storage.get(&data_key("t", Kind::Message, 4)))[0], 4);
+    let stale = |n: u64, tail: TailMark| {
+        let body = message_body(user("stale"), None, Some(tail));
+        (data_key("t", Kind::Message, n), seal(data_key("t", Kind::Message, n), Kind::Message, &body).unwrap().value)
+    };
+    let cases = [
+        // an older commit: a batch that was superseded
+        vec![stale(5, TailMark(3, 5, 1, 1))],
+        // the commit the tail has already
+        vec![stale(5, TailMark(4, 5, 1, 1))],
+        // a batch whose records belong to two attempts
+        vec![stale(5, TailMark(5, 6, 1, 1)), stale(6, TailMark(6, 6, 1, 1))],
+        // a batch ending before it starts, or past where a tail may reach
+        vec![stale(5, TailMark(5, 4, 1, 1))],
+        vec![stale(5, TailMark(5, 20, 1, 1))],
+        // after a gap
+        vec![stale(6, TailMark(5, 6, 1, 1))],
+    ];
+    for (i, records) in cases.into_iter().enumerate() {
+        let mut copy = storage.clone();
+        copy.0.extend(records);
+        let mut loaded = copy.load("t").unwrap();
+        assert_eq!(exported(&loaded), exported(&session), "case {i}");
+        assert_eq!(copy.info("t").unwrap().messages, 4, "case {i}");
+        // The next save writes over them.
+        loaded.history.append_values(json!([assistant("five"), user("six")]), Format::OpenAi).unwrap();
+        copy.save(&mut loaded, 300);
+        assert_eq!(exported(&copy.load("t").unwrap()), exported(&loaded), "case {i}");
+    }
+}
+
+#[test]
+fn a_tail_another_writer_saved_is_pulled_before_a_save_and_nothing_interleaves() {
+    let (mut first, mut storage) = tailed(2);
+    let mut second = storage.load("t").unwrap();
+    first.history.append_values(json!([assistant("A 1"), user("A 2")]), Format::OpenAi).unwrap();
+    storage.save(&mut first, 300);
+    second.history.append_value(assistant("B 1"), Format::OpenAi).unwrap();
+    // B probes past what it saved: A's tail is there, and B pulls it before it saves.
+    let plan = second.pull_plan(&storage.get(&meta_key("t"))).unwrap();
+    assert!(plan.current && plan.keys.is_empty());
+    assert_eq!(plan.tail[0], data_key("t", Kind::Message, 3));
+    let report = storage.pull(&mut second).unwrap();
+    assert_eq!((report.appended.clone(), report.commit), (vec!["m3".to_string(), "m4".to_string()], 3));
+    assert_eq!(report.renumbered, [Renumbered { from: "m3".into(), to: "m5".into() }]);
+    let changes = storage.save(&mut second, 400);
+    assert_eq!((changes.records.len(), changes.commit), (1, 4), "a tail save after A's");
+    let texts: Vec<String> =
+        storage.load("t").unwrap().history.records().iter().map(|r| r.message.content.joined_text()).collect();
+    assert_eq!(texts, ["message 1", "message 2", "A 1", "A 2", "B 1"]);
+    storage.pull(&mut first).unwrap();
+    assert_eq!(exported(&first), exported(&second));
+    assert_eq!(exported(&storage.load("t").unwrap()), exported(&first));
+    // A meta save by one writer (a title), then a tail save by the other: both seen.
+    first.set_title(Some("t".into())).unwrap();
+    storage.save(&mut first, 500);
+    second.history.append_value(user("B 2"), Format::OpenAi).unwrap();
+    storage.pull(&mut second).unwrap();
+    assert_eq!(storage.save(&mut second, 600).records.len(), 1);
+    storage.pull(&mut first).unwrap();
+    assert_eq!(exported(&first), exported(&second));
+    let info = storage.info("t").unwrap();
+    assert_eq!((info.messages, info.commit, info.title.as_deref(), info.updated_at), (6, 6, Some("t"), 600));
+    assert_eq!(info.tokens as usize, first.history.token_count().total);
+}
+
+#[test]
+fn a_save_that_changes_more_than_messages_or_reaches_a_chunk_writes_the_meta_record() {
+    let (mut session, mut storage) = tailed(2);
+    session.history.append_value(assistant("three"), Format::OpenAi).unwrap();
+    session.next_loop().unwrap();
+    assert!(storage.save(&mut session, 300).records.iter().any(|r| r.key == meta_key("t")), "a counter changed");
+    session.history.append_value(user("four"), Format::OpenAi).unwrap();
+    assert!(!storage.save(&mut session, 301).records.iter().any(|r| r.key == meta_key("t")));
+    let (mut long, mut storage) = tailed(CHUNK - 2);
+    long.history.append_value(assistant("999"), Format::OpenAi).unwrap();
+    assert_eq!(storage.save(&mut long, 1).records.len(), 1);
+    long.history.append_value(user("1000"), Format::OpenAi).unwrap();
+    let keys: Vec<Vec<String>> = storage.save(&mut long, 2).records.into_iter().map(|r| r.key).collect();
+    assert_eq!(keys, [data_key("t", Kind::Chunk, CHUNK as u64), meta_key("t")]);
+    assert_eq!(exported(&storage.load("t").unwrap()), exported(&long));
 }
