@@ -162,6 +162,20 @@ export class SessionStore {
     return withLock(this.adapter, this.#lockName(id), fn);
   }
 
+  /**
+   * Makes `id` free for a new session (the caller holds its lock): a `ConflictError` if it is
+   * stored; else any records left under it (a delete cut short) are removed first, since a tail
+   * of the old session's message records would otherwise follow the new meta record.
+   */
+  async #claim(id: string): Promise<void> {
+    if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+    try {
+      await this.adapter.removeRange(dataPrefix(id));
+    } catch (error) {
+      throw error instanceof ContextCompactorError ? error : storageError(`clearing what was left of session ${id}`, error);
+    }
+  }
+
   #lockName(id: string): string {
     return `context-compactor:${this.name}:${id}`;
   }
@@ -225,7 +239,7 @@ export class SessionStore {
     if (this.#open.has(id) || this.#opening.has(id)) throw new ConflictError(`session ${JSON.stringify(id)} is already open in this store`);
     const handle = new StoredSession(this, session);
     const adding = this.locked(id, async () => {
-      if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+      await this.#claim(id);
       await handle.saveLocked();
       return handle;
     });
@@ -404,7 +418,7 @@ export class SessionStore {
     loaded.free();
     if (options.replace) await this.delete(id);
     await this.locked(id, async () => {
-      if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+      await this.#claim(id);
       const meta = records.filter((r) => r.key.length === 2);
       const data = records.filter((r) => r.key.length !== 2);
       await write(this.adapter, [...data, ...meta], `importing session ${id}`);

@@ -177,6 +177,30 @@ for (const [kind, storage] of Object.entries(storages)) {
     await store.close();
   });
 
+  test(`${kind}: a session made again under an id whose records were left behind starts empty`, async () => {
+    const open = storage();
+    const adapter = await open();
+    const store = await SessionStore.open(adapter, { autosave: false });
+    const old = await store.create({ id: "again" });
+    for (const message of messages.slice(0, 5)) {
+      old.history.append(message);
+      await old.flush();
+    }
+    await store.close();
+    // A delete that removed the meta record and left the message records (their tail marks
+    // would follow any new meta record's commit).
+    await adapter.remove(["s", "again"]);
+    const next = await SessionStore.open(adapter, { autosave: false });
+    const made = await next.create({ id: "again" });
+    const fresh = { role: "user", content: "a new conversation" };
+    made.history.append(fresh);
+    await made.flush();
+    const reopened = await (await SessionStore.open(await open())).open("again");
+    assert.deepEqual(reopened.history.messages(), [fresh]);
+    assert.equal((await next.list())[0].messages, 1);
+    await next.close();
+  });
+
   test(`${kind}: long texts of every UTF-8 width survive a reload, stored as ASCII`, async () => {
     // Long enough to enter the wasm through TextEncoder.encodeInto (1,024 UTF-16 units or more),
     // whose first pass has room for one byte a unit: the multi-byte characters finish in the second.
