@@ -78,7 +78,12 @@ export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
     session.history.append(message);
     await session.flush();
     times.push(performance.now() - t0);
-    written.push(counter.bytes - before);
+    const appended = counter.bytes - before;
+    written.push(appended);
+    ratios.push(appended / json);
+    overheads.push(appended - json);
+    if (json >= 1024) large.push(appended / json);
+    messageBytes += json;
     if (message.role === "user") {
       // A chat app builds the context each turn: the summary it makes is saved with the session
       // (outside the append's figures), so that a reopened session starts from it.
@@ -88,10 +93,6 @@ export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
       builds.bytes += counter.bytes - bytes;
       builds.count++;
     }
-    ratios.push((counter.bytes - before) / json);
-    overheads.push(counter.bytes - before - json);
-    if (json >= 1024) large.push((counter.bytes - before) / json);
-    messageBytes += json;
   }
   await store.close();
   // Flat as the history grows: the ratio's median in each fifth of the appends.
