@@ -35,13 +35,13 @@ keep_names=${KEEP_WASM_NAMES:-0}
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
-  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs; do [[ -f $f ]] && sha256sum "$f"; done
+  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs scripts/short-imports.mjs; do [[ -f $f ]] && sha256sum "$f"; done
   echo "$full_passes/$lite_passes $keep_names"; } | sha256sum | cut -c1-16)
 
-# build_wasm <out-dir> <wasm-opt passes|none> <order alike functions: yes|no> <wasm-pack profile
+# build_wasm <out-dir> <wasm-opt passes|none> <for gzip: yes|no> <wasm-pack profile
 # flag> [cargo args]: one wasm-pack build into <out-dir>.
 build_wasm() {
-  local out=$1 passes=$2 order=$3; shift 3
+  local out=$1 passes=$2 for_gzip=$3; shift 3
   local wasm=$out/context_compactor_bg.wasm
   if [[ -f $out/.inputs-hash && $(cat "$out/.inputs-hash") == "$inputs_hash" && -f $wasm && -f $out/context_compactor.js ]]; then
     echo "build: $out/ is up to date ($(stat -c %s "$wasm") bytes of wasm)"
@@ -54,6 +54,9 @@ build_wasm() {
   wasm-pack --log-level warn build --target web --out-dir "$out" --out-name context_compactor "$@"
   # wasm-pack's .gitignore ('*') would make npm pack drop the directory; its package.json is not ours.
   rm -f "$out/.gitignore" "$out/package.json" "$out/README.md" "$out"/LICENSE*
+  # For gzip, the imports' names are made short (in the wasm and the glue): wasm-bindgen's carry a
+  # hash each, 2.3 KB of the lite wasm that gzip cannot shorten (2026-11-24: -728 B zopfli).
+  [[ $for_gzip == yes ]] && node scripts/short-imports.mjs "$wasm" "$out/context_compactor.js"
   raw=$(stat -c %s "$wasm")
   if [[ $passes == none ]]; then
     echo "build: wasm-opt skipped"
@@ -63,7 +66,7 @@ build_wasm() {
       --enable-mutable-globals --enable-reference-types --enable-multivalue)
     # -g: wasm-opt writes the names it read only when told to.
     [[ $keep_names == 1 ]] && features+=(-g)
-    if [[ $order == yes ]]; then
+    if [[ $for_gzip == yes ]]; then
       # shellcheck disable=SC2086 # $passes is a list of flags
       "$wasm_opt" $passes -g "${features[@]}" "$wasm" -o "$wasm.named"
       node scripts/order-functions.mjs "$wasm.named" "$wasm.ordered"
