@@ -35,7 +35,7 @@ keep_names=${KEEP_WASM_NAMES:-0}
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
-  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs scripts/short-imports.mjs; do [[ -f $f ]] && sha256sum "$f"; done
+  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs scripts/short-names.mjs; do [[ -f $f ]] && sha256sum "$f"; done
   echo "$full_passes/$lite_passes $keep_names"; } | sha256sum | cut -c1-16)
 
 # build_wasm <out-dir> <wasm-opt passes|none> <for gzip: yes|no> <wasm-pack profile
@@ -54,9 +54,9 @@ build_wasm() {
   wasm-pack --log-level warn build --target web --out-dir "$out" --out-name context_compactor "$@"
   # wasm-pack's .gitignore ('*') would make npm pack drop the directory; its package.json is not ours.
   rm -f "$out/.gitignore" "$out/package.json" "$out/README.md" "$out"/LICENSE*
-  # For gzip, the imports' names are made short (in the wasm and the glue): wasm-bindgen's carry a
-  # hash each, 2.3 KB of the lite wasm that gzip cannot shorten (2026-11-24: -728 B zopfli).
-  [[ $for_gzip == yes ]] && node scripts/short-imports.mjs "$wasm" "$out/context_compactor.js"
+  # For gzip, imports and exports get short names (in the wasm and the glue): wasm-bindgen's are
+  # long, an import's with a hash (2026-11-24, lite wasm, zopfli: 387,386 -> 386,076 B).
+  [[ $for_gzip == yes ]] && node scripts/short-names.mjs "$wasm" "$out/context_compactor.js"
   raw=$(stat -c %s "$wasm")
   if [[ $passes == none ]]; then
     echo "build: wasm-opt skipped"

@@ -1,13 +1,16 @@
-// Gives the wasm's imported functions short names, in the wasm and in wasm-bindgen's JS glue.
+// Gives the wasm's imports and exports short names, in the wasm and in wasm-bindgen's JS glue.
 // wasm-bindgen names each import after the JS function it wraps plus a 16-digit hash
-// (`__wbg___wbindgen_throw_4c88d8bf264fd984`): ~50 of them, 2.3 KB of the lite wasm that gzip
-// cannot shorten much (the hashes). The glue names each once, as a key of the imports object.
-//   node scripts/short-imports.mjs WASM GLUE.js   (both rewritten in place)
+// (`__wbg___wbindgen_throw_4c88d8bf264fd984`), each export after its class and method
+// (`conversationhistory_build_result`): ~50 + ~95 names, 5 KB of the lite wasm, 2 KB gzipped.
+// The glue names each import once, as a key of its imports object, and calls each export as
+// `wasm.<name>`. `memory` keeps its name (the TS layer reads it, js/guard.ts), and so do the
+// exports the glue does not call (`__stack_pointer`, read by js/guard.ts).
+//   node scripts/short-names.mjs WASM GLUE.js   (both rewritten in place)
 import { readFileSync, writeFileSync } from "node:fs";
 
 const [wasmPath, gluePath] = process.argv.slice(2);
 if (!wasmPath || !gluePath) {
-  console.error("usage: node scripts/short-imports.mjs WASM GLUE.js");
+  console.error("usage: node scripts/short-names.mjs WASM GLUE.js");
   process.exit(2);
 }
 const wasm = readFileSync(wasmPath);
@@ -35,15 +38,51 @@ const name = (text) => {
   return Buffer.concat([uleb(bytes.length), bytes]);
 };
 const fail = (why) => {
-  console.error(`short-imports: ${why}`);
+  console.error(`short-names: ${why}`);
   process.exit(1);
 };
+
+/** The export section from `start` to `end`, its names that the glue calls made short. */
+function exports(start, end) {
+  let [count, k] = leb(start);
+  const entries = [uleb(count)];
+  const names = [];
+  for (let i = 0; i < count; i++) {
+    let len;
+    [len, k] = leb(k);
+    names.push(wasm.toString("utf8", k, k + len));
+    k += len;
+    const described = k;
+    [, k] = leb(k + 1); // kind, index
+    entries.push(null, wasm.subarray(described, k));
+  }
+  if (k !== end) fail("the export section does not end where its entries do");
+  const taken = new Set(names);
+  let next = 0;
+  names.forEach((field, i) => {
+    const call = new RegExp(`\\bwasm\\.${field}\\b`, "g");
+    let short = field;
+    if (field !== "memory" && call.test(glue)) {
+      do short = `e${(next++).toString(36)}`;
+      while (taken.has(short));
+      glue = glue.replace(call, `wasm.${short}`);
+    }
+    entries[1 + 2 * i] = name(short);
+  });
+  const body = Buffer.concat(entries);
+  return Buffer.concat([Buffer.from([7]), uleb(body.length), body]);
+}
 
 const parts = [wasm.subarray(0, 8)];
 for (let at = 8; at < wasm.length;) {
   const id = wasm[at];
   const [length, start] = leb(at + 1);
   const end = start + length;
+  if (id === 7) {
+    parts.push(exports(start, end));
+    at = end;
+    continue;
+  }
   if (id !== 2) {
     parts.push(wasm.subarray(at, end));
     at = end;
