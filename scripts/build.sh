@@ -35,7 +35,7 @@ keep_names=${KEEP_WASM_NAMES:-0}
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
-  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs scripts/short-names.mjs; do [[ -f $f ]] && sha256sum "$f"; done
+  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs scripts/short-names.mjs scripts/leb128.mjs; do [[ -f $f ]] && sha256sum "$f"; done
   echo "$full_passes/$lite_passes $keep_names"; } | sha256sum | cut -c1-16)
 
 # build_wasm <out-dir> <wasm-opt passes|none> <for gzip: yes|no> <wasm-pack profile

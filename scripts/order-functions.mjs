@@ -13,6 +13,7 @@
 // placed, not the last one alone, 387,386 B (3: 387,483; 6: 387,823; 10: 387,546; the last one
 // not weighted: 388,193), gzip's window holding the functions before the last one as well.
 import { readFileSync, writeFileSync } from "node:fs";
+import { lebReader, uleb } from "./leb128.mjs";
 import { crc32 } from "node:zlib";
 
 const SHINGLE = 4; // bytes per run of code compared
@@ -27,24 +28,7 @@ if (!input || !output) {
   process.exit(2);
 }
 const wasm = readFileSync(input);
-const leb = (at) => {
-  let value = 0, shift = 0, byte;
-  do {
-    byte = wasm[at++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-  } while (byte & 0x80);
-  return [value, at];
-};
-const uleb = (n) => {
-  const out = [];
-  do {
-    const low = n % 128;
-    n = Math.floor(n / 128);
-    out.push(n ? low | 0x80 : low);
-  } while (n);
-  return Buffer.from(out);
-};
+const leb = lebReader(wasm);
 
 // Imported functions come first in the function index space; the code section holds the rest.
 let importedFunctions = 0;

@@ -7,6 +7,7 @@
 // exports the glue does not call (`__stack_pointer`, read by js/guard.ts).
 //   node scripts/short-names.mjs WASM GLUE.js   (both rewritten in place)
 import { readFileSync, writeFileSync } from "node:fs";
+import { lebReader, uleb } from "./leb128.mjs";
 
 const [wasmPath, gluePath] = process.argv.slice(2);
 if (!wasmPath || !gluePath) {
@@ -15,24 +16,7 @@ if (!wasmPath || !gluePath) {
 }
 const wasm = readFileSync(wasmPath);
 let glue = readFileSync(gluePath, "utf8");
-const leb = (at) => {
-  let value = 0, shift = 0, byte;
-  do {
-    byte = wasm[at++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-  } while (byte & 0x80);
-  return [value, at];
-};
-const uleb = (n) => {
-  const out = [];
-  do {
-    const low = n % 128;
-    n = Math.floor(n / 128);
-    out.push(n ? low | 0x80 : low);
-  } while (n);
-  return Buffer.from(out);
-};
+const leb = lebReader(wasm);
 const name = (text) => {
   const bytes = Buffer.from(text);
   return Buffer.concat([uleb(bytes.length), bytes]);
