@@ -23,23 +23,25 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # (-12.0 KB); -O1 then removes 41 KB of raw code (-2.9 KB gzipped); together 405,109 B. Then
 # scripts/order-functions.mjs puts functions whose code is alike side by side (-6.7 KB more);
 # of -O2's passes, --code-folding (shared tails merged) and --code-pushing save 1.4 KB more, and
-# -O1 once more after them about 1 KB.
+# -O1 once more after them about 1 KB. The first sort by name is left out since the order script
+# compares each function with the last four placed (2026-11-24: 388,022 B with it, 387,386 B
+# without; the script's own order then starts from rustc's, and the sort by name after it remains).
 # -Oz and -Os are worse (+50 KB gzipped): their inlining copies small functions into many
 # callers, which makes the code smaller raw but less alike (--inlining alone: +136 KB gzipped).
 full_passes=${WASM_OPT:-none}
-lite_passes=${WASM_OPT:-"-O1 --code-folding --code-pushing -O1 --reorder-functions-by-name"}
+lite_passes=${WASM_OPT:-"-O1 --code-folding --code-pushing -O1"}
 wasm_opt=node_modules/.bin/wasm-opt
 keep_names=${KEEP_WASM_NAMES:-0}
 
 # A build is skipped when nothing it depends on has changed since the last one.
 inputs_hash=$( { find src -type f -print0 | sort -z | xargs -0 sha256sum
-  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs; do [[ -f $f ]] && sha256sum "$f"; done
+  for f in Cargo.toml Cargo.lock build.rs .cargo/config.toml rust-toolchain.toml scripts/build.sh scripts/order-functions.mjs scripts/short-names.mjs scripts/leb128.mjs; do [[ -f $f ]] && sha256sum "$f"; done
   echo "$full_passes/$lite_passes $keep_names"; } | sha256sum | cut -c1-16)
 
-# build_wasm <out-dir> <wasm-opt passes|none> <order alike functions: yes|no> <wasm-pack profile
+# build_wasm <out-dir> <wasm-opt passes|none> <for gzip: yes|no> <wasm-pack profile
 # flag> [cargo args]: one wasm-pack build into <out-dir>.
 build_wasm() {
-  local out=$1 passes=$2 order=$3; shift 3
+  local out=$1 passes=$2 for_gzip=$3; shift 3
   local wasm=$out/context_compactor_bg.wasm
   if [[ -f $out/.inputs-hash && $(cat "$out/.inputs-hash") == "$inputs_hash" && -f $wasm && -f $out/context_compactor.js ]]; then
     echo "build: $out/ is up to date ($(stat -c %s "$wasm") bytes of wasm)"
@@ -52,6 +54,9 @@ build_wasm() {
   wasm-pack --log-level warn build --target web --out-dir "$out" --out-name context_compactor "$@"
   # wasm-pack's .gitignore ('*') would make npm pack drop the directory; its package.json is not ours.
   rm -f "$out/.gitignore" "$out/package.json" "$out/README.md" "$out"/LICENSE*
+  # For gzip, imports and exports get short names (in the wasm and the glue): wasm-bindgen's are
+  # long, an import's with a hash (2026-11-24, lite wasm, zopfli: 387,386 -> 386,076 B).
+  [[ $for_gzip == yes ]] && node scripts/short-names.mjs "$wasm" "$out/context_compactor.js"
   raw=$(stat -c %s "$wasm")
   if [[ $passes == none ]]; then
     echo "build: wasm-opt skipped"
@@ -61,7 +66,7 @@ build_wasm() {
       --enable-mutable-globals --enable-reference-types --enable-multivalue)
     # -g: wasm-opt writes the names it read only when told to.
     [[ $keep_names == 1 ]] && features+=(-g)
-    if [[ $order == yes ]]; then
+    if [[ $for_gzip == yes ]]; then
       # shellcheck disable=SC2086 # $passes is a list of flags
       "$wasm_opt" $passes -g "${features[@]}" "$wasm" -o "$wasm.named"
       node scripts/order-functions.mjs "$wasm.named" "$wasm.ordered"
