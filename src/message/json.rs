@@ -18,10 +18,7 @@ pub(crate) fn type_name(value: &Value) -> &'static str {
 
 /// An object being taken apart: known fields are taken out, what remains is the extra.
 pub(crate) struct Fields {
-    /// The object's fields in order, `None` once taken. A list, not the map: taking a field out
-    /// of an ordered map moves every field after it and re-indexes them (`shift_remove`), and a
-    /// history being loaded takes apart tens of thousands of objects of a few fields each.
-    fields: Vec<(String, Option<Value>)>,
+    map: Map<String, Value>,
     index: usize,
     /// Path of this object relative to its message, e.g. `content[2]`; empty for the message.
     base: String,
@@ -30,11 +27,7 @@ pub(crate) struct Fields {
 impl Fields {
     pub fn new(value: Value, index: usize, base: &str, what: &str) -> Result<Fields> {
         match value {
-            Value::Object(map) => Ok(Fields {
-                fields: map.into_iter().map(|(key, value)| (key, Some(value))).collect(),
-                index,
-                base: base.to_string(),
-            }),
+            Value::Object(map) => Ok(Fields { map, index, base: base.to_string() }),
             other => {
                 Err(Error::invalid_message(index, base, format!("{what} must be an object, got {}", type_name(&other))))
             }
@@ -57,30 +50,21 @@ impl Fields {
         Error::invalid_message(self.index, &self.path(key), message)
     }
 
-    /// The field `key`, unless it was taken.
-    fn field(&mut self, key: &str) -> Option<&mut Option<Value>> {
-        self.fields.iter_mut().find(|(k, v)| v.is_some() && k == key).map(|(_, v)| v)
-    }
-
     pub fn has(&self, key: &str) -> bool {
-        self.fields.iter().any(|(k, v)| v.is_some() && k == key)
+        self.map.contains_key(key)
     }
 
     pub fn take(&mut self, key: &str) -> Option<Value> {
-        self.field(key)?.take()
+        self.map.shift_remove(key)
     }
 
-    /// Puts a value back, to travel verbatim with the extra fields (after them, unless the
-    /// field is still there).
+    /// Puts a value back, to travel verbatim with the extra fields.
     pub fn keep(&mut self, key: &str, value: Value) {
-        match self.field(key) {
-            Some(slot) => *slot = Some(value),
-            None => self.fields.push((key.to_string(), Some(value))),
-        }
+        self.map.insert(key.to_string(), value);
     }
 
     pub fn required_str(&mut self, key: &str) -> Result<String> {
-        match self.take(key) {
+        match self.map.shift_remove(key) {
             Some(Value::String(s)) => Ok(s),
             Some(other) => Err(self.error(key, format!("`{key}` must be a string, got {}", type_name(&other)))),
             None => Err(self.error(key, format!("missing `{key}`"))),
@@ -88,7 +72,7 @@ impl Fields {
     }
 
     pub fn optional_str(&mut self, key: &str) -> Result<Option<String>> {
-        match self.take(key) {
+        match self.map.shift_remove(key) {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(other) => Err(self.error(key, format!("`{key}` must be a string, got {}", type_name(&other)))),
             None => Ok(None),
@@ -96,7 +80,7 @@ impl Fields {
     }
 
     pub fn optional_bool(&mut self, key: &str) -> Result<Option<bool>> {
-        match self.take(key) {
+        match self.map.shift_remove(key) {
             Some(Value::Bool(b)) => Ok(Some(b)),
             Some(other) => Err(self.error(key, format!("`{key}` must be a boolean, got {}", type_name(&other)))),
             None => Ok(None),
@@ -104,7 +88,7 @@ impl Fields {
     }
 
     pub fn rest(self) -> Extra {
-        Extra::from(self.fields.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<Map<_, _>>())
+        Extra::from(self.map)
     }
 }
 
@@ -180,25 +164,5 @@ impl<'a> IntoIterator for &'a Extra {
     type IntoIter = ExtraIter<'a>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn fields_taken_leave_the_others_in_order_and_a_kept_one_goes_after_them() {
-        let object = json!({"z": 1, "role": "tool", "a": 2, "content": "x", "m": 3});
-        let mut fields = Fields::new(object, 0, "", "a message").unwrap();
-        assert_eq!(fields.required_str("role").unwrap(), "tool");
-        assert!(!fields.has("role") && fields.take("role").is_none(), "taken once");
-        assert_eq!(fields.take("content"), Some(json!("x")));
-        fields.keep("content", json!(["x"]));
-        fields.keep("a", json!(4));
-        let rest: Vec<(String, Value)> = fields.rest().into_map().into_iter().collect();
-        let expected = [("z", json!(1)), ("a", json!(4)), ("m", json!(3)), ("content", json!(["x"]))];
-        assert_eq!(rest, expected.map(|(k, v)| (k.to_string(), v)));
     }
 }
