@@ -10,6 +10,8 @@
 // there and nothing is compiled, unless the wasm was served cacheable (CACHE=1), when Chromium
 // takes the module from its code cache (it uses it only for a response from its HTTP cache).
 // (MESSAGES=n for fewer; KINDS=indexeddb or KINDS=localStorage for one adapter.)
+// Then RESTARTS more restarts measure the browser's own share: the same records read and parsed
+// with JSON.parse, no wasm (persist-run.mjs floorPhase).
 // PROFILE=<dir>: each restarted browser's open + first build recorded by V8's sampling profiler
 // into <dir>/<kind>-restart-<i>.cpuprofile (Chrome DevTools opens it); for wasm function names,
 // build with KEEP_WASM_NAMES=1 (scripts/build.sh). The profiler slows what it records by ~30%.
@@ -74,6 +76,7 @@ try {
               if (name === "append") return { result: await run.appendPhase({ openAdapter, messages: await messages() }) };
               if (name === "read") return { result: await run.readPhase({ openAdapter }) };
               if (name === "memory") return { result: run.memoryPhase({ messages: await messages() }) };
+              if (name === "floor") return { result: await run.floorPhase({ openAdapter }) };
               return { result: await run.coldPhase({ openAdapter, select: name === "select" }) };
             } catch (error) {
               return { error: `${error.name}${error.reason ? ` (${error.reason})` : ""}: ${error.message}` };
@@ -100,12 +103,25 @@ try {
         const profileTo = PROFILE && join(PROFILE, `${kind}-restart-${i}.cpuprofile`);
         restarts.push({ ...(await inBrowser((phase) => phase("cold", profileTo))), cached });
       }
+      // The browser's own share of a restart: as many restarts again, each reading the records
+      // and parsing them with JSON.parse, with no wasm (run after the opens: the first launch
+      // on a profile after the appends may pay for the storage's own recovery).
+      const floors = [];
+      for (let i = 0; i < RESTARTS; i++) floors.push(await inBrowser((phase) => phase("floor")));
       for (const line of describe(`Chromium ${kind}`, result)) console.log(line);
       const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       const restarted = restarts.map((r) => r.openAndBuildMs);
       for (const r of restarts) {
         console.log(
           `  the browser restarted (its wasm code cache ${r.cached.toLocaleString()} B): open ${r.openMs.toFixed(1)} ms, open + first build ${r.openAndBuildMs.toFixed(1)} ms; ${phases(r)}`,
+        );
+      }
+      if (floors.length) {
+        const floor = floors.find((f) => f.totalMs === median(floors.map((x) => x.totalMs)));
+        console.log(
+          `  the browser's floor, restarted (no wasm: the adapter opened, the ${floor.records} records read and JSON.parse'd), median of ${floors.length}: ` +
+            `${floor.totalMs.toFixed(1)} ms (adapter open ${floor.adapterMs.toFixed(1)} ms, read ${floor.readMs.toFixed(1)} ms, JSON.parse ${floor.parseMs.toFixed(1)} ms); ` +
+            `all: ${floors.map((f) => f.totalMs.toFixed(1)).join(", ")} ms`,
         );
       }
       const target = (ms) => `${ms < 100 ? "meets" : "misses"} it (${ms.toFixed(1)} ms)`;

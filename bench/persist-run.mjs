@@ -165,6 +165,23 @@ export async function readPhase({ openAdapter }) {
   return { readMs, storedRecords: records.length, storedBytes: records.reduce((n, r) => n + r.value.length, 0) };
 }
 
+/**
+ * The floor under a cold open, with none of this package's wasm: the adapter opened, every stored
+ * record read and parsed with the engine's own JSON.parse.
+ * In a restarted browser, this is what the browser takes before any code of ours could run.
+ */
+export async function floorPhase({ openAdapter }) {
+  const t0 = performance.now();
+  const adapter = await openAdapter();
+  const t1 = performance.now();
+  const records = await adapter.loadRange([]);
+  const t2 = performance.now();
+  for (const { value } of records) JSON.parse(value);
+  const t3 = performance.now();
+  await adapter.close?.();
+  return { totalMs: t3 - t0, adapterMs: t1 - t0, readMs: t2 - t1, parseMs: t3 - t2, records: records.length };
+}
+
 /** The same messages never stored, cold: one appendMany and the first build. */
 export function memoryPhase({ messages }) {
   const t0 = performance.now();
