@@ -14,7 +14,7 @@
 // The guarded class (js/guard.ts): objects `new Session` makes here must pass its checks.
 import { Session } from "./api.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
-import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
+import { ConflictError, ContextCompactorError, CorruptRecordError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
 import { SaveBeacon, withLock } from "./storage/locks.js";
 
@@ -85,6 +85,46 @@ async function write(adapter: StorageAdapter, writes: StorageWrite[], action: st
   } catch (error) {
     if (error instanceof ContextCompactorError) throw error;
     throw storageError(action, error);
+  }
+}
+
+/**
+ * Writes `records` as `write` does; when that throws, reads the last record back: a storage whose
+ * writes land in order holds the whole batch if it holds the last, so a batch that landed before
+ * the error (an fsync that failed after the write, a transaction whose success was not reported)
+ * counts as written, and is not written again after the messages of the next save renumbered.
+ */
+async function writeChecked(adapter: StorageAdapter, records: StoredRecord[], action: string): Promise<void> {
+  try {
+    await write(adapter, records, action);
+  } catch (error) {
+    const last = records[records.length - 1];
+    const stored = await adapter.load(last.key).catch(() => undefined);
+    if (stored !== last.value) throw error;
+  }
+}
+
+/**
+ * What `Session.load` cannot tell from an imported file's records alone: that the token counts its
+ * chunks carry are the ones counting gives (`build` budgets with them), and that its commit leaves
+ * room for the saves to come (a commit is a JS number on its way to the storage).
+ */
+function checkImported(session: Session, records: StoredRecord[]): void {
+  const meta = metaKey(session.id);
+  if (!Number.isSafeInteger(session.savedCommit + 2 ** 32)) {
+    throw new CorruptRecordError(`record ${JSON.stringify(meta)} holds commit ${session.savedCommit}, past what the saves to come can count`, { path: meta.join("/") });
+  }
+  const counted = session.history.tokenCount().messages;
+  const recount = Session.import(session.export());
+  try {
+    const fresh = recount.history.tokenCount().messages;
+    const at = fresh.findIndex((tokens, i) => tokens !== counted[i]);
+    if (at < 0) return;
+    // Only chunks carry counts: the first whose last message is at or past this one holds it.
+    const chunk = records.map((r) => r.key).find((key) => key[2] === "c" && Number(key[3]) > at) ?? meta;
+    throw new CorruptRecordError(`record ${JSON.stringify(chunk)} counts message m${at + 1} as ${counted[at]} tokens, where counting gives ${fresh[at]}`, { path: chunk.join("/") });
+  } finally {
+    recount.free();
   }
 }
 
@@ -310,7 +350,7 @@ export class SessionStore {
   }
 
   /**
-   * Removes session `id` (its records, then its meta record) and, unless `children: false`, its
+   * Removes session `id` (its meta record, then its other records) and, unless `children: false`, its
    * sub-agents. Resolves to whether it was stored.
    */
   async delete(id: string, options: { children?: boolean } = {}): Promise<boolean> {
@@ -319,19 +359,30 @@ export class SessionStore {
     if (options.children !== false) {
       for (const child of await this.list()) if (child.parentId === id) await this.delete(child.id);
     }
-    const stored = await this.locked(id, async () => {
-      const existed = (await this.adapter.load(metaKey(id))) !== undefined;
+    return this.#remove(id);
+  }
+
+  /**
+   * Removes session `id`'s meta record, then its other records (a delete cut short leaves records
+   * no meta record names: nothing lists them, and `#claim` clears them), unless `keep`, called
+   * holding the lock with the stored meta record, says otherwise. Resolves to whether it was removed.
+   */
+  async #remove(id: string, keep?: (meta: StoredRecord) => Promise<boolean>): Promise<boolean> {
+    const removed = await this.locked(id, async () => {
+      const meta = await this.adapter.load(metaKey(id));
+      if (meta !== undefined && keep && (await keep({ key: metaKey(id), value: meta }))) return false;
       try {
-        await this.adapter.removeRange(dataPrefix(id));
         await this.adapter.remove(metaKey(id));
+        await this.adapter.removeRange(dataPrefix(id));
       } catch (error) {
         throw error instanceof ContextCompactorError ? error : storageError(`deleting session ${id}`, error);
       }
-      return existed;
+      return meta !== undefined;
     });
+    if (keep && !removed) return false;
     this.#open.get(id)?.forget("deleted");
     this.#post({ id, deleted: true });
-    return stored;
+    return removed;
   }
 
   /** Sets session `id`'s title (what `list()` shows), and saves it. */
@@ -352,21 +403,26 @@ export class SessionStore {
    */
   async cleanup(options: { olderThanMs?: number; now?: number } = {}): Promise<string[]> {
     const olderThanMs = options.olderThanMs ?? 7 * DAY_MS;
-    if (!(olderThanMs >= 0)) throw new InvalidArgumentError(`olderThanMs must be a number of milliseconds, got ${olderThanMs}`);
-    const cutoff = (options.now ?? this.now()) - olderThanMs;
+    const now = options.now ?? this.now();
+    // (A NaN cutoff would find every session old.)
+    if (typeof olderThanMs !== "number" || !(olderThanMs >= 0)) throw new InvalidArgumentError(`olderThanMs must be a number of milliseconds, got ${String(olderThanMs)}`);
+    if (typeof now !== "number" || !Number.isFinite(now)) throw new InvalidArgumentError(`now must be a time in milliseconds since 1970, got ${String(now)}`);
+    const cutoff = now - olderThanMs;
     const sessions = await this.list();
     const stored = new Set(sessions.map((s) => s.id));
     const deleted: string[] = [];
-    const remove = async (id: string) => {
-      for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
-      await this.delete(id, { children: false });
+    // Still old once its lock is held: another tab may have saved it since the listing.
+    const updatedSince = async (meta: StoredRecord) => Session.info(meta, await this.readOn(Session.tailKeys(meta))).updatedAt >= cutoff;
+    const remove = async (id: string, keep?: typeof updatedSince) => {
+      if (!(await this.#remove(id, keep)) && keep) return;
       deleted.push(id);
+      for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
     };
     // A sub-agent goes with its parent; on its own only when its parent is gone.
     for (const session of sessions) {
       const orphan = session.parentId === null || !stored.has(session.parentId);
       if (!orphan || session.problem || session.updatedAt >= cutoff || this.#open.has(session.id) || deleted.includes(session.id)) continue;
-      await remove(session.id);
+      await remove(session.id, updatedSince);
     }
     return deleted;
   }
@@ -386,8 +442,10 @@ export class SessionStore {
 
   /**
    * Stores a session from a file: `exportSession`'s, or the JSON of `Session.export()` (what was
-   * kept in localStorage before this store). Checked whole first. A session with the same id
-   * already stored is a `ConflictError`, unless `replace: true`.
+   * kept in localStorage before this store). Checked whole first: its records, its token counts
+   * against a fresh count, its commit. A session with the same id already stored is a
+   * `ConflictError`, unless `replace: true`: then it is replaced in one batch (its sub-agents
+   * stay), and a failed write leaves it as it was where the adapter's `saveBatch` is all or nothing.
    */
   async importSession(text: string, options: { replace?: boolean } = {}): Promise<StoredSession> {
     this.#check();
@@ -398,31 +456,50 @@ export class SessionStore {
     } catch (error) {
       throw new InvalidArgumentError(`the file is not JSON: ${(error as Error).message}`);
     }
+    let records: StoredRecord[];
+    let id: string;
     if (document?.format !== EXPORT_FORMAT) {
-      // The whole-session export of Session.export(): migrated by the core (a version 0 record).
+      // The whole-session export of Session.export(): migrated by the core (a version 0 record),
+      // then stored as the records its first save writes.
       const session = Session.load([{ key: ["import"], value: text }]);
-      if (options.replace) await this.delete(session.id);
       try {
-        return await this.add(session);
-      } catch (error) {
+        id = session.id;
+        records = session.changes({ now: this.now() }).records;
+      } finally {
         session.free();
-        throw error;
+      }
+    } else {
+      if (typeof document.version !== "number" || document.version > 1) {
+        throw new InvalidArgumentError(`this session file is version ${String(document.version)}, newer than this library reads (1): upgrade context-compactor`);
+      }
+      records = document.records as StoredRecord[];
+      const session = Session.load(records); // checks every record before anything is written
+      try {
+        id = session.id;
+        checkImported(session, records);
+      } finally {
+        session.free();
       }
     }
-    if (typeof document.version !== "number" || document.version > 1) {
-      throw new InvalidArgumentError(`this session file is version ${String(document.version)}, newer than this library reads (1): upgrade context-compactor`);
-    }
-    const records = document.records as StoredRecord[];
-    const loaded = Session.load(records); // checks every record before anything is written
-    const id = loaded.id;
-    loaded.free();
-    if (options.replace) await this.delete(id);
+    const meta = records.filter((r) => r.key.length === 2);
+    const data = records.filter((r) => r.key.length !== 2);
     await this.locked(id, async () => {
-      await this.#claim(id);
-      const meta = records.filter((r) => r.key.length === 2);
-      const data = records.filter((r) => r.key.length !== 2);
-      await write(this.adapter, [...data, ...meta], `importing session ${id}`);
+      if (!options.replace) {
+        await this.#claim(id);
+        await write(this.adapter, [...data, ...meta], `importing session ${id}`);
+        return;
+      }
+      // The stored session's meta record first (a batch cut short then leaves no half session),
+      // and every record of it the file does not overwrite (a tail of its would follow the new one).
+      const writing = new Set(records.map((r) => JSON.stringify(r.key)));
+      const stale = (await this.adapter.loadRange(dataPrefix(id))).filter((e) => !writing.has(JSON.stringify(e.key)));
+      const removals = [metaKey(id), ...stale.map((e) => e.key)].map((key) => ({ key, value: undefined }));
+      await write(this.adapter, [...removals, ...data, ...meta], `importing session ${id} over the stored one`);
     });
+    if (options.replace) {
+      this.#open.get(id)?.forget("deleted");
+      this.#post({ id, deleted: true });
+    }
     return this.open(id);
   }
 
@@ -582,7 +659,7 @@ export class StoredSession {
       throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
     }
     const changes = this.#raw.changes({ now: this.store.now() });
-    if (changes.records.length > 0) await write(adapter, changes.records, `saving session ${this.id}`);
+    if (changes.records.length > 0) await writeChecked(adapter, changes.records, `saving session ${this.id}`);
     this.#raw.markSaved(changes.commit);
     if (changes.remove.length > 0) {
       // Records nothing names any more: if removing them fails, the next load finds them again.
