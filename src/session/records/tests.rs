@@ -221,6 +221,22 @@ fn a_stored_message_must_carry_the_id_of_its_place() {
 }
 
 #[test]
+fn a_meta_record_claiming_billions_of_messages_is_corrupt_not_an_allocation() {
+    let mut session = Session::new("huge", Encoding::O200kBase, 10).unwrap();
+    session.history.append_value(user("hi"), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1_000);
+    let key = meta_key("huge");
+    let mut meta: Meta = serde_json::from_value(body_of(&storage.get(&key))).unwrap();
+    // A checksum anyone can compute: an imported file may say anything that parses.
+    meta.messages = 1 << 40;
+    storage.0.insert(key.clone(), seal(key, Kind::Meta, &meta).unwrap().value);
+    let error = storage.load("huge").err().unwrap();
+    assert_eq!(error.kind, ErrorKind::Corrupt, "{error}");
+    assert!(error.message.contains(r#"["r","huge","m","000000000002"] is missing"#), "{error}");
+}
+
+#[test]
 fn records_are_ascii_and_load_back_every_character() {
     let mut session = Session::new("text", Encoding::O200kBase, 10).unwrap();
     session.set_title(Some("café".into())).unwrap();
