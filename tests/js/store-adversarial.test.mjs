@@ -211,3 +211,41 @@ for (const failingStep of ["remove", "removeRange"]) {
     }
   });
 }
+
+test("[main: two holders] file system: a lock taken over as stale is not removed by its old holder", async () => {
+  const { mkdtempSync, rmSync, existsSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { spawn } = await import("node:child_process");
+  const { FileSystemAdapter } = await import("context-compactor/storage/fs");
+  const root = mkdtempSync(join(tmpdir(), "cc-lock-"));
+  try {
+    const lockFile = join(root, "locks", "x.lock");
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    const first = (await FileSystemAdapter.open({ root })).lock("x", () => held);
+    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Another process, for which this one's lock is stale (staleLockMs: 1), takes it over and holds it.
+    const fsEntry = new URL("../../dist/storage/fs.js", import.meta.url).href;
+    const other = spawn(process.execPath, [
+      "--input-type=module",
+      "-e",
+      `import { FileSystemAdapter } from ${JSON.stringify(fsEntry)};
+       const adapter = await FileSystemAdapter.open({ root: ${JSON.stringify(root)}, staleLockMs: 1 });
+       await adapter.lock("x", async () => { console.log("held"); await new Promise((r) => setTimeout(r, 1500)); });`,
+    ]);
+    const exited = new Promise((resolve) => other.on("exit", resolve));
+    await new Promise((resolve, reject) => {
+      other.stdout.on("data", (data) => String(data).includes("held") && resolve());
+      other.on("exit", (code) => reject(new Error(`the other process exited (${code}) before it held the lock`)));
+    });
+    release();
+    await first;
+    // On main the first holder's release deleted the other's lock file: a third process would
+    // then take the lock while the other still holds it (two writers of one session).
+    assert.ok(existsSync(lockFile), "the other process's lock file is still there while it holds the lock");
+    assert.equal(await exited, 0);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
