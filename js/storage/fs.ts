@@ -461,10 +461,12 @@ export class FileSystemAdapter implements StorageAdapter {
       await mkdir(dirname(lockFile), { recursive: true });
       const deadline = Date.now() + this.#lockTimeoutMs;
       let delay = 1;
+      let mine = "";
       for (;;) {
         try {
           const fh = await open(lockFile, "wx");
-          await fh.writeFile(`${process.pid}\n${Date.now()}\n`);
+          mine = `${process.pid}\n${Date.now()}\n${Math.random().toString(36).slice(2)}\n`;
+          await fh.writeFile(mine);
           await fh.close();
           break;
         } catch (error) {
@@ -484,7 +486,8 @@ export class FileSystemAdapter implements StorageAdapter {
       try {
         return await fn();
       } finally {
-        await unlink(lockFile).catch(() => {});
+        // Only while it is still this holder's: another process may have taken it over as stale.
+        if ((await readFile(lockFile, "utf8").catch(() => "")) === mine) await unlink(lockFile).catch(() => {});
       }
     });
   }
