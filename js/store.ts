@@ -105,12 +105,13 @@ async function writeChecked(adapter: StorageAdapter, records: StoredRecord[], ac
 }
 
 /**
- * What `Session.load` cannot tell from an imported file's records alone: that the token counts its
+ * What `Session.load` does not check in an imported file's records: that the token counts its
  * chunks carry are the ones counting gives (`build` budgets with them), and that its commit leaves
- * room for the saves to come (a commit is a JS number on its way to the storage).
+ * room for the saves to come.
  */
 function checkImported(session: Session, records: StoredRecord[]): void {
   const meta = metaKey(session.id);
+  // (The core wraps a commit past 2^64 to 0 at the next save, whose records a load then ignores.)
   if (!Number.isSafeInteger(session.savedCommit + 2 ** 32)) {
     throw new CorruptRecordError(`record ${JSON.stringify(meta)} holds commit ${session.savedCommit}, past what the saves to come can count`, { path: meta.join("/") });
   }
