@@ -19,6 +19,13 @@ export function seal(key, body) {
 /** The body of a version 2 record. */
 export const bodyOf = (record) => JSON.parse(record.value).body;
 
+/** An adapter that passes each call to `inner`, except the methods `overrides` replaces. */
+export function wrapping(inner, overrides = {}) {
+  const adapter = { name: inner.name };
+  for (const method of ["load", "save", "remove", "loadRange", "removeRange", "saveBatch"]) adapter[method] = (...args) => inner[method](...args);
+  return Object.assign(adapter, overrides);
+}
+
 /**
  * A memory adapter whose writes fail on a schedule: `plan(n, op)` for the n-th write operation
  * (a save, a remove or a batch) says what happens: undefined (it works), "fail" (nothing lands,
@@ -45,15 +52,9 @@ export function failing(data, plan, { batch = true } = {}) {
     await inner.saveBatch(writes.slice(0, what.prefix));
     throw boom();
   };
-  const adapter = {
-    name: inner.name,
-    load: (k) => inner.load(k),
-    loadRange: (p) => inner.loadRange(p),
-    removeRange: (p) => inner.removeRange(p),
-    save: (key, value) => apply([{ key, value }]),
-    remove: (key) => apply([{ key, value: undefined }]),
-  };
+  const adapter = wrapping(inner, { save: (key, value) => apply([{ key, value }]), remove: (key) => apply([{ key, value: undefined }]) });
   if (batch) adapter.saveBatch = (writes) => apply(writes);
+  else delete adapter.saveBatch;
   return adapter;
 }
 

@@ -15,7 +15,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from "context-compactor";
-import { seal, sealRaw, bodyOf, failing } from "./failing-storage.mjs";
+import { seal, sealRaw, bodyOf, failing, wrapping } from "./failing-storage.mjs";
 import { fuzzSession } from "./store-fuzz.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
@@ -142,21 +142,14 @@ test("[main: deleted live session] cleanup does not delete a session another tab
   let beforeLock;
   const { serially } = await import("../../dist/storage/locks.js");
   // The cleaning tab: another tab takes the session's lock just before it (and appends).
-  const adapter = {
-    name: inner.name,
-    load: (k) => inner.load(k),
-    save: (k, v) => inner.save(k, v),
-    remove: (k) => inner.remove(k),
-    loadRange: (p) => inner.loadRange(p),
-    removeRange: (p) => inner.removeRange(p),
-    saveBatch: (w) => inner.saveBatch(w),
+  const adapter = wrapping(inner, {
     lock: async (name, fn) => {
       const other = beforeLock;
       beforeLock = undefined;
       await other?.();
       return serially(name, fn);
     },
-  };
+  });
   const tab = await SessionStore.open(new MemoryStorageAdapter({ data }), { now: () => now, autosave: false });
   const chat = await tab.create({ id: "old" });
   chat.history.append(msg(0));
@@ -184,15 +177,7 @@ for (const failingStep of ["remove", "removeRange"]) {
   test(`[main: corrupt leftover] a delete whose ${failingStep}() fails leaves no session that lists but cannot open`, async () => {
     const data = new Map();
     const inner = new MemoryStorageAdapter({ data });
-    const adapter = {
-      name: inner.name,
-      load: (k) => inner.load(k),
-      save: (k, v) => inner.save(k, v),
-      loadRange: (p) => inner.loadRange(p),
-      saveBatch: (w) => inner.saveBatch(w),
-      removeRange: (p) => inner.removeRange(p),
-      remove: (k) => inner.remove(k),
-    };
+    const adapter = wrapping(inner);
     const store = await SessionStore.open(adapter);
     const chat = await store.create({ id: "d" });
     chat.history.appendMany([msg(0), msg(1)]);

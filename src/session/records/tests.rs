@@ -220,17 +220,23 @@ fn a_stored_message_must_carry_the_id_of_its_place() {
     }
 }
 
-#[test]
-fn a_meta_record_claiming_billions_of_messages_is_corrupt_not_an_allocation() {
-    let mut session = Session::new("huge", Encoding::O200kBase, 10).unwrap();
+/// A session `id` of one message stored, its meta record then claiming `messages` messages under
+/// a checksum that verifies (anyone can compute one: an imported file may say anything that parses).
+fn stored_claiming(id: &str, messages: u64) -> (Session, Storage) {
+    let mut session = Session::new(id, Encoding::O200kBase, 10).unwrap();
     session.history.append_value(user("hi"), Format::OpenAi).unwrap();
     let mut storage = Storage::default();
     storage.save(&mut session, 1_000);
-    let key = meta_key("huge");
+    let key = meta_key(id);
     let mut meta: Meta = serde_json::from_value(body_of(&storage.get(&key))).unwrap();
-    // A checksum anyone can compute: an imported file may say anything that parses.
-    meta.messages = 1 << 40;
+    meta.messages = messages;
     storage.0.insert(key.clone(), seal(key, Kind::Meta, &meta).unwrap().value);
+    (session, storage)
+}
+
+#[test]
+fn a_meta_record_claiming_billions_of_messages_is_corrupt_not_an_allocation() {
+    let (_, storage) = stored_claiming("huge", 1 << 40);
     let error = storage.load("huge").err().unwrap();
     assert_eq!(error.kind, ErrorKind::Corrupt, "{error}");
     assert!(error.message.contains(r#"["r","huge","m","000000000002"] is missing"#), "{error}");
@@ -243,15 +249,8 @@ fn a_meta_record_claiming_billions_of_messages_is_corrupt_not_an_allocation() {
 #[test]
 #[ignore = "fails: counts near u64::MAX overflow (see the comment)"]
 fn a_meta_record_at_the_end_of_u64_is_corrupt_not_an_overflow() {
-    let mut session = Session::new("end", Encoding::O200kBase, 10).unwrap();
-    session.history.append_value(user("hi"), Format::OpenAi).unwrap();
-    let mut storage = Storage::default();
-    storage.save(&mut session, 1_000);
-    let key = meta_key("end");
-    let mut meta: Meta = serde_json::from_value(body_of(&storage.get(&key))).unwrap();
-    meta.messages = u64::MAX;
-    storage.0.insert(key.clone(), seal(key.clone(), Kind::Meta, &meta).unwrap().value);
-    let meta_record = storage.get(&key);
+    let (session, storage) = stored_claiming("end", u64::MAX);
+    let meta_record = storage.get(&meta_key("end"));
     for error in [
         storage.load("end").err().unwrap(),
         tail_keys(&meta_record).err().unwrap(),
