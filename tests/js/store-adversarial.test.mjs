@@ -234,3 +234,25 @@ test("[main: two holders] file system: a lock taken over as stale is not removed
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("[main: endless loop] delete() of an imported session that names itself as its parent ends", async () => {
+  const inner = new MemoryStorageAdapter();
+  let listings = 0;
+  // On main, delete() lists the sessions again for each child it finds, and the session is its own
+  // child: it never ends (and grows the heap to its limit). Here it stops after 100 listings.
+  const adapter = wrapping(inner, {
+    loadRange: async (prefix) => {
+      if (prefix.length === 1 && prefix[0] === "s" && ++listings > 100) throw new Error("delete() listed the sessions 100 times");
+      return inner.loadRange(prefix);
+    },
+  });
+  const store = await SessionStore.open(adapter);
+  for (const [id, parentId] of [["self", "self"], ["a", "b"], ["b", "a"]]) {
+    const { file } = await exported(1, id);
+    const records = file.records.map((r) => (r.key.length === 2 ? seal(r.key, { ...bodyOf(r), parentId }) : r));
+    await (await store.importSession(JSON.stringify({ ...file, records }))).close();
+  }
+  assert.equal(await store.delete("self"), true);
+  assert.equal(await store.delete("a"), true);
+  assert.deepEqual(await store.list(), [], "b went with a, its child");
+});
