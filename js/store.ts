@@ -358,7 +358,13 @@ export class SessionStore {
     this.#check();
     checkId(id);
     if (options.children !== false) {
-      for (const child of await this.list()) if (child.parentId === id) await this.delete(child.id);
+      // Its sub-agents and theirs, from one listing: a set, since an imported meta record may name
+      // any parent (itself, a child of its own).
+      const sessions = await this.list();
+      const tree = new Set([id]);
+      for (const parent of tree) for (const session of sessions) if (session.parentId === parent) tree.add(session.id);
+      tree.delete(id);
+      for (const child of [...tree].reverse()) await this.#remove(child);
     }
     return this.#remove(id);
   }
