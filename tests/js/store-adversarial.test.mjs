@@ -256,3 +256,32 @@ test("[main: endless loop] delete() of an imported session that names itself as 
   assert.equal(await store.delete("a"), true);
   assert.deepEqual(await store.list(), [], "b went with a, its child");
 });
+
+test("[main: untyped] an adapter of the app's own whose reads throw gives StorageErrors, not its raw errors", async () => {
+  const data = new Map();
+  const inner = new MemoryStorageAdapter({ data });
+  let down = false;
+  const broken = (fn) => (...args) => {
+    if (down) throw new Error("the network is down");
+    return fn(...args);
+  };
+  const adapter = wrapping(inner, { load: broken((k) => inner.load(k)), loadRange: broken((p) => inner.loadRange(p)), removeRange: broken((p) => inner.removeRange(p)) });
+  const store = await SessionStore.open(adapter, { autosave: false });
+  const chat = await store.create({ id: "a" });
+  chat.history.append(msg(0));
+  down = true;
+  for (const [what, call] of Object.entries({
+    flush: () => chat.flush(),
+    sync: () => chat.sync(),
+    list: () => store.list(),
+    open: () => store.open("b"),
+    delete: () => store.delete("a"),
+    exportSession: () => store.exportSession("a"),
+    create: () => store.create({ id: "c" }),
+  })) {
+    await assert.rejects(call(), (e) => e instanceof StorageError && e.reason === "failed" && e.cause?.message === "the network is down", what);
+  }
+  down = false;
+  await chat.flush();
+  assert.deepEqual(contents(await reopen(data, "a")), [msg(0).content], "saved once the storage is back");
+});
