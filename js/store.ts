@@ -72,6 +72,34 @@ function checkId(id: unknown): asserts id is string {
   if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`a session id must be a non-empty string, got ${JSON.stringify(id)}`);
 }
 
+/**
+ * `adapter` with the errors of its reads and removals as `StorageError`s (the errors of its writes
+ * `write` turns into ones that say what was being saved): an adapter of the app's own may throw
+ * anything, synchronously too. What the store does with its storage goes through this.
+ */
+function guarded(adapter: StorageAdapter): StorageAdapter {
+  const guard =
+    <M extends "load" | "loadRange" | "remove" | "removeRange">(method: M, action: string) =>
+    async (key: StorageKey): Promise<Awaited<ReturnType<StorageAdapter[M]>>> => {
+      try {
+        return (await adapter[method](key)) as Awaited<ReturnType<StorageAdapter[M]>>;
+      } catch (error) {
+        throw error instanceof ContextCompactorError ? error : storageError(`${action} ${JSON.stringify(key)}`, error);
+      }
+    };
+  return {
+    name: adapter.name,
+    load: guard("load", "reading"),
+    loadRange: guard("loadRange", "reading the records under"),
+    remove: guard("remove", "removing"),
+    removeRange: guard("removeRange", "removing the records under"),
+    save: (key, value) => adapter.save(key, value),
+    get saveBatch() {
+      return typeof adapter.saveBatch === "function" ? (writes: StorageWrite[]) => (adapter.saveBatch as NonNullable<StorageAdapter["saveBatch"]>)(writes) : undefined;
+    },
+  };
+}
+
 /** Writes in order (`saveBatch` when the adapter has it); adapter errors become `StorageError`s. */
 async function write(adapter: StorageAdapter, writes: StorageWrite[], action: string): Promise<void> {
   try {
@@ -154,6 +182,8 @@ function autosaving<T extends object>(target: T, changed: () => void, nested: Re
 
 export class SessionStore {
   readonly adapter: StorageAdapter;
+  /** @internal The adapter as the store uses it (`guarded`). */
+  readonly io: StorageAdapter;
   readonly #options: SessionStoreOptions;
   readonly #open = new Map<string, StoredSession>();
   readonly #opening = new Map<string, Promise<StoredSession>>();
@@ -165,6 +195,7 @@ export class SessionStore {
 
   private constructor(adapter: StorageAdapter, options: SessionStoreOptions) {
     this.adapter = adapter;
+    this.io = guarded(adapter);
     this.#options = options;
     const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
     if (options.broadcast !== false && Channel) {
@@ -209,9 +240,9 @@ export class SessionStore {
    * of the old session's message records would otherwise follow the new meta record.
    */
   async #claim(id: string): Promise<void> {
-    if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+    if ((await this.io.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
     try {
-      await this.adapter.removeRange(dataPrefix(id));
+      await this.io.removeRange(dataPrefix(id));
     } catch (error) {
       throw error instanceof ContextCompactorError ? error : storageError(`clearing what was left of session ${id}`, error);
     }
@@ -249,7 +280,7 @@ export class SessionStore {
   async readOn(keys: StorageKey[]): Promise<StoredRecord[]> {
     const records: StoredRecord[] = [];
     for (const key of keys) {
-      const value = await this.adapter.load(key);
+      const value = await this.io.load(key);
       if (value === undefined) break;
       records.push({ key, value });
     }
@@ -306,9 +337,9 @@ export class SessionStore {
         await this.caughtUp(id, async () => {
           session?.free();
           session = undefined;
-          const meta = await this.adapter.load(metaKey(id));
+          const meta = await this.io.load(metaKey(id));
           if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
-          const data = await this.adapter.loadRange(dataPrefix(id));
+          const data = await this.io.loadRange(dataPrefix(id));
           session = Session.load([...data, { key: metaKey(id), value: meta }]);
           return { commit: session.savedCommit, createdAt: session.createdAt ?? 0 };
         });
@@ -336,7 +367,7 @@ export class SessionStore {
   /** Every stored session, most recently updated first, from their meta records and the few message records after them. */
   async list(): Promise<StoredSessionInfo[]> {
     this.#check();
-    const entries = await this.adapter.loadRange(["s"]);
+    const entries = await this.io.loadRange(["s"]);
     const sessions: StoredSessionInfo[] = [];
     for (const entry of entries) {
       if (entry.key.length !== 2) continue;
@@ -376,11 +407,11 @@ export class SessionStore {
    */
   async #remove(id: string, keep?: (meta: StoredRecord) => Promise<boolean>): Promise<boolean> {
     const removed = await this.locked(id, async () => {
-      const meta = await this.adapter.load(metaKey(id));
+      const meta = await this.io.load(metaKey(id));
       if (meta !== undefined && keep && (await keep({ key: metaKey(id), value: meta }))) return false;
       try {
-        await this.adapter.remove(metaKey(id));
-        await this.adapter.removeRange(dataPrefix(id));
+        await this.io.remove(metaKey(id));
+        await this.io.removeRange(dataPrefix(id));
       } catch (error) {
         throw error instanceof ContextCompactorError ? error : storageError(`deleting session ${id}`, error);
       }
@@ -439,7 +470,7 @@ export class SessionStore {
     checkId(id);
     await this.#open.get(id)?.flush();
     const records = await this.locked(id, async () => {
-      const [meta, data] = await Promise.all([this.adapter.load(metaKey(id)), this.adapter.loadRange(dataPrefix(id))]);
+      const [meta, data] = await Promise.all([this.io.load(metaKey(id)), this.io.loadRange(dataPrefix(id))]);
       if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
       return [...data, { key: metaKey(id), value: meta }];
     });
@@ -493,15 +524,15 @@ export class SessionStore {
     await this.locked(id, async () => {
       if (!options.replace) {
         await this.#claim(id);
-        await write(this.adapter, [...data, ...meta], `importing session ${id}`);
+        await write(this.io, [...data, ...meta], `importing session ${id}`);
         return;
       }
       // The stored session's meta record first (a batch cut short then leaves no half session),
       // and every record of it the file does not overwrite (a tail of its would follow the new one).
       const writing = new Set(records.map((r) => JSON.stringify(r.key)));
-      const stale = (await this.adapter.loadRange(dataPrefix(id))).filter((e) => !writing.has(JSON.stringify(e.key)));
+      const stale = (await this.io.loadRange(dataPrefix(id))).filter((e) => !writing.has(JSON.stringify(e.key)));
       const removals = [metaKey(id), ...stale.map((e) => e.key)].map((key) => ({ key, value: undefined }));
-      await write(this.adapter, [...removals, ...data, ...meta], `importing session ${id} over the stored one`);
+      await write(this.io, [...removals, ...data, ...meta], `importing session ${id} over the stored one`);
     });
     if (options.replace) {
       this.#open.get(id)?.forget("deleted");
@@ -660,7 +691,7 @@ export class StoredSession {
 
   /** @internal The save itself; the caller holds the session's lock. */
   async saveLocked(): Promise<void> {
-    const adapter = this.store.adapter;
+    const adapter = this.store.io;
     if (!(await this.#catchUp()).stored && this.#raw.savedCommit > 0) {
       this.forget("deleted");
       throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
@@ -684,7 +715,7 @@ export class StoredSession {
    * session's last message (one read when there are none), up to the latest save announced.
    */
   async #catchUp(): Promise<{ stored: boolean; report?: PullReport }> {
-    const adapter = this.store.adapter;
+    const adapter = this.store.io;
     const key = metaKey(this.id);
     let stored = false;
     let report: PullReport | undefined;
