@@ -285,3 +285,28 @@ test("[main: untyped] an adapter of the app's own whose reads throw gives Storag
   await chat.flush();
   assert.deepEqual(contents(await reopen(data, "a")), [msg(0).content], "saved once the storage is back");
 });
+
+test("[main: 2 s then StorageError] two stores over two unnamed adapters do not wait for each other's saves", async () => {
+  const unnamed = () => {
+    const adapter = wrapping(new MemoryStorageAdapter());
+    delete adapter.name; // the interface's name is optional: both are "default"
+    return adapter;
+  };
+  // Two storages (two users' databases, say) with a session of the same id in each.
+  const one = await SessionStore.open(unnamed(), { now: () => 1_000 });
+  const two = await SessionStore.open(unnamed(), { now: () => 2_000 });
+  const a = await one.create({ id: "main" });
+  await (await two.create({ id: "main" })).close();
+  for (let i = 0; i < 3; i++) {
+    a.history.append(msg(i));
+    await a.flush();
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20)); // the channel's messages arrive
+  // On main: two waits 2 s for the other storage's save 4 of "main", then throws a StorageError.
+  const started = Date.now();
+  const b = await two.open("main");
+  assert.equal(b.history.length, 0);
+  assert.ok(Date.now() - started < 1000, `opened after ${Date.now() - started} ms`);
+  await one.close();
+  await two.close();
+});
