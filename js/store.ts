@@ -59,8 +59,13 @@ export type StoredSessionEvent =
 interface StoreMessage {
   id: string;
   commit?: number;
+  /** The saved session's creation time: another storage behind an adapter of the same name may hold a session of the same id. */
+  createdAt?: number;
   deleted?: boolean;
 }
+
+/** Where `#announced` keeps the latest save announced of session `id` made at `createdAt`. */
+const announcedKey = (id: string, createdAt: number | undefined) => JSON.stringify([id, createdAt ?? null]);
 
 function newId(): string {
   const crypto = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
@@ -187,7 +192,7 @@ export class SessionStore {
   readonly #options: SessionStoreOptions;
   readonly #open = new Map<string, StoredSession>();
   readonly #opening = new Map<string, Promise<StoredSession>>();
-  /** The latest save of each session other tabs announced. */
+  /** The latest save of each session other tabs announced (by `announcedKey`). */
   readonly #announced = new Map<string, number>();
   readonly #beacon = new SaveBeacon();
   #channel: BroadcastChannel | undefined;
@@ -267,7 +272,7 @@ export class SessionStore {
     for (let waited = 0; ; waited += 5) {
       const found = await read();
       if (found === undefined) return;
-      announced ??= Math.max(this.#announced.get(id) ?? 0, await SaveBeacon.latest(this.#lockName(id), found.createdAt));
+      announced ??= Math.max(this.#announced.get(announcedKey(id, found.createdAt)) ?? 0, await SaveBeacon.latest(this.#lockName(id), found.createdAt));
       if (found.commit >= announced) return;
       if (waited >= 2000) {
         throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
@@ -565,7 +570,7 @@ export class SessionStore {
   /** @internal Tells the other tabs (the caller holds session `id`'s lock); `createdAt` tells a session from one deleted and made again. */
   async saved(id: string, createdAt: number, commit: number): Promise<void> {
     await this.#beacon.publish(this.#lockName(id), createdAt, commit);
-    this.#post({ id, commit });
+    this.#post({ id, commit, createdAt });
   }
 
   #post(message: StoreMessage): void {
@@ -577,14 +582,16 @@ export class SessionStore {
   }
 
   #heard(message: StoreMessage): void {
-    if (message && typeof message.id === "string" && typeof message.commit === "number") {
-      this.#announced.set(message.id, Math.max(message.commit, this.#announced.get(message.id) ?? 0));
+    if (!message || typeof message.id !== "string") return;
+    const key = announcedKey(message.id, message.createdAt);
+    if (typeof message.commit === "number") this.#announced.set(key, Math.max(message.commit, this.#announced.get(key) ?? 0));
+    if (message.deleted) {
+      for (const known of [...this.#announced.keys()]) if (JSON.parse(known)[0] === message.id) this.#announced.delete(known);
     }
-    if (message?.deleted) this.#announced.delete(message.id);
-    const handle = message && typeof message.id === "string" ? this.#open.get(message.id) : undefined;
-    if (!handle) return;
-    if (message.deleted) handle.forget("deleted");
-    else if (typeof message.commit === "number" && message.commit > handle.savedCommit) handle.sync().catch((error) => handle.report(error));
+    // What was saved or deleted may be another storage's session of the same id: a sync reads this
+    // one's (and closes the handle if the session is gone from it).
+    const handle = this.#open.get(message.id);
+    if (handle && (message.deleted || (typeof message.commit === "number" && message.commit > handle.savedCommit))) handle.sync().catch((error) => handle.report(error));
   }
 }
 

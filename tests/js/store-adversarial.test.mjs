@@ -307,6 +307,12 @@ test("[main: 2 s then StorageError] two stores over two unnamed adapters do not 
   const b = await two.open("main");
   assert.equal(b.history.length, 0);
   assert.ok(Date.now() - started < 1000, `opened after ${Date.now() - started} ms`);
+  // Nor does a delete of the other storage's "main" close this one's.
+  await one.delete("main");
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(b.closed, false, "the session of this storage is still open");
+  b.history.append(msg(9));
+  await b.flush();
   await one.close();
   await two.close();
 });
