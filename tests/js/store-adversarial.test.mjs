@@ -316,3 +316,14 @@ test("[main: 2 s then StorageError] two stores over two unnamed adapters do not 
   await one.close();
   await two.close();
 });
+
+test('[main: misleading error] a session file whose version is "1", 0.5 or -1 is not called newer, nor read', async () => {
+  const { file } = await exported(2);
+  const store = await SessionStore.open(new MemoryStorageAdapter());
+  for (const version of ["1", 0.5, -1, null]) {
+    // On main, "1" was "version 1, newer than this library reads (1)", and 0.5 and -1 were read as 1.
+    await assert.rejects(store.importSession(JSON.stringify({ ...file, version })), (e) => e instanceof InvalidArgumentError && !/newer/.test(e.message) && e.message.includes(JSON.stringify(version)), JSON.stringify(version));
+  }
+  await assert.rejects(store.importSession(JSON.stringify({ ...file, version: 2 })), (e) => e instanceof InvalidArgumentError && /newer/.test(e.message));
+  assert.deepEqual(await store.list(), []);
+});
