@@ -512,9 +512,10 @@ export class SessionStore {
         session.free();
       }
     } else {
-      if (typeof document.version !== "number" || document.version > 1) {
-        throw new InvalidArgumentError(`this session file is version ${String(document.version)}, newer than this library reads (1): upgrade context-compactor`);
+      if (typeof document.version === "number" && document.version > 1) {
+        throw new InvalidArgumentError(`this session file is version ${document.version}, newer than this library reads (1): upgrade context-compactor`);
       }
+      if (document.version !== 1) throw new InvalidArgumentError(`this session file's version is ${JSON.stringify(document.version)}, not a version of the format (1)`);
       records = document.records as StoredRecord[];
       const session = Session.load(records); // checks every record before anything is written
       try {
