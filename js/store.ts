@@ -455,7 +455,15 @@ export class SessionStore {
     const stored = new Set(sessions.map((s) => s.id));
     const deleted: string[] = [];
     // Still old once its lock is held: another tab may have saved it since the listing.
-    const updatedSince = async (meta: StoredRecord) => Session.info(meta, await this.readOn(Session.tailKeys(meta))).updatedAt >= cutoff;
+    // (Damaged since: kept, as the listing keeps one with a `problem`.)
+    const updatedSince = async (meta: StoredRecord) => {
+      try {
+        return Session.info(meta, await this.readOn(Session.tailKeys(meta))).updatedAt >= cutoff;
+      } catch (error) {
+        if (error instanceof ContextCompactorError) return true;
+        throw error;
+      }
+    };
     const remove = async (id: string, keep?: typeof updatedSince) => {
       if (!(await this.#remove(id, keep)) && keep) return;
       deleted.push(id);

@@ -162,6 +162,13 @@ test("[main: deleted live session] cleanup does not delete a session another tab
   };
   assert.deepEqual(await cleaner.cleanup(), [], "the session was updated just now");
   assert.deepEqual(contents(await reopen(data, "old")), [msg(0).content, msg(1).content]);
+  // Damaged between the listing and the lock: kept (as listed with a problem), and the rest cleaned.
+  const other = await tab.create({ id: "other" });
+  await other.close();
+  now = 20 * 86_400_000;
+  beforeLock = () => inner.save(["s", "old"], "{damaged");
+  assert.deepEqual(await cleaner.cleanup(), ["other"]);
+  assert.ok((await cleaner.list()).find((s) => s.id === "old").problem instanceof CorruptRecordError);
 });
 
 test("[main: deletes everything] cleanup refuses a `now` or `olderThanMs` that is not a number", async () => {
