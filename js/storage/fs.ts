@@ -9,7 +9,8 @@
  * a newline. A write cut short by a crash leaves an incomplete last entry: it was never
  * acknowledged, so it is not read, and the next write cuts it off. Anything else that does not
  * parse is a `StorageError`. Writers in other processes are kept apart by lock files (`*.lock`,
- * holding the pid; a lock whose process is gone, or older than `staleLockMs`, is taken over).
+ * holding the pid and a token; a lock whose process is gone, or older than `staleLockMs`, is taken
+ * over, and its first holder then leaves it be).
  *
  * Keys and values are refused (`InvalidArgumentError`) if they hold a lone UTF-16 surrogate, which
  * UTF-8 files cannot carry. Entry `context-compactor/storage/fs`: Node only.
