@@ -14,7 +14,7 @@
 // The guarded class (js/guard.ts): objects `new Session` makes here must pass its checks.
 import { Session } from "./api.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
-import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
+import { ConflictError, ContextCompactorError, CorruptRecordError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
 import { SaveBeacon, withLock } from "./storage/locks.js";
 
@@ -59,8 +59,13 @@ export type StoredSessionEvent =
 interface StoreMessage {
   id: string;
   commit?: number;
+  /** The saved session's creation time: another storage behind an adapter of the same name may hold a session of the same id. */
+  createdAt?: number;
   deleted?: boolean;
 }
+
+/** Where `#announced` keeps the latest save announced of session `id` made at `createdAt`. */
+const announcedKey = (id: string, createdAt: number | undefined) => JSON.stringify([id, createdAt ?? null]);
 
 function newId(): string {
   const crypto = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
@@ -70,6 +75,34 @@ function newId(): string {
 
 function checkId(id: unknown): asserts id is string {
   if (typeof id !== "string" || id === "") throw new InvalidArgumentError(`a session id must be a non-empty string, got ${JSON.stringify(id)}`);
+}
+
+/**
+ * `adapter` with the errors of its reads and removals as `StorageError`s (the errors of its writes
+ * `write` turns into ones that say what was being saved): an adapter of the app's own may throw
+ * anything, synchronously too. What the store does with its storage goes through this.
+ */
+function guarded(adapter: StorageAdapter): StorageAdapter {
+  const guard =
+    <M extends "load" | "loadRange" | "remove" | "removeRange">(method: M, action: string) =>
+    async (key: StorageKey): Promise<Awaited<ReturnType<StorageAdapter[M]>>> => {
+      try {
+        return (await adapter[method](key)) as Awaited<ReturnType<StorageAdapter[M]>>;
+      } catch (error) {
+        throw error instanceof ContextCompactorError ? error : storageError(`${action} ${JSON.stringify(key)}`, error);
+      }
+    };
+  return {
+    name: adapter.name,
+    load: guard("load", "reading"),
+    loadRange: guard("loadRange", "reading the records under"),
+    remove: guard("remove", "removing"),
+    removeRange: guard("removeRange", "removing the records under"),
+    save: (key, value) => adapter.save(key, value),
+    get saveBatch() {
+      return typeof adapter.saveBatch === "function" ? (writes: StorageWrite[]) => (adapter.saveBatch as NonNullable<StorageAdapter["saveBatch"]>)(writes) : undefined;
+    },
+  };
 }
 
 /** Writes in order (`saveBatch` when the adapter has it); adapter errors become `StorageError`s. */
@@ -85,6 +118,47 @@ async function write(adapter: StorageAdapter, writes: StorageWrite[], action: st
   } catch (error) {
     if (error instanceof ContextCompactorError) throw error;
     throw storageError(action, error);
+  }
+}
+
+/**
+ * Writes `records` as `write` does; when that throws, reads the last record back: a storage whose
+ * writes land in order holds the whole batch if it holds the last, so a batch that landed before
+ * the error (an fsync that failed after the write, a transaction whose success was not reported)
+ * counts as written, and is not written again after the messages of the next save renumbered.
+ */
+async function writeChecked(adapter: StorageAdapter, records: StoredRecord[], action: string): Promise<void> {
+  try {
+    await write(adapter, records, action);
+  } catch (error) {
+    const last = records[records.length - 1];
+    const stored = await adapter.load(last.key).catch(() => undefined);
+    if (stored !== last.value) throw error;
+  }
+}
+
+/**
+ * What `Session.load` does not check in an imported file's records: that the token counts its
+ * chunks carry are the ones counting gives (`build` budgets with them), and that its commit leaves
+ * room for the saves to come.
+ */
+function checkImported(session: Session, records: StoredRecord[]): void {
+  const meta = metaKey(session.id);
+  // (The core wraps a commit past 2^64 to 0 at the next save, whose records a load then ignores.)
+  if (!Number.isSafeInteger(session.savedCommit + 2 ** 32)) {
+    throw new CorruptRecordError(`record ${JSON.stringify(meta)} holds commit ${session.savedCommit}, past what the saves to come can count`, { path: meta.join("/") });
+  }
+  const counted = session.history.tokenCount().messages;
+  const recount = Session.import(session.export());
+  try {
+    const fresh = recount.history.tokenCount().messages;
+    const at = fresh.findIndex((tokens, i) => tokens !== counted[i]);
+    if (at < 0) return;
+    // Only chunks carry counts: the first whose last message is at or past this one holds it.
+    const chunk = records.map((r) => r.key).find((key) => key[2] === "c" && Number(key[3]) > at) ?? meta;
+    throw new CorruptRecordError(`record ${JSON.stringify(chunk)} counts message m${at + 1} as ${counted[at]} tokens, where counting gives ${fresh[at]}`, { path: chunk.join("/") });
+  } finally {
+    recount.free();
   }
 }
 
@@ -113,10 +187,12 @@ function autosaving<T extends object>(target: T, changed: () => void, nested: Re
 
 export class SessionStore {
   readonly adapter: StorageAdapter;
+  /** @internal The adapter as the store uses it (`guarded`). */
+  readonly io: StorageAdapter;
   readonly #options: SessionStoreOptions;
   readonly #open = new Map<string, StoredSession>();
   readonly #opening = new Map<string, Promise<StoredSession>>();
-  /** The latest save of each session other tabs announced. */
+  /** The latest save of each session other tabs announced (by `announcedKey`). */
   readonly #announced = new Map<string, number>();
   readonly #beacon = new SaveBeacon();
   #channel: BroadcastChannel | undefined;
@@ -124,6 +200,7 @@ export class SessionStore {
 
   private constructor(adapter: StorageAdapter, options: SessionStoreOptions) {
     this.adapter = adapter;
+    this.io = guarded(adapter);
     this.#options = options;
     const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
     if (options.broadcast !== false && Channel) {
@@ -168,9 +245,9 @@ export class SessionStore {
    * of the old session's message records would otherwise follow the new meta record.
    */
   async #claim(id: string): Promise<void> {
-    if ((await this.adapter.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
+    if ((await this.io.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
     try {
-      await this.adapter.removeRange(dataPrefix(id));
+      await this.io.removeRange(dataPrefix(id));
     } catch (error) {
       throw error instanceof ContextCompactorError ? error : storageError(`clearing what was left of session ${id}`, error);
     }
@@ -195,7 +272,7 @@ export class SessionStore {
     for (let waited = 0; ; waited += 5) {
       const found = await read();
       if (found === undefined) return;
-      announced ??= Math.max(this.#announced.get(id) ?? 0, await SaveBeacon.latest(this.#lockName(id), found.createdAt));
+      announced ??= Math.max(this.#announced.get(announcedKey(id, found.createdAt)) ?? 0, await SaveBeacon.latest(this.#lockName(id), found.createdAt));
       if (found.commit >= announced) return;
       if (waited >= 2000) {
         throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
@@ -208,7 +285,7 @@ export class SessionStore {
   async readOn(keys: StorageKey[]): Promise<StoredRecord[]> {
     const records: StoredRecord[] = [];
     for (const key of keys) {
-      const value = await this.adapter.load(key);
+      const value = await this.io.load(key);
       if (value === undefined) break;
       records.push({ key, value });
     }
@@ -265,9 +342,9 @@ export class SessionStore {
         await this.caughtUp(id, async () => {
           session?.free();
           session = undefined;
-          const meta = await this.adapter.load(metaKey(id));
+          const meta = await this.io.load(metaKey(id));
           if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
-          const data = await this.adapter.loadRange(dataPrefix(id));
+          const data = await this.io.loadRange(dataPrefix(id));
           session = Session.load([...data, { key: metaKey(id), value: meta }]);
           return { commit: session.savedCommit, createdAt: session.createdAt ?? 0 };
         });
@@ -295,7 +372,7 @@ export class SessionStore {
   /** Every stored session, most recently updated first, from their meta records and the few message records after them. */
   async list(): Promise<StoredSessionInfo[]> {
     this.#check();
-    const entries = await this.adapter.loadRange(["s"]);
+    const entries = await this.io.loadRange(["s"]);
     const sessions: StoredSessionInfo[] = [];
     for (const entry of entries) {
       if (entry.key.length !== 2) continue;
@@ -310,28 +387,45 @@ export class SessionStore {
   }
 
   /**
-   * Removes session `id` (its records, then its meta record) and, unless `children: false`, its
+   * Removes session `id` (its meta record, then its other records) and, unless `children: false`, its
    * sub-agents. Resolves to whether it was stored.
    */
   async delete(id: string, options: { children?: boolean } = {}): Promise<boolean> {
     this.#check();
     checkId(id);
     if (options.children !== false) {
-      for (const child of await this.list()) if (child.parentId === id) await this.delete(child.id);
+      // Its sub-agents and theirs, from one listing: a set, since an imported meta record may name
+      // any parent (itself, a child of its own).
+      const sessions = await this.list();
+      const tree = new Set([id]);
+      for (const parent of tree) for (const session of sessions) if (session.parentId === parent) tree.add(session.id);
+      tree.delete(id);
+      for (const child of [...tree].reverse()) await this.#remove(child);
     }
-    const stored = await this.locked(id, async () => {
-      const existed = (await this.adapter.load(metaKey(id))) !== undefined;
+    return this.#remove(id);
+  }
+
+  /**
+   * Removes session `id`'s meta record, then its other records (a delete cut short leaves records
+   * no meta record names: nothing lists them, and `#claim` clears them), unless `keep`, called
+   * holding the lock with the stored meta record, says otherwise. Resolves to whether it was removed.
+   */
+  async #remove(id: string, keep?: (meta: StoredRecord) => Promise<boolean>): Promise<boolean> {
+    const removed = await this.locked(id, async () => {
+      const meta = await this.io.load(metaKey(id));
+      if (meta !== undefined && keep && (await keep({ key: metaKey(id), value: meta }))) return false;
       try {
-        await this.adapter.removeRange(dataPrefix(id));
-        await this.adapter.remove(metaKey(id));
+        await this.io.remove(metaKey(id));
+        await this.io.removeRange(dataPrefix(id));
       } catch (error) {
         throw error instanceof ContextCompactorError ? error : storageError(`deleting session ${id}`, error);
       }
-      return existed;
+      return meta !== undefined;
     });
+    if (keep && !removed) return false;
     this.#open.get(id)?.forget("deleted");
     this.#post({ id, deleted: true });
-    return stored;
+    return removed;
   }
 
   /** Sets session `id`'s title (what `list()` shows), and saves it. */
@@ -352,21 +446,34 @@ export class SessionStore {
    */
   async cleanup(options: { olderThanMs?: number; now?: number } = {}): Promise<string[]> {
     const olderThanMs = options.olderThanMs ?? 7 * DAY_MS;
-    if (!(olderThanMs >= 0)) throw new InvalidArgumentError(`olderThanMs must be a number of milliseconds, got ${olderThanMs}`);
-    const cutoff = (options.now ?? this.now()) - olderThanMs;
+    const now = options.now ?? this.now();
+    // (A NaN cutoff would find every session old.)
+    if (typeof olderThanMs !== "number" || !(olderThanMs >= 0)) throw new InvalidArgumentError(`olderThanMs must be a number of milliseconds, got ${String(olderThanMs)}`);
+    if (typeof now !== "number" || !Number.isFinite(now)) throw new InvalidArgumentError(`now must be a time in milliseconds since 1970, got ${String(now)}`);
+    const cutoff = now - olderThanMs;
     const sessions = await this.list();
     const stored = new Set(sessions.map((s) => s.id));
     const deleted: string[] = [];
-    const remove = async (id: string) => {
-      for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
-      await this.delete(id, { children: false });
+    // Still old once its lock is held: another tab may have saved it since the listing.
+    // (Damaged since: kept, as the listing keeps one with a `problem`.)
+    const updatedSince = async (meta: StoredRecord) => {
+      try {
+        return Session.info(meta, await this.readOn(Session.tailKeys(meta))).updatedAt >= cutoff;
+      } catch (error) {
+        if (error instanceof ContextCompactorError) return true;
+        throw error;
+      }
+    };
+    const remove = async (id: string, keep?: typeof updatedSince) => {
+      if (!(await this.#remove(id, keep)) && keep) return;
       deleted.push(id);
+      for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
     };
     // A sub-agent goes with its parent; on its own only when its parent is gone.
     for (const session of sessions) {
       const orphan = session.parentId === null || !stored.has(session.parentId);
       if (!orphan || session.problem || session.updatedAt >= cutoff || this.#open.has(session.id) || deleted.includes(session.id)) continue;
-      await remove(session.id);
+      await remove(session.id, updatedSince);
     }
     return deleted;
   }
@@ -376,7 +483,7 @@ export class SessionStore {
     checkId(id);
     await this.#open.get(id)?.flush();
     const records = await this.locked(id, async () => {
-      const [meta, data] = await Promise.all([this.adapter.load(metaKey(id)), this.adapter.loadRange(dataPrefix(id))]);
+      const [meta, data] = await Promise.all([this.io.load(metaKey(id)), this.io.loadRange(dataPrefix(id))]);
       if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
       return [...data, { key: metaKey(id), value: meta }];
     });
@@ -386,8 +493,10 @@ export class SessionStore {
 
   /**
    * Stores a session from a file: `exportSession`'s, or the JSON of `Session.export()` (what was
-   * kept in localStorage before this store). Checked whole first. A session with the same id
-   * already stored is a `ConflictError`, unless `replace: true`.
+   * kept in localStorage before this store). Checked whole first: its records, its token counts
+   * against a fresh count, its commit. A session with the same id already stored is a
+   * `ConflictError`, unless `replace: true`: then it is replaced in one batch (its sub-agents
+   * stay), and a failed write leaves it as it was where the adapter's `saveBatch` is all or nothing.
    */
   async importSession(text: string, options: { replace?: boolean } = {}): Promise<StoredSession> {
     this.#check();
@@ -398,31 +507,51 @@ export class SessionStore {
     } catch (error) {
       throw new InvalidArgumentError(`the file is not JSON: ${(error as Error).message}`);
     }
+    let records: StoredRecord[];
+    let id: string;
     if (document?.format !== EXPORT_FORMAT) {
-      // The whole-session export of Session.export(): migrated by the core (a version 0 record).
+      // The whole-session export of Session.export(): migrated by the core (a version 0 record),
+      // then stored as the records its first save writes.
       const session = Session.load([{ key: ["import"], value: text }]);
-      if (options.replace) await this.delete(session.id);
       try {
-        return await this.add(session);
-      } catch (error) {
+        id = session.id;
+        records = session.changes({ now: this.now() }).records;
+      } finally {
         session.free();
-        throw error;
+      }
+    } else {
+      if (typeof document.version === "number" && document.version > 1) {
+        throw new InvalidArgumentError(`this session file is version ${document.version}, newer than this library reads (1): upgrade context-compactor`);
+      }
+      if (document.version !== 1) throw new InvalidArgumentError(`this session file's version is ${JSON.stringify(document.version)}, not a version of the format (1)`);
+      records = document.records as StoredRecord[];
+      const session = Session.load(records); // checks every record before anything is written
+      try {
+        id = session.id;
+        checkImported(session, records);
+      } finally {
+        session.free();
       }
     }
-    if (typeof document.version !== "number" || document.version > 1) {
-      throw new InvalidArgumentError(`this session file is version ${String(document.version)}, newer than this library reads (1): upgrade context-compactor`);
-    }
-    const records = document.records as StoredRecord[];
-    const loaded = Session.load(records); // checks every record before anything is written
-    const id = loaded.id;
-    loaded.free();
-    if (options.replace) await this.delete(id);
+    const meta = records.filter((r) => r.key.length === 2);
+    const data = records.filter((r) => r.key.length !== 2);
     await this.locked(id, async () => {
-      await this.#claim(id);
-      const meta = records.filter((r) => r.key.length === 2);
-      const data = records.filter((r) => r.key.length !== 2);
-      await write(this.adapter, [...data, ...meta], `importing session ${id}`);
+      if (!options.replace) {
+        await this.#claim(id);
+        await write(this.io, [...data, ...meta], `importing session ${id}`);
+        return;
+      }
+      // The stored session's meta record first (a batch cut short then leaves no half session),
+      // and every record of it the file does not overwrite (a tail of its would follow the new one).
+      const writing = new Set(records.map((r) => JSON.stringify(r.key)));
+      const stale = (await this.io.loadRange(dataPrefix(id))).filter((e) => !writing.has(JSON.stringify(e.key)));
+      const removals = [metaKey(id), ...stale.map((e) => e.key)].map((key) => ({ key, value: undefined }));
+      await write(this.io, [...removals, ...data, ...meta], `importing session ${id} over the stored one`);
     });
+    if (options.replace) {
+      this.#open.get(id)?.forget("deleted");
+      this.#post({ id, deleted: true });
+    }
     return this.open(id);
   }
 
@@ -450,7 +579,7 @@ export class SessionStore {
   /** @internal Tells the other tabs (the caller holds session `id`'s lock); `createdAt` tells a session from one deleted and made again. */
   async saved(id: string, createdAt: number, commit: number): Promise<void> {
     await this.#beacon.publish(this.#lockName(id), createdAt, commit);
-    this.#post({ id, commit });
+    this.#post({ id, commit, createdAt });
   }
 
   #post(message: StoreMessage): void {
@@ -462,14 +591,16 @@ export class SessionStore {
   }
 
   #heard(message: StoreMessage): void {
-    if (message && typeof message.id === "string" && typeof message.commit === "number") {
-      this.#announced.set(message.id, Math.max(message.commit, this.#announced.get(message.id) ?? 0));
+    if (!message || typeof message.id !== "string") return;
+    const key = announcedKey(message.id, message.createdAt);
+    if (typeof message.commit === "number") this.#announced.set(key, Math.max(message.commit, this.#announced.get(key) ?? 0));
+    if (message.deleted) {
+      for (const known of [...this.#announced.keys()]) if (JSON.parse(known)[0] === message.id) this.#announced.delete(known);
     }
-    if (message?.deleted) this.#announced.delete(message.id);
-    const handle = message && typeof message.id === "string" ? this.#open.get(message.id) : undefined;
-    if (!handle) return;
-    if (message.deleted) handle.forget("deleted");
-    else if (typeof message.commit === "number" && message.commit > handle.savedCommit) handle.sync().catch((error) => handle.report(error));
+    // What was saved or deleted may be another storage's session of the same id: a sync reads this
+    // one's (and closes the handle if the session is gone from it).
+    const handle = this.#open.get(message.id);
+    if (handle && (message.deleted || (typeof message.commit === "number" && message.commit > handle.savedCommit))) handle.sync().catch((error) => handle.report(error));
   }
 }
 
@@ -576,13 +707,13 @@ export class StoredSession {
 
   /** @internal The save itself; the caller holds the session's lock. */
   async saveLocked(): Promise<void> {
-    const adapter = this.store.adapter;
+    const adapter = this.store.io;
     if (!(await this.#catchUp()).stored && this.#raw.savedCommit > 0) {
       this.forget("deleted");
       throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
     }
     const changes = this.#raw.changes({ now: this.store.now() });
-    if (changes.records.length > 0) await write(adapter, changes.records, `saving session ${this.id}`);
+    if (changes.records.length > 0) await writeChecked(adapter, changes.records, `saving session ${this.id}`);
     this.#raw.markSaved(changes.commit);
     if (changes.remove.length > 0) {
       // Records nothing names any more: if removing them fails, the next load finds them again.
@@ -600,7 +731,7 @@ export class StoredSession {
    * session's last message (one read when there are none), up to the latest save announced.
    */
   async #catchUp(): Promise<{ stored: boolean; report?: PullReport }> {
-    const adapter = this.store.adapter;
+    const adapter = this.store.io;
     const key = metaKey(this.id);
     let stored = false;
     let report: PullReport | undefined;

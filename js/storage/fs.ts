@@ -9,7 +9,8 @@
  * a newline. A write cut short by a crash leaves an incomplete last entry: it was never
  * acknowledged, so it is not read, and the next write cuts it off. Anything else that does not
  * parse is a `StorageError`. Writers in other processes are kept apart by lock files (`*.lock`,
- * holding the pid; a lock whose process is gone, or older than `staleLockMs`, is taken over).
+ * holding the pid and a token; a lock whose process is gone, or older than `staleLockMs`, is taken
+ * over, and its first holder then leaves it be).
  *
  * Keys and values are refused (`InvalidArgumentError`) if they hold a lone UTF-16 surrogate, which
  * UTF-8 files cannot carry. Entry `context-compactor/storage/fs`: Node only.
@@ -461,10 +462,12 @@ export class FileSystemAdapter implements StorageAdapter {
       await mkdir(dirname(lockFile), { recursive: true });
       const deadline = Date.now() + this.#lockTimeoutMs;
       let delay = 1;
+      let mine = "";
       for (;;) {
         try {
           const fh = await open(lockFile, "wx");
-          await fh.writeFile(`${process.pid}\n${Date.now()}\n`);
+          mine = `${process.pid}\n${Date.now()}\n${Math.random().toString(36).slice(2)}\n`;
+          await fh.writeFile(mine);
           await fh.close();
           break;
         } catch (error) {
@@ -484,7 +487,8 @@ export class FileSystemAdapter implements StorageAdapter {
       try {
         return await fn();
       } finally {
-        await unlink(lockFile).catch(() => {});
+        // Only while it is still this holder's: another process may have taken it over as stale.
+        if ((await readFile(lockFile, "utf8").catch(() => "")) === mine) await unlink(lockFile).catch(() => {});
       }
     });
   }

@@ -208,7 +208,10 @@ impl<'a> Sorted<'a> {
         tag: &str,
         format: Format,
     ) -> Result<(Vec<LoggedMessage>, Vec<Option<PackedTokens>>)> {
-        let mut messages = Vec::with_capacity(until.saturating_sub(from) as usize + 1);
+        // The meta record's count is the file's word (an imported one): room for what the
+        // records given can hold, at most, else a count of 2^31 would abort the wasm.
+        let room = until.saturating_sub(from).saturating_add(1).min(self.data.len() as u64 * CHUNK as u64);
+        let mut messages = Vec::with_capacity(room as usize);
         let mut counts = Vec::with_capacity(messages.capacity());
         let mut seq = from;
         while seq <= until {

@@ -220,6 +220,63 @@ fn a_stored_message_must_carry_the_id_of_its_place() {
     }
 }
 
+/// A session `id` of one message stored, its meta record then claiming `messages` messages under
+/// a checksum that verifies (anyone can compute one: an imported file may say anything that parses).
+fn stored_claiming(id: &str, messages: u64) -> (Session, Storage) {
+    let mut session = Session::new(id, Encoding::O200kBase, 10).unwrap();
+    session.history.append_value(user("hi"), Format::OpenAi).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1_000);
+    let key = meta_key(id);
+    let mut meta: Meta = serde_json::from_value(body_of(&storage.get(&key))).unwrap();
+    meta.messages = messages;
+    storage.0.insert(key.clone(), seal(key, Kind::Meta, &meta).unwrap().value);
+    (session, storage)
+}
+
+#[test]
+fn a_meta_record_claiming_billions_of_messages_is_corrupt_not_an_allocation() {
+    let (_, storage) = stored_claiming("huge", 1 << 40);
+    let error = storage.load("huge").err().unwrap();
+    assert_eq!(error.kind, ErrorKind::Corrupt, "{error}");
+    assert!(error.message.contains(r#"["r","huge","m","000000000002"] is missing"#), "{error}");
+}
+
+/// Fails (panics in debug builds; the wasm, built without overflow checks, wraps the commit to 0
+/// and its next save is then ignored by a load): the fix, a check in `read_meta` that its counts
+/// are below 2^53 and one in `Sorted::tail` that a mark's commit is, cost the lite wasm about 770
+/// gzipped bytes, over its ceiling. The store checks imported files' commits (js/store.ts).
+#[test]
+#[ignore = "fails: counts near u64::MAX overflow (see the comment)"]
+fn a_meta_record_at_the_end_of_u64_is_corrupt_not_an_overflow() {
+    let (session, storage) = stored_claiming("end", u64::MAX);
+    let meta_record = storage.get(&meta_key("end"));
+    for error in [
+        storage.load("end").err().unwrap(),
+        tail_keys(&meta_record).err().unwrap(),
+        storage.info("end").err().unwrap(),
+        session.pull_plan(&meta_record).err().unwrap(),
+    ] {
+        assert_eq!(error.kind, ErrorKind::Corrupt, "{error}");
+        assert_eq!(error.path.as_deref(), Some("s/end"), "{error}");
+    }
+
+    // A tail mark's commit as far out: not a batch of the session (the next save's commit would overflow).
+    let mut session = Session::new("far", Encoding::O200kBase, 10).unwrap();
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1_000);
+    session.history.append_value(user("hi"), Format::OpenAi).unwrap();
+    storage.save(&mut session, 2_000);
+    let key = data_key("far", Kind::Message, 1);
+    let mut body = body_of(&storage.get(&key));
+    body["tail"][0] = json!(u64::MAX);
+    storage.0.insert(key.clone(), seal(key, Kind::Message, &body).unwrap().value);
+    let mut loaded = storage.load("far").unwrap();
+    assert_eq!((loaded.history.len(), loaded.saved_commit()), (0, 1));
+    loaded.history.append_value(user("again"), Format::OpenAi).unwrap();
+    assert_eq!(storage.save(&mut loaded, 3_000).commit, 2);
+}
+
 #[test]
 fn records_are_ascii_and_load_back_every_character() {
     let mut session = Session::new("text", Encoding::O200kBase, 10).unwrap();
