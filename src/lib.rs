@@ -10,6 +10,7 @@ pub(crate) mod fasthash;
 pub mod history;
 pub mod ids;
 pub(crate) mod json_de;
+pub(crate) mod json_text;
 pub mod load;
 pub mod memory;
 pub mod message;
