@@ -237,7 +237,7 @@ fn chat_tool(tool: &Value) -> Value {
             let mut function = object.clone();
             function.remove("type");
             function.remove("strict");
-            serde_json::json!({"type": "function", "function": Value::Object(function)})
+            crate::message::json_object([("type", "function".into()), ("function", Value::Object(function))])
         }
         _ => tool.clone(),
     }
@@ -390,7 +390,8 @@ impl Counting<'_> {
         }
         let choice = request.get("tool_choice").filter(|c| !c.is_null()).map(|choice| match choice {
             Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
-                serde_json::json!({"type": "function", "function": {"name": object.get("name").cloned().unwrap_or_default()}})
+                let name = object.get("name").cloned().unwrap_or_default();
+                crate::message::json_object([("type", "function".into()), ("function", crate::message::json_object([("name", name)]))])
             }
             other => other.clone(),
         });
