@@ -15,6 +15,18 @@ pub fn to_text<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::E
     String::from_utf8(text.0).map_err(|_| serde::ser::Error::custom("a value serialised to invalid UTF-8"))
 }
 
+/// `value` as compact JSON text: what its `to_string` gives. (Its `Display`, through a writer
+/// and formatter of its own, would be one more copy of the serializer in the wasm.)
+pub fn value_text(value: &serde_json::Value) -> String {
+    match to_text(value) {
+        Ok(text) => text,
+        // Writing a `Value` fails only for want of memory, which traps, as `to_string` did.
+        Err(error) => std::alloc::handle_alloc_error(
+            std::alloc::Layout::array::<u8>(out_of_room(&error).unwrap_or(1)).unwrap_or(std::alloc::Layout::new::<u8>()),
+        ),
+    }
+}
+
 /// The bytes `to_text` could not reserve, when that is why it failed.
 pub fn out_of_room(error: &serde_json::Error) -> Option<usize> {
     std::error::Error::source(error)
@@ -98,6 +110,13 @@ mod tests {
     fn writes_what_serde_json_writes() {
         let value = json!({"a": [1, 2.5, null, true], "b": "x\"\n\u{1}é😀", "é": {}});
         assert_eq!(to_text(&value).unwrap(), serde_json::to_string(&value).unwrap());
+    }
+
+    #[test]
+    fn value_text_is_what_to_string_gives() {
+        for value in [json!(null), json!(-1.5e300), json!("é\u{7f}\\"), json!([{"b": 1, "a": [true]}, 18446744073709551615u64])] {
+            assert_eq!(value_text(&value), value.to_string());
+        }
     }
 
     #[test]

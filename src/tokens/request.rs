@@ -501,7 +501,7 @@ impl Counting<'_> {
                 .iter()
                 .map(|part| match part.get("text") {
                     Some(Value::String(text)) => self.encoding.count(text),
-                    _ => self.encoding.count(&part.to_string()),
+                    _ => self.encoding.count(&crate::json_text::value_text(part)),
                 })
                 .sum(),
             Some(other) => {
