@@ -4,6 +4,7 @@
 //! and formatters a caller used: 2 KB of the gzipped lite wasm, 2026-11-25).
 
 use serde::Serialize;
+use std::alloc::Layout;
 
 /// `value` as compact JSON text, as `serde_json::to_string` writes it; every growth of the
 /// buffer is reserved first, so that running out of memory is an error (`out_of_room` says how
@@ -18,13 +19,11 @@ pub fn to_text<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::E
 /// `value` as compact JSON text: what its `to_string` gives. (Its `Display`, through a writer
 /// and formatter of its own, would be one more copy of the serializer in the wasm.)
 pub fn value_text(value: &serde_json::Value) -> String {
-    match to_text(value) {
-        Ok(text) => text,
+    to_text(value).unwrap_or_else(|error| {
         // Writing a `Value` fails only for want of memory, which traps, as `to_string` did.
-        Err(error) => std::alloc::handle_alloc_error(
-            std::alloc::Layout::array::<u8>(out_of_room(&error).unwrap_or(1)).unwrap_or(std::alloc::Layout::new::<u8>()),
-        ),
-    }
+        let wanted = Layout::array::<u8>(out_of_room(&error).unwrap_or(1)).unwrap_or(Layout::new::<u8>());
+        std::alloc::handle_alloc_error(wanted)
+    })
 }
 
 /// The bytes `to_text` could not reserve, when that is why it failed.
@@ -114,7 +113,9 @@ mod tests {
 
     #[test]
     fn value_text_is_what_to_string_gives() {
-        for value in [json!(null), json!(-1.5e300), json!("é\u{7f}\\"), json!([{"b": 1, "a": [true]}, 18446744073709551615u64])] {
+        for value in
+            [json!(null), json!(-1.5e300), json!("é\u{7f}\\"), json!([{"b": 1, "a": [true]}, 18446744073709551615u64])]
+        {
             assert_eq!(value_text(&value), value.to_string());
         }
     }

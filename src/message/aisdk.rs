@@ -155,7 +155,10 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
             if let Some(value) = value {
                 output.insert("value".into(), value);
             }
-            return Err(at.error("output", format!("unknown tool output {:?}", crate::json_text::value_text(&Value::Object(output)))));
+            return Err(at.error(
+                "output",
+                format!("unknown tool output {:?}", crate::json_text::value_text(&Value::Object(output))),
+            ));
         }
     };
     Ok((content, is_error, Value::Object(output)))

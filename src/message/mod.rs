@@ -103,9 +103,9 @@ pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
         (Format::OpenAi | Format::Responses | Format::AiSdk, Value::Array(mut list)) => list.pop(),
         (Format::Anthropic, Value::Object(mut request)) => match request.shift_remove("messages") {
             Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
-            _ => {
-                request.shift_remove("system").map(|content| json_object([("role", "system".into()), ("content", content)]))
-            }
+            _ => request
+                .shift_remove("system")
+                .map(|content| json_object([("role", "system".into()), ("content", content)])),
         },
         _ => None,
     }

@@ -391,7 +391,10 @@ impl Counting<'_> {
         let choice = request.get("tool_choice").filter(|c| !c.is_null()).map(|choice| match choice {
             Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
                 let name = object.get("name").cloned().unwrap_or_default();
-                crate::message::json_object([("type", "function".into()), ("function", crate::message::json_object([("name", name)]))])
+                crate::message::json_object([
+                    ("type", "function".into()),
+                    ("function", crate::message::json_object([("name", name)])),
+                ])
             }
             other => other.clone(),
         });
