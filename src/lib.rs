@@ -12,6 +12,7 @@ pub mod ids;
 pub(crate) mod json_de;
 pub(crate) mod json_text;
 pub mod load;
+pub(crate) mod lowercase;
 pub mod memory;
 pub mod message;
 pub mod session;
