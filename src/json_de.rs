@@ -131,6 +131,29 @@ fn invalid_type(value: &Value, expected: &dyn Expected) -> PathError {
     de::Error::invalid_type(unexpected(value), expected)
 }
 
+// What a typed read expects, taken out of the value, else the error: outside the generic
+// deserializer methods, so compiled once.
+fn as_string(value: Value, expected: &dyn Expected) -> Result<String> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(invalid_type(&other, expected)),
+    }
+}
+
+fn as_array(value: Value, expected: &dyn Expected) -> Result<Vec<Value>> {
+    match value {
+        Value::Array(array) => Ok(array),
+        other => Err(invalid_type(&other, expected)),
+    }
+}
+
+fn as_object(value: Value, expected: &dyn Expected) -> Result<Map<String, Value>> {
+    match value {
+        Value::Object(object) => Ok(object),
+        other => Err(invalid_type(&other, expected)),
+    }
+}
+
 fn visit_number<'de, V: Visitor<'de>>(n: &Number, visitor: V) -> Result<V::Value> {
     match (n.as_u64(), n.as_i64()) {
         (Some(u), _) => visitor.visit_u64(u),
@@ -151,7 +174,7 @@ fn visit_array<'de, V: Visitor<'de>>(array: Vec<Value>, visitor: V) -> Result<V:
 
 fn visit_object<'de, V: Visitor<'de>>(object: Map<String, Value>, visitor: V) -> Result<V::Value> {
     let len = object.len();
-    let mut map = MapDe { iter: object.into_iter(), value: None };
+    let mut map = MapDe { iter: object.into_iter(), key: String::new(), value: None };
     let value = visitor.visit_map(&mut map)?;
     match map.iter.len() {
         0 => Ok(value),
@@ -227,10 +250,8 @@ impl<'de> de::Deserializer<'de> for ValueDe {
     }
 
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.0 {
-            Value::String(s) => visitor.visit_string(s),
-            other => Err(invalid_type(&other, &visitor)),
-        }
+        let text = as_string(self.0, &visitor)?;
+        visitor.visit_string(text)
     }
 
     fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
@@ -253,10 +274,7 @@ impl<'de> de::Deserializer<'de> for ValueDe {
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.0 {
-            Value::Array(array) => visit_array(array, visitor),
-            other => Err(invalid_type(&other, &visitor)),
-        }
+        visit_array(as_array(self.0, &visitor)?, visitor)
     }
 
     fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value> {
@@ -273,10 +291,7 @@ impl<'de> de::Deserializer<'de> for ValueDe {
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.0 {
-            Value::Object(object) => visit_object(object, visitor),
-            other => Err(invalid_type(&other, &visitor)),
-        }
+        visit_object(as_object(self.0, &visitor)?, visitor)
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -304,17 +319,34 @@ impl<'de> de::Deserializer<'de> for ValueDe {
 
 struct SeqDe {
     iter: std::vec::IntoIter<Value>,
+    /// Elements read so far.
     index: usize,
+}
+
+// The accessors' work that does not depend on what is read is done outside their generic
+// methods, which are compiled once per type read (40 struct types and their fields' types).
+impl SeqDe {
+    fn next_element(&mut self) -> Option<Value> {
+        let value = self.iter.next()?;
+        self.index += 1;
+        Some(value)
+    }
+
+    #[cold]
+    fn at_element(&self, error: PathError) -> PathError {
+        error.at(Segment::Index(self.index - 1))
+    }
 }
 
 impl<'de> de::SeqAccess<'de> for SeqDe {
     type Error = PathError;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
-        let Some(value) = self.iter.next() else { return Ok(None) };
-        let index = self.index;
-        self.index += 1;
-        seed.deserialize(ValueDe(value)).map(Some).map_err(|e| e.at(Segment::Index(index)))
+        let Some(value) = self.next_element() else { return Ok(None) };
+        match seed.deserialize(ValueDe(value)) {
+            Ok(read) => Ok(Some(read)),
+            Err(e) => Err(self.at_element(e)),
+        }
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -324,29 +356,43 @@ impl<'de> de::SeqAccess<'de> for SeqDe {
 
 struct MapDe {
     iter: <Map<String, Value> as IntoIterator>::IntoIter,
-    /// The value of the key just read, and the key (for the error path).
-    value: Option<(String, Value)>,
+    /// The key just read (for the error path) and its value, until that is read.
+    key: String,
+    value: Option<Value>,
+}
+
+impl MapDe {
+    /// The next key, its value kept for `next_value_seed`.
+    fn next_key(&mut self) -> Option<&str> {
+        let (key, value) = self.iter.next()?;
+        (self.key, self.value) = (key, Some(value));
+        Some(&self.key)
+    }
+
+    fn take_value(&mut self) -> Result<Value> {
+        self.value.take().ok_or_else(|| de::Error::custom("value is missing"))
+    }
+
+    #[cold]
+    fn at_key(&mut self, error: PathError) -> PathError {
+        error.at(Segment::Key(std::mem::take(&mut self.key)))
+    }
 }
 
 impl<'de> de::MapAccess<'de> for MapDe {
     type Error = PathError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
-        let Some((key, value)) = self.iter.next() else { return Ok(None) };
-        match seed.deserialize(KeyDe(&key)) {
-            Ok(read) => {
-                self.value = Some((key, value));
-                Ok(Some(read))
-            }
-            Err(e) => Err(e.at(Segment::Key(key))),
+        let Some(key) = self.next_key() else { return Ok(None) };
+        match seed.deserialize(KeyDe(key)) {
+            Ok(read) => Ok(Some(read)),
+            Err(e) => Err(self.at_key(e)),
         }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
-        match self.value.take() {
-            Some((key, value)) => seed.deserialize(ValueDe(value)).map_err(|e| e.at(Segment::Key(key))),
-            None => Err(de::Error::custom("value is missing")),
-        }
+        let value = self.take_value()?;
+        seed.deserialize(ValueDe(value)).map_err(|e| self.at_key(e))
     }
 
     fn size_hint(&self) -> Option<usize> {

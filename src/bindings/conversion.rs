@@ -199,62 +199,12 @@ fn replace_lone_surrogates(json: &str) -> Option<String> {
     Some(out)
 }
 
-/// JSON text written with every growth of the buffer reserved first: running out of memory is
-/// an error (`OutOfRoom`), not a trap.
-struct Text(Vec<u8>);
-
-struct OutOfRoom(usize);
-
-impl std::io::Write for Text {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.write_all(bytes).map(|_| bytes.len())
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        if self.0.capacity() - self.0.len() < bytes.len() {
-            let wanted = self.0.len().saturating_add(bytes.len()).max(self.0.capacity().saturating_mul(2));
-            if self.0.try_reserve_exact(wanted - self.0.len()).is_err() {
-                self.0.try_reserve_exact(bytes.len()).map_err(|_| std::io::Error::other(OutOfRoom(wanted)))?;
-            }
-        }
-        self.0.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl std::fmt::Debug for OutOfRoom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "out of memory at {} bytes", self.0)
-    }
-}
-
-impl std::fmt::Display for OutOfRoom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
-    }
-}
-
-impl std::error::Error for OutOfRoom {}
-
 /// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
 pub(crate) fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
-    let mut text = Text(Vec::new());
-    if let Err(error) = serde_json::to_writer(&mut text, value) {
-        let room = std::error::Error::source(&error)
-            .and_then(|e| e.downcast_ref::<std::io::Error>())
-            .and_then(std::io::Error::get_ref)
-            .and_then(|e| e.downcast_ref::<OutOfRoom>());
-        return Err(match room {
-            Some(OutOfRoom(bytes)) => Error::out_of_memory("the result", *bytes),
-            None => Error::internal(format!("serialising a result: {error}")),
-        });
-    }
-    // serde_json writes valid UTF-8.
-    let text = String::from_utf8(text.0).map_err(|_| Error::internal("a result serialised to invalid UTF-8"))?;
+    let text = crate::json_text::to_text(value).map_err(|error| match crate::json_text::out_of_room(&error) {
+        Some(bytes) => Error::out_of_memory("the result", bytes),
+        None => Error::internal(format!("serialising a result: {error}")),
+    })?;
     JSON::parse(&text).map_err(|_| {
         if text.len() > 1 << 28 {
             Error::resource(format!(

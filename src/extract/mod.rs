@@ -244,7 +244,7 @@ fn describe_call(call: &ToolCall, paths: &[(String, FileOp)]) -> String {
         (None, Some((path, _))) => path.clone(),
         (None, None) => match &input {
             Some(Value::Object(map)) if map.is_empty() => String::new(),
-            Some(value) => squash(&value.to_string(), 80),
+            Some(value) => squash(&crate::json_text::value_text(value), 80),
             None => String::new(),
         },
     };

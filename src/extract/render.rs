@@ -124,7 +124,7 @@ pub(super) fn render(ex: &mut Extract) -> String {
         map.insert("toolsUsed".into(), Value::Object(tools));
     }
     let value = Value::Object(map);
-    let text = serde_json::to_string(&value).unwrap_or_default();
+    let text = crate::json_text::to_text(&value).unwrap_or_default();
     if let Value::Object(mut map) = value {
         if let Some(Value::Array(users)) = map.remove("userMessages") {
             ex.user_messages =

@@ -67,7 +67,7 @@ pub fn terms(text: &str) -> Vec<String> {
             previous_cjk = Some(c);
         } else if c.is_alphanumeric() || c == '_' {
             previous_cjk = None;
-            word.extend(c.to_lowercase());
+            word.extend(crate::lowercase::of(c));
         } else {
             previous_cjk = None;
             if !word.is_empty() {

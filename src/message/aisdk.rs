@@ -142,7 +142,7 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
     let is_error = kind.starts_with("error-").then_some(true);
     let content = match (kind.as_str(), output.shift_remove("value")) {
         ("text" | "error-text", Some(Value::String(text))) => Content::text(text),
-        ("json" | "error-json", Some(value)) => Content::text(value.to_string()),
+        ("json" | "error-json", Some(value)) => Content::text(crate::json_text::value_text(&value)),
         ("content", Some(Value::Array(items))) => {
             let parts = items.into_iter().map(content_item).collect();
             Content::parts(parts)
@@ -155,7 +155,10 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
             if let Some(value) = value {
                 output.insert("value".into(), value);
             }
-            return Err(at.error("output", format!("unknown tool output {:?}", Value::Object(output).to_string())));
+            return Err(at.error(
+                "output",
+                format!("unknown tool output {:?}", crate::json_text::value_text(&Value::Object(output))),
+            ));
         }
     };
     Ok((content, is_error, Value::Object(output)))

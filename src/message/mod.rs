@@ -103,12 +103,18 @@ pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
         (Format::OpenAi | Format::Responses | Format::AiSdk, Value::Array(mut list)) => list.pop(),
         (Format::Anthropic, Value::Object(mut request)) => match request.shift_remove("messages") {
             Some(Value::Array(mut list)) if !list.is_empty() => list.pop(),
-            _ => {
-                request.shift_remove("system").map(|content| serde_json::json!({"role": "system", "content": content}))
-            }
+            _ => request
+                .shift_remove("system")
+                .map(|content| json_object([("role", "system".into()), ("content", content)])),
         },
         _ => None,
     }
+}
+
+/// A JSON object of `entries`, in order. (Not `json!` around a `Value`: that copies the value
+/// through serde's `Value` serializer, compiled into the wasm for that alone.)
+pub(crate) fn json_object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(entries.into_iter().map(|(key, value)| (key.to_owned(), value)).collect())
 }
 
 /// Converts a message list between formats, for what both can express.
@@ -116,15 +122,20 @@ pub fn emit_one(message: &Message, format: Format) -> Option<Value> {
 /// `function`), Anthropic (`input_schema`), OpenAI Responses (flat), or the AI SDK's (wrap the
 /// schema with `jsonSchema()`).
 pub fn tool_definition(format: Format, name: &str, description: &str, parameters: Value) -> Value {
+    let (name, description) = (Value::from(name), Value::from(description));
     match format {
-        Format::OpenAi => {
-            serde_json::json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
-        }
-        Format::Anthropic => serde_json::json!({"name": name, "description": description, "input_schema": parameters}),
-        Format::Responses => {
-            serde_json::json!({"type": "function", "name": name, "description": description, "parameters": parameters})
-        }
-        Format::AiSdk => serde_json::json!({"name": name, "description": description, "inputSchema": parameters}),
+        Format::OpenAi => json_object([
+            ("type", "function".into()),
+            ("function", json_object([("name", name), ("description", description), ("parameters", parameters)])),
+        ]),
+        Format::Anthropic => json_object([("name", name), ("description", description), ("input_schema", parameters)]),
+        Format::Responses => json_object([
+            ("type", "function".into()),
+            ("name", name),
+            ("description", description),
+            ("parameters", parameters),
+        ]),
+        Format::AiSdk => json_object([("name", name), ("description", description), ("inputSchema", parameters)]),
     }
 }
 
@@ -316,7 +327,7 @@ impl ToolInput {
     pub fn to_text(&self) -> String {
         match self {
             ToolInput::Text(text) => text.clone(),
-            ToolInput::Json(value) => value.to_string(),
+            ToolInput::Json(value) => crate::json_text::value_text(value),
         }
     }
 }

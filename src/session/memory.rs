@@ -254,9 +254,7 @@ impl Session {
 
 /// A value as JSON text, its keys in order (what `JSON.stringify` of the returned object gave).
 fn to_json_text<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_value(value)
-        .map(|v| v.to_string())
-        .map_err(|e| Error::internal(format!("serialising a recall result: {e}")))
+    crate::json_text::to_text(value).map_err(|e| Error::internal(format!("serialising a recall result: {e}")))
 }
 
 struct SessionLog<'a> {

@@ -270,9 +270,8 @@ impl Session {
     /// The sub-agent's result as the tool result that answers the parent's call (its JSON text,
     /// keys in order).
     pub fn subagent_tool_result(&self, call_id: &str, format: Format) -> Result<Message> {
-        let text = serde_json::to_value(self.subagent_result())
-            .map_err(|e| Error::internal(format!("serialising a sub-agent result: {e}")))?
-            .to_string();
+        let text = crate::json_text::to_text(&self.subagent_result())
+            .map_err(|e| Error::internal(format!("serialising a sub-agent result: {e}")))?;
         Ok(Message::tool_result(call_id, None, text, false, format))
     }
 }

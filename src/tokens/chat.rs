@@ -119,18 +119,18 @@ fn function_call_tokens(encoding: Encoding, call: &Value) -> usize {
     let text = |key: &str| match call.get(key) {
         Some(Value::String(text)) => encoding.count(text),
         None | Some(Value::Null) => 0,
-        Some(other) => encoding.count(&other.to_string()),
+        Some(other) => encoding.count(&crate::json_text::value_text(other)),
     };
     match call {
         Value::Object(fields) => {
             let rest: usize = fields
                 .iter()
                 .filter(|(k, _)| !matches!(k.as_str(), "name" | "arguments"))
-                .map(|(_, v)| encoding.count(&v.to_string()))
+                .map(|(_, v)| encoding.count(&crate::json_text::value_text(v)))
                 .sum();
             TOKENS_PER_FUNCTION_CALL + text("name") + text("arguments") + rest
         }
-        other => TOKENS_PER_FUNCTION_CALL + encoding.count(&other.to_string()),
+        other => TOKENS_PER_FUNCTION_CALL + encoding.count(&crate::json_text::value_text(other)),
     }
 }
 
@@ -215,7 +215,7 @@ fn other_part_tokens(encoding: Encoding, value: &Value) -> usize {
             return encoding.count(text);
         }
     }
-    encoding.count(&value.to_string())
+    encoding.count(&crate::json_text::value_text(value))
 }
 
 pub(crate) fn saturate(n: usize) -> u32 {

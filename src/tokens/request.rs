@@ -237,7 +237,7 @@ fn chat_tool(tool: &Value) -> Value {
             let mut function = object.clone();
             function.remove("type");
             function.remove("strict");
-            serde_json::json!({"type": "function", "function": Value::Object(function)})
+            crate::message::json_object([("type", "function".into()), ("function", Value::Object(function))])
         }
         _ => tool.clone(),
     }
@@ -390,7 +390,11 @@ impl Counting<'_> {
         }
         let choice = request.get("tool_choice").filter(|c| !c.is_null()).map(|choice| match choice {
             Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
-                serde_json::json!({"type": "function", "function": {"name": object.get("name").cloned().unwrap_or_default()}})
+                let name = object.get("name").cloned().unwrap_or_default();
+                crate::message::json_object([
+                    ("type", "function".into()),
+                    ("function", crate::message::json_object([("name", name)])),
+                ])
             }
             other => other.clone(),
         });
@@ -500,7 +504,7 @@ impl Counting<'_> {
                 .iter()
                 .map(|part| match part.get("text") {
                     Some(Value::String(text)) => self.encoding.count(text),
-                    _ => self.encoding.count(&part.to_string()),
+                    _ => self.encoding.count(&crate::json_text::value_text(part)),
                 })
                 .sum(),
             Some(other) => {

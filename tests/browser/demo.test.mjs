@@ -91,7 +91,9 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     // 997,100 with table format 5 (frequency tables as log-scale codes, more contexts: the table -2,444, the wasm +520);
     // 999,681 after the warm build's kept receipt (+4.1 KB) and system messages hashed without Debug (-1.6 KB).
     // 999,620 with the allocator's 16 MB steps past 256 MB; 1,004,704 with the tail saves, then 999,513 with the
-    // function order by likeness to the last four placed and short import and export names (scripts/short-names.mjs).
+    // function order by likeness to the last four placed and short import and export names (scripts/short-names.mjs);
+    // 992,235 with one JSON serializer (src/json_text.rs), json_de's accessors' shared work compiled once and lower
+    // case from runs rather than core's table (src/lowercase.rs).
     const TARGET = 1_000_000;
     assert.ok(codeAndTable <= TARGET, `wasm and table ${codeAndTable} bytes ≤ the ${TARGET}-byte target`);
     assert.equal(Number(await page.getAttribute("#stats", "data-bytes")), codeAndTable, "the page shows what the network log shows");

@@ -93,7 +93,7 @@ pub fn compress_json(value: &Value, options: &CompressOptions) -> String {
             map.insert("compressed".into(), Value::Bool(true));
         }
     }
-    out.to_string()
+    crate::json_text::value_text(&out)
 }
 
 fn compress_value(value: &Value, options: &CompressOptions, depth: usize, project: bool) -> Value {

@@ -284,7 +284,7 @@ fn sanitize_anthropic(value: Value) -> Value {
                 }
                 _ => Value::Array(blocks),
             };
-            serde_json::json!({"role": role, "content": content})
+            message::json_object([("role", role.into()), ("content", content)])
         })
         .collect();
     let mut out = Map::new();

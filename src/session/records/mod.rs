@@ -200,7 +200,7 @@ pub(crate) fn parse_key(key: &[String]) -> Result<Place> {
 
 /// A key as the errors show it: `["r","main","m","000000000012"]`.
 pub(crate) fn show(key: &[String]) -> String {
-    serde_json::to_string(key).unwrap_or_else(|_| key.join("/"))
+    crate::json_text::to_text(key).unwrap_or_else(|_| key.join("/"))
 }
 
 /// The checksum of a record: FNV-1a 64 of its key, its version and its body's exact text (and,
@@ -219,42 +219,16 @@ fn checksum(key: &[String], version: u64, kind: Kind, body: &str) -> u64 {
     fnv1a64(&parts)
 }
 
-/// JSON text with every character past ASCII written as a `\uXXXX` escape (two for one past
-/// U+FFFF): the same JSON, read back the same. A JS engine holds an ASCII string at one byte a
-/// character, but one other character anywhere in it makes the whole string two bytes a
-/// character: a chunk of a thousand messages then takes twice the bytes in IndexedDB's copies,
-/// and its conversion to UTF-8 on its way into the wasm is twice as slow (in Chromium).
-struct AsciiFormatter;
-
-impl serde_json::ser::Formatter for AsciiFormatter {
-    fn write_string_fragment<W: ?Sized + std::io::Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> std::io::Result<()> {
-        let mut rest = fragment;
-        while let Some(at) = rest.find(|c: char| !c.is_ascii()) {
-            writer.write_all(&rest.as_bytes()[..at])?;
-            let c = rest[at..].chars().next().unwrap_or_default();
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                write!(writer, "\\u{unit:04x}")?;
-            }
-            rest = &rest[at + c.len_utf8()..];
-        }
-        writer.write_all(rest.as_bytes())
-    }
-}
-
 /// A record of `kind` at `key` holding `body`, sealed with its version and checksum.
 pub(crate) fn seal<T: Serialize>(key: Vec<String>, kind: Kind, body: &T) -> Result<StoredRecord> {
     let unwritable = |e: &dyn std::fmt::Display| {
         Error::internal(format!("writing the {} record {}: {e}", kind.as_str(), show(&key)))
     };
-    let mut text = Vec::new();
-    body.serialize(&mut serde_json::Serializer::with_formatter(&mut text, AsciiFormatter))
-        .map_err(|e| unwritable(&e))?;
-    let body = String::from_utf8(text).map_err(|e| unwritable(&e))?;
+    // Past ASCII escaped: a JS engine holds an ASCII string at one byte a character, but one
+    // other character anywhere in it makes the whole string two bytes a character: a chunk of a
+    // thousand messages then takes twice the bytes in IndexedDB's copies, and its conversion to
+    // UTF-8 on its way into the wasm is twice as slow (in Chromium).
+    let body = crate::json_text::ascii_escaped(crate::json_text::to_text(body).map_err(|e| unwritable(&e))?);
     let sum = checksum(&key, RECORD_VERSION, kind, &body);
     let value = format!(r#"{{"v":{RECORD_VERSION},"sum":"{sum:016x}","body":{body}}}"#);
     Ok(StoredRecord { key, value })
