@@ -294,6 +294,8 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     const stepped = await seen();
     assert.ok(stepped.history.length > before.history.length, "messages appended");
     assert.deepEqual(stepped.history.slice(0, before.history.length).map((h) => h.split(" ")[0]), before.history.map((h) => h.split(" ")[0]), "after the same messages");
+    // The sidebar is listed again from the store once the step is saved, after the page stops being busy.
+    await page.waitForFunction(([i, count]) => document.querySelector(`#sessions [data-session="${i}"] button.session`)?.textContent.includes(`${count} messages`), [id, stepped.history.length.toLocaleString("en-US")]);
     const steppedEntry = await page.textContent(`#sessions [data-session="${id}"] button.session`);
     await page.reload();
     await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
