@@ -22,6 +22,9 @@ use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
 use crate::tokens::{MessageTokens, REPLY_PRIMING};
 
+/// Past what a stored count or commit can be: JS numbers are exact below 2^53.
+const MAX_SAVED: u64 = 1 << 53;
+
 /// A token count as a chunk keeps it (`save::pack_tokens`).
 pub(super) type PackedTokens = Vec<u32>;
 
@@ -47,6 +50,14 @@ pub(super) fn read_meta(record: &StoredRecord) -> Result<(Meta, u64)> {
     match open(&record.key, &record.value, Kind::Meta)? {
         Opened::Current(body) => {
             let meta: Meta = read_body(&record.key, body.text)?;
+            // Counts go to JS as numbers, exact below 2^53, and the next save adds to them.
+            if [meta.messages, meta.commit, meta.chunked, meta.tokens, meta.turn_start].iter().any(|&n| n >= MAX_SAVED)
+            {
+                return Err(Error::corrupt(
+                    &record.key,
+                    format!("record {} holds a count past 2^53", show(&record.key)),
+                ));
+            }
             if record.key != meta_key(&meta.id) {
                 return Err(Error::corrupt(
                     &record.key,
@@ -169,7 +180,7 @@ impl<'a> Sorted<'a> {
         let (mut at, mut commit) = from.map_or((meta.messages, meta.commit), |t| (t.end(), t.commit()));
         let mut accepted = from;
         while let Some(mark) = self.mark(&meta.id, at + 1)? {
-            if mark.commit() <= commit || mark.end() <= at || mark.end() > reach {
+            if mark.commit() <= commit || mark.commit() >= MAX_SAVED || mark.end() <= at || mark.end() > reach {
                 break;
             }
             for seq in at + 2..=mark.end() {

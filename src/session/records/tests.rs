@@ -242,12 +242,9 @@ fn a_meta_record_claiming_billions_of_messages_is_corrupt_not_an_allocation() {
     assert!(error.message.contains(r#"["r","huge","m","000000000002"] is missing"#), "{error}");
 }
 
-/// Fails (panics in debug builds; the wasm, built without overflow checks, wraps the commit to 0
-/// and its next save is then ignored by a load): the fix, a check in `read_meta` that its counts
-/// are below 2^53 and one in `Sorted::tail` that a mark's commit is, cost the lite wasm about 770
-/// gzipped bytes, over its ceiling. The store checks imported files' commits (js/store.ts).
+/// Debug builds panicked on the overflow; the wasm, built without overflow checks, wrapped the
+/// commit to 0, and a load then ignored its next save.
 #[test]
-#[ignore = "fails: counts near u64::MAX overflow (see the comment)"]
 fn a_meta_record_at_the_end_of_u64_is_corrupt_not_an_overflow() {
     let (session, storage) = stored_claiming("end", u64::MAX);
     let meta_record = storage.get(&meta_key("end"));
