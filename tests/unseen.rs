@@ -199,3 +199,230 @@ fn ai_sdk_v5_model_messages() {
     ]);
     lossless_and_builds(messages, Format::AiSdk);
 }
+
+fn cc(kind: &str, uuid: &str, parent: Option<&str>, message: Value) -> Value {
+    json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/repo", "sessionId": "s1",
+           "version": "1.0.80", "gitBranch": "main", "type": kind, "message": message, "uuid": uuid,
+           "timestamp": "2025-08-01T10:00:00.000Z"})
+}
+
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[test]
+fn claude_code_bookkeeping_streaming_images_compaction() {
+    let mut records = vec![
+        json!({"type": "summary", "summary": "Fixing the parser", "leafUuid": "elsewhere-1"}),
+        json!({"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1", "trackedFileBackups": {}, "timestamp": "2025-08-01T10:00:00.000Z"}, "isSnapshotUpdate": false}),
+        cc("user", "u0", None, json!({"role": "user", "content": "<command-name>/clear</command-name>"})),
+        {
+            let mut r = cc("user", "m0", Some("u0"), json!({"role": "user", "content": [{"type": "text", "text": "Caveat: local commands"}]}));
+            r["isMeta"] = json!(true);
+            r
+        },
+        cc("user", "u1", Some("m0"), json!({"role": "user", "content": [
+            {"type": "text", "text": "What is in this screenshot?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+        ]})),
+        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "thinking", "thinking": "", "signature": "ErUBCkYIBBgCIkB"}], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 4, "output_tokens": 1}})),
+        cc("assistant", "a2", Some("a1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "Let me look."}], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 1}})),
+        cc("assistant", "a3", Some("a2"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Read", "input": {"file_path": "/repo/shot.png"}}], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 1}})),
+        cc("assistant", "a4", Some("a3"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": "toolu_B", "name": "Task", "input": {"description": "look", "prompt": "find it", "subagent_type": "general-purpose"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 50}})),
+        {
+            let mut r = cc("user", "r1", Some("a4"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+            ]}]}));
+            r["toolUseResult"] = json!({"type": "image", "file": {"base64": PNG, "type": "image/png", "originalSize": 70}});
+            r
+        },
+        // The sub-agent's own conversation, on a side chain.
+        {
+            let mut r = cc("user", "s1", None, json!({"role": "user", "content": "find it"}));
+            r["isSidechain"] = json!(true);
+            r
+        },
+        {
+            let mut r = cc("assistant", "s2", Some("s1"), json!({"id": "msg_sub", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                "content": [{"type": "tool_use", "id": "toolu_S", "name": "Grep", "input": {"pattern": "x"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}));
+            r["isSidechain"] = json!(true);
+            r
+        },
+        {
+            let mut r = cc("user", "r2", Some("r1"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_B", "content": [{"type": "text", "text": "Found it in a.rs"}]}]}));
+            r["toolUseResult"] = json!({"content": [{"type": "text", "text": "Found it in a.rs"}], "totalDurationMs": 1000, "totalTokens": 10, "totalToolUseCount": 1});
+            r
+        },
+        json!({"parentUuid": "r2", "isSidechain": false, "type": "system", "subtype": "informational", "content": "Hook ran", "level": "info", "uuid": "sys1", "timestamp": "2025-08-01T10:00:01.000Z"}),
+        cc("assistant", "a5", Some("sys1"), json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}, {"type": "text", "text": "It is a cat."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 9}})),
+        json!({"parentUuid": null, "logicalParentUuid": "a5", "isSidechain": false, "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": false, "level": "info", "compactMetadata": {"trigger": "auto", "preTokens": 155000}, "uuid": "cb1", "timestamp": "2025-08-01T11:00:00.000Z"}),
+        {
+            let mut r = cc("user", "cs1", Some("cb1"), json!({"role": "user", "content": "This session is being continued from a previous conversation. Summary: a cat."}));
+            r["isCompactSummary"] = json!(true);
+            r["isVisibleInTranscriptOnly"] = json!(true);
+            r
+        },
+        cc("user", "u2", Some("cs1"), json!({"role": "user", "content": "thanks"})),
+        {
+            let mut r = cc("assistant", "e1", Some("u2"), json!({"id": "b6f0a0c1-synthetic", "type": "message", "role": "assistant", "model": "<synthetic>",
+                "content": [{"type": "text", "text": "API Error: Request was aborted."}], "stop_reason": "stop_sequence", "stop_sequence": "", "usage": {"input_tokens": 0, "output_tokens": 0}}));
+            r["isApiErrorMessage"] = json!(true);
+            r
+        },
+    ];
+    records.push(cc("user", "u3", Some("e1"), json!({"role": "user", "content": "[Request interrupted by user]"})));
+    let loaded = loads(&jsonl(&records), "session.jsonl");
+    let messages = loaded.messages["messages"].as_array().unwrap();
+    // One response per message id; the sub-agent's records are left out, and said to be.
+    assert!(loaded.notes.iter().any(|n| n.contains("sidechain")), "{:?}", loaded.notes);
+    let text = serde_json::to_string(messages).unwrap();
+    assert!(!text.contains("toolu_S"));
+    assert!(text.contains("Found it in a.rs") && text.contains("It is a cat.") && text.contains("API Error"));
+}
+
+#[test]
+fn claude_code_log_cut_mid_tool_use() {
+    let records = vec![
+        cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
+        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+    ];
+    loads(&jsonl(&records), "cut.jsonl");
+}
+
+#[test]
+fn claude_code_interrupted_tool_use() {
+    let records = vec![
+        cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
+        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+        cc("user", "r1", Some("a1"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "is_error": true,
+            "content": "The user doesn't want to proceed with this tool use. The tool use was rejected."}]})),
+        cc("user", "i1", Some("r1"), json!({"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]})),
+        cc("user", "u2", Some("i1"), json!({"role": "user", "content": "no, run only the unit tests"})),
+        cc("assistant", "a2", Some("u2"), json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "text", "text": "OK."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+    ];
+    loads(&jsonl(&records), "interrupted.jsonl");
+}
+
+/// Claude Code writes a sub-agent's transcript to its own file (`agent-<id>.jsonl`), every record
+/// on the side chain: that file is the sub-agent's conversation.
+#[test]
+fn claude_code_sub_agent_transcript_file() {
+    let side = |mut r: Value| {
+        r["isSidechain"] = json!(true);
+        r["agentId"] = json!("a1b2c3");
+        r
+    };
+    let records = vec![
+        side(cc("user", "s1", None, json!({"role": "user", "content": "Find where the parser fails"}))),
+        side(cc("assistant", "s2", Some("s1"), json!({"id": "msg_s1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": "toolu_G", "name": "Grep", "input": {"pattern": "fn parse"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}))),
+        side(cc("user", "s3", Some("s2"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_G", "content": "src/a.rs:10"}]}))),
+        side(cc("assistant", "s4", Some("s3"), json!({"id": "msg_s2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "In src/a.rs line 10."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}))),
+    ];
+    let loaded = loads(&jsonl(&records), "agent-a1b2c3.jsonl");
+    assert_eq!(loaded.messages["messages"].as_array().unwrap().len(), 4);
+}
+
+/// SWE-agent 1.x: `message_type`, `thought`/`action`, `agent`, demonstrations (`is_demo`),
+/// content as parts with `cache_control`, and an observation for several calls.
+#[test]
+fn swe_agent_1x_trajectory() {
+    let traj = json!({
+        "environment": "swe_main",
+        "trajectory": [{"action": "ls", "observation": "a.py", "response": "ls", "thought": "look", "execution_time": 0.1, "state": {}, "query": [], "extra_info": {}}],
+        "history": [
+            {"role": "system", "content": "You are a helpful assistant that can interact with a computer.", "agent": "main", "message_type": "system_prompt"},
+            {"role": "user", "content": [{"type": "text", "text": "Here is a demonstration:\n...", "cache_control": {"type": "ephemeral"}}], "agent": "main", "message_type": "demonstration", "is_demo": true},
+            {"role": "user", "content": [{"type": "text", "text": "<uploaded_files>/repo</uploaded_files> Fix the bug.", "cache_control": {"type": "ephemeral"}}], "agent": "main", "message_type": "observation"},
+            {"role": "assistant", "content": "Let me look.", "thought": "Let me look.", "action": "ls /repo", "agent": "main",
+             "tool_calls": [{"index": 0, "function": {"arguments": "{\"command\":\"ls /repo\"}", "name": "bash"}, "id": "call_1", "type": "function"},
+                            {"index": 1, "function": {"arguments": "{\"command\":\"cat a.py\"}", "name": "bash"}, "id": "call_2", "type": "function"}],
+             "message_type": "action", "thinking_blocks": []},
+            {"role": "tool", "content": [{"type": "text", "text": "a.py\nb.py"}], "agent": "main", "message_type": "observation", "tool_call_ids": ["call_1", "call_2"]},
+            {"role": "assistant", "content": "Bad format", "thought": "", "action": "", "agent": "main", "message_type": "action", "tool_calls": null},
+            {"role": "user", "content": "Your last output did not use any tool calls! Please make sure your output includes exactly _ONE_ function call!", "agent": "main", "message_type": "user"},
+            {"role": "assistant", "content": "", "thought": "", "action": "submit", "agent": "main",
+             "tool_calls": [{"function": {"arguments": "{}", "name": "submit"}, "id": "call_3", "type": "function"}], "message_type": "action"},
+            {"role": "tool", "content": "diff --git a/a.py b/a.py", "agent": "main", "message_type": "observation", "tool_call_ids": ["call_3"]}
+        ],
+        "info": {"exit_status": "submitted", "submission": "diff", "model_stats": {"instance_cost": 0.1, "tokens_sent": 10, "tokens_received": 5, "api_calls": 3}},
+        "replay_config": null
+    });
+    loads(&traj.to_string(), "django__django-11099.traj");
+}
+
+/// SWE-agent 0.x: no function calling; observations come back as user messages.
+#[test]
+fn swe_agent_0x_trajectory() {
+    let traj = json!({
+        "environment": "swe_main",
+        "trajectory": [{"action": "ls\n", "observation": "a.py", "response": "DISCUSSION\nlook\n```\nls\n```", "state": "{\"open_file\": \"n/a\"}", "thought": "DISCUSSION\nlook\n"}],
+        "history": [
+            {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "primary"},
+            {"role": "user", "content": "Here is a demonstration of how to correctly accomplish this task.\n...", "agent": "primary", "is_demo": true},
+            {"role": "user", "content": "We're currently solving the following issue.", "agent": "primary"},
+            {"role": "assistant", "content": "DISCUSSION\nlook\n```\nls\n```", "thought": "DISCUSSION\nlook\n", "action": "ls\n", "agent": "primary"},
+            {"role": "user", "content": "a.py\n(Open file: n/a)\n(Current directory: /repo)\nbash-$", "agent": "primary"}
+        ],
+        "info": {"exit_status": "early_exit"}
+    });
+    loads(&traj.to_string(), "old.traj");
+}
+
+/// tau-bench runs from a litellm model: `function_call: null`, null content with calls.
+#[test]
+fn tau_bench_run_with_null_legacy_fields() {
+    let runs = json!([{"task_id": 3, "reward": 1.0, "info": {"task": {"user_id": "u"}}, "traj": [
+        {"role": "system", "content": "# Airline Agent Policy"},
+        {"role": "user", "content": "Hi"},
+        {"content": null, "role": "assistant", "tool_calls": [{"function": {"arguments": "{\"user_id\": \"u\"}", "name": "get_user_details"}, "id": "call_a", "type": "function"}], "function_call": null},
+        {"role": "tool", "tool_call_id": "call_a", "name": "get_user_details", "content": "{}"},
+        {"content": "Done.", "role": "assistant", "tool_calls": null, "function_call": null}
+    ]}]);
+    loads(&runs.to_string(), "results.json");
+}
+
+#[test]
+fn openai_legacy_function_role() {
+    let messages = json!([
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+        {"role": "function", "name": "get_weather", "content": "{\"t\": 21}"},
+        {"role": "assistant", "content": "21C"}
+    ]);
+    lossless_and_builds(messages.clone(), Format::OpenAi);
+    loads(&messages.to_string(), "chat.json");
+}
+
+#[test]
+fn responses_items_file() {
+    let items = json!([
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAABo"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}", "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "1"},
+        {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed", "content": [{"type": "output_text", "text": "one", "annotations": []}]}
+    ]);
+    let loaded = loads(&items.to_string(), "items.json");
+    assert_eq!(loaded.format, Format::Responses);
+}
+
+#[test]
+fn ai_sdk_messages_file() {
+    let messages = json!([
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "f", "input": {}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "f", "output": {"type": "text", "value": "1"}}]},
+        {"role": "assistant", "content": "one"}
+    ]);
+    let loaded = loads(&messages.to_string(), "messages.json");
+    assert_eq!(loaded.format, Format::AiSdk);
+}
