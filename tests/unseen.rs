@@ -3,7 +3,7 @@
 //! request every provider accepts.
 
 use context_compactor::compact::{validate, BuildOptions};
-use context_compactor::load::{load, LoadOptions, Loaded};
+use context_compactor::load::{load, LoadOptions, Loaded, Source};
 use context_compactor::message::{self, Format};
 use context_compactor::session::Session;
 use context_compactor::tokens::Encoding;
@@ -329,6 +329,8 @@ fn claude_code_sub_agent_transcript_file() {
     ];
     let loaded = loads(&jsonl(&records), "agent-a1b2c3.jsonl");
     assert_eq!(loaded.messages["messages"].as_array().unwrap().len(), 4);
+    assert!(loaded.notes.iter().any(|n| n.contains("sub-agent's conversation")), "{:?}", loaded.notes);
+    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
 }
 
 /// SWE-agent 1.x: `message_type`, `thought`/`action`, `agent`, demonstrations (`is_demo`),
@@ -412,7 +414,7 @@ fn responses_items_file() {
         {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed", "content": [{"type": "output_text", "text": "one", "annotations": []}]}
     ]);
     let loaded = loads(&items.to_string(), "items.json");
-    assert_eq!(loaded.format, Format::Responses);
+    assert_eq!((loaded.format, loaded.source), (Format::Responses, Source::Responses));
 }
 
 #[test]
@@ -424,5 +426,5 @@ fn ai_sdk_messages_file() {
         {"role": "assistant", "content": "one"}
     ]);
     let loaded = loads(&messages.to_string(), "messages.json");
-    assert_eq!(loaded.format, Format::AiSdk);
+    assert_eq!((loaded.format, loaded.source), (Format::AiSdk, Source::AiSdk));
 }

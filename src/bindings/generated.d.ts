@@ -99,7 +99,7 @@ messages: OpenAIMessage[] | AnthropicRequest,
  */
 origins: Array<LoadOrigin>, skipped: Array<LoadSkipped>, marks: Array<LoadMark>, notes: Array<string>, run?: LoadRun, };
 
-export type ConversationSource = "openai" | "anthropic" | "claude-code" | "swe-agent" | "tau-bench";
+export type ConversationSource = "openai" | "anthropic" | "openai-responses" | "ai-sdk" | "claude-code" | "swe-agent" | "tau-bench";
 
 export type LoadOrigin = { line?: number, 
 /**
