@@ -428,3 +428,27 @@ fn ai_sdk_messages_file() {
     let loaded = loads(&messages.to_string(), "messages.json");
     assert_eq!((loaded.format, loaded.source), (Format::AiSdk, Source::AiSdk));
 }
+
+/// Audio and files are billed by the provider's own rules (duration, pages), not as the JSON that
+/// carries them: an OpenAI count holding one says it is an estimate, and where.
+#[test]
+fn openai_audio_and_file_parts_are_estimates() {
+    use context_compactor::tokens::{count_request, RequestOptions};
+    let messages = json!([
+        {"role": "user", "content": [
+            {"type": "text", "text": "Transcribe and summarise:"},
+            {"type": "input_audio", "input_audio": {"data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=", "format": "wav"}},
+            {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}}
+        ]}
+    ]);
+    let count = count_request(Encoding::O200kBase, messages.clone(), &RequestOptions::default()).unwrap();
+    assert!(count.estimate, "{count:?}");
+    assert!(count.estimates.iter().any(|e| e.starts_with("messages[0].content[1]")), "{:?}", count.estimates);
+    assert!(count.estimates.iter().any(|e| e.starts_with("messages[0].content[2]")), "{:?}", count.estimates);
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    session.history.append_values(messages, Format::OpenAi).unwrap();
+    assert!(session.history.token_count().estimate);
+    // A refusal is text: exact.
+    let refusal = json!([{"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}]);
+    assert!(!count_request(Encoding::O200kBase, refusal, &RequestOptions::default()).unwrap().estimate);
+}
