@@ -215,28 +215,64 @@ fn claude_code_bookkeeping_streaming_images_compaction() {
         json!({"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1", "trackedFileBackups": {}, "timestamp": "2025-08-01T10:00:00.000Z"}, "isSnapshotUpdate": false}),
         cc("user", "u0", None, json!({"role": "user", "content": "<command-name>/clear</command-name>"})),
         {
-            let mut r = cc("user", "m0", Some("u0"), json!({"role": "user", "content": [{"type": "text", "text": "Caveat: local commands"}]}));
+            let mut r = cc(
+                "user",
+                "m0",
+                Some("u0"),
+                json!({"role": "user", "content": [{"type": "text", "text": "Caveat: local commands"}]}),
+            );
             r["isMeta"] = json!(true);
             r
         },
-        cc("user", "u1", Some("m0"), json!({"role": "user", "content": [
-            {"type": "text", "text": "What is in this screenshot?"},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
-        ]})),
-        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "thinking", "thinking": "", "signature": "ErUBCkYIBBgCIkB"}], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 4, "output_tokens": 1}})),
-        cc("assistant", "a2", Some("a1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "text", "text": "Let me look."}], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 1}})),
-        cc("assistant", "a3", Some("a2"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Read", "input": {"file_path": "/repo/shot.png"}}], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 1}})),
-        cc("assistant", "a4", Some("a3"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "tool_use", "id": "toolu_B", "name": "Task", "input": {"description": "look", "prompt": "find it", "subagent_type": "general-purpose"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 50}})),
-        {
-            let mut r = cc("user", "r1", Some("a4"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": [
+        cc(
+            "user",
+            "u1",
+            Some("m0"),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "What is in this screenshot?"},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
-            ]}]}));
-            r["toolUseResult"] = json!({"type": "image", "file": {"base64": PNG, "type": "image/png", "originalSize": 70}});
+            ]}),
+        ),
+        cc(
+            "assistant",
+            "a1",
+            Some("u1"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "thinking", "thinking": "", "signature": "ErUBCkYIBBgCIkB"}], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 4, "output_tokens": 1}}),
+        ),
+        cc(
+            "assistant",
+            "a2",
+            Some("a1"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "Let me look."}], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 1}}),
+        ),
+        cc(
+            "assistant",
+            "a3",
+            Some("a2"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Read", "input": {"file_path": "/repo/shot.png"}}], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 1}}),
+        ),
+        cc(
+            "assistant",
+            "a4",
+            Some("a3"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": "toolu_B", "name": "Task", "input": {"description": "look", "prompt": "find it", "subagent_type": "general-purpose"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 50}}),
+        ),
+        {
+            let mut r = cc(
+                "user",
+                "r1",
+                Some("a4"),
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+                ]}]}),
+            );
+            r["toolUseResult"] =
+                json!({"type": "image", "file": {"base64": PNG, "type": "image/png", "originalSize": 70}});
             r
         },
         // The sub-agent's own conversation, on a side chain.
@@ -246,30 +282,55 @@ fn claude_code_bookkeeping_streaming_images_compaction() {
             r
         },
         {
-            let mut r = cc("assistant", "s2", Some("s1"), json!({"id": "msg_sub", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-                "content": [{"type": "tool_use", "id": "toolu_S", "name": "Grep", "input": {"pattern": "x"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}));
+            let mut r = cc(
+                "assistant",
+                "s2",
+                Some("s1"),
+                json!({"id": "msg_sub", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                "content": [{"type": "tool_use", "id": "toolu_S", "name": "Grep", "input": {"pattern": "x"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+            );
             r["isSidechain"] = json!(true);
             r
         },
         {
-            let mut r = cc("user", "r2", Some("r1"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_B", "content": [{"type": "text", "text": "Found it in a.rs"}]}]}));
+            let mut r = cc(
+                "user",
+                "r2",
+                Some("r1"),
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_B", "content": [{"type": "text", "text": "Found it in a.rs"}]}]}),
+            );
             r["toolUseResult"] = json!({"content": [{"type": "text", "text": "Found it in a.rs"}], "totalDurationMs": 1000, "totalTokens": 10, "totalToolUseCount": 1});
             r
         },
         json!({"parentUuid": "r2", "isSidechain": false, "type": "system", "subtype": "informational", "content": "Hook ran", "level": "info", "uuid": "sys1", "timestamp": "2025-08-01T10:00:01.000Z"}),
-        cc("assistant", "a5", Some("sys1"), json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}, {"type": "text", "text": "It is a cat."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 9}})),
+        cc(
+            "assistant",
+            "a5",
+            Some("sys1"),
+            json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}, {"type": "text", "text": "It is a cat."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 4, "output_tokens": 9}}),
+        ),
         json!({"parentUuid": null, "logicalParentUuid": "a5", "isSidechain": false, "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": false, "level": "info", "compactMetadata": {"trigger": "auto", "preTokens": 155000}, "uuid": "cb1", "timestamp": "2025-08-01T11:00:00.000Z"}),
         {
-            let mut r = cc("user", "cs1", Some("cb1"), json!({"role": "user", "content": "This session is being continued from a previous conversation. Summary: a cat."}));
+            let mut r = cc(
+                "user",
+                "cs1",
+                Some("cb1"),
+                json!({"role": "user", "content": "This session is being continued from a previous conversation. Summary: a cat."}),
+            );
             r["isCompactSummary"] = json!(true);
             r["isVisibleInTranscriptOnly"] = json!(true);
             r
         },
         cc("user", "u2", Some("cs1"), json!({"role": "user", "content": "thanks"})),
         {
-            let mut r = cc("assistant", "e1", Some("u2"), json!({"id": "b6f0a0c1-synthetic", "type": "message", "role": "assistant", "model": "<synthetic>",
-                "content": [{"type": "text", "text": "API Error: Request was aborted."}], "stop_reason": "stop_sequence", "stop_sequence": "", "usage": {"input_tokens": 0, "output_tokens": 0}}));
+            let mut r = cc(
+                "assistant",
+                "e1",
+                Some("u2"),
+                json!({"id": "b6f0a0c1-synthetic", "type": "message", "role": "assistant", "model": "<synthetic>",
+                "content": [{"type": "text", "text": "API Error: Request was aborted."}], "stop_reason": "stop_sequence", "stop_sequence": "", "usage": {"input_tokens": 0, "output_tokens": 0}}),
+            );
             r["isApiErrorMessage"] = json!(true);
             r
         },
@@ -288,8 +349,13 @@ fn claude_code_bookkeeping_streaming_images_compaction() {
 fn claude_code_log_cut_mid_tool_use() {
     let records = vec![
         cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
-        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+        cc(
+            "assistant",
+            "a1",
+            Some("u1"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ),
     ];
     loads(&jsonl(&records), "cut.jsonl");
 }
@@ -298,14 +364,34 @@ fn claude_code_log_cut_mid_tool_use() {
 fn claude_code_interrupted_tool_use() {
     let records = vec![
         cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
-        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
-        cc("user", "r1", Some("a1"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "is_error": true,
-            "content": "The user doesn't want to proceed with this tool use. The tool use was rejected."}]})),
-        cc("user", "i1", Some("r1"), json!({"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]})),
+        cc(
+            "assistant",
+            "a1",
+            Some("u1"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ),
+        cc(
+            "user",
+            "r1",
+            Some("a1"),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "is_error": true,
+            "content": "The user doesn't want to proceed with this tool use. The tool use was rejected."}]}),
+        ),
+        cc(
+            "user",
+            "i1",
+            Some("r1"),
+            json!({"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]}),
+        ),
         cc("user", "u2", Some("i1"), json!({"role": "user", "content": "no, run only the unit tests"})),
-        cc("assistant", "a2", Some("u2"), json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "text", "text": "OK."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+        cc(
+            "assistant",
+            "a2",
+            Some("u2"),
+            json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "text", "text": "OK."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ),
     ];
     loads(&jsonl(&records), "interrupted.jsonl");
 }
@@ -321,11 +407,26 @@ fn claude_code_sub_agent_transcript_file() {
     };
     let records = vec![
         side(cc("user", "s1", None, json!({"role": "user", "content": "Find where the parser fails"}))),
-        side(cc("assistant", "s2", Some("s1"), json!({"id": "msg_s1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "tool_use", "id": "toolu_G", "name": "Grep", "input": {"pattern": "fn parse"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}))),
-        side(cc("user", "s3", Some("s2"), json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_G", "content": "src/a.rs:10"}]}))),
-        side(cc("assistant", "s4", Some("s3"), json!({"id": "msg_s2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "text", "text": "In src/a.rs line 10."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}))),
+        side(cc(
+            "assistant",
+            "s2",
+            Some("s1"),
+            json!({"id": "msg_s1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": "toolu_G", "name": "Grep", "input": {"pattern": "fn parse"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        )),
+        side(cc(
+            "user",
+            "s3",
+            Some("s2"),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_G", "content": "src/a.rs:10"}]}),
+        )),
+        side(cc(
+            "assistant",
+            "s4",
+            Some("s3"),
+            json!({"id": "msg_s2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "In src/a.rs line 10."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        )),
     ];
     let loaded = loads(&jsonl(&records), "agent-a1b2c3.jsonl");
     assert_eq!(loaded.messages["messages"].as_array().unwrap().len(), 4);
