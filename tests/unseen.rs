@@ -20,7 +20,8 @@ fn lossless_and_builds(value: Value, format: Format) -> Session {
     // Into another format, a conversion is a request that format's provider takes (the source
     // format's own list comes back as it was, response-only fields included).
     for to in ALL.into_iter().filter(|to| *to != format) {
-        let converted = message::convert(value.clone(), format, to).unwrap_or_else(|e| panic!("{format:?} -> {to:?}: {e}"));
+        let converted =
+            message::convert(value.clone(), format, to).unwrap_or_else(|e| panic!("{format:?} -> {to:?}: {e}"));
         if let Err(v) = validate(&converted, to) {
             panic!("convert {format:?} -> {to:?}: {v:?}\n{converted:#}");
         }
@@ -639,12 +640,59 @@ fn anthropic_newer_blocks() {
 fn claude_code_empty_text() {
     let records = vec![
         cc("user", "u1", None, json!({"role": "user", "content": "start"})),
-        cc("assistant", "a1", Some("u1"), json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "text", "text": ""}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+        cc(
+            "assistant",
+            "a1",
+            Some("u1"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "text", "text": ""}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ),
         cc("user", "u2", Some("a1"), json!({"role": "user", "content": ""})),
-        cc("assistant", "a2", Some("u2"), json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}})),
+        cc(
+            "assistant",
+            "a2",
+            Some("u2"),
+            json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ),
         cc("user", "u3", Some("a2"), json!({"role": "user", "content": "again"})),
     ];
     loads(&jsonl(&records), "blank.jsonl");
+}
+
+/// A resumed Claude Code session whose file starts mid-turn: its first record answers a call made
+/// in the earlier file. Loading it says what is wrong and how to read it anyway (`repair`).
+#[test]
+fn claude_code_resumed_mid_turn() {
+    let records = vec![
+        cc(
+            "user",
+            "r0",
+            Some("earlier"),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_OLD", "content": "ok"}]}),
+        ),
+        cc(
+            "assistant",
+            "a1",
+            Some("r0"),
+            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
+            "content": [{"type": "text", "text": "Continuing."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ),
+    ];
+    let text = jsonl(&records);
+    let error = load(&text, &LoadOptions { name: Some("resumed.jsonl".into()), ..LoadOptions::default() }).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("line 1") && message.contains("toolu_OLD"), "{message}");
+    let loaded = load(&text, &LoadOptions { repair: Some(true), ..LoadOptions::default() }).unwrap();
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    session.history.append_repaired(loaded.messages, loaded.format).unwrap();
+    for to in ALL {
+        let request = session
+            .build(&BuildOptions { format: to, ..BuildOptions::default() })
+            .unwrap()
+            .context
+            .to_request()
+            .unwrap();
+        assert!(validate(&request, to).is_ok(), "{to:?}");
+    }
 }

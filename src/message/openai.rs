@@ -161,16 +161,14 @@ fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall>
     let (key, input_key) = if is_custom(call.peek("type")) { CUSTOM } else { FUNCTION };
     let function = match call.take(key) {
         Some(function) => function,
-        None => return Err(call.error(key, format!("tool call has no `{key}`"))),
+        None => return Err(call.error(key, "tool call has no `function` (a custom tool's: `custom`)")),
     };
-    let mut function = Fields::new(function, message.index(), &call.path(key), &format!("`{key}`"))?;
+    let mut function = Fields::new(function, message.index(), &call.path(key), "a tool call's body")?;
     let name = function.required_str("name")?;
     let arguments = match function.take(input_key) {
         Some(Value::String(arguments)) => arguments,
-        Some(other) => {
-            return Err(function.error(input_key, format!("`{input_key}` must be a string, got {}", type_name(&other))))
-        }
-        None => return Err(function.error(input_key, format!("tool call has no `{input_key}`"))),
+        Some(other) => return Err(function.error(input_key, format!("must be a string, got {}", type_name(&other)))),
+        None => return Err(function.error(input_key, "tool call has no `arguments` (a custom tool's: `input`)")),
     };
     Ok(ToolCall { id, name, input: ToolInput::Text(arguments), extra: call.rest(), function_extra: function.rest() })
 }

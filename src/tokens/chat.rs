@@ -73,9 +73,9 @@ pub enum Estimated {
     ImageSize,
     /// An image whose data cannot be read: at the default size.
     Unreadable(ImageError),
-    /// A part of this type (audio, a file, a hosted tool's call) is billed by the provider's own
-    /// rule, which it does not reveal: counted as its JSON.
-    AsJson(String),
+    /// A part with no text of its own (audio, a file, a hosted tool's call) is billed by the
+    /// provider's own rule, which it does not reveal: counted as its JSON.
+    AsJson,
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
@@ -186,8 +186,7 @@ fn part_tokens(encoding: Encoding, part: &Part, source: Format, images: ImageCou
             images.rule.unwrap_or(ImageRule::Anthropic).tokens(None, None)
         }
         Part::Other(value) => other_part_tokens(encoding, value).unwrap_or_else(|| {
-            let kind = value.get("type").and_then(Value::as_str).unwrap_or("untyped");
-            at.notes.push(CountNote { path: (at.path)(), why: Estimated::AsJson(kind.to_string()) });
+            at.notes.push(CountNote { path: (at.path)(), why: Estimated::AsJson });
             encoding.count(&value.to_string())
         }),
     }

@@ -478,9 +478,9 @@ impl Counting<'_> {
                 ));
                 Ok(())
             }
-            Estimated::AsJson(kind) => {
+            Estimated::AsJson => {
                 count.estimates.push(format!(
-                    "{place}: a {kind:?} part is billed by the provider's own rule; counted as its JSON"
+                    "{place}: a part with no text of its own (audio, a file, a hosted call) is billed by the provider's own rule; counted as its JSON"
                 ));
                 Ok(())
             }
