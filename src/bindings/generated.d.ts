@@ -31,7 +31,8 @@ export type TokenReport = { total: number, messages: number, replyPriming: numbe
  */
 byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>, 
 /**
- * Some message is counted by an estimate (Anthropic messages, images of unknown size).
+ * Some message is counted by an estimate (Anthropic messages, images of unknown size, parts
+ * counted as their JSON).
  */
 estimate: boolean, 
 /**

@@ -29,7 +29,8 @@ pub struct MessageTokens {
     pub total: u32,
     pub overhead: u32,
     pub by_part: [u32; PartKind::ALL.len()],
-    /// An image whose size is unknown (a URL) or unreadable was counted at the stated default.
+    /// Some part was counted by an estimate: an image of unknown size (a URL) or unreadable data
+    /// at the stated default, or a part with no text of its own as its JSON.
     pub estimated: bool,
 }
 
