@@ -215,6 +215,13 @@ fn cc(kind: &str, uuid: &str, parent: Option<&str>, message: Value) -> Value {
            "timestamp": "2025-08-01T10:00:00.000Z"})
 }
 
+/// An assistant record of a Claude Code log: one API response (`id`) holding `content`.
+fn reply(uuid: &str, parent: &str, id: &str, content: Value) -> Value {
+    let message = json!({"id": id, "type": "message", "role": "assistant", "model": "claude-opus-4-1", "content": content,
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
+    cc("assistant", uuid, Some(parent), message)
+}
+
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 #[test]
@@ -354,32 +361,28 @@ fn claude_code_bookkeeping_streaming_images_compaction() {
     assert!(text.contains("Found it in a.rs") && text.contains("It is a cat.") && text.contains("API Error"));
 }
 
+/// A user asks to run the tests; the assistant calls Bash (line 2), not answered yet.
+fn run_the_tests() -> [Value; 2] {
+    [
+        cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
+        reply(
+            "a1",
+            "u1",
+            "msg_01",
+            json!([{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}]),
+        ),
+    ]
+}
+
 #[test]
 fn claude_code_log_cut_mid_tool_use() {
-    let records = vec![
-        cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
-        cc(
-            "assistant",
-            "a1",
-            Some("u1"),
-            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
-        ),
-    ];
-    loads(&jsonl(&records), "cut.jsonl");
+    loads(&jsonl(&run_the_tests()), "cut.jsonl");
 }
 
 #[test]
 fn claude_code_interrupted_tool_use() {
-    let records = vec![
-        cc("user", "u1", None, json!({"role": "user", "content": "run the tests"})),
-        cc(
-            "assistant",
-            "a1",
-            Some("u1"),
-            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "cargo test"}}], "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
-        ),
+    let mut records = run_the_tests().to_vec();
+    records.extend([
         cc(
             "user",
             "r1",
@@ -394,14 +397,8 @@ fn claude_code_interrupted_tool_use() {
             json!({"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]}),
         ),
         cc("user", "u2", Some("i1"), json!({"role": "user", "content": "no, run only the unit tests"})),
-        cc(
-            "assistant",
-            "a2",
-            Some("u2"),
-            json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "text", "text": "OK."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
-        ),
-    ];
+        reply("a2", "u2", "msg_02", json!([{"type": "text", "text": "OK."}])),
+    ]);
     loads(&jsonl(&records), "interrupted.jsonl");
 }
 
@@ -640,21 +637,9 @@ fn anthropic_newer_blocks() {
 fn claude_code_empty_text() {
     let records = vec![
         cc("user", "u1", None, json!({"role": "user", "content": "start"})),
-        cc(
-            "assistant",
-            "a1",
-            Some("u1"),
-            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "text", "text": ""}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
-        ),
+        reply("a1", "u1", "msg_01", json!([{"type": "text", "text": ""}])),
         cc("user", "u2", Some("a1"), json!({"role": "user", "content": ""})),
-        cc(
-            "assistant",
-            "a2",
-            Some("u2"),
-            json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
-        ),
+        reply("a2", "u2", "msg_02", json!([])),
         cc("user", "u3", Some("a2"), json!({"role": "user", "content": "again"})),
     ];
     loads(&jsonl(&records), "blank.jsonl");
@@ -671,13 +656,7 @@ fn claude_code_resumed_mid_turn() {
             Some("earlier"),
             json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_OLD", "content": "ok"}]}),
         ),
-        cc(
-            "assistant",
-            "a1",
-            Some("r0"),
-            json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
-            "content": [{"type": "text", "text": "Continuing."}], "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
-        ),
+        reply("a1", "r0", "msg_01", json!([{"type": "text", "text": "Continuing."}])),
     ];
     let text = jsonl(&records);
     let error = load(&text, &LoadOptions { name: Some("resumed.jsonl".into()), ..LoadOptions::default() }).unwrap_err();
