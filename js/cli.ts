@@ -339,6 +339,8 @@ function loadHistory(args: Args, encoding: EncodingName, progress: Progress): Lo
 const SOURCES: Record<LoadedConversation["source"], string> = {
   openai: "OpenAI messages",
   anthropic: "Anthropic messages",
+  "openai-responses": "OpenAI Responses items",
+  "ai-sdk": "AI SDK messages",
   "claude-code": "Claude Code log",
   "swe-agent": "SWE-agent trajectory",
   "tau-bench": "tau-bench runs",

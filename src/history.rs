@@ -195,7 +195,8 @@ pub struct TokenReport {
         )
     )]
     pub by_part: BTreeMap<&'static str, usize>,
-    /// Some message is counted by an estimate (Anthropic messages, images of unknown size).
+    /// Some message is counted by an estimate (Anthropic messages, images of unknown size, parts
+    /// counted as their JSON).
     pub estimate: bool,
     /// `total` as the provider will likely bill it, once usage was recorded.
     pub calibration: Option<Calibrated>,

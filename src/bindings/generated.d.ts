@@ -31,7 +31,8 @@ export type TokenReport = { total: number, messages: number, replyPriming: numbe
  */
 byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult" | "thinking" | "other", number>>, 
 /**
- * Some message is counted by an estimate (Anthropic messages, images of unknown size).
+ * Some message is counted by an estimate (Anthropic messages, images of unknown size, parts
+ * counted as their JSON).
  */
 estimate: boolean, 
 /**
@@ -99,7 +100,7 @@ messages: OpenAIMessage[] | AnthropicRequest,
  */
 origins: Array<LoadOrigin>, skipped: Array<LoadSkipped>, marks: Array<LoadMark>, notes: Array<string>, run?: LoadRun, };
 
-export type ConversationSource = "openai" | "anthropic" | "claude-code" | "swe-agent" | "tau-bench";
+export type ConversationSource = "openai" | "anthropic" | "openai-responses" | "ai-sdk" | "claude-code" | "swe-agent" | "tau-bench";
 
 export type LoadOrigin = { line?: number, 
 /**

@@ -183,7 +183,15 @@ fn classify(at: Locator, fields: Fields) -> Result<Record> {
 /// Loads the records of a Claude Code log, each with its line (or its index in a JSON array).
 pub(super) fn load(records: Vec<(Locator, Fields)>) -> Result<Loaded> {
     let total = records.len();
-    let records = records.into_iter().map(|(at, fields)| classify(at, fields)).collect::<Result<Vec<_>>>()?;
+    let mut records = records.into_iter().map(|(at, fields)| classify(at, fields)).collect::<Result<Vec<_>>>()?;
+    // A sub-agent's own transcript (`agent-<id>.jsonl`) is all side chain: it is the conversation.
+    let sub_agent = !records.iter().any(Record::is_message)
+        && records.iter().any(|r| r.sidechain && matches!(r.kind, Kind::Message { .. }) && r.fields.message.is_some());
+    if sub_agent {
+        for record in records.iter_mut().filter(|r| r.fields.message.is_some()) {
+            record.sidechain = false;
+        }
+    }
     let mut left_out: Vec<Option<LeftOut>> = records
         .iter()
         .map(|record| match &record.kind {
@@ -223,6 +231,9 @@ pub(super) fn load(records: Vec<(Locator, Fields)>) -> Result<Loaded> {
         )));
     }
     let mut notes = Vec::new();
+    if sub_agent {
+        notes.push("every message is a sub-agent's (isSidechain): read as the sub-agent's conversation".into());
+    }
     if builder.merged_records > 0 {
         notes.push(format!(
             "{} assistant records merged into the responses they were split from (same message.id)",

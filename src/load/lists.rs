@@ -3,13 +3,33 @@
 
 use super::*;
 
-/// A message list's format, from what only one of the two has; `None` if nothing tells.
+/// Whether `object` is an OpenAI Responses item by its `type` (a call, an output, reasoning…);
+/// a `message` item only with a `role` (an Anthropic response object is `type: "message"` too).
+pub(super) fn is_responses_item(object: &Map<String, Value>) -> bool {
+    match object.get("type").and_then(Value::as_str) {
+        Some("message") => object.contains_key("role"),
+        Some(kind) => {
+            kind.ends_with("_call")
+                || kind.ends_with("_call_output")
+                || kind.starts_with("mcp_")
+                || matches!(kind, "reasoning" | "item_reference" | message::COMPACTION_TYPE)
+        }
+        None => false,
+    }
+}
+
+/// A message list's format, from what only one format has; `None` if nothing tells. Responses
+/// items and AI SDK parts are told apart by their own names (`input_text`, `toolCallId`, …).
 fn detect_format<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Option<Format> {
-    let (mut openai, mut anthropic) = (0usize, 0usize);
+    let (mut openai, mut anthropic, mut responses, mut ai_sdk) = (0usize, 0usize, 0usize, 0usize);
     for message in messages {
         let Some(object) = message.as_object() else {
             continue;
         };
+        if is_responses_item(object) && object.get("type").and_then(Value::as_str) != Some("message") {
+            responses += 1;
+        }
+        ai_sdk += usize::from(object.contains_key("providerOptions"));
         if let Some("tool" | "developer" | "function") = object.get("role").and_then(Value::as_str) {
             openai += 1;
         }
@@ -19,7 +39,12 @@ fn detect_format<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Option<Fo
             }
         }
         for part in object.get("content").and_then(Value::as_array).into_iter().flatten() {
+            if ["toolCallId", "mediaType", "providerOptions"].iter().any(|key| part.get(key).is_some()) {
+                ai_sdk += 1;
+            }
             match part.get("type").and_then(Value::as_str) {
+                Some("input_text" | "output_text" | "input_image" | "input_file") => responses += 1,
+                Some("tool-call" | "tool-result") => ai_sdk += 1,
                 Some("image_url" | "input_audio" | "file" | "refusal") => openai += 1,
                 Some(
                     "tool_use"
@@ -34,6 +59,12 @@ fn detect_format<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Option<Fo
                 _ => {}
             }
         }
+    }
+    if responses > 0 {
+        return Some(Format::Responses);
+    }
+    if ai_sdk > 0 {
+        return Some(Format::AiSdk);
     }
     match (openai > 0, anthropic > 0) {
         (true, false) => Some(Format::OpenAi),
@@ -69,10 +100,11 @@ pub(super) fn message_list(items: Vec<Value>, locate: impl Fn(usize) -> Locator,
             }
         },
     };
-    // Detection reads the two chat formats; Responses items and AI SDK messages load by name.
     let source = match format {
         Format::Anthropic => Source::Anthropic,
-        Format::OpenAi | Format::Responses | Format::AiSdk => Source::OpenAi,
+        Format::OpenAi => Source::OpenAi,
+        Format::Responses => Source::Responses,
+        Format::AiSdk => Source::AiSdk,
     };
     let messages = match format {
         Format::Anthropic => anthropic_request(None, items),

@@ -36,6 +36,10 @@ pub enum Source {
     OpenAi,
     #[serde(rename = "anthropic")]
     Anthropic,
+    #[serde(rename = "openai-responses")]
+    Responses,
+    #[serde(rename = "ai-sdk")]
+    AiSdk,
     #[serde(rename = "claude-code")]
     ClaudeCode,
     #[serde(rename = "swe-agent")]
@@ -392,7 +396,7 @@ impl Reader<'_> {
         };
         if object.contains_key("traj") {
             tau_bench(items, self.options.run, true)
-        } else if object.contains_key("role") {
+        } else if object.contains_key("role") || lists::is_responses_item(object) {
             self.no_run_option("a message list")?;
             message_list(items, |i| Locator::Path(format!("[{i}]")), Vec::new())
         } else if object.get("type").is_some_and(Value::is_string) {
@@ -425,7 +429,7 @@ impl Reader<'_> {
         let messages_a_line = first
             .as_ref()
             .and_then(Value::as_object)
-            .is_some_and(|o| o.contains_key("role") && !o.contains_key("type"));
+            .is_some_and(|o| (o.contains_key("role") && !o.contains_key("type")) || lists::is_responses_item(o));
         if !messages_a_line {
             self.no_run_option("a Claude Code log")?;
             let (records, skipped) = parse_lines(lines, ends_with_newline, claude_code::parse_line)?;

@@ -54,6 +54,10 @@ impl Fields {
         self.map.contains_key(key)
     }
 
+    pub fn peek(&self, key: &str) -> Option<&Value> {
+        self.map.get(key)
+    }
+
     pub fn take(&mut self, key: &str) -> Option<Value> {
         self.map.shift_remove(key)
     }

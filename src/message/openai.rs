@@ -157,19 +157,18 @@ fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall>
     if id.is_empty() {
         return Err(call.error("id", "tool call has an empty id"));
     }
-    let function = match call.take("function") {
+    // A custom tool's call (`type: "custom"`) carries free text as `custom.input`.
+    let (key, input_key) = if is_custom(call.peek("type")) { CUSTOM } else { FUNCTION };
+    let function = match call.take(key) {
         Some(function) => function,
-        None => return Err(call.error("function", "tool call has no `function`")),
+        None => return Err(call.error(key, "tool call has no `function` (a custom tool's: `custom`)")),
     };
-    let mut function = Fields::new(function, message.index(), &call.path("function"), "`function`")?;
+    let mut function = Fields::new(function, message.index(), &call.path(key), "a tool call's body")?;
     let name = function.required_str("name")?;
-    let arguments = match function.take("arguments") {
+    let arguments = match function.take(input_key) {
         Some(Value::String(arguments)) => arguments,
-        Some(other) => {
-            return Err(function
-                .error("arguments", format!("`arguments` must be a string of JSON text, got {}", type_name(&other))))
-        }
-        None => return Err(function.error("arguments", "tool call has no `arguments`")),
+        Some(other) => return Err(function.error(input_key, format!("must be a string, got {}", type_name(&other)))),
+        None => return Err(function.error(input_key, "tool call has no `arguments` (a custom tool's: `input`)")),
     };
     Ok(ToolCall { id, name, input: ToolInput::Text(arguments), extra: call.rest(), function_extra: function.rest() })
 }
@@ -321,16 +320,25 @@ fn part_value(part: &Part, native: bool) -> Option<Value> {
     }
 }
 
+/// The keys of a call's body and of its input: a function's, or a custom tool's.
+const FUNCTION: (&str, &str) = ("function", "arguments");
+const CUSTOM: (&str, &str) = ("custom", "input");
+
+fn is_custom(kind: Option<&Value>) -> bool {
+    kind.and_then(Value::as_str) == Some("custom")
+}
+
 fn tool_call(call: &ToolCall, native: bool) -> Value {
     let no_extra = Extra::new();
+    let (key, input_key) = if native && is_custom(call.extra.get("type")) { CUSTOM } else { FUNCTION };
     let mut function = Map::new();
     function.insert("name".into(), Value::from(call.name.clone()));
-    function.insert("arguments".into(), Value::from(call.input.to_text()));
+    function.insert(input_key.into(), Value::from(call.input.to_text()));
     let mut object = Map::new();
     object.insert("id".into(), Value::from(call.id.clone()));
     if !native {
         object.insert("type".into(), Value::from("function"));
     }
-    object.insert("function".into(), with_extra(function, if native { &call.function_extra } else { &no_extra }));
+    object.insert(key.into(), with_extra(function, if native { &call.function_extra } else { &no_extra }));
     with_extra(object, if native { &call.extra } else { &no_extra })
 }

@@ -26,6 +26,8 @@ pub fn parse_responses(value: Value) -> Result<Vec<Message>> {
     }
 }
 
+const LOCAL_SHELL_OUTPUT: &str = "local_shell_call_output";
+
 /// Whether `kind` is a hosted tool call answered by a `<kind>_output` item with the same `call_id`.
 fn is_paired_call(kind: &str) -> bool {
     kind.ends_with("_call") && kind != "function_call" && kind != "custom_tool_call"
@@ -82,7 +84,11 @@ pub fn parse_responses_item(value: Value, index: usize) -> Result<Message> {
             Ok(item(Role::Assistant, Part::ToolCall(Box::new(call))))
         }
         Some(kind) if kind.ends_with("_call_output") => {
-            let call_id = fields.required_str("call_id")?;
+            // A local shell's output names its call by `id` (the call's `call_id`), and has no `call_id`.
+            let call_id = match fields.peek("id").and_then(Value::as_str) {
+                Some(id) if kind == LOCAL_SHELL_OUTPUT && !fields.has("call_id") => id.to_string(),
+                _ => fields.required_str("call_id")?,
+            };
             let output = fields.take("output").unwrap_or(Value::Null);
             let content = match output {
                 Value::String(text) => Content::text(text),
@@ -319,7 +325,10 @@ fn output_item(result: &ToolResult, native: bool) -> Value {
     let kind = result.extra.get("type").and_then(Value::as_str).filter(|_| native).unwrap_or("function_call_output");
     let mut object = Map::new();
     object.insert("type".into(), Value::from(kind));
-    object.insert("call_id".into(), Value::from(result.call_id.clone()));
+    let by_id = kind == LOCAL_SHELL_OUTPUT && result.extra.get("id").and_then(Value::as_str) == Some(&result.call_id);
+    if !by_id {
+        object.insert("call_id".into(), Value::from(result.call_id.clone()));
+    }
     let output = match (&result.content.form, result.content.parts.as_slice()) {
         (ContentForm::Absent, [Part::Other(raw)]) if native => raw.clone(),
         (ContentForm::Text, _) => Value::from(result.content.joined_text()),

@@ -29,7 +29,8 @@ pub struct MessageTokens {
     pub total: u32,
     pub overhead: u32,
     pub by_part: [u32; PartKind::ALL.len()],
-    /// An image whose size is unknown (a URL) or unreadable was counted at the stated default.
+    /// Some part was counted by an estimate: an image of unknown size (a URL) or unreadable data
+    /// at the stated default, or a part with no text of its own as its JSON.
     pub estimated: bool,
 }
 
@@ -60,12 +61,22 @@ pub struct ImageCounting<'a> {
     pub sizes: Option<&'a HashMap<String, (u32, u32)>>,
 }
 
-/// An image counted at the default size, and why: where it is, relative to its message.
+/// A part counted by an estimate: where it is, relative to its message, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ImageNote {
+pub struct CountNote {
     pub path: String,
-    /// `None`: a URL whose size the caller did not give; otherwise why its data was unreadable.
-    pub unreadable: Option<ImageError>,
+    pub why: Estimated,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Estimated {
+    /// An image given by a URL whose pixel size the caller did not give: at the default size.
+    ImageSize,
+    /// An image whose data cannot be read: at the default size.
+    Unreadable(ImageError),
+    /// A part with no text of its own (audio, a file, a hosted tool's call) is billed by the
+    /// provider's own rule, which it does not reveal: counted as its JSON.
+    AsJson,
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
@@ -77,7 +88,7 @@ pub fn count_message_with(
     encoding: Encoding,
     message: &Message,
     images: ImageCounting,
-    notes: &mut Vec<ImageNote>,
+    notes: &mut Vec<CountNote>,
 ) -> MessageTokens {
     let mut tokens =
         MessageTokens { overhead: saturate(message_overhead(encoding, message)), ..MessageTokens::default() };
@@ -148,7 +159,7 @@ pub fn count_part(encoding: Encoding, part: &Part, source: Format) -> usize {
 
 /// The notes of one message, and the path of the part being counted (built only when needed).
 struct Located<'n, 'p> {
-    notes: &'n mut Vec<ImageNote>,
+    notes: &'n mut Vec<CountNote>,
     path: &'p dyn Fn() -> String,
 }
 
@@ -172,10 +183,13 @@ fn part_tokens(encoding: Encoding, part: &Part, source: Format, images: ImageCou
         Part::RedactedThinking { data, .. } => encoding.count(data),
         // Anthropic images from the Files API: an image of unknown size.
         Part::Other(value) if value.get("type").and_then(Value::as_str) == Some("image") => {
-            at.notes.push(ImageNote { path: (at.path)(), unreadable: None });
+            at.notes.push(CountNote { path: (at.path)(), why: Estimated::ImageSize });
             images.rule.unwrap_or(ImageRule::Anthropic).tokens(None, None)
         }
-        Part::Other(value) => other_part_tokens(encoding, value),
+        Part::Other(value) => other_part_tokens(encoding, value).unwrap_or_else(|| {
+            at.notes.push(CountNote { path: (at.path)(), why: Estimated::AsJson });
+            encoding.count(&crate::json_text::value_text(value))
+        }),
     }
 }
 
@@ -202,20 +216,16 @@ fn image_tokens(
     match size {
         Ok(size) => rule.tokens(Some(size), detail),
         Err(unreadable) => {
-            at.notes.push(ImageNote { path: (at.path)(), unreadable });
+            let why = unreadable.map_or(Estimated::ImageSize, Estimated::Unreadable);
+            at.notes.push(CountNote { path: (at.path)(), why });
             rule.tokens(None, detail)
         }
     }
 }
 
-/// Parts of unknown type count as what they say: their text fields, or their JSON.
-fn other_part_tokens(encoding: Encoding, value: &Value) -> usize {
-    for key in ["refusal", "text"] {
-        if let Some(Value::String(text)) = value.get(key) {
-            return encoding.count(text);
-        }
-    }
-    encoding.count(&crate::json_text::value_text(value))
+/// Parts of unknown type count as what they say: their text fields (`None` if they have none).
+fn other_part_tokens(encoding: Encoding, value: &Value) -> Option<usize> {
+    ["refusal", "text"].iter().find_map(|key| value.get(key).and_then(Value::as_str)).map(|text| encoding.count(text))
 }
 
 pub(crate) fn saturate(n: usize) -> u32 {
@@ -305,7 +315,10 @@ mod tests {
             &mut notes,
         );
         assert_eq!(counted.part(PartKind::Image), 255 + 1105 + 85 + 765);
-        assert_eq!(notes, [ImageNote { path: "content[3]".into(), unreadable: Some(ImageError::Unrecognised) }]);
+        assert_eq!(
+            notes,
+            [CountNote { path: "content[3]".into(), why: Estimated::Unreadable(ImageError::Unrecognised) }]
+        );
         assert!(counted.estimated);
         let without_sizes = count_message(Encoding::O200kBase, &openai[0]);
         assert_eq!(without_sizes.part(PartKind::Image), 255 + 765 + 85 + 765);
@@ -322,7 +335,7 @@ mod tests {
         let counted = count_message_with(Encoding::O200kBase, &claude[0], ImageCounting::default(), &mut notes);
         assert_eq!(counted.part(PartKind::Image), 1);
         assert_eq!(counted.part(PartKind::Other), 1600);
-        assert_eq!(notes, [ImageNote { path: "content[1]".into(), unreadable: None }]);
+        assert_eq!(notes, [CountNote { path: "content[1]".into(), why: Estimated::ImageSize }]);
     }
 
     #[test]

@@ -10,8 +10,8 @@ mod request;
 pub mod tools;
 
 pub use chat::{
-    count_message, count_message_with, count_messages, count_part, count_tools, message_overhead, ChatCount,
-    ImageCounting, ImageNote, MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE,
+    count_message, count_message_with, count_messages, count_part, count_tools, message_overhead, ChatCount, CountNote,
+    Estimated, ImageCounting, MessageTokens, REPLY_PRIMING, TOKENS_PER_MESSAGE,
 };
 pub use request::{count_message_list, count_request, RequestCount, RequestOptions};
 

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::chat::{
-    count_message_with, count_messages, saturate, ChatCount, ImageCounting, ImageNote, REPLY_PRIMING,
+    count_message_with, count_messages, saturate, ChatCount, CountNote, Estimated, ImageCounting, REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
 };
 use super::images::ImageRule;
@@ -462,23 +462,29 @@ impl Counting<'_> {
         Ok(tokens.total as usize)
     }
 
-    fn note(&self, note: ImageNote, index: Option<usize>, count: &mut RequestCount) -> Result<()> {
+    fn note(&self, note: CountNote, index: Option<usize>, count: &mut RequestCount) -> Result<()> {
         let place = match index {
             Some(i) => format!("messages[{i}].{}", note.path),
             None => format!("system.{}", note.path),
         };
-        match note.unreadable {
-            Some(problem) if self.options.strict_images => Err(match index {
+        match note.why {
+            Estimated::Unreadable(problem) if self.options.strict_images => Err(match index {
                 Some(i) => Error::invalid_message(i, &note.path, format!("image: {}", problem.describe())),
                 None => Error::invalid_argument(format!("{place}: image: {}", problem.describe())),
             }),
-            Some(problem) => {
+            Estimated::Unreadable(problem) => {
                 count.estimates.push(format!("{place}: image counted at the default size: {}", problem.describe()));
                 Ok(())
             }
-            None => {
+            Estimated::ImageSize => {
                 count.estimates.push(format!(
                     "{place}: image counted at the default size: its pixel size is unknown (pass it in imageSizes)"
+                ));
+                Ok(())
+            }
+            Estimated::AsJson => {
+                count.estimates.push(format!(
+                    "{place}: a part with no text of its own (audio, a file, a hosted call) is billed by the provider's own rule; counted as its JSON"
                 ));
                 Ok(())
             }

@@ -120,7 +120,11 @@ fn validate_responses(list: &[&Value], v: &mut Vec<Violation>) {
                 }
             }
             _ if kind.ends_with("_output") => {
-                let id = string(item, "call_id");
+                // A local shell's output names its call by `id`.
+                let id = match item.get("call_id") {
+                    None if kind == "local_shell_call_output" => string(item, "id"),
+                    _ => string(item, "call_id"),
+                };
                 match open.iter().position(|open| *open == id) {
                     Some(at) => {
                         open.remove(at);

@@ -113,11 +113,16 @@ pub(super) fn sanitize_openai(value: Value) -> Value {
                 if let Some(Value::Array(calls)) = clean.get_mut("tool_calls") {
                     for call in calls.iter_mut() {
                         if let Value::Object(call_object) = call {
-                            let mut fixed = keep_keys(call_object, &["id", "type", "function"]);
-                            fixed.entry("type").or_insert_with(|| Value::from("function"));
-                            if let Some(Value::Object(function)) = fixed.get("function") {
-                                let function = keep_keys(function, &["name", "arguments"]);
-                                fixed.insert("function".into(), Value::Object(function));
+                            // A custom tool's call holds `custom: { name, input }`.
+                            let (body, input) = match call_object.get("type").and_then(Value::as_str) {
+                                Some("custom") => ("custom", "input"),
+                                _ => ("function", "arguments"),
+                            };
+                            let mut fixed = keep_keys(call_object, &["id", "type", body]);
+                            fixed.entry("type").or_insert_with(|| Value::from(body));
+                            if let Some(Value::Object(function)) = fixed.get(body) {
+                                let function = keep_keys(function, &["name", input]);
+                                fixed.insert(body.into(), Value::Object(function));
                             }
                             *call_object = fixed;
                         }

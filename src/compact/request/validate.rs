@@ -133,15 +133,21 @@ fn validate_openai_messages(list: &[&Value]) -> Vec<Violation> {
                     }
                     for call in calls {
                         let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+                        // A function's call, or a custom tool's (its free-text `custom.input`).
+                        let (key, input) = match call.get("type").and_then(Value::as_str) {
+                            Some("custom") => ("custom", "input"),
+                            _ => ("function", "arguments"),
+                        };
+                        let body = |field: &str| call.get(key).and_then(|f| f.get(field)).and_then(Value::as_str);
                         let ok = !id.is_empty()
-                            && call.get("type").and_then(Value::as_str) == Some("function")
-                            && call.get("function").and_then(|f| f.get("name")).and_then(Value::as_str).is_some()
-                            && call.get("function").and_then(|f| f.get("arguments")).and_then(Value::as_str).is_some();
+                            && call.get("type").and_then(Value::as_str) == Some(key)
+                            && body("name").is_some()
+                            && body(input).is_some();
                         if !ok {
                             v.push(violation(
                                 Some(i),
                                 "toolCalls",
-                                "a tool call needs an id, type \"function\", and a function name and arguments",
+                                "a tool call needs an id, type \"function\" (or \"custom\"), and its name and arguments (or input)",
                             ));
                         }
                         // Ids may repeat across the conversation (OpenAI pairs them locally, and
