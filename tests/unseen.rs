@@ -499,17 +499,21 @@ fn tau_bench_run_with_null_legacy_fields() {
     loads(&runs.to_string(), "results.json");
 }
 
+/// The legacy `function` role (before `tool_calls`) is not supported: a typed error that says so
+/// and where, for the message list and for a file of it.
 #[test]
-#[ignore = "the legacy role function is refused with a typed error (messages[2].role); not supported yet"]
-fn openai_legacy_function_role() {
+fn openai_legacy_function_role_is_refused_by_name() {
     let messages = json!([
         {"role": "user", "content": "weather?"},
         {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
         {"role": "function", "name": "get_weather", "content": "{\"t\": 21}"},
         {"role": "assistant", "content": "21C"}
     ]);
-    lossless_and_builds(messages.clone(), Format::OpenAi);
-    loads(&messages.to_string(), "chat.json");
+    let error = message::parse(messages.clone(), Format::OpenAi).err().expect("refused");
+    assert_eq!(error.path.as_deref(), Some("messages[2].role"), "{error}");
+    assert!(error.message.contains(r#"legacy role "function" is not supported"#), "{error}");
+    let error = load(&messages.to_string(), &LoadOptions::default()).err().expect("refused");
+    assert!(error.message.contains(r#"legacy role "function""#), "{error}");
 }
 
 #[test]
