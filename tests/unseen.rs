@@ -509,10 +509,10 @@ fn openai_legacy_function_role_is_refused_by_name() {
         {"role": "function", "name": "get_weather", "content": "{\"t\": 21}"},
         {"role": "assistant", "content": "21C"}
     ]);
-    let error = message::parse(messages.clone(), Format::OpenAi).err().expect("refused");
+    let Err(error) = message::parse(messages.clone(), Format::OpenAi) else { panic!("the legacy role was accepted") };
     assert_eq!(error.path.as_deref(), Some("messages[2].role"), "{error}");
     assert!(error.message.contains(r#"legacy role "function" is not supported"#), "{error}");
-    let error = load(&messages.to_string(), &LoadOptions::default()).err().expect("refused");
+    let Err(error) = load(&messages.to_string(), &LoadOptions::default()) else { panic!("the legacy role was loaded") };
     assert!(error.message.contains(r#"legacy role "function""#), "{error}");
 }
 
