@@ -10,6 +10,9 @@
 // there and nothing is compiled, unless the wasm was served cacheable (CACHE=1), when Chromium
 // takes the module from its code cache (it uses it only for a response from its HTTP cache).
 // (MESSAGES=n for fewer; KINDS=indexeddb or KINDS=localStorage for one adapter.)
+// ENTRY=lite: the same on the lite entry (bench/persist-lite.html), as a chat page loads it; its
+// o200k_base table is fetched and installed (loadRanks decodes it) before the page is ready, so
+// the open never decodes it, and each page's loadRanks time is printed beside.
 // Then RESTARTS more restarts measure the browser's own share: the same records read and parsed
 // with JSON.parse, no wasm (persist-run.mjs readPhase).
 // PROFILE=<dir>: each restarted browser's open + first build recorded by V8's sampling profiler
@@ -25,6 +28,8 @@ import { describe, phases } from "./persist-run.mjs";
 const COUNT = Number(process.env.MESSAGES ?? 5000);
 const KINDS = (process.env.KINDS ?? "indexeddb,localStorage").split(",");
 const RESTARTS = Number(process.env.RESTARTS ?? 3);
+const LITE = process.env.ENTRY === "lite";
+const PAGE = LITE ? "bench/persist-lite.html" : "tests/browser/storage.html";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("../../shared/fixtures/", import.meta.url));
 
@@ -57,7 +62,7 @@ try {
     // With `profileTo`, the phase is recorded by the sampling profiler into that file.
     const phaseIn = (page, log) =>
       async (name, profileTo) => {
-        await page.goto(`${server.url}/tests/browser/storage.html`);
+        await page.goto(`${server.url}/${PAGE}`);
         await page.waitForFunction(() => window.ready === true, null, { timeout: 60_000 });
         const cdp = profileTo && (await page.context().newCDPSession(page));
         if (cdp) {
@@ -85,7 +90,7 @@ try {
         );
         if (cdp) writeFileSync(profileTo, JSON.stringify((await cdp.send("Profiler.stop")).profile));
         if (outcome.error) throw new Error(`${kind} ${name}: ${outcome.error}\n${log.join("\n")}`);
-        return outcome.result;
+        return LITE ? { ...outcome.result, ranksMs: await page.evaluate(() => window.ranksMs) } : outcome.result;
       };
     try {
       const result = await inBrowser(async (phase) => {
@@ -107,12 +112,13 @@ try {
       // on a profile after the appends may pay for the storage's own recovery).
       const floors = [];
       for (let i = 0; i < RESTARTS; i++) floors.push(await inBrowser((phase) => phase("read")));
-      for (const line of describe(`Chromium ${kind}`, result)) console.log(line);
+      for (const line of describe(`Chromium ${LITE ? "lite " : ""}${kind}`, result)) console.log(line);
       const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       const restarted = restarts.map((r) => r.openAndBuildMs);
       for (const r of restarts) {
         console.log(
-          `  the browser restarted (its wasm code cache ${r.cached.toLocaleString()} B): open ${r.openMs.toFixed(1)} ms, open + first build ${r.openAndBuildMs.toFixed(1)} ms; ${phases(r)}`,
+          `  the browser restarted (its wasm code cache ${r.cached.toLocaleString()} B): open ${r.openMs.toFixed(1)} ms, open + first build ${r.openAndBuildMs.toFixed(1)} ms; ${phases(r)}` +
+            (r.ranksMs ? ` (before it, the page's rank table: fetch ${r.ranksMs.fetch.toFixed(1)} ms, loadRanks ${r.ranksMs.load.toFixed(1)} ms)` : ""),
         );
       }
       if (floors.length) {
