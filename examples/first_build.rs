@@ -9,6 +9,8 @@
 //!         receipts, entries and counts must stay byte-identical)
 //!     cargo run --release --example first_build -- time [runs]   the reopened 5,000-message
 //!         session's first build (and its request), median of `runs` fresh loads
+//!     cargo run --release --example first_build -- compress [runs]   the long JSON tool outputs
+//!         of the fixtures compressed, beside the time their parse alone takes
 
 use std::io::Write;
 use std::time::Instant;
@@ -148,11 +150,50 @@ fn time(runs: usize) {
     );
 }
 
+/// Every long JSON tool output of the fixtures compressed as a build does, beside the time
+/// parsing it takes (what compression costs beyond its parse).
+fn compress(runs: usize) {
+    use context_compactor::compact::reduce::compress::compress_text;
+    let options = context_compactor::compact::CompressOptions::default();
+    let mut outputs: Vec<String> = Vec::new();
+    for (_, messages, _) in fixtures() {
+        for message in &messages {
+            if let Some(text) = message["content"].as_str().filter(|_| message["role"] == "tool") {
+                outputs.push(text.to_string());
+            }
+            for block in message["content"].as_array().into_iter().flatten() {
+                for inner in block["content"].as_array().into_iter().flatten() {
+                    outputs.extend(inner["text"].as_str().map(String::from));
+                }
+                outputs.extend(block["content"].as_str().map(String::from));
+            }
+        }
+    }
+    outputs.retain(|t| t.len() > 800 && t.trim_start().starts_with(['{', '[']));
+    let timed = |f: &dyn Fn(&str) -> usize| {
+        let start = Instant::now();
+        for _ in 0..runs {
+            for text in &outputs {
+                std::hint::black_box(f(text));
+            }
+        }
+        start.elapsed().as_secs_f64() * 1e3 / runs as f64
+    };
+    let parse = timed(&|t| serde_json::from_str::<Value>(t).map_or(0, |v| v.is_object() as usize));
+    let compress = timed(&|t| compress_text(t, &options).map_or(0, |c| c.len()));
+    let bytes: usize = outputs.iter().map(String::len).sum();
+    println!(
+        "{} JSON tool outputs over 800 B ({bytes} B): compress_text {compress:.2} ms, their parse alone {parse:.2} ms (mean of {runs})",
+        outputs.len()
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("dump") => dump(args.get(1).map_or("/tmp/first-build.jsonl", String::as_str)),
         Some("time") => time(args.get(1).and_then(|n| n.parse().ok()).unwrap_or(30)),
-        _ => eprintln!("usage: first_build dump <file> | time [runs]"),
+        Some("compress") => compress(args.get(1).and_then(|n| n.parse().ok()).unwrap_or(10)),
+        _ => eprintln!("usage: first_build dump <file> | time [runs] | compress [runs]"),
     }
 }
