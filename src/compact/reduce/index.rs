@@ -50,6 +50,11 @@ impl FileIndex {
         self.reads.get(&(msg, part)).map(String::as_str)
     }
 
+    /// Whether any call reads a file whole.
+    pub(crate) fn has_reads(&self) -> bool {
+        !self.reads.is_empty()
+    }
+
     /// Whether a call after message `msg` touches `path`.
     pub(crate) fn superseded(&self, msg: usize, path: &str) -> bool {
         !path.is_empty() && self.last_touch.get(path).is_some_and(|last| *last > msg)
