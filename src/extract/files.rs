@@ -407,7 +407,8 @@ pub(crate) fn call_files(
 
 /// Whether a call named `name` with arguments `text` could read or touch a file: by its name, or
 /// by a path key or a patch in its arguments. Without a backslash (an escape could spell a key
-/// otherwise), a key the arguments hold is in their text as `"key"`, quotes included.
+/// otherwise), every other `"` of the text opens a string, so a key the arguments hold is one of
+/// the pieces between an odd `"` and the next.
 fn may_name_file(name: &str, text: &str, tools: &[String]) -> bool {
     let base = base_name(name);
     let by_name = is_editor(&base)
@@ -418,11 +419,7 @@ fn may_name_file(name: &str, text: &str, tools: &[String]) -> bool {
     by_name
         || text.contains('\\')
         || text.contains("*** Begin Patch")
-        || PATH_KEYS.iter().chain(&PATHS_KEYS).any(|key| {
-            text.match_indices(key).any(|(at, _)| {
-                text[..at].ends_with('"') && text.get(at + key.len()..).is_some_and(|rest| rest.starts_with('"'))
-            })
-        })
+        || text.split('"').skip(1).step_by(2).any(|quoted| PATH_KEYS.contains(&quoted) || PATHS_KEYS.contains(&quoted))
 }
 
 fn is_editor(name: &str) -> bool {
