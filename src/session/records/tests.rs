@@ -982,6 +982,10 @@ fn a_stored_summary_counted_by_this_library_is_not_counted_again() {
     let trusted = forged(&tag, &longer).unwrap();
     let current = trusted.compactor.summary_state().current.as_ref().unwrap();
     assert_eq!((current.text.as_str(), current.tokens), (longer.as_str(), summary.tokens));
+    // What the store's import of a file checks (a fresh count of everything: js/store.ts
+    // checkImported) refuses it.
+    let recount = Session::import(exported(&trusted)).unwrap_err();
+    assert!(recount.message.contains("the summary says it has"), "{recount}");
     let error = forged("0.0.1/o200k_base", &longer).unwrap_err();
     let counted = Encoding::O200kBase.count(&longer);
     assert!(
