@@ -85,6 +85,34 @@ fn body_of(record: &StoredRecord) -> Value {
     serde_json::from_str::<Value>(&record.value).unwrap()["body"].clone()
 }
 
+/// `pairs` exchanges about source files, `text(i)` the i-th question.
+fn ask_about_parts(session: &mut Session, pairs: usize, text: impl Fn(usize) -> String) {
+    for i in 0..pairs {
+        let answer = assistant(&format!("It parses part {i}."));
+        session.history.append_values(json!([user(&text(i)), answer]), Format::OpenAi).unwrap();
+    }
+}
+
+/// That a save after records of an earlier version wrote message `n` of session `id` and the meta
+/// record, both in this version.
+fn assert_message_and_meta_in_this_version(changes: &Changes, id: &str, n: u64) {
+    let keys: Vec<Vec<String>> = changes.records.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(keys, [data_key(id, Kind::Message, n), meta_key(id)]);
+    let prefix = format!(r#"{{"v":{RECORD_VERSION},"sum":""#);
+    assert!(changes.records.iter().all(|r| r.value.starts_with(&prefix)));
+}
+
+/// Builds that summarise past `trigger` tokens, down to `target`.
+fn summarising(trigger: u32, target: u32) -> BuildOptions {
+    let summary = SummaryOptions {
+        trigger_tokens: Some(trigger),
+        target_tokens: Some(target),
+        min_messages: 4,
+        ..Default::default()
+    };
+    BuildOptions { summary: Some(summary), ..Default::default() }
+}
+
 #[test]
 fn a_session_round_trips_through_its_records() {
     let mut session = agent_with_two_turns();
@@ -319,25 +347,12 @@ fn a_failed_write_leaves_the_same_records_for_the_next_attempt() {
 #[test]
 fn replaced_parts_get_new_generations_and_the_old_ones_are_removed() {
     let mut session = Session::new("s", Encoding::O200kBase, 10).unwrap();
-    for i in 0..30 {
-        let text = format!("Please look at file src/part{i}.rs and tell me what it does. {}", "detail ".repeat(30));
-        session
-            .history
-            .append_values(json!([user(&text), assistant(&format!("It parses part {i}."))]), Format::OpenAi)
-            .unwrap();
-    }
+    ask_about_parts(&mut session, 30, |i| {
+        format!("Please look at file src/part{i}.rs and tell me what it does. {}", "detail ".repeat(30))
+    });
     let mut storage = Storage::default();
     storage.save(&mut session, 1);
-    let options = BuildOptions {
-        summary: Some(SummaryOptions {
-            trigger_tokens: Some(500),
-            target_tokens: Some(300),
-            min_messages: 4,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    session.build(&options).unwrap();
+    session.build(&summarising(500, 300)).unwrap();
     assert!(session.compactor.summary_state().current.is_some(), "the build made a summary");
     let changes = storage.save(&mut session, 2);
     assert!(changes.records.iter().any(|r| r.key == data_key("s", Kind::Summary, 1)));
@@ -590,23 +605,8 @@ fn a_summary_over_messages_that_moved_gives_way() {
     let mut storage = Storage::default();
     storage.save(&mut first, 1);
     let mut second = storage.load("sum").unwrap();
-    for i in 0..30 {
-        let text = format!("Look at src/part{i}.rs please. {}", "detail ".repeat(30));
-        second
-            .history
-            .append_values(json!([user(&text), assistant(&format!("Part {i} parses."))]), Format::OpenAi)
-            .unwrap();
-    }
-    let options = BuildOptions {
-        summary: Some(SummaryOptions {
-            trigger_tokens: Some(500),
-            target_tokens: Some(300),
-            min_messages: 4,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    second.build(&options).unwrap();
+    ask_about_parts(&mut second, 30, |i| format!("Look at src/part{i}.rs please. {}", "detail ".repeat(30)));
+    second.build(&summarising(500, 300)).unwrap();
     assert!(second.compactor.summary_state().current.is_some());
     first.history.append_value(user("meanwhile"), Format::OpenAi).unwrap();
     storage.save(&mut first, 2);
@@ -615,7 +615,7 @@ fn a_summary_over_messages_that_moved_gives_way() {
     assert!(second.compactor.summary_state().current.is_none());
     assert_eq!(second.history.len(), 62);
     // The next build summarises again, over the messages where they now are.
-    second.build(&options).unwrap();
+    second.build(&summarising(500, 300)).unwrap();
     let current = second.compactor.summary_state().current.clone().unwrap();
     assert_eq!(second.history.records()[current.until_index].id, current.summarised_until);
 }
@@ -746,11 +746,7 @@ fn version_1_records_load_and_the_next_saves_write_the_current_version_after_the
     session.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     expected.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 3000);
-    assert_eq!(
-        changes.records.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
-        [data_key("v1", Kind::Message, 4), meta_key("v1")]
-    );
-    assert!(changes.records.iter().all(|r| r.value.starts_with(r#"{"v":3,"sum":""#)));
+    assert_message_and_meta_in_this_version(&changes, "v1", 4);
     assert_eq!(
         body_of(&changes.records[0]),
         json!({"message": assistant("You're welcome.")}),
@@ -927,34 +923,15 @@ fn version_2_records_load_their_summary_counted_and_the_next_saves_write_version
     // version 3; the stored summary stays as it is until it changes.
     session.history.append_value(user("And part 6?"), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 2000);
-    assert_eq!(
-        changes.records.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
-        [data_key("v2", Kind::Message, 13), meta_key("v2")]
-    );
-    assert!(changes.records.iter().all(|r| r.value.starts_with(r#"{"v":3,"sum":""#)));
+    assert_message_and_meta_in_this_version(&changes, "v2", 13);
     assert_eq!(exported(&storage.load("v2").unwrap()), exported(&session));
 }
 
 #[test]
 fn a_stored_summary_counted_by_this_library_is_not_counted_again() {
     let mut session = Session::new("s", Encoding::O200kBase, 10).unwrap();
-    for i in 0..6 {
-        let text = format!("Look at src/part{i}.rs and say what it does, in detail please.");
-        session
-            .history
-            .append_values(json!([user(&text), assistant(&format!("It parses part {i}."))]), Format::OpenAi)
-            .unwrap();
-    }
-    let options = BuildOptions {
-        summary: Some(SummaryOptions {
-            trigger_tokens: Some(60),
-            target_tokens: Some(40),
-            min_messages: 4,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    session.build(&options).unwrap();
+    ask_about_parts(&mut session, 6, |i| format!("Look at src/part{i}.rs and say what it does, in detail please."));
+    session.build(&summarising(60, 40)).unwrap();
     let summary = session.compactor.summary_state().current.clone().expect("the build summarised");
     let mut storage = Storage::default();
     storage.save(&mut session, 1);
