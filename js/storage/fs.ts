@@ -15,7 +15,7 @@
  * Keys and values are refused (`InvalidArgumentError`) if they hold a lone UTF-16 surrogate, which
  * UTF-8 files cannot carry. Entry `context-compactor/storage/fs`: Node only.
  */
-import { open, mkdir, readdir, rename, rm, unlink, utimes, type FileHandle } from "node:fs/promises";
+import { open, link, mkdir, readdir, readFile, rename, rm, rmdir, stat, unlink, utimes, type FileHandle } from "node:fs/promises";
 import { readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, dirname, resolve } from "node:path";
@@ -98,16 +98,19 @@ function alive(pid: number): boolean {
 
 /*
  * A lock across processes needs no kernel lock (Node has none): the directory `<path>.lock.d`
- * holds numbered turns, each a file made with O_EXCL, so that only one process can make turn n.
- * A turn holds its maker's host and pid, or `free` once the lock was released by
- * the holder of the turn before it. The maker of the highest turn holds the lock, unless that turn is
- * `free`. To take the lock, a process makes the turn after a free or stale highest one: two
- * processes that find the same stale turn race to make the same next number, and one of them
- * loses (the race a stale lock file's takeover by unlink-and-create loses: the later one removes
- * the lock the earlier just made). Nothing is ever removed on the evidence of an earlier read: a
+ * holds numbered turns, each made by a call that fails if the name exists (O_EXCL, `link`,
+ * `mkdir`), so that only one process can make turn n. A held turn is a file of its own holding its
+ * maker's host and pid; a free turn, made by the holder of the turn before it to release the lock,
+ * is a hard link to the directory's file `free` (one call, and `stat` tells it by its link count),
+ * or an empty directory where the file system has no hard links. The maker of the highest turn
+ * holds the lock, unless that turn is free. To take the lock, a process makes the turn after a free
+ * or stale highest one: processes that find the same stale turn race to make the same next number,
+ * and only one can (where a stale lock file's takeover by unlink-and-create lets the later one
+ * remove the lock the earlier just made). Nothing is removed on the evidence of an earlier read: a
  * holder removes only the turns below its own, and releases by making the next turn, which fails
- * if another process already took the lock over. A turn is stale when its process is gone (same
- * host) or its mtime, which its holder touches every `staleLockMs / 3`, is older than `staleLockMs`.
+ * if another process took the lock over meanwhile. A held turn is stale when its process is gone
+ * (same host) or its mtime, which its holder touches every `staleLockMs / 3`, is older than
+ * `staleLockMs`.
  */
 
 /**
@@ -121,16 +124,17 @@ const HOST = (() => {
     return hostname();
   }
 })();
-const FREE = "free\n";
 const TURN = /^[0-9]+$/;
 
-/** The turns in `dir` (made if missing), highest last. */
+const code = (error: unknown) => (error as NodeJS.ErrnoException)?.code;
+
+/** The turns in `dir` (made if missing), lowest first. */
 async function turns(dir: string): Promise<number[]> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (code(error) !== "ENOENT") throw error;
     await mkdir(dir, { recursive: true });
     return [];
   }
@@ -140,34 +144,30 @@ async function turns(dir: string): Promise<number[]> {
     .sort((a, b) => a - b);
 }
 
-/** Whether turn `file` lets another process take the lock (`free`, `stale`), or not (`held`); `gone`: removed meanwhile. */
+/** Whether turn `file` lets another process take the lock (`free`, `stale`) or not (`held`); `gone`: removed meanwhile. */
 async function turnState(file: string, staleLockMs: number): Promise<"free" | "held" | "stale" | "gone"> {
-  let fh: FileHandle;
+  let record: string;
   try {
-    fh = await open(file, "r");
+    const found = await stat(file);
+    if (found.nlink > 1 || found.isDirectory()) return "free";
+    const { mtimeMs } = found;
+    if (Date.now() - mtimeMs > staleLockMs) return "stale";
+    record = await readFile(file, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
+    if (code(error) === "ENOENT") return "gone";
     throw error;
   }
-  try {
-    const { mtimeMs } = await fh.stat();
-    const text = await fh.readFile("utf8");
-    if (text === FREE) return "free";
-    // A turn whose maker died before writing it all reads short: stale once its mtime is.
-    const [host, pid, end] = text.split("\n");
-    if (end === "" && host === HOST && !alive(Number(pid))) return "stale";
-    return Date.now() - mtimeMs > staleLockMs ? "stale" : "held";
-  } finally {
-    await fh.close();
-  }
+  // A turn whose maker died before writing it all reads short: stale once its mtime is.
+  const [host, pid, end] = record.split("\n");
+  return end === "" && host === HOST && !alive(Number(pid)) ? "stale" : "held";
 }
 
-/** Makes turn `file` holding `text`; an `EEXIST` error if another process made it first. */
-async function makeTurn(file: string, text: string): Promise<void> {
+/** Makes the held turn `file`; an `EEXIST` error if another process made that turn first. */
+async function makeHeldTurn(file: string): Promise<void> {
   const fh = await open(file, "wx");
   let written = false;
   try {
-    await fh.writeFile(text);
+    await fh.writeFile(`${HOST}\n${process.pid}\n`);
     written = true;
   } finally {
     await fh.close().catch(() => {});
@@ -176,7 +176,27 @@ async function makeTurn(file: string, text: string): Promise<void> {
   }
 }
 
-const code = (error: unknown) => (error as NodeJS.ErrnoException)?.code;
+/** Makes the free turn `file` in `dir`; an `EEXIST` error if another process made that turn first. */
+async function makeFreeTurn(dir: string, file: string): Promise<void> {
+  const free = join(dir, "free");
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await link(free, file);
+    } catch (error) {
+      if (code(error) === "EEXIST") throw error;
+      if (code(error) !== "ENOENT" || attempt > 0) break;
+      await (await open(free, "a")).close(); // the first release in this directory
+    }
+  }
+  // No hard links on this file system (FAT, some network shares): an empty directory is free too.
+  await mkdir(file);
+}
+
+/** Removes turn `n` of `dir` (a file, a link, or a directory), if it is still there. */
+async function removeTurn(dir: string, n: number): Promise<void> {
+  const file = join(dir, String(n));
+  await unlink(file).catch(() => rmdir(file).catch(() => {}));
+}
 
 /** A turn this process holds. */
 interface HeldTurn {
@@ -189,7 +209,6 @@ interface HeldTurn {
 /** Takes the lock kept in `dir` (of `what`), waiting up to `timeoutMs` for its holder. */
 async function acquireTurn(dir: string, what: string, timeoutMs: number, staleLockMs: number): Promise<HeldTurn> {
   const deadline = Date.now() + timeoutMs;
-  const record = `${HOST}\n${process.pid}\n`;
   let delay = 1;
   let turn = 0;
   try {
@@ -202,21 +221,21 @@ async function acquireTurn(dir: string, what: string, timeoutMs: number, staleLo
         delay = Math.min(delay * 2, 25);
         continue;
       }
-      if (state === "gone") continue; // removed by a holder of a higher turn: look again
+      if (state === "gone") continue; // removed by the holder of a higher turn: look again
       try {
-        await makeTurn(join(dir, String(highest + 1)), record);
+        await makeHeldTurn(join(dir, String(highest + 1)));
       } catch (error) {
         if (code(error) === "EEXIST") continue; // another process made it first
         throw error;
       }
       const now = await turns(dir);
       if (now.at(-1) !== highest + 1) {
-        // The turn read was long gone (removed by a later holder): this one is not the highest.
-        await unlink(join(dir, String(highest + 1))).catch(() => {});
+        // What this process read was long gone (removed by a later holder): its turn is not the highest.
+        await removeTurn(dir, highest + 1);
         continue;
       }
       turn = highest + 1;
-      for (const old of now.slice(0, -1)) await unlink(join(dir, String(old))).catch(() => {});
+      for (const old of now.slice(0, -1)) await removeTurn(dir, old);
       break;
     }
   } catch (error) {
@@ -243,7 +262,7 @@ async function acquireTurn(dir: string, what: string, timeoutMs: number, staleLo
     async release() {
       clearInterval(heartbeat);
       try {
-        await makeTurn(join(dir, String(turn + 1)), FREE);
+        await makeFreeTurn(dir, join(dir, String(turn + 1)));
       } catch (error) {
         // The write is done: nothing to undo, but say so.
         process.emitWarning(

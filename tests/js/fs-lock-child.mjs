@@ -1,11 +1,12 @@
 // One process of tests/js/fs-lock.test.mjs: argv[2] is its task as JSON. Before it loads the
 // adapter it wraps node:fs/promises, so that the test can force the interleavings of processes
 // that lock races need, whatever the lock's files are (any path holding ".lock"): the first call
-// that changes them (unlink, rename, rm, rmdir, open to write) after one that read them waits at
-// a barrier until every process of the round is there, then `afterBarrierMs`; each call that
-// changes them after the process left its critical section waits `releaseDelayMs`; opening any
-// other file to write waits `writeDelayMs` (a slow disk: writers hold their locks longer), or
-// blocks the whole process until the file `blockUntil` exists (a process stalled: no timers run).
+// that changes them (unlink, rename, rm, rmdir, mkdir, link, open to write) after one that read them
+// waits at a barrier until every process of the round is there, then `afterBarrierMs`; each call
+// that changes them after the process left its critical section waits `releaseDelayMs`; opening
+// any other file to write waits `writeDelayMs` (a slow disk: writers hold their locks longer), or
+// blocks the whole process until the file `blockUntil` exists (a stalled process: no timers run).
+// With `firstChangeAfter`, the first call that changes the lock's files waits for that file.
 import { appendFileSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
@@ -18,7 +19,13 @@ const fsp = createRequire(import.meta.url)("node:fs/promises");
 let read = false;
 let waited = false;
 let released = false;
+let changed = false;
 async function beforeChange() {
+  if (!changed && task.firstChangeAfter) {
+    log(`paused ${task.id}`);
+    while (!existsSync(task.firstChangeAfter)) await sleep(5);
+  }
+  changed = true;
   if (read && !waited && task.barrier) {
     waited = true;
     writeFileSync(join(task.barrier.dir, String(process.pid)), "");
@@ -27,7 +34,7 @@ async function beforeChange() {
   }
   if (released && task.releaseDelayMs) await sleep(task.releaseDelayMs);
 }
-for (const name of ["unlink", "rename", "rm", "rmdir", "open", "readFile"]) {
+for (const name of ["unlink", "rename", "rm", "rmdir", "mkdir", "link", "open", "readFile"]) {
   const original = fsp[name];
   fsp[name] = async (...args) => {
     if (String(args[0]).includes(".lock")) {

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSystemAdapter } from "context-compactor/storage/fs";
@@ -30,7 +30,7 @@ async function until(log, line) {
 
 /** Asserts that the holders logged to `log` never overlapped: each `enter i` is followed by its `exit i`. */
 function assertOneAtATime(log, ids) {
-  const seen = lines(log);
+  const seen = lines(log).filter((line) => /^(enter|exit) /.test(line));
   for (let i = 0; i < seen.length; i += 2) {
     const [what, who] = seen[i].split(" ");
     assert.equal(what, "enter", `line ${i} of ${JSON.stringify(seen)}`);
@@ -79,6 +79,24 @@ test("fs lock: a holder that releases late does not release the lock another too
   assertOneAtATime(log, ["a", "b", "c"]);
 });
 
+test("fs lock: a process that read the lock long ago and made its next turn late does not hold it", async (t) => {
+  const root = scratch(t);
+  const log = join(root, "log");
+  const go = join(root, "go");
+  // P finds the lock free and stops right before it takes it; Q takes it and releases it, R takes
+  // it and holds it (the turns P read are gone by then, so the one P makes is free to make).
+  const p = run({ root, role: "hold", name: "shared", id: "p", log, firstChangeAfter: go, holdMs: 0 });
+  await until(log, "paused p");
+  const q = await run({ root, role: "hold", name: "shared", id: "q", log, holdMs: 0 });
+  assert.equal(q.code, 0, q.stderr);
+  const r = run({ root, role: "hold", name: "shared", id: "r", log, holdMs: 500 });
+  await until(log, "enter r");
+  writeFileSync(go, "");
+  const results = await Promise.all([p, r]);
+  for (const result of results) assert.equal(result.code, 0, result.stderr);
+  assertOneAtATime(log, ["p", "q", "r"]);
+});
+
 test("fs lock: three processes append to one session past a stale lock: every message once, in order", async (t) => {
   const root = scratch(t);
   const crashed = await run({ root, role: "crash-in-session", session: "shared" });
@@ -115,7 +133,9 @@ test("fs lock: a writer that stalled until another took its lock over writes not
   await until(log, "stalled a");
   const b = await run({ root, role: "save", id: "b", key: ["r", "x", "2"], value: "from b", log, staleLockMs: 300, done });
   assert.equal(b.code, 0, b.stderr);
-  assert.equal((await a).code, 0);
+  const stalled = await a;
+  assert.equal(stalled.code, 0, stalled.stderr);
+  assert.match(stalled.stderr, /CONTEXT_COMPACTOR_LOCK.*taken over by another process/, "its release said the lock had been taken over");
   const failed = lines(log).find((line) => line.startsWith("failed a"));
   assert.match(failed ?? lines(log).join("\n"), /^failed a StorageError failed: the lock of .* was taken over by another process .*: nothing written$/);
   const adapter = await FileSystemAdapter.open({ root });
@@ -130,4 +150,15 @@ test("fs lock: lockTimeoutMs and staleLockMs must be positive numbers", async (t
       await assert.rejects(FileSystemAdapter.open({ root, [option]: bad }), (e) => e instanceof InvalidArgumentError && e.message.includes(option), `${option}: ${bad}`);
     }
   }
+});
+
+test("fs lock: released where the file system makes no hard links", async (t) => {
+  const root = scratch(t);
+  // A directory where the file that free turns link to goes: link() fails (EPERM), as on FAT.
+  mkdirSync(join(root, "locks", "x.lock.d", "free"), { recursive: true });
+  const adapter = await FileSystemAdapter.open({ root, lockTimeoutMs: 1_000 });
+  for (let i = 0; i < 3; i++) await adapter.lock("x", async () => {});
+  const turns = readdirSync(join(root, "locks", "x.lock.d")).filter((name) => name !== "free").map(Number).sort((a, b) => a - b);
+  assert.deepEqual(turns, [5, 6], "the last holder's turn and the free one after it: the ones before are gone");
+  assert.ok(statSync(join(root, "locks", "x.lock.d", "6")).isDirectory(), "the free turn is a directory");
 });
