@@ -235,7 +235,7 @@ async function acquireTurn(dir: string, what: string, timeoutMs: number, staleLo
         continue;
       }
       turn = highest + 1;
-      for (const old of now.slice(0, -1)) await removeTurn(dir, old);
+      await Promise.all(now.slice(0, -1).map((old) => removeTurn(dir, old)));
       break;
     }
   } catch (error) {
