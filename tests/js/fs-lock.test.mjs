@@ -24,8 +24,14 @@ function run(task) {
 
 const lines = (log) => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : []);
 
-async function until(log, line) {
-  while (!lines(log).includes(line)) await sleep(5);
+/** Waits until `line` is in `log`; fails if the process `running` that should write it ends first. */
+async function until(log, line, running) {
+  let ended;
+  running.then((result) => (ended = result));
+  while (!lines(log).includes(line)) {
+    if (ended) assert.fail(`the process ended (${ended.code ?? ended.signal}) before it logged "${line}": ${ended.stderr}`);
+    await sleep(5);
+  }
 }
 
 /** Asserts that the holders logged to `log` never overlapped: each `enter i` is followed by its `exit i`. */
@@ -70,9 +76,9 @@ test("fs lock: a holder that releases late does not release the lock another too
   // takes it over and holds it for 0.8 s. On main A's release then deleted B's lock by path and
   // C, waiting, took it while B still held it.
   const a = run({ root, role: "hold", name: "shared", id: "a", log, staleLockMs, holdMs: 0, releaseDelayMs: 1_500 });
-  await until(log, "exit a");
+  await until(log, "exit a", a);
   const b = run({ root, role: "hold", name: "shared", id: "b", log, staleLockMs, holdMs: 800 });
-  await until(log, "enter b");
+  await until(log, "enter b", b);
   const c = run({ root, role: "hold", name: "shared", id: "c", log, staleLockMs, holdMs: 0 });
   const results = await Promise.all([a, b, c]);
   for (const r of results) assert.equal(r.code, 0, r.stderr);
@@ -86,11 +92,11 @@ test("fs lock: a process that read the lock long ago and made its next turn late
   // P finds the lock free and stops right before it takes it; Q takes it and releases it, R takes
   // it and holds it (the turns P read are gone by then, so the one P makes is free to make).
   const p = run({ root, role: "hold", name: "shared", id: "p", log, firstChangeAfter: go, holdMs: 0 });
-  await until(log, "paused p");
+  await until(log, "paused p", p);
   const q = await run({ root, role: "hold", name: "shared", id: "q", log, holdMs: 0 });
   assert.equal(q.code, 0, q.stderr);
   const r = run({ root, role: "hold", name: "shared", id: "r", log, holdMs: 500 });
-  await until(log, "enter r");
+  await until(log, "enter r", r);
   writeFileSync(go, "");
   const results = await Promise.all([p, r]);
   for (const result of results) assert.equal(result.code, 0, result.stderr);
@@ -130,7 +136,7 @@ test("fs lock: a writer that stalled until another took its lock over writes not
   // A takes the log's lock, then stalls (no timers: its lock shows no sign of life) until B, for
   // which A's lock is stale after 300 ms, has taken it over and saved.
   const a = run({ root, role: "save", id: "a", key: ["r", "x", "1"], value: "from a", log, blockUntil: done });
-  await until(log, "stalled a");
+  await until(log, "stalled a", a);
   const b = await run({ root, role: "save", id: "b", key: ["r", "x", "2"], value: "from b", log, staleLockMs: 300, done });
   assert.equal(b.code, 0, b.stderr);
   const stalled = await a;
