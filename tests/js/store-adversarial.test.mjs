@@ -228,18 +228,18 @@ for (const failingStep of ["remove", "removeRange"]) {
 }
 
 test("[main: two holders] file system: a lock taken over as stale is not removed by its old holder", async () => {
-  const { mkdtempSync, rmSync, existsSync } = await import("node:fs");
+  const { mkdtempSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
   const { spawn } = await import("node:child_process");
   const { FileSystemAdapter } = await import("context-compactor/storage/fs");
   const root = mkdtempSync(join(tmpdir(), "cc-lock-"));
   try {
-    const lockFile = join(root, "locks", "x.lock");
-    let release;
+    let release, holding;
     const held = new Promise((resolve) => (release = resolve));
-    const first = (await FileSystemAdapter.open({ root })).lock("x", () => held);
-    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 5));
+    const locked = new Promise((resolve) => (holding = resolve));
+    const first = (await FileSystemAdapter.open({ root })).lock("x", () => (holding(), held));
+    await locked;
     // Another process, for which this one's lock is stale (staleLockMs: 1), takes it over and holds it.
     const fsEntry = new URL("../../dist/storage/fs.js", import.meta.url).href;
     const other = spawn(process.execPath, [
@@ -256,9 +256,10 @@ test("[main: two holders] file system: a lock taken over as stale is not removed
     });
     release();
     await first;
-    // On main the first holder's release deleted the other's lock file: a third process would
+    // On main the first holder's release deleted the other's lock file: a third adapter would
     // then take the lock while the other still holds it (two writers of one session).
-    assert.ok(existsSync(lockFile), "the other process's lock file is still there while it holds the lock");
+    const third = await FileSystemAdapter.open({ root, lockTimeoutMs: 50 });
+    await assert.rejects(third.lock("x", async () => {}), (e) => e instanceof StorageError && e.reason === "blocked", "the other process still holds the lock");
     assert.equal(await exited, 0);
   } finally {
     rmSync(root, { recursive: true, force: true });
