@@ -139,8 +139,8 @@ async function writeChecked(adapter: StorageAdapter, records: StoredRecord[], ac
 
 /**
  * What `Session.load` does not check in an imported file's records: that the token counts its
- * chunks carry are the ones counting gives (`build` budgets with them), and that its commit leaves
- * room for the saves to come.
+ * chunks and its summary record carry are the ones counting gives (`build` budgets with them), and
+ * that its commit leaves room for the saves to come.
  */
 function checkImported(session: Session, records: StoredRecord[]): void {
   const meta = metaKey(session.id);
@@ -149,7 +149,15 @@ function checkImported(session: Session, records: StoredRecord[]): void {
     throw new CorruptRecordError(`record ${JSON.stringify(meta)} holds commit ${session.savedCommit}, past what the saves to come can count`, { path: meta.join("/") });
   }
   const counted = session.history.tokenCount().messages;
-  const recount = Session.import(session.export());
+  let recount: Session;
+  try {
+    recount = Session.import(session.export());
+  } catch (error) {
+    // What loaded imports unless a count it took as stored is not its text's: the summary's
+    // (the messages' are counted again below).
+    const summary = records.map((r) => r.key).filter((key) => key[2] === "summary").pop() ?? meta;
+    throw new CorruptRecordError(`record ${JSON.stringify(summary)}: ${(error as Error).message}`, { path: summary.join("/") });
+  }
   try {
     const fresh = recount.history.tokenCount().messages;
     const at = fresh.findIndex((tokens, i) => tokens !== counted[i]);

@@ -8,14 +8,16 @@
  * An entry is a header line, `[key, byteLength]` (`-1`: removed), then the value's UTF-8 bytes and
  * a newline. A write cut short by a crash leaves an incomplete last entry: it was never
  * acknowledged, so it is not read, and the next write cuts it off. Anything else that does not
- * parse is a `StorageError`. Writers in other processes are kept apart by lock files (`*.lock`,
- * holding the pid and a token; a lock whose process is gone, or older than `staleLockMs`, is taken
- * over, and its first holder then leaves it be).
+ * parse is a `StorageError`. Writers in other processes are kept apart by a lock per log (see
+ * `acquireTurn`: a lock whose process is gone, or that showed no sign of life for `staleLockMs`,
+ * is taken over by exactly one process, and its old holder writes nothing more under it).
  *
  * Keys and values are refused (`InvalidArgumentError`) if they hold a lone UTF-16 surrogate, which
  * UTF-8 files cannot carry. Entry `context-compactor/storage/fs`: Node only.
  */
-import { open, mkdir, readdir, rename, rm, unlink, readFile, type FileHandle } from "node:fs/promises";
+import { open, link, mkdir, readdir, readFile, rename, rm, rmdir, stat, unlink, utimes, type FileHandle } from "node:fs/promises";
+import { readlinkSync } from "node:fs";
+import { hostname } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { InvalidArgumentError, StorageError } from "../errors.js";
 import {
@@ -42,7 +44,10 @@ export interface FileSystemOptions {
   sync?: boolean;
   /** How long to wait for another process's lock before a `StorageError` (default 10,000 ms). */
   lockTimeoutMs?: number;
-  /** A lock older than this is taken over (default 30,000 ms). */
+  /**
+   * A lock whose holder showed no sign of life for this long is taken over (default 30,000 ms; a
+   * holder touches its lock every third of it, so only a process stalled this long loses its lock).
+   */
   staleLockMs?: number;
 }
 
@@ -91,6 +96,184 @@ function alive(pid: number): boolean {
   }
 }
 
+/*
+ * A lock across processes needs no kernel lock (Node has none): the directory `<path>.lock.d`
+ * holds numbered turns, each made by a call that fails if the name exists (O_EXCL, `link`,
+ * `mkdir`), so that only one process can make turn n. A held turn is a file of its own holding its
+ * maker's host and pid; a free turn, made by the holder of the turn before it to release the lock,
+ * is a hard link to the directory's file `free` (one call, and `stat` tells it by its link count),
+ * or an empty directory where the file system has no hard links. The maker of the highest turn
+ * holds the lock, unless that turn is free. To take the lock, a process makes the turn after a free
+ * or stale highest one: processes that find the same stale turn race to make the same next number,
+ * and only one can (where a stale lock file's takeover by unlink-and-create lets the later one
+ * remove the lock the earlier just made). Nothing is removed on the evidence of an earlier read: a
+ * holder removes only the turns below its own, and releases by making the next turn, which fails
+ * if another process took the lock over meanwhile. A held turn is stale when its process is gone
+ * (same host) or its mtime, which its holder touches every `staleLockMs / 3`, is older than
+ * `staleLockMs`.
+ */
+
+/**
+ * Where a pid means something: the host, and on Linux the pid namespace (containers that share a
+ * volume and a host name still have their own pids).
+ */
+const HOST = (() => {
+  try {
+    return `${hostname()} ${readlinkSync("/proc/self/ns/pid")}`;
+  } catch {
+    return hostname();
+  }
+})();
+const TURN = /^[0-9]+$/;
+
+const code = (error: unknown) => (error as NodeJS.ErrnoException)?.code;
+
+/** The turns in `dir` (made if missing), lowest first. */
+async function turns(dir: string): Promise<number[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if (code(error) !== "ENOENT") throw error;
+    await mkdir(dir, { recursive: true });
+    return [];
+  }
+  return names
+    .filter((name) => TURN.test(name))
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** Whether turn `file` lets another process take the lock (`free`, `stale`) or not (`held`); `gone`: removed meanwhile. */
+async function turnState(file: string, staleLockMs: number): Promise<"free" | "held" | "stale" | "gone"> {
+  let record: string;
+  try {
+    const found = await stat(file);
+    if (found.nlink > 1 || found.isDirectory()) return "free";
+    const { mtimeMs } = found;
+    if (Date.now() - mtimeMs > staleLockMs) return "stale";
+    record = await readFile(file, "utf8");
+  } catch (error) {
+    if (code(error) === "ENOENT") return "gone";
+    throw error;
+  }
+  // A turn whose maker died before writing it all reads short: stale once its mtime is.
+  const [host, pid, end] = record.split("\n");
+  return end === "" && host === HOST && !alive(Number(pid)) ? "stale" : "held";
+}
+
+/** Makes the held turn `file`; an `EEXIST` error if another process made that turn first. */
+async function makeHeldTurn(file: string): Promise<void> {
+  const fh = await open(file, "wx");
+  let written = false;
+  try {
+    await fh.writeFile(`${HOST}\n${process.pid}\n`);
+    written = true;
+  } finally {
+    await fh.close().catch(() => {});
+    // Nobody can hold a turn this process made and did not write: it is still this process's to remove.
+    if (!written) await unlink(file).catch(() => {});
+  }
+}
+
+/** Makes the free turn `file` in `dir`; an `EEXIST` error if another process made that turn first. */
+async function makeFreeTurn(dir: string, file: string): Promise<void> {
+  const free = join(dir, "free");
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await link(free, file);
+    } catch (error) {
+      if (code(error) === "EEXIST") throw error;
+      if (code(error) !== "ENOENT" || attempt > 0) break;
+      await (await open(free, "a")).close(); // the first release in this directory
+    }
+  }
+  // No hard links on this file system (FAT, some network shares): an empty directory is free too.
+  await mkdir(file);
+}
+
+/** Removes turn `n` of `dir` (a file, a link, or a directory), if it is still there. */
+async function removeTurn(dir: string, n: number): Promise<void> {
+  const file = join(dir, String(n));
+  await unlink(file).catch(() => rmdir(file).catch(() => {}));
+}
+
+/** A turn this process holds. */
+interface HeldTurn {
+  /** Throws a `StorageError` if another process has taken the lock over (this one looked stale to it). */
+  check(): Promise<void>;
+  /** Releases the lock (a warning if another process had taken it over). */
+  release(): Promise<void>;
+}
+
+/** Takes the lock kept in `dir` (of `what`), waiting up to `timeoutMs` for its holder. */
+async function acquireTurn(dir: string, what: string, timeoutMs: number, staleLockMs: number): Promise<HeldTurn> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 1;
+  let turn = 0;
+  try {
+    for (;;) {
+      const highest = (await turns(dir)).at(-1) ?? 0;
+      const state = highest === 0 ? "free" : await turnState(join(dir, String(highest)), staleLockMs);
+      if (state === "held") {
+        if (Date.now() > deadline) throw new StorageError(`${what} is locked by another process for more than ${timeoutMs} ms`, { reason: "blocked" });
+        await sleep(delay);
+        delay = Math.min(delay * 2, 25);
+        continue;
+      }
+      if (state === "gone") continue; // removed by the holder of a higher turn: look again
+      try {
+        await makeHeldTurn(join(dir, String(highest + 1)));
+      } catch (error) {
+        if (code(error) === "EEXIST") continue; // another process made it first
+        throw error;
+      }
+      const now = await turns(dir);
+      if (now.at(-1) !== highest + 1) {
+        // What this process read was long gone (removed by a later holder): its turn is not the highest.
+        await removeTurn(dir, highest + 1);
+        continue;
+      }
+      turn = highest + 1;
+      await Promise.all(now.slice(0, -1).map((old) => removeTurn(dir, old)));
+      break;
+    }
+  } catch (error) {
+    throw storageError(`locking ${what}`, error);
+  }
+  const file = join(dir, String(turn));
+  const heartbeat = setInterval(() => {
+    const now = new Date();
+    utimes(file, now, now).catch(() => {});
+  }, Math.max(1, Math.floor(staleLockMs / 3)));
+  heartbeat.unref();
+  const lost = () =>
+    `the lock of ${what} was taken over by another process while this one held it (to that process, it looked stale: this one had stalled, or their staleLockMs or clocks differ)`;
+  return {
+    async check() {
+      let highest: number | undefined;
+      try {
+        highest = (await turns(dir)).at(-1);
+      } catch (error) {
+        throw storageError(`checking the lock of ${what}`, error);
+      }
+      if (highest !== turn) throw new StorageError(`${lost()}: nothing written`, { reason: "failed" });
+    },
+    async release() {
+      clearInterval(heartbeat);
+      try {
+        await makeFreeTurn(dir, join(dir, String(turn + 1)));
+      } catch (error) {
+        // The write is done: nothing to undo, but say so.
+        process.emitWarning(
+          code(error) === "EEXIST" ? `${lost()}; what it wrote may have interleaved with that process's writes` : `releasing the lock of ${what} failed (other processes take it over after ${staleLockMs} ms): ${(error as Error).message}`,
+          { code: "CONTEXT_COMPACTOR_LOCK" },
+        );
+      }
+    },
+  };
+}
+
 interface PendingWrites {
   waiting: Array<{ writes: StorageWrite[]; done: (error?: unknown) => void }>;
   writing: boolean;
@@ -125,6 +308,10 @@ export class FileSystemAdapter implements StorageAdapter {
     if (!options || typeof options.root !== "string" || options.root === "") throw new InvalidArgumentError("FileSystemAdapter.open needs a `root` directory");
     const depth = options.partitionDepth ?? 2;
     if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError(`partitionDepth must be a whole number from 1, got ${depth}`);
+    for (const option of ["lockTimeoutMs", "staleLockMs"] as const) {
+      const ms = options[option];
+      if (ms !== undefined && !(typeof ms === "number" && ms > 0 && Number.isFinite(ms))) throw new InvalidArgumentError(`${option} must be a positive number of milliseconds, got ${ms}`);
+    }
     const adapter = new FileSystemAdapter(options);
     try {
       await mkdir(adapter.#root, { recursive: true });
@@ -305,12 +492,13 @@ export class FileSystemAdapter implements StorageAdapter {
     checkPrefix(prefix);
     this.#check();
     for (const file of await this.#files(prefix)) {
-      await this.#locked(file, async () => {
+      await this.#locked(file, async (stillHeld) => {
         const found = await this.#index(file);
         if (!found) return;
         const keys = [...found.index.entries.values()].map((e) => e.key);
         const doomed = keys.filter((k) => hasPrefix(k, prefix));
         if (doomed.length === 0) return;
+        await stillHeld();
         if (doomed.length === keys.length) {
           await unlink(file).catch((error) => {
             if (error.code !== "ENOENT") throw storageError(`removing ${file}`, error);
@@ -318,7 +506,7 @@ export class FileSystemAdapter implements StorageAdapter {
           this.#indexes.delete(file);
           await this.#syncDir(dirname(file));
         } else {
-          await this.#append(file, doomed.map((key) => ({ key, value: undefined })));
+          await this.#append(file, doomed.map((key) => ({ key, value: undefined })), stillHeld);
         }
       });
     }
@@ -362,7 +550,7 @@ export class FileSystemAdapter implements StorageAdapter {
     while (group.waiting.length > 0) {
       const taken = group.waiting.splice(0);
       try {
-        await this.#locked(file, () => this.#append(file, taken.flatMap((t) => t.writes)));
+        await this.#locked(file, (stillHeld) => this.#append(file, taken.flatMap((t) => t.writes), stillHeld));
         for (const t of taken) t.done();
       } catch (error) {
         for (const t of taken) t.done(error);
@@ -372,8 +560,11 @@ export class FileSystemAdapter implements StorageAdapter {
     if (pending.get(file) === group) pending.delete(file);
   }
 
-  /** Appends `writes` to `file` (the caller holds its lock), then compacts it if mostly dead. */
-  async #append(file: string, writes: StorageWrite[]): Promise<void> {
+  /**
+   * Appends `writes` to `file` (the caller holds its lock, which `stillHeld` checks right before
+   * the write), then compacts it if mostly dead.
+   */
+  async #append(file: string, writes: StorageWrite[], stillHeld: () => Promise<void>): Promise<void> {
     const parts: Buffer[] = [];
     for (const { key, value } of writes) {
       const bytes = value === undefined ? undefined : Buffer.from(value, "utf8");
@@ -395,6 +586,7 @@ export class FileSystemAdapter implements StorageAdapter {
       }
       const found = await this.#index(file, fh);
       const index = found?.index ?? { ino: 0, size: 0, entries: new Map(), live: 0 };
+      await stillHeld();
       if (found?.fileSize !== index.size) await fh.truncate(index.size); // an unfinished write's remains
       await fh.write(data, 0, data.length, index.size);
       // fdatasync: the data and the file's new size (what reading it back needs), not its times.
@@ -410,11 +602,11 @@ export class FileSystemAdapter implements StorageAdapter {
     }
     if (created) await this.#syncDir(dirname(file));
     const index = this.#indexes.get(file);
-    if (index && index.size > 65_536 && index.size > 2 * index.live) await this.#compact(file);
+    if (index && index.size > 65_536 && index.size > 2 * index.live) await this.#compact(file, stillHeld);
   }
 
   /** Rewrites `file` with its live entries only (the caller holds its lock). */
-  async #compact(file: string): Promise<void> {
+  async #compact(file: string, stillHeld: () => Promise<void>): Promise<void> {
     const live = await this.#read(file, () => true);
     const temporary = `${file}.${process.pid}.tmp`;
     const parts: Buffer[] = [];
@@ -431,6 +623,7 @@ export class FileSystemAdapter implements StorageAdapter {
       } finally {
         await fh.close();
       }
+      await stillHeld();
       await rename(temporary, file);
     } catch (error) {
       await rm(temporary, { force: true });
@@ -455,40 +648,17 @@ export class FileSystemAdapter implements StorageAdapter {
     }
   }
 
-  /** Runs `fn` holding `path`'s lock: in this process, then across processes through `path.lock`. */
-  async #locked<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` holding `path`'s lock: in this process, then across processes (see `acquireTurn`).
+   * `fn` gets `stillHeld`, which throws a `StorageError` if another process took the lock over.
+   */
+  async #locked<T>(path: string, fn: (stillHeld: () => Promise<void>) => Promise<T>): Promise<T> {
     return serially(path, async () => {
-      const lockFile = `${path}.lock`;
-      await mkdir(dirname(lockFile), { recursive: true });
-      const deadline = Date.now() + this.#lockTimeoutMs;
-      let delay = 1;
-      let mine = "";
-      for (;;) {
-        try {
-          const fh = await open(lockFile, "wx");
-          mine = `${process.pid}\n${Date.now()}\n${Math.random().toString(36).slice(2)}\n`;
-          await fh.writeFile(mine);
-          await fh.close();
-          break;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw storageError(`locking ${path}`, error);
-        }
-        const [pid, at] = (await readFile(lockFile, "utf8").catch(() => "")).split("\n").map(Number);
-        if (pid > 0 && (!alive(pid) || Date.now() - at > this.#staleLockMs)) {
-          await unlink(lockFile).catch(() => {});
-          continue;
-        }
-        if (Date.now() > deadline) {
-          throw new StorageError(`${path} is locked by process ${pid || "?"} for more than ${this.#lockTimeoutMs} ms`, { reason: "blocked" });
-        }
-        await sleep(delay);
-        delay = Math.min(delay * 2, 25);
-      }
+      const held = await acquireTurn(`${path}.lock.d`, path, this.#lockTimeoutMs, this.#staleLockMs);
       try {
-        return await fn();
+        return await fn(() => held.check());
       } finally {
-        // Only while it is still this holder's: another process may have taken it over as stale.
-        if ((await readFile(lockFile, "utf8").catch(() => "")) === mine) await unlink(lockFile).catch(() => {});
+        await held.release();
       }
     });
   }

@@ -124,8 +124,20 @@ impl Compactor {
     /// store (`summary::check_record`, `check_pending`), and against `history`: refused if it
     /// names messages the history lacks. On error nothing changes.
     pub fn set_summary_state(&mut self, state: SummaryState, history: &ConversationHistory) -> Result<()> {
+        self.restore_summary_state(state, history, false)
+    }
+
+    /// `set_summary_state`, for a state whose summary's tokens were counted by this library for
+    /// the history's encoding (`counted`: a stored record's counting tag says so): they are not
+    /// counted again (`summary::check_record`).
+    pub fn restore_summary_state(
+        &mut self,
+        state: SummaryState,
+        history: &ConversationHistory,
+        counted: bool,
+    ) -> Result<()> {
         if let Some(current) = &state.current {
-            super::summary::check_record(current, history.encoding())
+            super::summary::check_record(current, history.encoding(), counted)
                 .map_err(|e| Error::invalid_argument(format!("the summary in force: {}", e.message)))?;
             if state.generation == 0 {
                 return Err(Error::invalid_argument("a summary is in force, but the state says none was ever made"));

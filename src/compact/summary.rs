@@ -251,9 +251,7 @@ pub fn fold_prompt(prompt: &str, previous: Option<&str>) -> String {
 
 /// Seed 004's validation, made strict: not empty, within the token budget, and every required key.
 pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, required_keys: &[String]) -> Result<u32> {
-    if text.trim().is_empty() {
-        return Err(Error::invalid_argument("the summary is empty"));
-    }
+    check_not_empty(text)?;
     let tokens = crate::tokens::from_outside(|| encoding.count(text))
         .map_err(|e| Error::invalid_argument(format!("the summary cannot be counted: {}", e.message)))?;
     let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
@@ -269,6 +267,13 @@ pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, require
         return Err(Error::invalid_argument(format!("the summary lacks the required keys: {}", missing.join(", "))));
     }
     Ok(tokens)
+}
+
+fn check_not_empty(text: &str) -> Result<()> {
+    if text.trim().is_empty() {
+        return Err(Error::invalid_argument("the summary is empty"));
+    }
+    Ok(())
 }
 
 /// A summary's `createdAt` (the caller's, or a build's `now`): an ISO 8601 date or date-time
@@ -346,14 +351,21 @@ pub fn check_created_at(created_at: &str, what: &str) -> Result<()> {
 /// Everything a summary in force must be, checked alike for one just made and one restored
 /// from storage (`Compactor::set_summary_state`, an import): text that passes
 /// `validate_summary`, as many tokens as it says, a `createdAt` that is a date, and figures
-/// that add up. (Where it sits in the history is checked against the history.)
-pub fn check_record(record: &SummaryRecord, encoding: Encoding) -> Result<()> {
-    let tokens = validate_summary(&record.text, encoding, u32::MAX, &[])?;
-    if tokens != record.tokens {
-        return Err(Error::invalid_argument(format!(
-            "the summary says it has {} tokens, but its text has {tokens}",
-            record.tokens
-        )));
+/// that add up. (Where it sits in the history is checked against the history.) `counted`: its
+/// `tokens` were counted by this library for `encoding` (a stored record's counting tag says
+/// so), and are not counted again: counting would decode the encoder's table, which loading a
+/// stored session otherwise never needs.
+pub fn check_record(record: &SummaryRecord, encoding: Encoding, counted: bool) -> Result<()> {
+    if counted {
+        check_not_empty(&record.text)?;
+    } else {
+        let tokens = validate_summary(&record.text, encoding, u32::MAX, &[])?;
+        if tokens != record.tokens {
+            return Err(Error::invalid_argument(format!(
+                "the summary says it has {} tokens, but its text has {tokens}",
+                record.tokens
+            )));
+        }
     }
     check_created_at(&record.created_at, "createdAt")?;
     if record.request_id.is_empty() {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Extra, Fields};
+use super::json::{type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -25,7 +25,7 @@ pub fn parse_ai_sdk(value: Value) -> Result<Vec<Message>> {
 }
 
 pub fn parse_ai_sdk_message(value: Value, index: usize) -> Result<Message> {
-    let mut fields = Fields::new(value, index, "", "a message")?;
+    let mut fields = Fields::new(value, index, Base::Message, "a message")?;
     let role = match fields.required_str("role")?.as_str() {
         "system" => Role::System,
         "user" => Role::User,
@@ -42,7 +42,7 @@ pub fn parse_ai_sdk_message(value: Value, index: usize) -> Result<Message> {
         Some(Value::Array(parts)) if role != Role::System => {
             let mut out = Vec::with_capacity(parts.len());
             for (i, part) in parts.into_iter().enumerate() {
-                out.push(parse_part(part, index, &format!("content[{i}]"), role)?);
+                out.push(parse_part(part, index, Base::Item("content", i), role)?);
             }
             Content::parts(out)
         }
@@ -62,7 +62,7 @@ pub fn parse_ai_sdk_message(value: Value, index: usize) -> Result<Message> {
     Ok(Message { role, content, name: None, extra: fields.rest(), source: Format::AiSdk })
 }
 
-fn parse_part(value: Value, index: usize, base: &str, role: Role) -> Result<Part> {
+fn parse_part(value: Value, index: usize, base: Base, role: Role) -> Result<Part> {
     let original = value.clone();
     let mut fields = Fields::new(value, index, base, "a content part")?;
     let kind = fields.required_str("type")?;

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Extra, Fields};
+use super::json::{type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -55,7 +55,7 @@ fn parse_system(system: Value) -> Result<Message> {
         Value::Array(blocks) => {
             let mut parts = Vec::with_capacity(blocks.len());
             for (i, block) in blocks.into_iter().enumerate() {
-                match parse_block(block, 0, &format!("content[{i}]"), Role::System) {
+                match parse_block(block, 0, Base::Item("content", i), Role::System) {
                     Ok(part @ Part::Text { .. }) => parts.push(part),
                     Ok(_) => return Err(system_error(format!("system block {i} must be a text block"))),
                     Err(error) => return Err(system_error(format!("system block {i}: {}", error.message))),
@@ -74,7 +74,7 @@ fn parse_system(system: Value) -> Result<Message> {
 }
 
 pub fn parse_anthropic_message(value: Value, index: usize) -> Result<Message> {
-    let mut fields = Fields::new(value, index, "", "a message")?;
+    let mut fields = Fields::new(value, index, Base::Message, "a message")?;
     let role = match fields.required_str("role")?.as_str() {
         "user" => Role::User,
         "assistant" => Role::Assistant,
@@ -92,7 +92,7 @@ pub fn parse_anthropic_message(value: Value, index: usize) -> Result<Message> {
         Some(Value::Array(blocks)) => {
             let mut parts = Vec::with_capacity(blocks.len());
             for (i, block) in blocks.into_iter().enumerate() {
-                parts.push(parse_block(block, index, &format!("content[{i}]"), role)?);
+                parts.push(parse_block(block, index, Base::Item("content", i), role)?);
             }
             Content::parts(parts)
         }
@@ -107,7 +107,7 @@ pub fn parse_anthropic_message(value: Value, index: usize) -> Result<Message> {
     Ok(Message { role, content, name: None, extra: fields.rest(), source: Format::Anthropic })
 }
 
-fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Part> {
+fn parse_block(value: Value, index: usize, base: Base, role: Role) -> Result<Part> {
     let original = value.clone();
     let mut fields = Fields::new(value, index, base, "a content block")?;
     let kind = fields.required_str("type")?;
@@ -120,7 +120,7 @@ fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Par
             let Some(source) = fields.take("source") else {
                 return Err(fields.error("source", "image block has no `source`"));
             };
-            let mut source = Fields::new(source, index, &fields.path("source"), "`source`")?;
+            let mut source = Fields::new(source, index, fields.child("source"), "`source`")?;
             let image = match source.required_str("type")?.as_str() {
                 "base64" => {
                     let media_type = source.required_str("media_type")?;
@@ -172,9 +172,8 @@ fn parse_block(value: Value, index: usize, base: &str, role: Role) -> Result<Par
                 Some(Value::String(text)) => Content::text(text),
                 Some(Value::Array(blocks)) => {
                     let mut parts = Vec::with_capacity(blocks.len());
-                    let inner = fields.path("content");
                     for (i, block) in blocks.into_iter().enumerate() {
-                        let part = parse_block(block, index, &format!("{inner}[{i}]"), role)?;
+                        let part = parse_block(block, index, fields.item("content", i), role)?;
                         if matches!(part, Part::ToolResult(_)) {
                             return Err(fields.error("content", "a tool_result cannot contain another tool_result"));
                         }

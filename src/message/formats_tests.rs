@@ -151,3 +151,32 @@ fn bad_items_are_named() {
     let error = parse(json!([{"role": "user", "content": [{"type": "tool-result"}]}]), Format::AiSdk).unwrap_err();
     assert!(error.message.contains("do not belong"), "{error}");
 }
+
+#[test]
+fn errors_name_the_place_at_every_depth() {
+    let path = |value: Value, format: Format| parse(value, format).unwrap_err().path.unwrap_or_default();
+    let call = |body: Value| {
+        json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}}, body]}])
+    };
+    assert_eq!(path(call(json!(3)), Format::OpenAi), "messages[1].tool_calls[1]");
+    assert_eq!(path(call(json!({"type": "function", "function": {}})), Format::OpenAi), "messages[1].tool_calls[1].id");
+    assert_eq!(
+        path(call(json!({"id": "c2", "type": "function", "function": {"arguments": "{}"}})), Format::OpenAi),
+        "messages[1].tool_calls[1].function.name"
+    );
+    assert_eq!(
+        path(call(json!({"id": "c2", "type": "custom", "custom": {"name": "x"}})), Format::OpenAi),
+        "messages[1].tool_calls[1].custom.input"
+    );
+    let image =
+        json!([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {}}]}]);
+    assert_eq!(path(image, Format::OpenAi), "messages[0].content[1].image_url.url");
+    let nested = json!([{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}, {"text": "no type"}]}]}]);
+    assert_eq!(path(nested, Format::Anthropic), "messages[1].content[0].content[1].type");
+    let source = json!([{"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png"}}]}]);
+    assert!(path(source, Format::Anthropic).starts_with("messages[0].content[0].source."));
+    let part = json!([{"role": "user", "content": [{"type": "input_text"}]}]);
+    assert_eq!(path(part, Format::Responses), "messages[0].content[0].text");
+}

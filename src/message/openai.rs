@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Extra, Fields};
+use super::json::{type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -20,7 +20,7 @@ pub fn parse_openai(value: Value) -> Result<Vec<Message>> {
 }
 
 pub fn parse_openai_message(value: Value, index: usize) -> Result<Message> {
-    let mut fields = Fields::new(value, index, "", "a message")?;
+    let mut fields = Fields::new(value, index, Base::Message, "a message")?;
     let role = match fields.required_str("role")?.as_str() {
         "system" => Role::System,
         "developer" => Role::Developer,
@@ -112,7 +112,7 @@ fn parse_content(fields: &mut Fields) -> Result<Content> {
         Some(Value::Array(items)) => {
             let mut parts = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
-                parts.push(parse_part(item, fields.index(), &format!("content[{i}]"))?);
+                parts.push(parse_part(item, fields.index(), Base::Item("content", i))?);
             }
             Ok(Content::parts(parts))
         }
@@ -123,7 +123,7 @@ fn parse_content(fields: &mut Fields) -> Result<Content> {
     }
 }
 
-fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
+fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
     let original = value.clone();
     let mut fields = Fields::new(value, index, base, "a content part")?;
     let kind = fields.required_str("type")?;
@@ -137,7 +137,7 @@ fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
                 Some(image) => image,
                 None => return Err(fields.error("image_url", "image part has no `image_url`")),
             };
-            let mut inner = Fields::new(image, index, &fields.path("image_url"), "`image_url`")?;
+            let mut inner = Fields::new(image, index, fields.child("image_url"), "`image_url`")?;
             let url = inner.required_str("url")?;
             if let Some(payload) = super::data_url_base64(&url) {
                 super::check_image_data(payload).map_err(|why| inner.error("url", why))?;
@@ -151,8 +151,7 @@ fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
 }
 
 fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall> {
-    let base = message.path(&format!("tool_calls[{i}]"));
-    let mut call = Fields::new(value, message.index(), &base, "a tool call")?;
+    let mut call = Fields::new(value, message.index(), message.item("tool_calls", i), "a tool call")?;
     let id = call.required_str("id")?;
     if id.is_empty() {
         return Err(call.error("id", "tool call has an empty id"));
@@ -163,7 +162,7 @@ fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall>
         Some(function) => function,
         None => return Err(call.error(key, "tool call has no `function` (a custom tool's: `custom`)")),
     };
-    let mut function = Fields::new(function, message.index(), &call.path(key), "a tool call's body")?;
+    let mut function = Fields::new(function, message.index(), call.child(key), "a tool call's body")?;
     let name = function.required_str("name")?;
     let arguments = match function.take(input_key) {
         Some(Value::String(arguments)) => arguments,

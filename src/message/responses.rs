@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Extra, Fields};
+use super::json::{type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -35,7 +35,7 @@ fn is_paired_call(kind: &str) -> bool {
 
 pub fn parse_responses_item(value: Value, index: usize) -> Result<Message> {
     let original = value.clone();
-    let mut fields = Fields::new(value, index, "", "an item")?;
+    let mut fields = Fields::new(value, index, Base::Message, "an item")?;
     let kind = match fields.take("type") {
         None => None,
         Some(Value::String(kind)) => Some(kind),
@@ -95,7 +95,7 @@ pub fn parse_responses_item(value: Value, index: usize) -> Result<Message> {
                 Value::Array(parts) => {
                     let mut out = Vec::with_capacity(parts.len());
                     for (i, part) in parts.into_iter().enumerate() {
-                        out.push(parse_part(part, index, &format!("output[{i}]"))?);
+                        out.push(parse_part(part, index, Base::Item("output", i))?);
                     }
                     Content::parts(out)
                 }
@@ -131,7 +131,7 @@ fn parse_message(mut fields: Fields) -> Result<Message> {
         Some(Value::Array(parts)) => {
             let mut out = Vec::with_capacity(parts.len());
             for (i, part) in parts.into_iter().enumerate() {
-                out.push(parse_part(part, fields.index(), &format!("content[{i}]"))?);
+                out.push(parse_part(part, fields.index(), Base::Item("content", i))?);
             }
             Content::parts(out)
         }
@@ -146,7 +146,7 @@ fn parse_message(mut fields: Fields) -> Result<Message> {
     Ok(Message { role, content, name: None, extra: fields.rest(), source: Format::Responses })
 }
 
-fn parse_part(value: Value, index: usize, base: &str) -> Result<Part> {
+fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
     let original = value.clone();
     let mut fields = Fields::new(value, index, base, "a content part")?;
     let kind = fields.required_str("type")?;

@@ -98,12 +98,17 @@ impl Session {
     /// A session from an export already read (or assembled from stored records), with every
     /// check `import` makes.
     pub fn from_export(export: SessionExport) -> Result<Session> {
-        Session::from_counted_export(export, Vec::new())
+        Session::from_counted_export(export, Vec::new(), false)
     }
 
     /// `from_export` with the messages' counts kept in storage (`known[i]` for message `i`, made
-    /// by this version of the library for the export's encoding), which are then not made again.
-    pub(crate) fn from_counted_export(export: SessionExport, known: Vec<Option<MessageTokens>>) -> Result<Session> {
+    /// by this version of the library for the export's encoding), which are then not made again;
+    /// alike the summary's when `summary_counted`.
+    pub(crate) fn from_counted_export(
+        export: SessionExport,
+        known: Vec<Option<MessageTokens>>,
+        summary_counted: bool,
+    ) -> Result<Session> {
         let mut session = Session::new(&export.id, export.history.encoding, export.max_loops)?;
         if let Some(parent) = &export.parent_id {
             validate_session_id(parent)?;
@@ -116,7 +121,10 @@ impl Session {
         }
         let HistoryExport { encoding, messages, summary } = export.history;
         session.history = ConversationHistory::from_counted(encoding, messages, known)?;
-        session.compactor.set_summary_state(summary, &session.history).map_err(|e| corrupt("its summary state", e))?;
+        session
+            .compactor
+            .restore_summary_state(summary, &session.history, summary_counted)
+            .map_err(|e| corrupt("its summary state", e))?;
         match (export.memory, export.max_snapshot_chars) {
             (Some(memory), max_snapshot_chars) => {
                 session.enable_memory(max_snapshot_chars.unwrap_or(memory::DEFAULT_MAX_SNAPSHOT_CHARS))?;

@@ -15,7 +15,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from "context-compactor";
-import { seal, sealRaw, bodyOf, failing, wrapping } from "./failing-storage.mjs";
+import { seal, seal3, sealRaw, bodyOf, failing, wrapping } from "./failing-storage.mjs";
 import { fuzzSession } from "./store-fuzz.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
@@ -103,6 +103,29 @@ test("[main: wrong counts] an imported chunk's token counts are checked, not tru
   // The honest file imports, with the counts of a fresh count.
   const imported = await store.importSession(JSON.stringify(file));
   assert.deepEqual(imported.history.tokenCount(), chat.history.tokenCount());
+});
+
+test("an imported summary's token count is checked, not trusted", async () => {
+  const store = await SessionStore.open(new MemoryStorageAdapter());
+  const chat = await store.create({ id: "h" });
+  chat.history.appendMany(Array.from({ length: 40 }, (_, i) => msg(i)));
+  chat.history.build({ summary: { triggerTokens: 200, targetTokens: 100, minMessages: 4 } });
+  await chat.flush();
+  const file = JSON.parse(await store.exportSession("h"));
+  const summary = file.records.find((r) => r.key[2] === "summary");
+  assert.equal(seal3(summary.key, bodyOf(summary)).value, summary.value, "sealed as the core seals");
+  // A record loads with the count its counting tag vouches for (a checksum guards against
+  // damage, not forgery): an imported file's is counted again.
+  const body = bodyOf(summary);
+  body.state.current.text += " and more words than its count holds";
+  const records = file.records.map((r) => (r === summary ? seal3(r.key, body) : r));
+  const other = await SessionStore.open(new MemoryStorageAdapter());
+  await assert.rejects(
+    other.importSession(JSON.stringify({ ...file, records })),
+    (e) => e instanceof CorruptRecordError && e.key.join("/") === summary.key.join("/") && /the summary says it has \d+ tokens/.test(e.message),
+  );
+  assert.deepEqual(await other.list(), [], "nothing was stored");
+  await other.importSession(JSON.stringify(file));
 });
 
 test("[main: lost session] importSession({ replace: true }) that fails to write keeps the session it was to replace", async () => {
@@ -205,18 +228,18 @@ for (const failingStep of ["remove", "removeRange"]) {
 }
 
 test("[main: two holders] file system: a lock taken over as stale is not removed by its old holder", async () => {
-  const { mkdtempSync, rmSync, existsSync } = await import("node:fs");
+  const { mkdtempSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
   const { spawn } = await import("node:child_process");
   const { FileSystemAdapter } = await import("context-compactor/storage/fs");
   const root = mkdtempSync(join(tmpdir(), "cc-lock-"));
   try {
-    const lockFile = join(root, "locks", "x.lock");
-    let release;
+    let release, holding;
     const held = new Promise((resolve) => (release = resolve));
-    const first = (await FileSystemAdapter.open({ root })).lock("x", () => held);
-    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 5));
+    const locked = new Promise((resolve) => (holding = resolve));
+    const first = (await FileSystemAdapter.open({ root })).lock("x", () => (holding(), held));
+    await locked;
     // Another process, for which this one's lock is stale (staleLockMs: 1), takes it over and holds it.
     const fsEntry = new URL("../../dist/storage/fs.js", import.meta.url).href;
     const other = spawn(process.execPath, [
@@ -233,9 +256,10 @@ test("[main: two holders] file system: a lock taken over as stale is not removed
     });
     release();
     await first;
-    // On main the first holder's release deleted the other's lock file: a third process would
+    // On main the first holder's release deleted the other's lock file: a third adapter would
     // then take the lock while the other still holds it (two writers of one session).
-    assert.ok(existsSync(lockFile), "the other process's lock file is still there while it holds the lock");
+    const third = await FileSystemAdapter.open({ root, lockTimeoutMs: 50 });
+    await assert.rejects(third.lock("x", async () => {}), (e) => e instanceof StorageError && e.reason === "blocked", "the other process still holds the lock");
     assert.equal(await exited, 0);
   } finally {
     rmSync(root, { recursive: true, force: true });

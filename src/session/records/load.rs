@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::save::{unpack_tokens, Part, SavePoint};
 use super::{
     counting_tag, data_key, meta_key, open, parse_key, read_body, read_mark, read_message, read_messages_body, show,
-    Body, Chunk, Kind, Meta, Opened, Place, Settings, StoredRecord, TailMark, Turn, CHUNK,
+    Body, Chunk, Kind, Meta, Opened, Place, Settings, StoredRecord, SummaryBody, TailMark, Turn, CHUNK,
 };
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
@@ -155,6 +155,20 @@ impl<'a> Sorted<'a> {
         read_body(key, body.text)
     }
 
+    /// The summary state of generation `n` (0: the empty state), with the counting tag of its
+    /// summary's tokens when the record has one (version 3 on).
+    pub fn summary(&self, id: &str, n: u64) -> Result<(SummaryState, Option<String>)> {
+        if n == 0 {
+            return Ok((SummaryState::default(), None));
+        }
+        let (key, body) = self.checked(id, Kind::Summary, n)?;
+        if body.version < 3 {
+            return Ok((read_body(key, body.text)?, None));
+        }
+        let stored: SummaryBody<SummaryState> = read_body(key, body.text)?;
+        Ok((stored.state, Some(stored.counted)))
+    }
+
     /// The committed record of `kind` number `n`, its envelope and checksum checked: its key and body.
     fn checked(&self, id: &str, kind: Kind, n: u64) -> Result<(&'a [String], Body<'a>)> {
         let record = self.get(kind, n).ok_or_else(|| {
@@ -293,8 +307,7 @@ impl Session {
         })?;
         let (meta, version) = read_meta(meta_record)?;
         let settings: Settings = sorted.body(&id, Kind::Settings, meta.settings)?;
-        let summary: SummaryState =
-            if meta.summary == 0 { SummaryState::default() } else { sorted.body(&id, Kind::Summary, meta.summary)? };
+        let (summary, summary_counted) = sorted.summary(&id, meta.summary)?;
         let calibration: Option<CalibrationState> =
             if meta.calibration == 0 { None } else { sorted.body(&id, Kind::Calibration, meta.calibration)? };
         let turns = (1..=meta.turns).map(|k| sorted.body::<Turn>(&id, Kind::Turn, k)).collect::<Result<Vec<_>>>()?;
@@ -315,6 +328,7 @@ impl Session {
             ));
         }
         let tag = counting_tag(settings.encoding);
+        let summary_counted = summary_counted.as_deref() == Some(tag.as_str());
         let tail = sorted.tail(&meta, None)?;
         let until = tail.map_or(meta.messages, TailMark::end);
         let (messages, counts) = sorted.messages(&id, (1, until), meta.chunked, &tag, settings.format)?;
@@ -351,7 +365,7 @@ impl Session {
         let known: Vec<Option<MessageTokens>> =
             counts.iter().map(|count| count.as_deref().and_then(unpack_tokens)).collect();
         let all_counted = known.iter().all(Option::is_some);
-        let mut session = Session::from_counted_export(export, known).map_err(|mut error| {
+        let mut session = Session::from_counted_export(export, known, summary_counted).map_err(|mut error| {
             error.message = format!("stored session {id:?} does not hold together: {}", error.message);
             error
         })?;

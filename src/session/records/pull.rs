@@ -174,10 +174,9 @@ impl Session {
             .transpose()?;
         let summary = if meta.summary == saved.summary.generation {
             None
-        } else if meta.summary == 0 {
-            Some(SummaryState::default())
         } else {
-            Some(sorted.body(&id, Kind::Summary, meta.summary)?)
+            // Counted again when it is set (the state may be this session's or theirs).
+            Some(sorted.summary(&id, meta.summary)?.0)
         };
         let calibration = if meta.calibration == saved.calibration.generation {
             None

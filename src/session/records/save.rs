@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::{
-    counting_tag, data_key, message_body, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, TailMark, Turn,
-    CHUNK, RECORD_VERSION, TAIL_LIMIT,
+    counting_tag, data_key, message_body, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, SummaryBody,
+    TailMark, Turn, CHUNK, RECORD_VERSION, TAIL_LIMIT,
 };
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
@@ -230,7 +230,8 @@ impl Session {
         let summary = self.compactor.summary_state();
         if *summary != saved.summary.value {
             let generation = saved.summary.generation + 1;
-            records.push(seal(data_key(id, Kind::Summary, generation), Kind::Summary, summary)?);
+            let body = SummaryBody { state: summary, counted: counting_tag(self.history.encoding()) };
+            records.push(seal(data_key(id, Kind::Summary, generation), Kind::Summary, &body)?);
             if saved.summary.generation > 0 {
                 remove.push(data_key(id, Kind::Summary, saved.summary.generation));
             }

@@ -85,6 +85,34 @@ fn body_of(record: &StoredRecord) -> Value {
     serde_json::from_str::<Value>(&record.value).unwrap()["body"].clone()
 }
 
+/// `pairs` exchanges about source files, `text(i)` the i-th question.
+fn ask_about_parts(session: &mut Session, pairs: usize, text: impl Fn(usize) -> String) {
+    for i in 0..pairs {
+        let answer = assistant(&format!("It parses part {i}."));
+        session.history.append_values(json!([user(&text(i)), answer]), Format::OpenAi).unwrap();
+    }
+}
+
+/// That a save after records of an earlier version wrote message `n` of session `id` and the meta
+/// record, both in this version.
+fn assert_message_and_meta_in_this_version(changes: &Changes, id: &str, n: u64) {
+    let keys: Vec<Vec<String>> = changes.records.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(keys, [data_key(id, Kind::Message, n), meta_key(id)]);
+    let prefix = format!(r#"{{"v":{RECORD_VERSION},"sum":""#);
+    assert!(changes.records.iter().all(|r| r.value.starts_with(&prefix)));
+}
+
+/// Builds that summarise past `trigger` tokens, down to `target`.
+fn summarising(trigger: u32, target: u32) -> BuildOptions {
+    let summary = SummaryOptions {
+        trigger_tokens: Some(trigger),
+        target_tokens: Some(target),
+        min_messages: 4,
+        ..Default::default()
+    };
+    BuildOptions { summary: Some(summary), ..Default::default() }
+}
+
 #[test]
 fn a_session_round_trips_through_its_records() {
     let mut session = agent_with_two_turns();
@@ -319,25 +347,12 @@ fn a_failed_write_leaves_the_same_records_for_the_next_attempt() {
 #[test]
 fn replaced_parts_get_new_generations_and_the_old_ones_are_removed() {
     let mut session = Session::new("s", Encoding::O200kBase, 10).unwrap();
-    for i in 0..30 {
-        let text = format!("Please look at file src/part{i}.rs and tell me what it does. {}", "detail ".repeat(30));
-        session
-            .history
-            .append_values(json!([user(&text), assistant(&format!("It parses part {i}."))]), Format::OpenAi)
-            .unwrap();
-    }
+    ask_about_parts(&mut session, 30, |i| {
+        format!("Please look at file src/part{i}.rs and tell me what it does. {}", "detail ".repeat(30))
+    });
     let mut storage = Storage::default();
     storage.save(&mut session, 1);
-    let options = BuildOptions {
-        summary: Some(SummaryOptions {
-            trigger_tokens: Some(500),
-            target_tokens: Some(300),
-            min_messages: 4,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    session.build(&options).unwrap();
+    session.build(&summarising(500, 300)).unwrap();
     assert!(session.compactor.summary_state().current.is_some(), "the build made a summary");
     let changes = storage.save(&mut session, 2);
     assert!(changes.records.iter().any(|r| r.key == data_key("s", Kind::Summary, 1)));
@@ -384,11 +399,11 @@ fn damaged_missing_and_newer_records_are_reported_with_their_keys() {
     });
     assert!(moved.message.contains("fails its checksum"), "a record copied to another key: {moved}");
     let newer = with(&|s| {
-        let value = s.0[&key].replacen(r#""v":2"#, r#""v":3"#, 1);
+        let value = s.0[&key].replacen(r#""v":3"#, r#""v":4"#, 1);
         s.0.insert(key.clone(), value);
     });
     assert_eq!(newer.kind, ErrorKind::InvalidArgument);
-    assert!(newer.message.contains("version 3, newer than this library reads (2)"), "{newer}");
+    assert!(newer.message.contains("version 4, newer than this library reads (3)"), "{newer}");
     assert_eq!(newer.path.as_deref(), Some("r/main/m/000000000003"));
     let no_meta = with(&|s| {
         s.0.remove(&meta_key("main"));
@@ -421,15 +436,15 @@ fn envelopes_in_another_layout_open_alike_and_a_body_must_be_one_value() {
     assert_eq!(version, RECORD_VERSION);
     // The same envelope as any JSON writer might lay it out: read as JSON, with the same result.
     let mut relaid = storage.clone();
-    relaid.0.insert(key.clone(), format!("{{ \"body\": {body}, \"sum\": \"{sum}\", \"v\": 2 }}"));
+    relaid.0.insert(key.clone(), format!("{{ \"body\": {body}, \"sum\": \"{sum}\", \"v\": 3 }}"));
     assert!(super::sealed(&relaid.get(&key).value, Kind::Message).is_none());
     assert_eq!(exported(&relaid.load("main").unwrap()), exported(&storage.load("main").unwrap()));
     // In seal's layout the body is the text up to the last brace: text after the body's value
     // (with a checksum that matches it) is no record, named by its key.
-    let forged_body = format!("{body}, \"v\": 2");
-    let sum = format!("{:016x}", checksum(&key, 2, Kind::Message, &forged_body));
+    let forged_body = format!("{body}, \"v\": 3");
+    let sum = format!("{:016x}", checksum(&key, 3, Kind::Message, &forged_body));
     let mut forged = storage.clone();
-    forged.0.insert(key.clone(), format!(r#"{{"v":2,"sum":"{sum}","body":{forged_body}}}"#));
+    forged.0.insert(key.clone(), format!(r#"{{"v":3,"sum":"{sum}","body":{forged_body}}}"#));
     let error = forged.load("main").unwrap_err();
     assert_eq!(error.kind, ErrorKind::Corrupt);
     assert_eq!(error.path.as_deref(), Some("r/main/m/000000000003"));
@@ -590,23 +605,8 @@ fn a_summary_over_messages_that_moved_gives_way() {
     let mut storage = Storage::default();
     storage.save(&mut first, 1);
     let mut second = storage.load("sum").unwrap();
-    for i in 0..30 {
-        let text = format!("Look at src/part{i}.rs please. {}", "detail ".repeat(30));
-        second
-            .history
-            .append_values(json!([user(&text), assistant(&format!("Part {i} parses."))]), Format::OpenAi)
-            .unwrap();
-    }
-    let options = BuildOptions {
-        summary: Some(SummaryOptions {
-            trigger_tokens: Some(500),
-            target_tokens: Some(300),
-            min_messages: 4,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    second.build(&options).unwrap();
+    ask_about_parts(&mut second, 30, |i| format!("Look at src/part{i}.rs please. {}", "detail ".repeat(30)));
+    second.build(&summarising(500, 300)).unwrap();
     assert!(second.compactor.summary_state().current.is_some());
     first.history.append_value(user("meanwhile"), Format::OpenAi).unwrap();
     storage.save(&mut first, 2);
@@ -615,7 +615,7 @@ fn a_summary_over_messages_that_moved_gives_way() {
     assert!(second.compactor.summary_state().current.is_none());
     assert_eq!(second.history.len(), 62);
     // The next build summarises again, over the messages where they now are.
-    second.build(&options).unwrap();
+    second.build(&summarising(500, 300)).unwrap();
     let current = second.compactor.summary_state().current.clone().unwrap();
     assert_eq!(second.history.records()[current.until_index].id, current.summarised_until);
 }
@@ -649,7 +649,7 @@ fn artifacts_and_state_are_records_of_their_own() {
     let kinds: Vec<&str> = changes.records.iter().map(|r| r.key[2.min(r.key.len() - 1)].as_str()).collect();
     assert_eq!(kinds, ["m", "settings", "a", "state", "main"]);
     let artifact_record = &changes.records[2];
-    assert!(artifact_record.value.starts_with(r#"{"v":2,"sum":""#));
+    assert!(artifact_record.value.starts_with(r#"{"v":3,"sum":""#));
     assert_eq!(body_of(artifact_record)["id"], "code_sales_analysis");
     let loaded = storage.load("main").unwrap();
     assert_eq!(exported(&loaded), exported(&session));
@@ -721,7 +721,7 @@ fn a_pull_brings_the_other_writers_artifacts_and_state() {
 const VERSION_1_RECORDS: &str = r#"[{"key":["r","v1","m","000000000001"],"value":"{\"v\":1,\"kind\":\"message\",\"sum\":\"aa1ceee14abeb23d\",\"body\":{\"id\":\"m1\",\"format\":\"openai\",\"message\":{\"role\":\"user\",\"content\":\"Fly me to Lisbon \\u2014 \\u00e9\"}}}"},{"key":["r","v1","m","000000000002"],"value":"{\"v\":1,\"kind\":\"message\",\"sum\":\"b1b8f67d00dfedbc\",\"body\":{\"id\":\"m2\",\"format\":\"openai\",\"message\":{\"role\":\"assistant\",\"content\":\"Booked.\"}}}"},{"key":["r","v1","settings","000000000001"],"value":"{\"v\":1,\"kind\":\"settings\",\"sum\":\"f322e71b46cd80b5\",\"body\":{\"encoding\":\"o200k_base\",\"format\":\"openai\",\"maxLoops\":10,\"maxSnapshotChars\":null,\"metadata\":{}}}"},{"key":["r","v1","m","000000000003"],"value":"{\"v\":1,\"kind\":\"message\",\"sum\":\"8cde464c3482477e\",\"body\":{\"id\":\"m3\",\"format\":\"openai\",\"message\":{\"role\":\"user\",\"content\":\"Thanks\"}}}"},{"key":["s","v1"],"value":"{\"v\":1,\"kind\":\"meta\",\"sum\":\"03b55cf0c5e63ce6\",\"body\":{\"id\":\"v1\",\"title\":\"Written by version 1\",\"createdAt\":1000,\"updatedAt\":2000,\"messages\":3,\"tokens\":24,\"commit\":2,\"chunked\":0,\"settings\":1,\"summary\":0,\"calibration\":0,\"turns\":0,\"loops\":0,\"subagentsSpawned\":0,\"turnStart\":0}}"}]"#;
 
 #[test]
-fn version_1_records_load_and_the_next_saves_write_version_2_after_them() {
+fn version_1_records_load_and_the_next_saves_write_the_current_version_after_them() {
     let records: Vec<StoredRecord> = serde_json::from_str(VERSION_1_RECORDS).unwrap();
     let mut storage = Storage(records.iter().map(|r| (r.key.clone(), r.value.clone())).collect());
     let mut session = storage.load("v1").unwrap();
@@ -741,16 +741,12 @@ fn version_1_records_load_and_the_next_saves_write_version_2_after_them() {
     assert_eq!((error.kind, error.path.as_deref()), (ErrorKind::Corrupt, Some("r/v1/m/000000000002")));
     assert!(error.message.contains("fails its checksum"), "{error}");
 
-    // An append: the meta record again, now of version 2, so that a tab still running version
-    // 1 (which reads no tails, and would write over them) stops at it as newer than it reads.
+    // An append: the meta record again, now of the current version, so that a tab still running
+    // version 1 (which reads no tails, and would write over them) stops at it as newer than it reads.
     session.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     expected.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 3000);
-    assert_eq!(
-        changes.records.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
-        [data_key("v1", Kind::Message, 4), meta_key("v1")]
-    );
-    assert!(changes.records.iter().all(|r| r.value.starts_with(r#"{"v":2,"sum":""#)));
+    assert_message_and_meta_in_this_version(&changes, "v1", 4);
     assert_eq!(
         body_of(&changes.records[0]),
         json!({"message": assistant("You're welcome.")}),
@@ -900,4 +896,79 @@ fn a_save_that_changes_more_than_messages_or_reaches_a_chunk_writes_the_meta_rec
     let keys: Vec<Vec<String>> = storage.save(&mut long, 2).records.into_iter().map(|r| r.key).collect();
     assert_eq!(keys, [data_key("t", Kind::Chunk, CHUNK as u64), meta_key("t")]);
     assert_eq!(exported(&storage.load("t").unwrap()), exported(&long));
+}
+
+/// Session "v2" as version 2 wrote it (12 messages, a summary in force): FNV-1a checksums, and a
+/// summary record holding the summary state alone.
+const VERSION_2_RECORDS: &str = r##"[{"key":["r","v2","m","000000000001"],"value":"{\"v\":2,\"sum\":\"e97a3ceebdc0c20b\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part0.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000002"],"value":"{\"v\":2,\"sum\":\"ae4b81092de80ca2\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 0.\"}}}"},{"key":["r","v2","m","000000000003"],"value":"{\"v\":2,\"sum\":\"eb3150ecf20c7766\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part1.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000004"],"value":"{\"v\":2,\"sum\":\"a9dc3e79e00ce66f\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 1.\"}}}"},{"key":["r","v2","m","000000000005"],"value":"{\"v\":2,\"sum\":\"fa23e3e7a34054a1\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part2.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000006"],"value":"{\"v\":2,\"sum\":\"266c7c788abbabec\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 2.\"}}}"},{"key":["r","v2","m","000000000007"],"value":"{\"v\":2,\"sum\":\"926916699384c608\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part3.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000008"],"value":"{\"v\":2,\"sum\":\"bd00eebf69ade745\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 3.\"}}}"},{"key":["r","v2","m","000000000009"],"value":"{\"v\":2,\"sum\":\"d46215a24b4cba6f\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part4.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000010"],"value":"{\"v\":2,\"sum\":\"29e52eae84718545\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 4.\"}}}"},{"key":["r","v2","m","000000000011"],"value":"{\"v\":2,\"sum\":\"cc506168780acb05\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part5.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000012"],"value":"{\"v\":2,\"sum\":\"1509f7c64de8e3d0\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 5.\"}}}"},{"key":["r","v2","settings","000000000001"],"value":"{\"v\":2,\"sum\":\"02446040a5cf8868\",\"body\":{\"encoding\":\"o200k_base\",\"format\":\"openai\",\"maxLoops\":10,\"maxSnapshotChars\":null,\"metadata\":{}}}"},{"key":["r","v2","summary","000000000001"],"value":"{\"v\":2,\"sum\":\"52b7cc8209f4ce35\",\"body\":{\"current\":{\"requestId\":\"s1\",\"summarisedUntil\":\"m12\",\"untilIndex\":11,\"text\":\"{\\\"primaryRequest\\\":\\\"Look at src/part0.rs and say what it does, in detail please.\\\\n\\\\nLatest request: Look at src/part5.rs and say what it does, in detail please.\\\",\\\"userMessages\\\":[\\\"Look at src/part0.rs and say what it does, in detail please.\\\",\\\"Look at src/part1.rs and say what it does, in detail please.\\\",\\\"Look at src/part2.rs and say what it does, in detail please.\\\",\\\"Look at src/part3.rs and say what it does, in detail please.\\\",\\\"Look at src/part4.rs and say what it does, in detail please.\\\",\\\"Look at src/part5.rs and say what it does, in detail please.\\\"],\\\"files\\\":{\\\"src/part5.rs\\\":\\\"mentioned\\\",\\\"src/part4.rs\\\":\\\"mentioned\\\",\\\"src/part3.rs\\\":\\\"mentioned\\\",\\\"src/part2.rs\\\":\\\"mentioned\\\",\\\"src/part1.rs\\\":\\\"mentioned\\\",\\\"src/part0.rs\\\":\\\"mentioned\\\"}}\",\"tokens\":199,\"originalTokens\":144,\"compressionRate\":-0.3819444444444444,\"messageCount\":10,\"createdAt\":\"seq:1\",\"source\":\"extractive\"},\"inProgress\":null,\"generation\":1}}"},{"key":["s","v2"],"value":"{\"v\":2,\"sum\":\"18280eac40ef4cb4\",\"body\":{\"id\":\"v2\",\"createdAt\":1000,\"updatedAt\":1000,\"messages\":12,\"tokens\":189,\"commit\":1,\"chunked\":0,\"settings\":1,\"summary\":1,\"calibration\":0,\"turns\":0,\"loops\":0,\"subagentsSpawned\":0,\"turnStart\":0}}"}]"##;
+
+#[test]
+fn version_2_records_load_their_summary_counted_and_the_next_saves_write_version_3() {
+    let records: Vec<StoredRecord> = serde_json::from_str(VERSION_2_RECORDS).unwrap();
+    let mut storage = Storage(records.iter().map(|r| (r.key.clone(), r.value.clone())).collect());
+    let mut session = storage.load("v2").unwrap();
+    let summary = session.compactor.summary_state().current.clone().expect("the summary in force");
+    assert_eq!((session.history.len(), summary.summarised_until.as_str(), summary.tokens), (12, "m12", 199));
+    // Its summary's tokens have no counting tag: they are counted on load, and a count that does
+    // not match its text is refused.
+    let key = data_key("v2", Kind::Summary, 1);
+    let body = body_of(&storage.get(&key)).to_string().replace(r#""tokens":199"#, r#""tokens":198"#);
+    let sum = format!("{:016x}", checksum(&key, 2, Kind::Summary, &body));
+    let mut miscounted = storage.clone();
+    miscounted.0.insert(key.clone(), format!(r#"{{"v":2,"sum":"{sum}","body":{body}}}"#));
+    let error = miscounted.load("v2").unwrap_err();
+    assert!(error.message.contains("says it has 198 tokens, but its text has 199"), "{error}");
+
+    // An append writes the meta record again (a tab still running version 2 stops at it), all in
+    // version 3; the stored summary stays as it is until it changes.
+    session.history.append_value(user("And part 6?"), Format::OpenAi).unwrap();
+    let changes = storage.save(&mut session, 2000);
+    assert_message_and_meta_in_this_version(&changes, "v2", 13);
+    assert_eq!(exported(&storage.load("v2").unwrap()), exported(&session));
+}
+
+#[test]
+fn a_stored_summary_counted_by_this_library_is_not_counted_again() {
+    let mut session = Session::new("s", Encoding::O200kBase, 10).unwrap();
+    ask_about_parts(&mut session, 6, |i| format!("Look at src/part{i}.rs and say what it does, in detail please."));
+    session.build(&summarising(60, 40)).unwrap();
+    let summary = session.compactor.summary_state().current.clone().expect("the build summarised");
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    let key = data_key("s", Kind::Summary, 1);
+    let body = body_of(&storage.get(&key));
+    assert_eq!(body["counted"], counting_tag(Encoding::O200kBase));
+    assert_eq!(body["state"], serde_json::to_value(session.compactor.summary_state()).unwrap());
+    assert_eq!(exported(&storage.load("s").unwrap()), exported(&session));
+
+    // Text that is not what was counted, sealed anew: under this library's tag its count is
+    // taken as stored (the checksum guards against damage; a forged count misleads a budget and
+    // nothing else), under another tag it is counted, and refused.
+    let longer = summary.text.replace("src/part0.rs", "src/part0.rs, src/part0.rs");
+    let forged = |tag: &str, text: &str| {
+        let mut body = body.clone();
+        body["state"]["current"]["text"] = text.into();
+        body["counted"] = tag.into();
+        let text = body.to_string();
+        let sum = checksum(&key, RECORD_VERSION, Kind::Summary, &text);
+        let mut copy = storage.clone();
+        copy.0.insert(key.clone(), format!(r#"{{"v":{RECORD_VERSION},"sum":"{sum:016x}","body":{text}}}"#));
+        copy.load("s")
+    };
+    let tag = counting_tag(Encoding::O200kBase);
+    let trusted = forged(&tag, &longer).unwrap();
+    let current = trusted.compactor.summary_state().current.as_ref().unwrap();
+    assert_eq!((current.text.as_str(), current.tokens), (longer.as_str(), summary.tokens));
+    // What the store's import of a file checks (a fresh count of everything: js/store.ts
+    // checkImported) refuses it.
+    let recount = Session::import(exported(&trusted)).unwrap_err();
+    assert!(recount.message.contains("the summary says it has"), "{recount}");
+    let error = forged("0.0.1/o200k_base", &longer).unwrap_err();
+    let counted = Encoding::O200kBase.count(&longer);
+    assert!(
+        error.message.contains(&format!("says it has {} tokens, but its text has {counted}", summary.tokens)),
+        "{error}"
+    );
+    // An empty summary is refused either way.
+    assert!(forged(&tag, " ").unwrap_err().message.contains("the summary is empty"));
 }
