@@ -131,11 +131,13 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
     // Pass 1: pair each result with the open call it answers, in history order.
     let mut open: FastMap<&str, (usize, usize)> = FastMap::default();
     let mut closed: FastSet<&str> = FastSet::default();
+    // What is known of each part, by its place in the history (`Places`), not hashed pairs.
+    let places = Places::of(items);
     // (assistant msg, part) -> answered
-    let mut answered: FastSet<(usize, usize)> = FastSet::default();
+    let mut answered = vec![false; places.len()];
     // (result msg, part) -> assistant msg
-    let mut result_owner: FastMap<(usize, usize), usize> = FastMap::default();
-    let mut dropped_parts: FastSet<(usize, usize)> = FastSet::default();
+    let mut result_owner = vec![usize::MAX; places.len()];
+    let mut dropped_parts = vec![false; places.len()];
     // Messages with a dropped part, so the common case skips the per-part lookups.
     let mut touched: Vec<bool> = vec![false; items.len()];
     for (i, item) in items.iter().enumerate() {
@@ -144,7 +146,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             match part {
                 Part::ToolCall(call) => {
                     if role != Role::Assistant {
-                        dropped_parts.insert((i, j));
+                        mark(&mut dropped_parts, places.at(i, j));
                         mark(&mut touched, i);
                         repairs.push(Repair {
                             id: item.id.to_string(),
@@ -159,7 +161,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 }
                 Part::ToolResult(result) => {
                     if !matches!(role, Role::User | Role::Tool) {
-                        dropped_parts.insert((i, j));
+                        mark(&mut dropped_parts, places.at(i, j));
                         mark(&mut touched, i);
                         repairs.push(Repair {
                             id: item.id.to_string(),
@@ -170,8 +172,10 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                     }
                     match open.remove(result.call_id.as_str()) {
                         Some((a, k)) => {
-                            answered.insert((a, k));
-                            result_owner.insert((i, j), a);
+                            mark(&mut answered, places.at(a, k));
+                            if let Some(owner) = result_owner.get_mut(places.at(i, j)) {
+                                *owner = a;
+                            }
                             closed.insert(result.call_id.as_str());
                         }
                         None => {
@@ -180,7 +184,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                             } else {
                                 RepairKind::OrphanResult
                             };
-                            dropped_parts.insert((i, j));
+                            mark(&mut dropped_parts, places.at(i, j));
                             mark(&mut touched, i);
                             repairs.push(Repair {
                                 id: item.id.to_string(),
@@ -201,8 +205,8 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
         }
         for (j, part) in item.message.content.parts.iter().enumerate() {
             if let Part::ToolCall(call) = part {
-                if !answered.contains(&(i, j)) {
-                    dropped_parts.insert((i, j));
+                if !is(&answered, places.at(i, j)) {
+                    mark(&mut dropped_parts, places.at(i, j));
                     mark(&mut touched, i);
                     repairs.push(Repair {
                         id: item.id.to_string(),
@@ -219,17 +223,19 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
     for i in (1..items.len()).rev() {
         let parts = |k: usize| items.get(k).map_or(0, |item| item.message.content.parts.len());
         let emptied =
-            touched.get(i).copied().unwrap_or(false) && (0..parts(i)).all(|j| dropped_parts.contains(&(i, j)));
+            touched.get(i).copied().unwrap_or(false) && (0..parts(i)).all(|j| is(&dropped_parts, places.at(i, j)));
         let before = items.get(i - 1).map(|item| item.message);
         if emptied && before.is_some_and(|m| m.role == Role::Assistant && m.is_opaque()) {
-            dropped_parts.extend((0..parts(i - 1)).map(|j| (i - 1, j)));
+            for j in 0..parts(i - 1) {
+                mark(&mut dropped_parts, places.at(i - 1, j));
+            }
             mark(&mut touched, i - 1);
         }
     }
 
     // Pass 2: units.
     let mut units: Vec<Unit> = Vec::new();
-    let mut unit_of_assistant: FastMap<usize, usize> = FastMap::default();
+    let mut unit_of_assistant = vec![usize::MAX; items.len()];
     let mut open_step: Option<usize> = None; // unit index of the current run of assistant messages
     let mut seen_system: FastMap<u64, Vec<usize>> = FastMap::default();
     let mut turn = 0usize;
@@ -256,7 +262,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                     earlier.push(i);
                 }
                 let kept: Vec<usize> = if had_drops {
-                    (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect()
+                    (0..parts.len()).filter(|&j| !is(&dropped_parts, places.at(i, j))).collect()
                 } else {
                     Vec::new()
                 };
@@ -270,7 +276,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
             }
             Role::Assistant => {
                 let kept: Vec<usize> = if had_drops {
-                    (0..parts.len()).filter(|j| !dropped_parts.contains(&(i, *j))).collect()
+                    (0..parts.len()).filter(|&j| !is(&dropped_parts, places.at(i, j))).collect()
                 } else {
                     Vec::new()
                 };
@@ -283,7 +289,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 let mut calls = false;
                 for (j, part) in parts.iter().enumerate() {
                     if let Part::ToolCall(call) = part {
-                        if !had_drops || !dropped_parts.contains(&(i, j)) {
+                        if !had_drops || !is(&dropped_parts, places.at(i, j)) {
                             calls = true;
                             calls_at.insert(call.id.clone(), (i, j));
                         }
@@ -305,19 +311,25 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                     }
                 };
                 open_step = Some(index);
-                unit_of_assistant.insert(i, index);
+                if let Some(slot) = unit_of_assistant.get_mut(i) {
+                    *slot = index;
+                }
             }
             Role::User | Role::Tool => {
                 // Results join their step, one member per step.
                 let mut by_unit: Vec<(usize, Vec<usize>)> = Vec::new();
                 let mut rest: Vec<usize> = Vec::new();
                 for (j, part) in parts.iter().enumerate() {
-                    if had_drops && dropped_parts.contains(&(i, j)) {
+                    if had_drops && is(&dropped_parts, places.at(i, j)) {
                         continue;
                     }
                     match part {
                         Part::ToolResult(_) => {
-                            let owner = result_owner.get(&(i, j)).and_then(|a| unit_of_assistant.get(a)).copied();
+                            let owner = result_owner
+                                .get(places.at(i, j))
+                                .and_then(|&a| unit_of_assistant.get(a))
+                                .copied()
+                                .filter(|&u| u != usize::MAX);
                             match owner {
                                 Some(u) => match by_unit.iter_mut().find(|(unit, _)| *unit == u) {
                                     Some((_, list)) => list.push(j),
@@ -484,9 +496,41 @@ pub(crate) fn extend(structure: &mut Structure, items: &[Item], from: usize, ded
     true
 }
 
-fn mark(touched: &mut [bool], i: usize) {
-    if let Some(slot) = touched.get_mut(i) {
+fn mark(flags: &mut [bool], i: usize) {
+    if let Some(slot) = flags.get_mut(i) {
         *slot = true;
+    }
+}
+
+fn is(flags: &[bool], i: usize) -> bool {
+    flags.get(i).copied().unwrap_or(false)
+}
+
+/// Each part's place in the history: message `i`'s parts follow those of the messages before it.
+struct Places {
+    starts: Vec<usize>,
+}
+
+impl Places {
+    fn of(items: &[Item]) -> Places {
+        let mut starts = Vec::with_capacity(items.len() + 1);
+        let mut next = 0;
+        for item in items {
+            starts.push(next);
+            next += item.message.content.parts.len();
+        }
+        starts.push(next);
+        Places { starts }
+    }
+
+    /// How many parts the history has.
+    fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// The place of part `j` of message `i` (past the end, where no flag is, for neither).
+    fn at(&self, i: usize, j: usize) -> usize {
+        self.starts.get(i).map_or(usize::MAX, |start| start + j)
     }
 }
 

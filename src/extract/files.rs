@@ -6,6 +6,8 @@
 //! the digests (which results are file contents) and by the supersede rule (a later operation on
 //! the same path makes an earlier read stale).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::message::{ToolCall, ToolInput};
@@ -123,10 +125,11 @@ fn is_shell(name: &str) -> bool {
     )
 }
 
-pub(crate) fn input_value(input: &ToolInput) -> Option<Value> {
+/// A call's arguments as JSON: borrowed (Anthropic's), or parsed from OpenAI's text.
+pub(crate) fn input_value(input: &ToolInput) -> Option<Cow<'_, Value>> {
     match input {
-        ToolInput::Json(value) => Some(value.clone()),
-        ToolInput::Text(text) => serde_json::from_str(text).ok(),
+        ToolInput::Json(value) => Some(Cow::Borrowed(value)),
+        ToolInput::Text(text) => serde_json::from_str(text).ok().map(Cow::Owned),
     }
 }
 
@@ -188,17 +191,12 @@ pub fn looks_like_file(token: &str) -> bool {
     (rooted && path.len() > 2 && file.chars().any(char::is_alphanumeric)) || (has_dir && extension)
 }
 
-/// The file operations of one call. `open` is the file an editor tool has open (SWE-agent edits
-/// it without naming it); opening a file changes it.
-pub fn call_ops(call: &ToolCall, open: &mut Option<String>) -> Vec<(String, FileOp)> {
-    let Some(input) = input_value(&call.input) else { return Vec::new() };
-    ops_of(&call.name, &input, open)
-}
-
+/// The file operations of one call, from its arguments. `open` is the file an editor tool has
+/// open (SWE-agent edits it without naming it); opening a file changes it.
 pub(crate) fn ops_of(name: &str, input: &Value, open: &mut Option<String>) -> Vec<(String, FileOp)> {
     let name = base_name(name);
     let mut out = Vec::new();
-    if name == "str_replace_based_edit_tool" || name == "str_replace_editor" || name == "text_editor" {
+    if is_editor(&name) {
         let op = match input.get("command").and_then(Value::as_str) {
             Some("view") => FileOp::Read,
             Some("create") => FileOp::Created,
@@ -386,15 +384,57 @@ fn shell_ops(command: &str, out: &mut Vec<(String, FileOp)>) {
 /// The path a call reads whole, when its result is that file's contents: a read tool (by name,
 /// or one of `tools`, compared without case), an editor's `view`, or a shell `cat`/`nl` of one file.
 pub fn read_path(call: &ToolCall, tools: &[String]) -> Option<String> {
-    let input = input_value(&call.input)?;
-    let name = base_name(&call.name);
-    let listed = tools.iter().any(|t| t.eq_ignore_ascii_case(&call.name) || t.eq_ignore_ascii_case(&name));
-    if name == "str_replace_based_edit_tool" || name == "str_replace_editor" || name == "text_editor" {
+    read_path_of(&call.name, &*input_value(&call.input)?, tools)
+}
+
+/// What the digests need of one call, from one parse of its arguments: the path it reads whole
+/// (`read_path`) and its file operations (`ops_of`). A call that can do neither (not a file or
+/// shell tool by name, and no path key nor patch in its arguments' text) is not parsed at all:
+/// most of an agent's calls, read once per call of the history.
+pub(crate) fn call_files(
+    call: &ToolCall,
+    tools: &[String],
+    open: &mut Option<String>,
+) -> (Option<String>, Vec<(String, FileOp)>) {
+    if let ToolInput::Text(text) = &call.input {
+        if !may_name_file(&call.name, text, tools) {
+            return (None, Vec::new());
+        }
+    }
+    let Some(input) = input_value(&call.input) else { return (None, Vec::new()) };
+    (read_path_of(&call.name, &input, tools), ops_of(&call.name, &input, open))
+}
+
+/// Whether a call named `name` with arguments `text` could read or touch a file: by its name, or
+/// by a path key or a patch in its arguments. Without a backslash (an escape could spell a key
+/// otherwise), every other `"` of the text opens a string, so a key the arguments hold is one of
+/// the pieces between an odd `"` and the next.
+fn may_name_file(name: &str, text: &str, tools: &[String]) -> bool {
+    let base = base_name(name);
+    let by_name = is_editor(&base)
+        || base == "apply_patch"
+        || is_shell(&base)
+        || kind_of(&base).is_some()
+        || tools.iter().any(|t| t.eq_ignore_ascii_case(name) || t.eq_ignore_ascii_case(&base));
+    by_name
+        || text.contains('\\')
+        || text.contains("*** Begin Patch")
+        || text.split('"').skip(1).step_by(2).any(|quoted| PATH_KEYS.contains(&quoted) || PATHS_KEYS.contains(&quoted))
+}
+
+fn is_editor(name: &str) -> bool {
+    matches!(name, "str_replace_based_edit_tool" | "str_replace_editor" | "text_editor")
+}
+
+fn read_path_of(call_name: &str, input: &Value, tools: &[String]) -> Option<String> {
+    let name = base_name(call_name);
+    let listed = tools.iter().any(|t| t.eq_ignore_ascii_case(call_name) || t.eq_ignore_ascii_case(&name));
+    if is_editor(&name) {
         if input.get("command").and_then(Value::as_str) != Some("view") {
             return None;
         }
     } else if is_shell(&name) {
-        let command = command_text(&input)?;
+        let command = command_text(input)?;
         let words: Vec<&str> = command.split_whitespace().collect();
         return match words.as_slice() {
             [reader, path] | [reader, "-n" | "-ba", path] if matches!(*reader, "cat" | "nl" | "bat") => {
@@ -406,7 +446,7 @@ pub fn read_path(call: &ToolCall, tools: &[String]) -> Option<String> {
         return None;
     }
     let mut paths = Vec::new();
-    push_paths(&input, FileOp::Read, &mut paths);
+    push_paths(input, FileOp::Read, &mut paths);
     match paths.into_iter().next() {
         Some((path, _)) => Some(path),
         // A listed tool without a path argument still reads a file (seed 002's `file_reader`).
@@ -426,6 +466,52 @@ mod tests {
 
     fn one(path: &str, op: FileOp) -> Vec<(String, FileOp)> {
         vec![(path.to_string(), op)]
+    }
+
+    /// `call_files` skips parsing the calls that cannot name a file: what it finds must be what
+    /// `read_path` and `ops_of` find on the parsed arguments, whatever the text looks like.
+    #[test]
+    fn call_files_finds_what_read_path_and_ops_find() {
+        let tools = vec!["file_reader".to_string()];
+        let cases = [
+            ("get_reservation_details", r#"{"reservation_id": "ABC123"}"#),
+            ("search_direct_flight", r#"{"origin": "JFK", "destination": "SEA", "date": "2024-05-01"}"#),
+            ("lookup", r#"{"path": "src/a.rs"}"#),
+            ("lookup", r#"{"paths": ["src/a.rs", "src/b.rs"]}"#),
+            ("lookup", r#"{"p\u0061th": "src/escaped.rs"}"#),
+            ("lookup", r#"{"note": "the path is \"src/a.rs\""}"#),
+            ("lookup", r#"{"note": "file_path and filepath", "other": 1}"#),
+            ("custom", r#"{"diff": "*** Begin Patch\n*** Update File: src/p.rs\n*** End Patch"}"#),
+            ("custom", r#""*** Begin Patch\n*** Add File: src/q.rs\n*** End Patch""#),
+            ("file_reader", r#"{"q": 1}"#),
+            ("Read", r#"{"file_path": "/a/b.py"}"#),
+            ("open", r#"{"path": "src/open.py"}"#),
+            ("edit", r#"{"text": "x"}"#),
+            ("bash", r#"{"command": "cat src/a.rs"}"#),
+            ("mcp__fs__read_file", r#"{"path": "src/m.rs"}"#),
+            ("lookup", "not json"),
+            ("lookup", r#"{"id": 3"#),
+        ];
+        let (mut open_fast, mut open_slow) = (None, None);
+        for (name, text) in cases {
+            let call = ToolCall {
+                id: "c".into(),
+                name: name.into(),
+                input: ToolInput::Text(text.into()),
+                extra: Default::default(),
+                function_extra: Default::default(),
+            };
+            let slow = match serde_json::from_str::<Value>(text) {
+                Ok(input) => (read_path_of(name, &input, &tools), ops_of(name, &input, &mut open_slow)),
+                Err(_) => (None, Vec::new()),
+            };
+            assert_eq!(call_files(&call, &tools, &mut open_fast), slow, "{name} {text}");
+            assert_eq!(open_fast, open_slow, "{name} {text}");
+        }
+        let unknown = |text: &str| may_name_file("get_user", text, &[]);
+        assert!(!unknown(r#"{"user_id": "u1", "profile": {"file_count": 2}}"#));
+        assert!(unknown(r#"{"user_id": "u1", "file": "a.txt"}"#));
+        assert!(unknown(r#"{"n\u0061me": "x"}"#));
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub use injected::{is_injected, strip_injected};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 use crate::tokens::Encoding;
 
-pub(crate) use files::call_ops;
+pub(crate) use files::call_files;
 
 /// The sections' keys, in the order they are rendered.
 const KEYS: [&str; 9] = [
@@ -226,23 +226,20 @@ fn error_line(text: &str) -> String {
 }
 
 /// `Bash: mix compile --force`, `Edit: lib/x.ex`, `lookup: {"id":3}`: the call in a few words.
-fn describe_call(call: &ToolCall, paths: &[(String, FileOp)]) -> String {
-    let input = files::input_value(&call.input);
-    let command = input.as_ref().and_then(|i| {
+fn describe_call(call: &ToolCall, input: Option<&Value>, paths: &[(String, FileOp)]) -> String {
+    let command = input.and_then(|i| {
         ["command", "cmd", "script"].iter().find_map(|k| match i.get(*k) {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Array(words)) => Some(words.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
             _ => None,
         })
     });
-    let todo = input
-        .as_ref()
-        .is_some_and(|i| i.get("todos").is_some_and(Value::is_array) || i.get("plan").is_some_and(Value::is_array));
+    let todo = input.is_some_and(is_todo_list);
     let detail = match (command, paths.first()) {
         _ if todo => "updated the todo list".to_string(),
         (Some(command), _) => squash(&command, 100),
         (None, Some((path, _))) => path.clone(),
-        (None, None) => match &input {
+        (None, None) => match input {
             Some(Value::Object(map)) if map.is_empty() => String::new(),
             Some(value) => squash(&crate::json_text::value_text(value), 80),
             None => String::new(),
@@ -253,6 +250,11 @@ fn describe_call(call: &ToolCall, paths: &[(String, FileOp)]) -> String {
     } else {
         format!("{}: {detail}", call.name)
     }
+}
+
+/// A call's arguments that hold a todo list (`todos`, or a plan's steps).
+fn is_todo_list(input: &Value) -> bool {
+    input.get("todos").is_some_and(Value::is_array) || input.get("plan").is_some_and(Value::is_array)
 }
 
 /// What makes two calls "the same kind" for `fixed`: the tool and its first two words of detail
@@ -475,17 +477,15 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
                 ex.assistant_text(&message.content.joined_text());
                 for call in message.tool_calls() {
                     *ex.tools.entry(call.name.clone()).or_default() += 1;
-                    let ops = call_ops(call, &mut open_file);
-                    let call_text = describe_call(call, &ops);
+                    // Parsed once for the three readers of a call's arguments.
+                    let input = files::input_value(&call.input);
+                    let ops = input.as_deref().map_or_else(Vec::new, |i| files::ops_of(&call.name, i, &mut open_file));
+                    let call_text = describe_call(call, input.as_deref(), &ops);
                     for (path, op) in ops {
                         ex.touch(path, op);
                     }
-                    if let Some(input) = files::input_value(&call.input) {
-                        if input.get("todos").is_some_and(Value::is_array)
-                            || input.get("plan").is_some_and(Value::is_array)
-                        {
-                            ex.todo_list(&input);
-                        }
+                    if let Some(input) = input.as_deref().filter(|i| is_todo_list(i)) {
+                        ex.todo_list(input);
                     }
                     current.push(call_text.clone());
                     calls.insert(call.id.clone(), (call_text, current.len() - 1));

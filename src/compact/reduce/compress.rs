@@ -6,7 +6,7 @@
 //! Plain text keeps its head and tail (seed 004) or is cut (seed 000).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 
@@ -77,7 +77,7 @@ pub fn compress_text(text: &str, options: &CompressOptions) -> Option<String> {
     let trimmed = text.trim_start();
     let compressed = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         match serde_json::from_str::<Value>(text) {
-            Ok(value) => compress_json(&value, options),
+            Ok(value) => compressed_text(value, options),
             Err(_) => compress_plain(text, options)?,
         }
     } else {
@@ -87,6 +87,11 @@ pub fn compress_text(text: &str, options: &CompressOptions) -> Option<String> {
 }
 
 pub fn compress_json(value: &Value, options: &CompressOptions) -> String {
+    compressed_text(value.clone(), options)
+}
+
+/// The compressed value as text, an object marked `compressed`.
+fn compressed_text(value: Value, options: &CompressOptions) -> String {
     let mut out = compress_value(value, options, 0, false);
     if let Value::Object(map) = &mut out {
         if !map.contains_key("compressed") {
@@ -96,45 +101,41 @@ pub fn compress_json(value: &Value, options: &CompressOptions) -> String {
     crate::json_text::value_text(&out)
 }
 
-fn compress_value(value: &Value, options: &CompressOptions, depth: usize, project: bool) -> Value {
+/// Compresses the parsed output in place: what it keeps is moved, not copied (most of a tool
+/// output that is compressed is kept: its scalars, its short arrays, its objects' fields).
+fn compress_value(value: Value, options: &CompressOptions, depth: usize, project: bool) -> Value {
     match value {
         Value::String(s) => Value::String(cut_string(s, options.string_max_chars)),
         Value::Array(items) if depth >= options.max_depth => Value::String(format!("[{} items]", items.len())),
         Value::Object(map) if depth >= options.max_depth => Value::String(format!("{{{} keys}}", map.len())),
         Value::Array(items) => {
             let keep = options.array_keep;
-            if items.len() > 2 * keep + 1 {
+            let len = items.len();
+            if len > 2 * keep + 1 {
                 let mut out = Vec::with_capacity(2 * keep + 1);
-                for item in items.iter().take(keep) {
+                let mut items = items.into_iter();
+                for item in items.by_ref().take(keep) {
                     out.push(compress_value(item, options, depth + 1, true));
                 }
-                out.push(Value::String(format!("... ({} items omitted)", items.len() - 2 * keep)));
-                for item in items.iter().skip(items.len() - keep) {
+                out.push(Value::String(format!("... ({} items omitted)", len - 2 * keep)));
+                for item in items.skip(len - 2 * keep) {
                     out.push(compress_value(item, options, depth + 1, true));
                 }
                 Value::Array(out)
             } else {
-                Value::Array(items.iter().map(|item| compress_value(item, options, depth + 1, project)).collect())
+                Value::Array(items.into_iter().map(|item| compress_value(item, options, depth + 1, project)).collect())
             }
         }
-        Value::Object(map) => {
-            let identifying: Vec<&String> =
-                if project { map.keys().filter(|k| is_identifying(k)).collect() } else { Vec::new() };
-            let mut out = Map::new();
-            if identifying.is_empty() {
-                for (key, inner) in map {
-                    out.insert(key.clone(), compress_value(inner, options, depth + 1, false));
-                }
-            } else {
-                for key in identifying {
-                    if let Some(inner) = map.get(key) {
-                        out.insert(key.clone(), compress_value(inner, options, depth + 1, false));
-                    }
-                }
+        Value::Object(mut map) => {
+            if project && map.keys().any(|k| is_identifying(k)) {
+                map.retain(|key, _| is_identifying(key));
             }
-            Value::Object(out)
+            for inner in map.values_mut() {
+                *inner = compress_value(std::mem::take(inner), options, depth + 1, false);
+            }
+            Value::Object(map)
         }
-        other => other.clone(),
+        other => other,
     }
 }
 
@@ -147,10 +148,10 @@ fn is_identifying(key: &str) -> bool {
         || key.ends_with("Id")
 }
 
-fn cut_string(s: &str, max_chars: usize) -> String {
+fn cut_string(s: String, max_chars: usize) -> String {
     let count = s.chars().count();
     if count <= max_chars {
-        return s.to_string();
+        return s;
     }
     let head: String = s.chars().take(max_chars).collect();
     format!("{head}... ({count} chars)")
@@ -225,6 +226,31 @@ mod tests {
         let text = "x".repeat(2500);
         let out = compress_text(&text, &options).unwrap();
         assert_eq!(out, format!("{}\n... (truncated, 2500 chars total)", "x".repeat(1000)));
+    }
+
+    /// Compression works on the parsed output in place: a projection keeps the identifying keys
+    /// in their order (a repeated key where it first was, with its last value), the items left
+    /// out are the middle ones, and depth is cut where it was.
+    #[test]
+    fn projection_and_cut_arrays_keep_the_order_of_the_text() {
+        let long = "y".repeat(300);
+        let text =
+            format!(r#"[{{"b":1,"id":2,"note":"n","id":3,"name":"x"}},{{"b":2}},"{long}","{long}",{{"c":[[1]]}},6]"#);
+        let options = CompressOptions { max_depth: 3, ..Default::default() };
+        assert_eq!(
+            compress_text(&text, &options).unwrap(),
+            r#"[{"id":3,"name":"x"},{"b":2},"... (2 items omitted)",{"c":["[1 items]"]},6]"#
+        );
+        let nested =
+            r#"{"ok":true,"rows":[{"k":"a"},{"k":"b"}],"deep":{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}},"pad":"PAD"}"#
+                .replace("PAD", &"z".repeat(300));
+        assert_eq!(
+            compress_text(&nested, &CompressOptions::default()).unwrap(),
+            format!(
+                r#"{{"ok":true,"rows":[{{"k":"a"}},{{"k":"b"}}],"deep":{{"a":{{"b":{{"c":{{"d":{{"e":"{{1 keys}}"}}}}}}}}}},"pad":"{}... (300 chars)","compressed":true}}"#,
+                "z".repeat(200)
+            )
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! once per history and extended as it grows (the log is append-only), kept in the `ReduceCache`.
 
 use crate::compact::repair::Item;
-use crate::extract::{call_ops, read_path};
+use crate::extract::call_files;
 use crate::fasthash::FastMap;
 use crate::message::Part;
 
@@ -32,11 +32,11 @@ impl FileIndex {
         for (i, item) in items.iter().enumerate().skip(self.len) {
             for (j, part) in item.message.content.parts.iter().enumerate() {
                 let Part::ToolCall(call) = part else { continue };
-                let read = read_path(call, tools).or_else(|| call.id.starts_with("call_read_file_").then(String::new));
-                if let Some(path) = read {
+                let (read, ops) = call_files(call, tools, &mut self.open);
+                if let Some(path) = read.or_else(|| call.id.starts_with("call_read_file_").then(String::new)) {
                     self.reads.insert((i, j), path);
                 }
-                for (path, _) in call_ops(call, &mut self.open) {
+                for (path, _) in ops {
                     self.last_touch.insert(path, i);
                 }
             }
@@ -48,6 +48,11 @@ impl FileIndex {
     /// The path the call at (`msg`, `part`) reads whole, if its result is a file's contents.
     pub(crate) fn read(&self, msg: usize, part: usize) -> Option<&str> {
         self.reads.get(&(msg, part)).map(String::as_str)
+    }
+
+    /// Whether any call reads a file whole.
+    pub(crate) fn has_reads(&self) -> bool {
+        !self.reads.is_empty()
     }
 
     /// Whether a call after message `msg` touches `path`.

@@ -62,7 +62,9 @@ pub(crate) fn until_fits(
     let structure = Arc::clone(&pass.structure);
     for stage in [Stage::StaleReads, Stage::Reads, Stage::LongOutputs] {
         let wanted = match stage {
-            Stage::StaleReads | Stage::Reads => ctx.options.digest.is_some(),
+            // No call of the history reads a file (most agents' tools): no unit has a read to
+            // digest, and its candidates need not be listed.
+            Stage::StaleReads | Stage::Reads => ctx.options.digest.is_some() && cache.files.has_reads(),
             Stage::LongOutputs => ctx.options.compress.is_some(),
         };
         if !wanted {

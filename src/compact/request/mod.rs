@@ -36,11 +36,13 @@ pub fn emit_request<'a>(messages: impl IntoIterator<Item = &'a Message>, format:
     })
 }
 
-fn keep_keys(object: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+/// The `keys` of `object`, in that order, moved out of it (a request's messages are emitted to be
+/// cleaned: copying their contents would double the work).
+fn keep_keys(object: &mut Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     let mut out = Map::new();
     for key in keys {
-        if let Some(value) = object.get(*key) {
-            out.insert((*key).to_string(), value.clone());
+        if let Some(value) = object.remove(*key) {
+            out.insert((*key).to_string(), value);
         }
     }
     out
@@ -98,12 +100,12 @@ pub(super) fn sanitize_openai(value: Value) -> Value {
     let list = merged;
     let mut out = Vec::with_capacity(list.len());
     for message in list {
-        let Value::Object(object) = message else { continue };
+        let Value::Object(mut object) = message else { continue };
         let role = object.get("role").and_then(Value::as_str).unwrap_or("").to_string();
         let mut clean = match role.as_str() {
-            "tool" => keep_keys(&object, &["role", "content", "tool_call_id"]),
+            "tool" => keep_keys(&mut object, &["role", "content", "tool_call_id"]),
             "assistant" => {
-                let mut clean = keep_keys(&object, &["role", "content", "name", "tool_calls"]);
+                let mut clean = keep_keys(&mut object, &["role", "content", "name", "tool_calls"]);
                 if let Some(Value::String(refusal)) = object.get("refusal") {
                     clean.insert("refusal".into(), Value::from(refusal.clone()));
                 }
@@ -120,9 +122,8 @@ pub(super) fn sanitize_openai(value: Value) -> Value {
                             };
                             let mut fixed = keep_keys(call_object, &["id", "type", body]);
                             fixed.entry("type").or_insert_with(|| Value::from(body));
-                            if let Some(Value::Object(function)) = fixed.get(body) {
-                                let function = keep_keys(function, &["name", input]);
-                                fixed.insert(body.into(), Value::Object(function));
+                            if let Some(Value::Object(function)) = fixed.get_mut(body) {
+                                *function = keep_keys(function, &["name", input]);
                             }
                             *call_object = fixed;
                         }
@@ -140,7 +141,7 @@ pub(super) fn sanitize_openai(value: Value) -> Value {
                 }
                 clean
             }
-            _ => keep_keys(&object, &["role", "content", "name"]),
+            _ => keep_keys(&mut object, &["role", "content", "name"]),
         };
         if let Some(Value::Array(parts)) = clean.get_mut("content") {
             for part in parts.iter_mut() {
@@ -175,10 +176,10 @@ pub(super) fn is_blank_text(block: &Value) -> bool {
 }
 
 fn sanitize_block(block: Value) -> Value {
-    let Value::Object(object) = block else { return block };
+    let Value::Object(mut object) = block else { return block };
     let kind = object.get("type").and_then(Value::as_str).unwrap_or("").to_string();
     let Some(keys) = block_keys(&kind) else { return Value::Object(object) };
-    let mut clean = keep_keys(&object, keys);
+    let mut clean = keep_keys(&mut object, keys);
     if kind == "tool_result" {
         if let Some(Value::Array(inner)) = clean.get_mut("content") {
             let blocks: Vec<Value> =
