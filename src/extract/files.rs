@@ -415,11 +415,16 @@ fn may_name_file(name: &str, text: &str, tools: &[String]) -> bool {
         || base == "apply_patch"
         || is_shell(&base)
         || kind_of(&base).is_some()
-        || tools.iter().any(|t| t.eq_ignore_ascii_case(name) || t.eq_ignore_ascii_case(&base));
+        || is_listed(name, &base, tools);
     by_name
         || text.contains('\\')
         || text.contains("*** Begin Patch")
         || text.split('"').skip(1).step_by(2).any(|quoted| PATH_KEYS.contains(&quoted) || PATHS_KEYS.contains(&quoted))
+}
+
+/// Whether `tools` (the caller's read tools) names the call, by its full or its base name.
+fn is_listed(call_name: &str, base: &str, tools: &[String]) -> bool {
+    tools.iter().any(|t| t.eq_ignore_ascii_case(call_name) || t.eq_ignore_ascii_case(base))
 }
 
 fn is_editor(name: &str) -> bool {
@@ -428,7 +433,7 @@ fn is_editor(name: &str) -> bool {
 
 fn read_path_of(call_name: &str, input: &Value, tools: &[String]) -> Option<String> {
     let name = base_name(call_name);
-    let listed = tools.iter().any(|t| t.eq_ignore_ascii_case(call_name) || t.eq_ignore_ascii_case(&name));
+    let listed = is_listed(call_name, &name, tools);
     if is_editor(&name) {
         if input.get("command").and_then(Value::as_str) != Some("view") {
             return None;
