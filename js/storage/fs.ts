@@ -87,12 +87,15 @@ function fileName(segment: string): string {
   return `${out.slice(0, 100)}~${hash.toString(16)}`;
 }
 
+/** A Node error's `code` (`ENOENT`, …), if it has one. */
+const code = (error: unknown) => (error as NodeJS.ErrnoException)?.code;
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    return code(error) === "EPERM";
   }
 }
 
@@ -125,8 +128,6 @@ const HOST = (() => {
   }
 })();
 const TURN = /^[0-9]+$/;
-
-const code = (error: unknown) => (error as NodeJS.ErrnoException)?.code;
 
 /** The turns in `dir` (made if missing), lowest first. */
 async function turns(dir: string): Promise<number[]> {
@@ -347,7 +348,7 @@ export class FileSystemAdapter implements StorageAdapter {
         try {
           names = await readdir(dir);
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR") return;
+          if (code(error) === "ENOENT" || code(error) === "ENOTDIR") return;
           throw storageError(`listing ${dir}`, error);
         }
         for (const name of names) {
@@ -403,7 +404,7 @@ export class FileSystemAdapter implements StorageAdapter {
     try {
       fh ??= await open(file, "r");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      if (code(error) === "ENOENT") {
         this.#indexes.delete(file);
         return undefined;
       }
@@ -430,7 +431,7 @@ export class FileSystemAdapter implements StorageAdapter {
     try {
       fh = await open(file, "r");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      if (code(error) === "ENOENT") return [];
       throw storageError(`opening ${file}`, error);
     }
     try {
@@ -501,7 +502,7 @@ export class FileSystemAdapter implements StorageAdapter {
         await stillHeld();
         if (doomed.length === keys.length) {
           await unlink(file).catch((error) => {
-            if (error.code !== "ENOENT") throw storageError(`removing ${file}`, error);
+            if (code(error) !== "ENOENT") throw storageError(`removing ${file}`, error);
           });
           this.#indexes.delete(file);
           await this.#syncDir(dirname(file));
@@ -579,7 +580,7 @@ export class FileSystemAdapter implements StorageAdapter {
       try {
         fh = await open(file, "r+");
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+        if (code(error) !== "ENOENT") throw error;
         await mkdir(dirname(file), { recursive: true });
         fh = await open(file, "wx+");
         created = true;
@@ -644,7 +645,7 @@ export class FileSystemAdapter implements StorageAdapter {
       }
     } catch (error) {
       // Some platforms cannot fsync a directory (EISDIR, EINVAL, EPERM): the rename is as durable as they make it.
-      if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes((error as NodeJS.ErrnoException).code ?? "")) throw storageError(`syncing ${dir}`, error);
+      if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(code(error) ?? "")) throw storageError(`syncing ${dir}`, error);
     }
   }
 
