@@ -61,7 +61,8 @@ const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
  */
 export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
   const counter = { bytes: 0, writes: 0 };
-  const store = await SessionStore.open(counting(await openAdapter(), counter), { autosave: false, broadcast: false });
+  const adapter = await openAdapter();
+  const store = await SessionStore.open(counting(adapter, counter), { autosave: false, broadcast: false });
   const session = await store.create({ id: "bench", title: "persist bench", encoding: "o200k_base", format: "openai" });
   const createdBytes = counter.bytes;
   const times = [];
@@ -71,6 +72,8 @@ export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
   const large = []; // the ratio for messages of 1 KB or more, where the fixed overhead matters less
   const builds = { count: 0, bytes: 0 };
   let messageBytes = 0;
+  const size = Math.ceil(messages.length / buckets);
+  const wholeSaves = []; // at the end of each fifth: the whole session rewritten, as apps did before
   for (const message of messages) {
     const json = utf8(JSON.stringify(message));
     const before = counter.bytes;
@@ -93,13 +96,22 @@ export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
       builds.bytes += counter.bytes - bytes;
       builds.count++;
     }
+    if (times.length % size === 0 || times.length === messages.length) wholeSaves.push(await wholeSave(adapter, session, times.length));
   }
   await store.close();
   // Flat as the history grows: the ratio's median in each fifth of the appends.
-  const size = Math.ceil(messages.length / buckets);
   const flat = Array.from({ length: buckets }, (_, b) => {
     const part = ratios.slice(b * size, (b + 1) * size);
-    return { from: b * size + 1, to: Math.min(messages.length, (b + 1) * size), median: quantile(part, 0.5), mean: mean(part) };
+    const whole = wholeSaves[b];
+    return {
+      from: b * size + 1,
+      to: Math.min(messages.length, (b + 1) * size),
+      median: quantile(part, 0.5),
+      mean: mean(part),
+      appendMs: quantile(times.slice(b * size, (b + 1) * size), 0.5),
+      appendBytes: quantile(written.slice(b * size, (b + 1) * size), 0.5),
+      whole,
+    };
   });
   return {
     messages: messages.length,
@@ -121,6 +133,28 @@ export async function appendPhase({ openAdapter, messages, buckets = 5 }) {
     writes: counter.writes,
     flat,
   };
+}
+
+/** Where `wholeSave` writes, beside the store's own records (removed after each save). */
+const WHOLE_KEY = ["bench-whole-session"];
+
+/**
+ * What a save cost before this package, at `messages` messages: the whole session exported and
+ * written under one key (`localStorage.setItem(key, JSON.stringify(session.export()))`), timed
+ * on the same adapter; `refused` when the storage would not take it (a full quota).
+ */
+async function wholeSave(adapter, stored, messages) {
+  const t0 = performance.now();
+  const text = JSON.stringify(stored.session.export());
+  try {
+    await adapter.save(WHOLE_KEY, text);
+  } catch (error) {
+    return { messages, ms: performance.now() - t0, bytes: utf8(text), refused: `${error.name}${error.reason ? ` (${error.reason})` : ""}` };
+  }
+  const ms = performance.now() - t0;
+  // Not left to take room from the store's own records (localStorage's quota is ~5 M characters).
+  await adapter.remove(WHOLE_KEY);
+  return { messages, ms, bytes: utf8(text) };
 }
 
 /**
@@ -199,6 +233,16 @@ export function describe(label, r) {
     `  bytes an append writes beyond the message's JSON (keys, envelopes, the meta record): median ${r.overheadMedian} B, p99 ${r.overheadP99.toLocaleString()} B`,
     `  for the ${r.largeCount.toLocaleString()} messages of 1 KB or more: median ratio ${f(r.largeRatioMedian)}`,
     `  the median ratio by fifths of the history: ${r.flat.map((b) => `${b.from}-${b.to}: ${f(b.median)}`).join(", ")}`,
+    `  against the whole session rewritten at each save (JSON.stringify(session.export()) under one key, as apps did with localStorage.setItem; timed once at the end of each fifth), ` +
+      `its cost ÷ this store's median append in that fifth: ` +
+      r.flat
+        .filter((b) => b.whole)
+        .map(({ whole: w, to, appendMs, appendBytes }) =>
+          w.refused
+            ? `at ${to.toLocaleString()}: refused, ${w.refused} (${w.bytes.toLocaleString()} B)`
+            : `at ${to.toLocaleString()}: ${f(w.ms, 1)} ms (${f(w.ms / appendMs, 0)}x), ${w.bytes.toLocaleString()} B (${f(w.bytes / appendBytes, 0)}x)`,
+        )
+        .join("; "),
     `  cold (a fresh process or page each): reading the ${r.storedRecords} records (${(r.storedBytes / 1e6).toFixed(2)} M characters) ${f(r.readMs, 1)} ms`,
     `  cold open ${f(r.cold.openMs, 1)} ms, open + first build ${f(r.cold.openAndBuildMs, 1)} ms ` +
       `(${r.cold.loaded.toLocaleString()} messages loaded; built ${r.cold.builtMessages} messages, ${r.cold.builtTokens.toLocaleString()} tokens); the next build ${f(r.cold.nextBuildMs, 1)} ms`,
