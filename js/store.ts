@@ -346,9 +346,9 @@ export class SessionStore {
         await this.caughtUp(id, async () => {
           session?.free();
           session = undefined;
-          const meta = await this.io.load(metaKey(id));
+          // Both at once (one round trip, not two): the lock keeps other tabs' writes out between them.
+          const [meta, data] = await Promise.all([this.io.load(metaKey(id)), this.io.loadRange(dataPrefix(id))]);
           if (meta === undefined) throw new NotFoundError(`no session ${JSON.stringify(id)} is stored`);
-          const data = await this.io.loadRange(dataPrefix(id));
           session = Session.load([...data, { key: metaKey(id), value: meta }]);
           return { commit: session.savedCommit, createdAt: session.createdAt ?? 0 };
         });
