@@ -88,7 +88,11 @@ class IndexCache {
 
   get(file: string): LogIndex | undefined {
     const index = this.#byFile.get(file);
-    if (index) this.set(file, index);
+    if (index) {
+      // The most recently used last.
+      this.#byFile.delete(file);
+      this.#byFile.set(file, index);
+    }
     return index;
   }
 

@@ -135,7 +135,7 @@ export class IndexedDBAdapter implements StorageAdapter {
     }
   }
 
-  load(key: StorageKey): Promise<string | undefined> {
+  async load(key: StorageKey): Promise<string | undefined> {
     checkKey(key);
     return new Promise((resolve, reject) => {
       if (!this.#loads) {
@@ -152,8 +152,8 @@ export class IndexedDBAdapter implements StorageAdapter {
     this.#loads = undefined;
     this.#run("reading from IndexedDB", async (db) => {
       const tx = db.transaction(STORE, "readonly");
-      // The values are there once the reads succeed: waiting for the transaction's end as well
-      // would make a load one after another ~50% slower (a session's open and save make some).
+      // The values are there once the reads succeed: the transaction's end is not waited for
+      // (nor was it by idb's db.get, which each load was before).
       tx.done.catch(() => {});
       const reads = loads.map(({ key }) => tx.store.get(key));
       try {
