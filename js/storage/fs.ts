@@ -340,6 +340,8 @@ export class FileSystemAdapter implements StorageAdapter {
   readonly #lockTimeoutMs: number;
   readonly #staleLockMs: number;
   readonly #indexes = new IndexCache();
+  /** The loads made in this turn of the event loop, by file, read together at its end. */
+  readonly #loads = new Map<string, Array<{ id: string; resolve: (value: string | undefined) => void; reject: (error: unknown) => void }>>();
   #closed = false;
 
   private constructor(options: FileSystemOptions) {
@@ -503,15 +505,22 @@ export class FileSystemAdapter implements StorageAdapter {
       if (!found) return [];
       const wanted = select(found.index);
       let buffer = found.buffer;
-      if (!buffer && wanted.length > 8) {
-        // Many entries: one read of the file beats one per entry.
-        buffer = Buffer.alloc(found.index.size);
-        await fh.read(buffer, 0, buffer.length, 0);
+      let base = 0;
+      if (!buffer && wanted.length > 1) {
+        // Many entries, or entries close together (a session's tail): one read from the first to
+        // the last beats one read each.
+        base = Math.min(...wanted.map((e) => e.offset));
+        const end = Math.max(...wanted.map((e) => e.offset + e.length));
+        const bytes = wanted.reduce((n, e) => n + e.length, 0);
+        if (wanted.length > 8 || end - base <= 2 * bytes + 65_536) {
+          buffer = Buffer.alloc(end - base);
+          await fh.read(buffer, 0, buffer.length, base);
+        } else base = 0;
       }
       const entries: StorageEntry[] = [];
       for (const entry of wanted) {
         let bytes: Buffer;
-        if (buffer) bytes = buffer.subarray(entry.offset, entry.offset + entry.length);
+        if (buffer) bytes = buffer.subarray(entry.offset - base, entry.offset - base + entry.length);
         else {
           bytes = Buffer.alloc(entry.length);
           await fh.read(bytes, 0, entry.length, entry.offset);
@@ -526,15 +535,38 @@ export class FileSystemAdapter implements StorageAdapter {
     }
   }
 
+  /**
+   * Loads made in the same turn of the event loop are read together, file by file: one open,
+   * one `fstat` and one read of a session's tail, not one of each per key.
+   */
   async load(key: StorageKey): Promise<string | undefined> {
     checkKey(key);
     this.#check();
-    const id = JSON.stringify(key);
-    const [entry] = await this.#read(this.#file(this.#partition(key)), (index) => {
-      const found = index.entries.get(id);
-      return found ? [found] : [];
+    const file = this.#file(this.#partition(key));
+    return new Promise((resolve, reject) => {
+      let waiting = this.#loads.get(file);
+      if (!waiting) {
+        this.#loads.set(file, (waiting = []));
+        queueMicrotask(() => this.#readLoads(file));
+      }
+      waiting.push({ id: JSON.stringify(key), resolve, reject });
     });
-    return entry?.value;
+  }
+
+  /** Reads the loads waiting for `file` (if that fails, each of them fails with its error). */
+  #readLoads(file: string): void {
+    const waiting = this.#loads.get(file) ?? [];
+    this.#loads.delete(file);
+    const ids = [...new Set(waiting.map((load) => load.id))];
+    let present: LogEntry[] = [];
+    this.#read(file, (index) => (present = ids.flatMap((id) => index.entries.get(id) ?? []))).then(
+      (entries) => {
+        // (#read gives the values of `present`, in its order.)
+        const values = new Map(present.map((entry, i) => [JSON.stringify(entry.key), entries[i].value]));
+        waiting.forEach((load) => load.resolve(values.get(load.id)));
+      },
+      (error) => waiting.forEach((load) => load.reject(error)),
+    );
   }
 
   async loadRange(prefix: StorageKey): Promise<StorageEntry[]> {

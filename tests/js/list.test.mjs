@@ -154,15 +154,17 @@ test("a tail read that fails counts only before the tail's first absent key", as
   assert.ok((await beforeGap.list())[0].problem instanceof StorageError);
 });
 
-/** Counts the bytes read through every `FileHandle` of this process while `fn` runs. */
+/** Counts the bytes read through every `FileHandle` of this process while `fn` runs (and the reads, in `bytesRead.reads`). */
 async function bytesRead(fn) {
   const probe = await openFile(import.meta.filename ?? new URL(import.meta.url).pathname, "r");
   const proto = Object.getPrototypeOf(probe);
   await probe.close();
   const read = proto.read;
   let total = 0;
+  bytesRead.reads = 0;
   proto.read = async function (...args) {
     const result = await read.apply(this, args);
+    bytesRead.reads++;
     total += result.bytesRead;
     return result;
   };
@@ -195,6 +197,15 @@ test("fs: concurrent loads from a log not yet indexed read the file once, not on
   // Indexed: a load reads its value alone.
   const again = await bytesRead(() => adapter.load(keys[0]));
   assert.equal(again, 1000);
+  // A tail, some of it absent, loaded together: one read of the values, from the first to the last.
+  const tail = Array.from({ length: 16 }, (_, i) => ["r", "big", "m", String(190 + i).padStart(6, "0")]);
+  let found;
+  const span = await bytesRead(async () => {
+    found = await Promise.all(tail.map((key) => adapter.load(key)));
+  });
+  assert.deepEqual(found, [...Array(10).fill("x".repeat(1000)), ...Array(6).fill(undefined)]);
+  assert.equal(bytesRead.reads, 1, "one read for the 10 values");
+  assert.ok(span >= 10_000 && span < 11_000, `${span} bytes read for 10 values of 1,000`);
 });
 
 test("fs: another process's append and removal are seen by the next load despite the index", async () => {
