@@ -67,6 +67,27 @@ interface StoreMessage {
 /** Where `#announced` keeps the latest save announced of session `id` made at `createdAt`. */
 const announcedKey = (id: string, createdAt: number | undefined) => JSON.stringify([id, createdAt ?? null]);
 
+/**
+ * How many sessions `list()` reads at a time: enough to overlap the storage's round trips, few
+ * enough that a store of hundreds of sessions does not open hundreds of requests at once (each
+ * session's tail keys are read together, a few per session).
+ */
+const LIST_CONCURRENCY = 8;
+
+/** `fn` of each item, at most `limit` running at once; the results in the items' order. */
+async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
 function newId(): string {
   const crypto = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
   const random = crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
@@ -285,13 +306,18 @@ export class SessionStore {
     }
   }
 
-  /** @internal The records of `keys` up to the first absent one (a session's tail). */
+  /**
+   * @internal The records of `keys` up to the first absent one (a session's tail). They are read
+   * together (a few absent keys cost less than a round trip each), then taken in order: a read
+   * that failed counts only if it comes before the first absent key, as if read one by one.
+   */
   async readOn(keys: StorageKey[]): Promise<StoredRecord[]> {
+    const reads = await Promise.allSettled(keys.map((key) => this.io.load(key)));
     const records: StoredRecord[] = [];
-    for (const key of keys) {
-      const value = await this.io.load(key);
-      if (value === undefined) break;
-      records.push({ key, value });
+    for (const [i, read] of reads.entries()) {
+      if (read.status === "rejected") throw read.reason;
+      if (read.value === undefined) break;
+      records.push({ key: keys[i], value: read.value });
     }
     return records;
   }
@@ -376,17 +402,15 @@ export class SessionStore {
   /** Every stored session, most recently updated first, from their meta records and the few message records after them. */
   async list(): Promise<StoredSessionInfo[]> {
     this.#check();
-    const entries = await this.io.loadRange(["s"]);
-    const sessions: StoredSessionInfo[] = [];
-    for (const entry of entries) {
-      if (entry.key.length !== 2) continue;
+    const entries = (await this.io.loadRange(["s"])).filter((entry) => entry.key.length === 2);
+    const sessions = await mapConcurrently(entries, LIST_CONCURRENCY, async (entry): Promise<StoredSessionInfo> => {
       try {
-        sessions.push(Session.info(entry, await this.readOn(Session.tailKeys(entry))));
+        return Session.info(entry, await this.readOn(Session.tailKeys(entry)));
       } catch (error) {
         if (!(error instanceof ContextCompactorError)) throw error;
-        sessions.push({ id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, problem: error });
+        return { id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, problem: error };
       }
-    }
+    });
     return sessions.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1));
   }
 

@@ -197,6 +197,25 @@ export function runStorageAdapterSuite(options: StorageSuiteOptions): Promise<St
     }
   });
 
+  add("loads made together each read their own key, and see the writes before them", async (a, k) => {
+    // (What a session list does: many sessions' keys at once, some absent.)
+    const keys = Array.from({ length: 12 }, (_, i) => k("t", String(i).padStart(2, "0")));
+    for (const [i, key] of keys.slice(0, 10).entries()) await a.save(key, `v${i}`);
+    const expected = [...Array.from({ length: 10 }, (_, i) => `v${i}`), undefined, undefined];
+    same(await Promise.all(keys.map((key) => a.load(key))), expected, "12 loads made together (the last 2 keys absent)");
+    const b = await open();
+    try {
+      await b.save(keys[10], "from b");
+      await b.remove(keys[0]);
+      const seen = await Promise.all([a.load(keys[0]), a.load(keys[10]), a.load(keys[5])]);
+      same(seen, [undefined, "from b", "v5"], "loads made together after another handle's save and removal");
+      await b.save(keys[10], "from b again");
+      same(await a.load(keys[10]), "from b again", "a load after another handle overwrote the key");
+    } finally {
+      if (b !== a) await close(b);
+    }
+  });
+
   add("remove and removeRange delete what they name", async (a, k) => {
     for (const key of [k("x"), k("y"), k("y", "1"), k("y", "2"), k("yz")]) await a.save(key, "v");
     await a.remove(k("x"));

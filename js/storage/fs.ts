@@ -61,13 +61,60 @@ interface LogEntry {
 
 const entryBytes = (e: LogEntry) => e.offset + e.length + 1 - e.start;
 
-/** Where each entry of a log is, as of `size` bytes of the file `ino`. */
+/**
+ * Where each entry of a log is, as of `size` bytes of the file `ino` made at `born` (file systems
+ * reuse a removed file's inode number at once: a log removed and written again by another process
+ * may have its old inode number, even its old size).
+ */
 interface LogIndex {
   ino: number;
+  born: number;
   size: number;
   entries: Map<string, LogEntry>;
   /** Bytes of the live entries (headers included). */
   live: number;
+}
+
+/**
+ * The indexes an adapter keeps, least recently used first, are dropped past this many entries in
+ * all (a few MB): a process that lists or opens hundreds of sessions does not keep every one's
+ * index, and a dropped one costs one read of its file when next used.
+ */
+const INDEXED_ENTRIES = 50_000;
+
+/** An adapter's indexes by file, the least recently used dropped past `INDEXED_ENTRIES` entries. */
+class IndexCache {
+  readonly #byFile = new Map<string, LogIndex>();
+
+  get(file: string): LogIndex | undefined {
+    const index = this.#byFile.get(file);
+    if (index) {
+      // The most recently used last.
+      this.#byFile.delete(file);
+      this.#byFile.set(file, index);
+    }
+    return index;
+  }
+
+  set(file: string, index: LogIndex): void {
+    this.#byFile.delete(file);
+    this.#byFile.set(file, index);
+    let entries = 0;
+    for (const kept of this.#byFile.values()) entries += kept.entries.size;
+    for (const [old, kept] of this.#byFile) {
+      if (entries <= INDEXED_ENTRIES || old === file) break;
+      entries -= kept.entries.size;
+      this.#byFile.delete(old);
+    }
+  }
+
+  delete(file: string): void {
+    this.#byFile.delete(file);
+  }
+
+  clear(): void {
+    this.#byFile.clear();
+  }
 }
 
 const NEWLINE = 0x0a;
@@ -292,7 +339,9 @@ export class FileSystemAdapter implements StorageAdapter {
   readonly #sync: boolean;
   readonly #lockTimeoutMs: number;
   readonly #staleLockMs: number;
-  readonly #indexes = new Map<string, LogIndex>();
+  readonly #indexes = new IndexCache();
+  /** The loads made in this turn of the event loop, by file, read together at its end. */
+  readonly #loads = new Map<string, Array<{ id: string; resolve: (value: string | undefined) => void; reject: (error: unknown) => void }>>();
   #closed = false;
 
   private constructor(options: FileSystemOptions) {
@@ -398,7 +447,12 @@ export class FileSystemAdapter implements StorageAdapter {
     return base + at;
   }
 
-  /** The index of `file`, brought up to date with what is on disk (undefined if there is no file). */
+  /**
+   * The index of `file`, brought up to date with what is on disk (undefined if there is no file):
+   * checked against the file's `fstat` on each call, so that other processes' appends are seen;
+   * read again (the new bytes, or the whole file if it was replaced) one call at a time per file,
+   * so that concurrent loads of a file not yet indexed read it once, not once each.
+   */
   async #index(file: string, handle?: FileHandle): Promise<{ index: LogIndex; buffer?: Buffer; fileSize: number } | undefined> {
     let fh = handle;
     try {
@@ -410,23 +464,35 @@ export class FileSystemAdapter implements StorageAdapter {
       }
       throw storageError(`opening ${file}`, error);
     }
+    const opened = fh;
+    const current = async () => {
+      const { ino, birthtimeMs: born, size } = await opened.stat();
+      const index = this.#indexes.get(file);
+      const same = index !== undefined && index.ino === ino && index.born === born;
+      return { ino, born, size, same, index: same && index.size === size ? index : undefined };
+    };
     try {
-      const { ino, size } = await fh.stat();
-      let index = this.#indexes.get(file);
-      if (index && index.ino === ino && index.size === size) return { index, fileSize: size };
-      const from = index && index.ino === ino && index.size < size ? index.size : 0;
-      if (!index || from === 0) index = { ino, size: 0, entries: new Map(), live: 0 };
-      const buffer = Buffer.alloc(size - from);
-      await fh.read(buffer, 0, buffer.length, from);
-      index.size = this.#scan(buffer, from, index, file);
-      this.#indexes.set(file, index);
-      return { index, buffer: from === 0 ? buffer : undefined, fileSize: size };
+      const found = await current();
+      if (found.index) return { index: found.index, fileSize: found.size };
+      return await serially(`${file}#index`, async () => {
+        const { ino, born, size, same, index: fresh } = await current(); // another call may have read it meanwhile
+        if (fresh) return { index: fresh, fileSize: size };
+        let index = this.#indexes.get(file);
+        const from = index && same && index.size < size ? index.size : 0;
+        if (!index || from === 0) index = { ino, born, size: 0, entries: new Map(), live: 0 };
+        const buffer = Buffer.alloc(size - from);
+        await opened.read(buffer, 0, buffer.length, from);
+        index.size = this.#scan(buffer, from, index, file);
+        this.#indexes.set(file, index);
+        return { index, buffer: from === 0 ? buffer : undefined, fileSize: size };
+      });
     } finally {
       if (!handle) await fh.close();
     }
   }
 
-  async #read(file: string, keys: (key: StorageKey) => boolean): Promise<StorageEntry[]> {
+  /** The values of the entries `select` picks from `file`'s index. */
+  async #read(file: string, select: (index: LogIndex) => LogEntry[]): Promise<StorageEntry[]> {
     let fh: FileHandle;
     try {
       fh = await open(file, "r");
@@ -437,17 +503,24 @@ export class FileSystemAdapter implements StorageAdapter {
     try {
       const found = await this.#index(file, fh);
       if (!found) return [];
-      const wanted = [...found.index.entries.values()].filter((e) => keys(e.key));
+      const wanted = select(found.index);
       let buffer = found.buffer;
-      if (!buffer && wanted.length > 8) {
-        // Many entries: one read of the file beats one per entry.
-        buffer = Buffer.alloc(found.index.size);
-        await fh.read(buffer, 0, buffer.length, 0);
+      let base = 0;
+      if (!buffer && wanted.length > 1) {
+        // Many entries, or entries close together (a session's tail): one read from the first to
+        // the last beats one read each.
+        base = Math.min(...wanted.map((e) => e.offset));
+        const end = Math.max(...wanted.map((e) => e.offset + e.length));
+        const bytes = wanted.reduce((n, e) => n + e.length, 0);
+        if (wanted.length > 8 || end - base <= 2 * bytes + 65_536) {
+          buffer = Buffer.alloc(end - base);
+          await fh.read(buffer, 0, buffer.length, base);
+        } else base = 0;
       }
       const entries: StorageEntry[] = [];
       for (const entry of wanted) {
         let bytes: Buffer;
-        if (buffer) bytes = buffer.subarray(entry.offset, entry.offset + entry.length);
+        if (buffer) bytes = buffer.subarray(entry.offset - base, entry.offset - base + entry.length);
         else {
           bytes = Buffer.alloc(entry.length);
           await fh.read(bytes, 0, entry.length, entry.offset);
@@ -462,19 +535,45 @@ export class FileSystemAdapter implements StorageAdapter {
     }
   }
 
+  /**
+   * Loads made in the same turn of the event loop are read together, file by file: one open,
+   * one `fstat` and one read of a session's tail, not one of each per key.
+   */
   async load(key: StorageKey): Promise<string | undefined> {
     checkKey(key);
     this.#check();
-    const id = JSON.stringify(key);
-    const [entry] = await this.#read(this.#file(this.#partition(key)), (k) => JSON.stringify(k) === id);
-    return entry?.value;
+    const file = this.#file(this.#partition(key));
+    return new Promise((resolve, reject) => {
+      let waiting = this.#loads.get(file);
+      if (!waiting) {
+        this.#loads.set(file, (waiting = []));
+        queueMicrotask(() => this.#readLoads(file));
+      }
+      waiting.push({ id: JSON.stringify(key), resolve, reject });
+    });
+  }
+
+  /** Reads the loads waiting for `file` (if that fails, each of them fails with its error). */
+  #readLoads(file: string): void {
+    const waiting = this.#loads.get(file) ?? [];
+    this.#loads.delete(file);
+    const ids = [...new Set(waiting.map((load) => load.id))];
+    let present: LogEntry[] = [];
+    this.#read(file, (index) => (present = ids.flatMap((id) => index.entries.get(id) ?? []))).then(
+      (entries) => {
+        // (#read gives the values of `present`, in its order.)
+        const values = new Map(present.map((entry, i) => [JSON.stringify(entry.key), entries[i].value]));
+        waiting.forEach((load) => load.resolve(values.get(load.id)));
+      },
+      (error) => waiting.forEach((load) => load.reject(error)),
+    );
   }
 
   async loadRange(prefix: StorageKey): Promise<StorageEntry[]> {
     checkPrefix(prefix);
     this.#check();
     const entries: StorageEntry[] = [];
-    for (const file of await this.#files(prefix)) entries.push(...(await this.#read(file, (k) => hasPrefix(k, prefix))));
+    for (const file of await this.#files(prefix)) entries.push(...(await this.#read(file, (index) => [...index.entries.values()].filter((e) => hasPrefix(e.key, prefix)))));
     return entries.sort((a, b) => compareKeys(a.key, b.key));
   }
 
@@ -586,7 +685,7 @@ export class FileSystemAdapter implements StorageAdapter {
         created = true;
       }
       const found = await this.#index(file, fh);
-      const index = found?.index ?? { ino: 0, size: 0, entries: new Map(), live: 0 };
+      const index = found?.index ?? { ino: 0, born: 0, size: 0, entries: new Map(), live: 0 };
       await stillHeld();
       if (found?.fileSize !== index.size) await fh.truncate(index.size); // an unfinished write's remains
       await fh.write(data, 0, data.length, index.size);
@@ -608,7 +707,7 @@ export class FileSystemAdapter implements StorageAdapter {
 
   /** Rewrites `file` with its live entries only (the caller holds its lock). */
   async #compact(file: string, stillHeld: () => Promise<void>): Promise<void> {
-    const live = await this.#read(file, () => true);
+    const live = await this.#read(file, (index) => [...index.entries.values()]);
     const temporary = `${file}.${process.pid}.tmp`;
     const parts: Buffer[] = [];
     for (const { key, value } of live) {

@@ -1,7 +1,9 @@
 /**
  * An adapter over IndexedDB, through `idb` (a small wrapper over the raw API's requests): one
  * object store whose keys are the storage keys themselves (IndexedDB orders arrays segment by
- * segment, so a prefix is one key range), one transaction per batch. Entry
+ * segment, so a prefix is one key range), one transaction per batch, and one for the loads
+ * made in the same turn of the event loop (a session list reads dozens of keys at once: a
+ * transaction each costs more than the reads themselves). Entry
  * `context-compactor/storage/indexeddb`, apart from the package's main entry, so that pages that
  * do not use it do not load `idb`.
  *
@@ -48,6 +50,8 @@ export class IndexedDBAdapter implements StorageAdapter {
   readonly #durability: IDBTransactionDurability;
   #db: IDBPDatabase | undefined;
   #closed: string | undefined;
+  /** The loads made in this turn of the event loop, read together in one transaction at its end. */
+  #loads: Array<{ key: StorageKey; resolve: (value: string | undefined) => void; reject: (error: unknown) => void }> | undefined;
 
   private constructor(database: string, durability: IDBTransactionDurability) {
     this.#database = database;
@@ -133,7 +137,34 @@ export class IndexedDBAdapter implements StorageAdapter {
 
   async load(key: StorageKey): Promise<string | undefined> {
     checkKey(key);
-    return this.#run("reading from IndexedDB", async (db) => (await db.get(STORE, key)) as string | undefined);
+    return new Promise((resolve, reject) => {
+      if (!this.#loads) {
+        this.#loads = [];
+        queueMicrotask(() => this.#readLoads());
+      }
+      this.#loads.push({ key, resolve, reject });
+    });
+  }
+
+  /** Reads the loads waiting in one transaction (if it fails, each of them fails with its error). */
+  #readLoads(): void {
+    const loads = this.#loads ?? [];
+    this.#loads = undefined;
+    this.#run("reading from IndexedDB", async (db) => {
+      const tx = db.transaction(STORE, "readonly");
+      // The values are there once the reads succeed: the transaction's end is not waited for
+      // (nor was it by idb's db.get, which each load was before).
+      tx.done.catch(() => {});
+      const reads = loads.map(({ key }) => tx.store.get(key));
+      try {
+        return await Promise.all(reads);
+      } finally {
+        reads.forEach((read) => read.catch(() => {}));
+      }
+    }).then(
+      (values) => loads.forEach((load, i) => load.resolve(values[i] as string | undefined)),
+      (error) => loads.forEach((load) => load.reject(error)),
+    );
   }
 
   async save(key: StorageKey, value: string): Promise<void> {

@@ -2,7 +2,8 @@
 // whose import map resolves the package's entries and idb): the conformance suite, unchanged, on
 // the IndexedDB and localStorage adapters; a full quota (localStorage's own; IndexedDB's set low
 // through the DevTools protocol); closed and blocked databases; a transaction that fails half-way;
-// a reload in the middle of a large write; two tabs appending to one session under Web Locks.
+// a reload in the middle of a large write; two tabs appending to one session under Web Locks;
+// IndexedDB's loads made together read in one transaction.
 // Each scenario renders on the page; the screenshots are saved in tests/browser/screenshots/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -97,6 +98,42 @@ test("IndexedDB: closed and blocked databases and a transaction failing half-way
     assert.ok(persisted.quota > 0);
     await tab.evaluate(() => window.cc.done(true));
     await shot(tab, "storage-failures");
+    assert.deepEqual(log.filter((l) => /pageerror/.test(l)), []);
+  });
+});
+
+test("IndexedDB: the loads made together are read in one transaction, each with its own value", async () => {
+  await withContext(async (context, log) => {
+    const tab = await page(context, log);
+    const found = await tab.evaluate(async () => {
+      const { IndexedDBAdapter } = await import("context-compactor/storage/indexeddb");
+      const adapter = await IndexedDBAdapter.open({ database: "cc-loads-together" });
+      await adapter.saveBatch(Array.from({ length: 20 }, (_, i) => ({ key: ["r", "a", String(i)], value: `v${i}` })));
+      const transaction = IDBDatabase.prototype.transaction;
+      let transactions = 0;
+      IDBDatabase.prototype.transaction = function (...args) {
+        transactions++;
+        return transaction.apply(this, args);
+      };
+      try {
+        const keys = Array.from({ length: 25 }, (_, i) => ["r", "a", String(i)]);
+        const together = await Promise.all(keys.map((key) => adapter.load(key)));
+        const inOne = transactions;
+        const oneByOne = [];
+        for (const key of keys.slice(0, 3)) oneByOne.push(await adapter.load(key));
+        const after = transactions - inOne;
+        await adapter.close();
+        const closed = await Promise.allSettled([adapter.load(keys[0]), adapter.load(keys[1])]);
+        return { together, inOne, oneByOne, after, closed: closed.map((c) => c.status === "rejected" && c.reason.reason) };
+      } finally {
+        IDBDatabase.prototype.transaction = transaction;
+      }
+    });
+    assert.deepEqual(found.together, [...Array.from({ length: 20 }, (_, i) => `v${i}`), ...Array(5).fill(null)].map((v) => v ?? undefined));
+    assert.equal(found.inOne, 1, "25 loads made together: one transaction");
+    assert.deepEqual(found.oneByOne, ["v0", "v1", "v2"]);
+    assert.equal(found.after, 3, "loads made one after another: one transaction each");
+    assert.deepEqual(found.closed, ["closed", "closed"]);
     assert.deepEqual(log.filter((l) => /pageerror/.test(l)), []);
   });
 });
