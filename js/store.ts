@@ -16,7 +16,7 @@ import { Session } from "./api.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
 import { ConflictError, ContextCompactorError, CorruptRecordError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
-import { SaveBeacon, withLock } from "./storage/locks.js";
+import { SaveBeacon, withLock, type Announced } from "./storage/locks.js";
 
 /** Where the store keeps each session's records (the layout is the core's: see `src/session/records`). */
 const metaKey = (id: string): StorageKey => ["s", id];
@@ -59,13 +59,24 @@ export type StoredSessionEvent =
 interface StoreMessage {
   id: string;
   commit?: number;
-  /** The saved session's creation time: another storage behind an adapter of the same name may hold a session of the same id. */
+  /** The saved session's creation time: a session deleted and made again under the same id is another. */
   createdAt?: number;
+  /**
+   * The id of the storage the save or delete was made in (`storageKey`; absent: unknown): another
+   * storage behind an adapter of the same name ("default" when unnamed) may hold a session of the
+   * same id and creation time, one file imported into both.
+   */
+  storage?: string;
   deleted?: boolean;
 }
 
-/** Where `#announced` keeps the latest save announced of session `id` made at `createdAt`. */
-const announcedKey = (id: string, createdAt: number | undefined) => JSON.stringify([id, createdAt ?? null]);
+/** Where `#announced` keeps the latest save announced of session `id` made at `createdAt` in `storage`. */
+const announcedKey = (id: string, createdAt: number | undefined, storage: string | undefined) => JSON.stringify([id, createdAt ?? null, storage ?? null]);
+/** The record holding the storage's id (random), written before the first session a store adds or imports, or at its first save. */
+const storageKey: StorageKey = ["storage"];
+/** The latest of `saves` made in the storage `storage` (`undefined`: any) or in one unknown. */
+const latestOf = (saves: Announced[], storage?: string) =>
+  Math.max(0, ...saves.filter((save) => storage === undefined || save.storage === undefined || save.storage === storage).map((save) => save.commit));
 
 /**
  * How many sessions `list()` reads at a time: enough to overlap the storage's round trips, few
@@ -191,6 +202,35 @@ function checkImported(session: Session, records: StoredRecord[]): void {
   }
 }
 
+/** The sessions of the cycle of parents `id` is on (`parentOf` gives each stored session's parent), or none. */
+function parentCycle(id: string, parentOf: Map<string, string | null>): string[] {
+  const path = [id];
+  for (let at = parentOf.get(id); at != null && path.length <= parentOf.size; at = parentOf.get(at)) {
+    if (at === id) return path;
+    path.push(at);
+  }
+  return [];
+}
+
+/** Whether `stored` (a session's records) loads as the session of `text`, a `Session.export()` file. */
+function sameExport(stored: StoredRecord[], text: string): boolean {
+  const exportOf = (records: StoredRecord[]) => {
+    const session = Session.load(records);
+    try {
+      return JSON.stringify(session.export());
+    } finally {
+      session.free();
+    }
+  };
+  try {
+    return exportOf(stored) === exportOf([{ key: ["import"], value: text }]);
+  } catch (error) {
+    // A damaged stored session is not the file's.
+    if (error instanceof ContextCompactorError) return false;
+    throw error;
+  }
+}
+
 /** A proxy of `target` that calls `changed` after each method call and property set. */
 function autosaving<T extends object>(target: T, changed: () => void, nested: Record<string, () => unknown> = {}): T {
   return new Proxy(target, {
@@ -224,6 +264,8 @@ export class SessionStore {
   /** The latest save of each session other tabs announced (by `announcedKey`). */
   readonly #announced = new Map<string, number>();
   readonly #beacon = new SaveBeacon();
+  /** This storage's id, once read or made (`#storageId`). */
+  #storage: string | undefined;
   #channel: BroadcastChannel | undefined;
   #closed = false;
 
@@ -270,12 +312,20 @@ export class SessionStore {
 
   /**
    * Makes `id` free for a new session (the caller holds its lock): a `ConflictError` if it is
-   * stored; else any records left under it (a delete cut short) are removed first, since a tail
-   * of the old session's message records would otherwise follow the new meta record.
+   * stored (unless `isSame`, given its meta record, says the stored one is the session to write:
+   * then it resolves to `false`); else any records left under it (a delete cut short) are removed
+   * first, since a tail of the old session's message records would otherwise follow the new meta record.
    */
-  async #claim(id: string): Promise<void> {
-    if ((await this.io.load(metaKey(id))) !== undefined) throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
-    await this.io.removeRange(dataPrefix(id));
+  async #claim(id: string, isSame?: (meta: string) => Promise<boolean>): Promise<boolean> {
+    const meta = await this.io.load(metaKey(id));
+    if (meta === undefined) {
+      // The storage's id goes before the session's first record: whoever sees the session sees it.
+      if (this.#storage === undefined) await this.#storageId(true);
+      await this.io.removeRange(dataPrefix(id));
+      return true;
+    }
+    if (isSame && (await isSame(meta))) return false;
+    throw new ConflictError(`a session ${JSON.stringify(id)} is already stored`);
   }
 
   #lockName(id: string): string {
@@ -293,12 +343,23 @@ export class SessionStore {
    * and creation time of what it found (`undefined`: the session is not stored).
    */
   async caughtUp(id: string, read: () => Promise<{ commit: number; createdAt: number } | undefined>): Promise<void> {
-    let announced: number | undefined;
+    let saves: Announced[] | undefined;
+    let announced = 0;
+    let scoped = false;
     for (let waited = 0; ; waited += 5) {
       const found = await read();
       if (found === undefined) return;
-      announced ??= Math.max(this.#announced.get(announcedKey(id, found.createdAt)) ?? 0, await SaveBeacon.latest(this.#lockName(id), found.createdAt));
+      if (saves === undefined) {
+        saves = [...this.#announcedOf(id, found.createdAt), ...(await SaveBeacon.saves(this.#lockName(id), found.createdAt))];
+        announced = latestOf(saves);
+      }
       if (found.commit >= announced) return;
+      if (!scoped) {
+        // Only saves made in this storage are waited for (its id read now: another tab may have made it).
+        scoped = true;
+        announced = latestOf(saves, await this.#storageId(false));
+        if (found.commit >= announced) return;
+      }
       if (waited >= 2000) {
         throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
       }
@@ -493,10 +554,16 @@ export class SessionStore {
       deleted.push(id);
       for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
     };
-    // A sub-agent goes with its parent; on its own only when its parent is gone.
+    // A sub-agent goes with its parent; on its own only when its parent is gone. An imported meta
+    // record may name any parent: a tree whose top is a cycle of parents (a session its own parent)
+    // has no such root, so each session of the cycle is one, old when they all are.
+    const parentOf = new Map(sessions.map((s) => [s.id, s.parentId]));
+    const byId = new Map(sessions.map((s) => [s.id, s]));
     for (const session of sessions) {
-      const orphan = session.parentId === null || !stored.has(session.parentId);
-      if (!orphan || session.problem || session.updatedAt >= cutoff || this.#open.has(session.id) || deleted.includes(session.id)) continue;
+      const roots = session.parentId === null || !stored.has(session.parentId) ? [session.id] : parentCycle(session.id, parentOf);
+      if (roots.length === 0 || deleted.includes(session.id)) continue;
+      const removable = (s: StoredSessionInfo | undefined) => s !== undefined && !s.problem && s.updatedAt < cutoff && !this.#open.has(s.id);
+      if (!roots.every((root) => removable(byId.get(root)))) continue;
       await remove(session.id, updatedSince);
     }
     return deleted;
@@ -533,7 +600,8 @@ export class SessionStore {
     }
     let records: StoredRecord[];
     let id: string;
-    if (document?.format !== EXPORT_FORMAT) {
+    const legacy = document?.format !== EXPORT_FORMAT;
+    if (legacy) {
       // The whole-session export of Session.export(): migrated by the core (a version 0 record),
       // then stored as the records its first save writes.
       const session = Session.load([{ key: ["import"], value: text }]);
@@ -559,10 +627,19 @@ export class SessionStore {
     }
     const meta = records.filter((r) => r.key.length === 2);
     const data = records.filter((r) => r.key.length !== 2);
+    // A retry of an import whose write landed though it was reported failed finds this file's
+    // session stored: the import is done. (A `Session.export()` file's records carry the time of
+    // import, so there the session's export is compared.)
+    const isSame = async (storedMeta: string): Promise<boolean> => {
+      const stored = [...(await this.io.loadRange(dataPrefix(id))), { key: metaKey(id), value: storedMeta }];
+      if (legacy) return sameExport(stored, text);
+      const values = new Map(stored.map((r) => [JSON.stringify(r.key), r.value]));
+      return values.size === records.length && records.every((r) => values.get(JSON.stringify(r.key)) === r.value);
+    };
     await this.locked(id, async () => {
       if (!options.replace) {
-        await this.#claim(id);
-        await write(this.io, [...data, ...meta], `importing session ${id}`);
+        // Read back when the write fails: one that landed all the same is an import done.
+        if (await this.#claim(id, isSame)) await writeChecked(this.io, [...data, ...meta], `importing session ${id}`);
         return;
       }
       // The stored session's meta record first (a batch cut short then leaves no half session),
@@ -602,13 +679,44 @@ export class SessionStore {
 
   /** @internal Tells the other tabs (the caller holds session `id`'s lock); `createdAt` tells a session from one deleted and made again. */
   async saved(id: string, createdAt: number, commit: number): Promise<void> {
-    await this.#beacon.publish(this.#lockName(id), createdAt, commit);
+    const storage = this.#storage ?? (await this.#storageId(true));
+    await this.#beacon.publish(this.#lockName(id), createdAt, storage, commit);
     this.#post({ id, commit, createdAt });
   }
 
-  #post(message: StoreMessage): void {
+  /**
+   * This storage's id (the record at `storageKey`), which scopes what the store announces; made
+   * (`create`) if absent, under a lock of the whole storage. `undefined` when it is not stored, or
+   * cannot be read or made: announcements then concern any storage of this name.
+   */
+  async #storageId(create: boolean): Promise<string | undefined> {
     try {
-      this.#channel?.postMessage(message);
+      this.#storage = (await this.io.load(storageKey)) ?? this.#storage;
+      if (this.#storage !== undefined || !create) return this.#storage;
+      this.#storage = await withLock(this.adapter, `context-compactor:${this.name}`, async () => {
+        const made = (await this.io.load(storageKey)) ?? newId().replace(/^s-/, "storage-");
+        await write(this.io, [{ key: storageKey, value: made }], "saving the storage's id");
+        return made;
+      });
+    } catch {
+      // Unscoped (a full quota, a storage down): the saves themselves report such errors.
+    }
+    return this.#storage;
+  }
+
+  /** The saves of session `id` made at `createdAt` that other stores announced on the channel. */
+  #announcedOf(id: string, createdAt: number): Announced[] {
+    const saves: Announced[] = [];
+    for (const [key, commit] of this.#announced) {
+      const [known, at, storage] = JSON.parse(key) as [string, number | null, string | null];
+      if (known === id && at === createdAt) saves.push({ storage: storage ?? undefined, commit });
+    }
+    return saves;
+  }
+
+  #post(message: Omit<StoreMessage, "storage">): void {
+    try {
+      this.#channel?.postMessage({ ...message, storage: this.#storage });
     } catch {
       // A closed channel: the others catch up at their next save.
     }
@@ -616,13 +724,19 @@ export class SessionStore {
 
   #heard(message: StoreMessage): void {
     if (!message || typeof message.id !== "string") return;
-    const key = announcedKey(message.id, message.createdAt);
+    const storage = typeof message.storage === "string" ? message.storage : undefined;
+    // Another storage's (both ids known): nothing of this one's.
+    if (storage !== undefined && this.#storage !== undefined && storage !== this.#storage) return;
+    const key = announcedKey(message.id, message.createdAt, storage);
     if (typeof message.commit === "number") this.#announced.set(key, Math.max(message.commit, this.#announced.get(key) ?? 0));
     if (message.deleted) {
-      for (const known of [...this.#announced.keys()]) if (JSON.parse(known)[0] === message.id) this.#announced.delete(known);
+      for (const known of [...this.#announced.keys()]) {
+        const [id, , from] = JSON.parse(known) as [string, unknown, string | null];
+        if (id === message.id && (storage === undefined || from === null || from === storage)) this.#announced.delete(known);
+      }
     }
-    // What was saved or deleted may be another storage's session of the same id: a sync reads this
-    // one's (and closes the handle if the session is gone from it).
+    // What was saved or deleted may still be another storage's session of the same id (one whose
+    // id is unknown here): a sync reads this one's (and closes the handle if the session is gone from it).
     const handle = this.#open.get(message.id);
     if (handle && (message.deleted || (typeof message.commit === "number" && message.commit > handle.savedCommit))) handle.sync().catch((error) => handle.report(error));
   }

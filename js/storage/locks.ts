@@ -48,13 +48,19 @@ export function lockKind(adapter: StorageAdapter): "adapter" | "web-locks" | "re
   return typeof adapter.lock === "function" ? "adapter" : webLocks() ? "web-locks" : "realm";
 }
 
+/** A save another tab announced: its commit, and the id of the storage it was made in (`undefined`: unknown). */
+export interface Announced {
+  storage: string | undefined;
+  commit: number;
+}
+
 /**
  * The latest save of a lock's holder, published through the lock manager itself. A tab's copy of
  * localStorage catches up with another tab's writes only as it runs the events that carry them,
  * and a BroadcastChannel message can arrive after the lock it was sent under has passed to this
  * tab: a tab that then wrote from its stale copy would overwrite the other's save. So a writer,
- * still holding the session's lock, takes a shared lock named after its save (`name#saved:T:N`,
- * T the session's creation time),
+ * still holding the session's lock, takes a shared lock named after its save (`name#saved:T:S:N`,
+ * T the session's creation time, S the id of the storage it was saved in),
  * and the next holder reads the newest N from `navigator.locks.query()`, which the lock manager
  * answers in order with the grants. It is held until this realm publishes a newer save of the
  * same name, or goes away: a store closed right after its save must still tell the next holder.
@@ -64,15 +70,16 @@ export class SaveBeacon {
 
   /**
    * Publishes save `commit` of `name` (call it holding `name`'s lock); a no-op without Web Locks.
-   * `incarnation` tells a session apart from one deleted and made again under the same id.
+   * `incarnation` tells a session apart from one deleted and made again under the same id, and
+   * `storage` (the store's id of its storage, `undefined` when unknown) a session of another storage.
    */
-  async publish(name: string, incarnation: number, commit: number): Promise<void> {
+  async publish(name: string, incarnation: number, storage: string | undefined, commit: number): Promise<void> {
     const locks = webLocks();
     if (!locks) return;
     const previous = this.#held.get(name);
     await new Promise<void>((granted) => {
       locks
-        .request(`${name}#saved:${incarnation}:${commit}`, { mode: "shared" }, () => {
+        .request(`${name}#saved:${incarnation}:${storage ?? ""}:${commit}`, { mode: "shared" }, () => {
           granted();
           return new Promise<void>((release) => this.#held.set(name, release));
         })
@@ -81,15 +88,18 @@ export class SaveBeacon {
     previous?.();
   }
 
-  /** The newest save of `name` (of that incarnation) any tab or worker published, 0 when none (or no Web Locks). */
-  static async latest(name: string, incarnation: number): Promise<number> {
+  /** The saves of `name` (of that incarnation) any tab or worker published, and the storage of each (none without Web Locks). */
+  static async saves(name: string, incarnation: number): Promise<Announced[]> {
     const locks = webLocks();
-    if (!locks || typeof locks.query !== "function") return 0;
+    if (!locks || typeof locks.query !== "function") return [];
     const prefix = `${name}#saved:${incarnation}:`;
-    let latest = 0;
+    const saves: Announced[] = [];
     for (const lock of (await locks.query()).held ?? []) {
-      if (lock.name?.startsWith(prefix)) latest = Math.max(latest, Number(lock.name.slice(prefix.length)) || 0);
+      if (!lock.name?.startsWith(prefix)) continue;
+      const rest = lock.name.slice(prefix.length);
+      const at = rest.lastIndexOf(":");
+      saves.push({ storage: rest.slice(0, at) || undefined, commit: Number(rest.slice(at + 1)) || 0 });
     }
-    return latest;
+    return saves;
   }
 }

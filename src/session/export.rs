@@ -30,7 +30,9 @@ pub struct SessionExport {
     pub loops: u32,
     pub max_loops: u32,
     pub subagents_spawned: u32,
-    pub turn_start: usize,
+    // u64, not usize: on wasm32 a stored count past 2^32 would wrap before it is checked.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub turn_start: u64,
     #[cfg_attr(test, ts(type = "Record<string, unknown>"))]
     pub metadata: Map<String, Value>,
     pub history: HistoryExport,
@@ -73,7 +75,7 @@ impl Session {
             loops: self.loops,
             max_loops: self.max_loops,
             subagents_spawned: self.subagents_spawned,
-            turn_start: self.turn_start(),
+            turn_start: self.turn_start() as u64,
             metadata: self.metadata.clone(),
             history: HistoryExport {
                 encoding: self.history.encoding(),
@@ -146,7 +148,7 @@ impl Session {
             }
             (None, None) => {}
         }
-        if export.turn_start != session.turn_start() {
+        if export.turn_start != session.turn_start() as u64 {
             return Err(Error::invalid_argument(format!(
                 "corrupt session export: the turn under way starts at message {}, but its recorded turns end at {}",
                 export.turn_start,

@@ -1,7 +1,7 @@
 // The storage page: loads the package and the IndexedDB adapter by their bare names, then waits
 // for tests/browser/storage.test.mjs to call the helpers on window.cc (through playwright); each
 // helper renders what it did, so that the screenshots show the runs.
-import { SessionStore, LocalStorageAdapter, StorageError, persist } from "context-compactor";
+import { SessionStore, LocalStorageAdapter, MemoryStorageAdapter, StorageError, persist } from "context-compactor";
 import { IndexedDBAdapter } from "context-compactor/storage/indexeddb";
 import { runStorageAdapterSuite } from "context-compactor/storage-test";
 
@@ -235,6 +235,53 @@ window.cc = {
     (await scenario(`tab ${who}`))(`${rounds} rounds appended; sees ${texts.length} messages; ${pulls.length} pulls of the other tab's saves, ${pulls.reduce((n, r) => n + r.renumbered.length, 0)} of its messages renumbered`);
     await store.close();
     return { texts, pulls: pulls.length, renumbered: pulls.reduce((n, r) => n + r.renumbered.length, 0), locks: typeof navigator.locks?.request === "function" };
+  },
+  /**
+   * An IndexedDB database and a localStorage prefix behind adapters without names (both
+   * "default": one channel, one set of save beacons), one file imported into both (a session of
+   * the same id and creation time): saves in the first, then a save and an open in the second.
+   */
+  async twoStorages() {
+    const unnamed = (adapter) => {
+      const wrapper = {};
+      for (const method of ["load", "save", "remove", "loadRange", "removeRange", "saveBatch", "lock"]) {
+        if (typeof adapter[method] === "function") wrapper[method] = adapter[method].bind(adapter);
+      }
+      return wrapper;
+    };
+    const source = await SessionStore.open(new MemoryStorageAdapter(), { now: () => 1_000 });
+    const made = await source.create({ id: "shared" });
+    made.history.append(sample(1, "file")[0]);
+    await made.flush();
+    const file = await source.exportSession("shared");
+    await source.close();
+    const one = await SessionStore.open(unnamed(await adapters.indexeddb({ database: "cc-test-one" })), { autosave: false });
+    const two = await SessionStore.open(unnamed(await adapters.localStorage({ prefix: "cc-test-two" })), { autosave: false });
+    await one.delete("shared");
+    await two.delete("shared");
+    const a = await one.importSession(file);
+    const b = await two.importSession(file);
+    for (const message of sample(5, "one")) {
+      a.history.append(message);
+      await a.flush();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the announcements arrive
+    const started = performance.now();
+    let error;
+    try {
+      b.history.append(sample(1, "two")[0]);
+      await b.flush();
+      await b.close();
+      await (await two.open("shared")).close();
+    } catch (e) {
+      error = describe(e);
+    }
+    const ms = Math.round(performance.now() - started);
+    const stored = { one: (await one.list())[0]?.messages, two: (await two.list())[0]?.messages };
+    await one.close();
+    await two.close();
+    (await scenario("two storages of one name, one file imported into both"))(`the second storage's save and open took ${ms} ms${error ? `: ${error}` : ""}; stored messages ${JSON.stringify(stored)}`, !error && ms < 1000);
+    return { ms, error, stored };
   },
   done(ok) {
     status.textContent = ok ? "all storage checks passed" : "some storage checks failed";

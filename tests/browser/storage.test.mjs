@@ -3,7 +3,8 @@
 // the IndexedDB and localStorage adapters; a full quota (localStorage's own; IndexedDB's set low
 // through the DevTools protocol); closed and blocked databases; a transaction that fails half-way;
 // a reload in the middle of a large write; two tabs appending to one session under Web Locks;
-// IndexedDB's loads made together read in one transaction.
+// IndexedDB's loads made together read in one transaction; two storages behind adapters of one
+// name, a session of the same id and creation time in each.
 // Each scenario renders on the page; the screenshots are saved in tests/browser/screenshots/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -192,3 +193,17 @@ for (const kind of ["indexeddb", "localStorage"]) {
     });
   });
 }
+
+test("IndexedDB and localStorage behind adapters of one name: a session of the same id and creation time in each does not wait for the other's saves", async () => {
+  await withContext(async (context, log) => {
+    const tab = await page(context, log);
+    const result = await tab.evaluate(() => window.cc.twoStorages());
+    console.log(`# two storages of one name: ${JSON.stringify(result)}`);
+    assert.equal(result.error, undefined);
+    assert.ok(result.ms < 1000, `the second storage's save and open took ${result.ms} ms`);
+    assert.deepEqual(result.stored, { one: 6, two: 2 });
+    await tab.evaluate(() => window.cc.done(true));
+    await shot(tab, "storage-two-storages");
+    assert.deepEqual(log.filter((l) => /pageerror/.test(l)), []);
+  });
+});

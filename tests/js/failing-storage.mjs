@@ -58,6 +58,18 @@ export function wrapping(inner, overrides = {}) {
   return Object.assign(adapter, overrides);
 }
 
+/** A memory adapter that throws once the sessions were listed `limit` times: a loop over them ends. */
+export function listingAtMost(limit) {
+  const inner = new MemoryStorageAdapter();
+  let listings = 0;
+  return wrapping(inner, {
+    loadRange: async (prefix) => {
+      if (prefix.length === 1 && prefix[0] === "s" && ++listings > limit) throw new Error(`listed the sessions ${limit} times`);
+      return inner.loadRange(prefix);
+    },
+  });
+}
+
 /**
  * A memory adapter whose writes fail on a schedule: `plan(n, op)` for the n-th write operation
  * (a save, a remove or a batch) says what happens: undefined (it works), "fail" (nothing lands,

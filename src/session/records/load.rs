@@ -354,7 +354,7 @@ impl Session {
             loops: meta.loops,
             max_loops: settings.max_loops,
             subagents_spawned: meta.subagents_spawned,
-            turn_start: meta.turn_start as usize,
+            turn_start: meta.turn_start,
             metadata: settings.metadata.clone(),
             history: HistoryExport { encoding: settings.encoding, messages, summary: summary.clone() },
             memory,
