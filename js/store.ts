@@ -74,6 +74,15 @@ interface StoreMessage {
 const announcedKey = (id: string, createdAt: number | undefined, storage: string | undefined) => JSON.stringify([id, createdAt ?? null, storage ?? null]);
 /** The record holding the storage's id (random), written before the first session a store adds or imports, or at its first save. */
 const storageKey: StorageKey = ["storage"];
+/** The id a `storageKey` record holds (JSON text, as every record's value is), or `undefined`: absent or not an id. */
+function storedStorageId(value: string | undefined): string | undefined {
+  try {
+    const id: unknown = value === undefined ? undefined : JSON.parse(value);
+    return typeof id === "string" && id !== "" ? id : undefined;
+  } catch {
+    return undefined; // damaged: made again, as it only scopes announcements
+  }
+}
 /** The latest of `saves` made in the storage `storage` (`undefined`: any) or in one unknown. */
 const latestOf = (saves: Announced[], storage?: string) =>
   Math.max(0, ...saves.filter((save) => storage === undefined || save.storage === undefined || save.storage === storage).map((save) => save.commit));
@@ -691,11 +700,13 @@ export class SessionStore {
    */
   async #storageId(create: boolean): Promise<string | undefined> {
     try {
-      this.#storage = (await this.io.load(storageKey)) ?? this.#storage;
+      this.#storage = storedStorageId(await this.io.load(storageKey)) ?? this.#storage;
       if (this.#storage !== undefined || !create) return this.#storage;
       this.#storage = await withLock(this.adapter, `context-compactor:${this.name}`, async () => {
-        const made = (await this.io.load(storageKey)) ?? newId().replace(/^s-/, "storage-");
-        await write(this.io, [{ key: storageKey, value: made }], "saving the storage's id");
+        const stored = storedStorageId(await this.io.load(storageKey));
+        if (stored !== undefined) return stored;
+        const made = newId().replace(/^s-/, "storage-");
+        await write(this.io, [{ key: storageKey, value: JSON.stringify(made) }], "saving the storage's id");
         return made;
       });
     } catch {

@@ -219,3 +219,24 @@ test("[wrapped on wasm32] a turnStart past 2^32 is shown as stored", () => {
     (e) => e instanceof ContextCompactorError && e.message.includes(String(turnStart)),
   );
 });
+
+test("every record the store writes is JSON text, the storage's id included, and a damaged id is made again", async () => {
+  const adapter = new MemoryStorageAdapter();
+  const store = await SessionStore.open(adapter);
+  const chat = await store.create({ id: "j", title: "json" });
+  chat.history.append(msg(0));
+  await chat.flush();
+  const records = await adapter.loadRange([]);
+  assert.ok(records.some((r) => r.key.length === 1 && r.key[0] === "storage"), "the storage's id is stored");
+  for (const { key, value } of records) assert.doesNotThrow(() => JSON.parse(value), `record ${JSON.stringify(key)} is JSON`);
+  await store.close();
+  // An id that is not JSON (written by hand, or damaged) is replaced by a new one at the next save.
+  await adapter.save(["storage"], "not json");
+  const again = await SessionStore.open(adapter);
+  const other = await again.create({ id: "k" });
+  other.history.append(msg(1));
+  await other.flush();
+  const id = JSON.parse(await adapter.load(["storage"]));
+  assert.match(id, /^storage-/);
+  await again.close();
+});
