@@ -62,9 +62,9 @@ interface StoreMessage {
   /** The saved session's creation time: a session deleted and made again under the same id is another. */
   createdAt?: number;
   /**
-   * The id of the storage the save or delete was made in (`storageKey`; absent: unknown): another
-   * storage behind an adapter of the same name ("default" when unnamed) may hold a session of the
-   * same id and creation time, one file imported into both.
+   * The id of the storage's copy of the session saved or deleted (its `scopeKey` record; absent:
+   * unknown): another storage behind an adapter of the same name ("default" when unnamed) may
+   * hold a session of the same id and creation time, one file imported into both.
    */
   storage?: string;
   deleted?: boolean;
@@ -72,15 +72,23 @@ interface StoreMessage {
 
 /** Where `#announced` keeps the latest save announced of session `id` made at `createdAt` in `storage`. */
 const announcedKey = (id: string, createdAt: number | undefined, storage: string | undefined) => JSON.stringify([id, createdAt ?? null, storage ?? null]);
-/** The record holding the storage's id (random), written before the first session a store adds or imports, or at its first save. */
-const storageKey: StorageKey = ["storage"];
-/** The id a `storageKey` record holds (JSON text, as every record's value is), or `undefined`: absent or not an id. */
+/**
+ * The record holding the id (random) of the storage's copy of session `id`: written before the
+ * session's first record when a store adds or imports it, never while it is stored, and removed
+ * with it. A tab that sees the session reads the id every other tab reads (one storage-wide id
+ * could differ between two tabs whose copies of localStorage lag); a session of the same id and
+ * creation time in another storage (one file imported into both) has another.
+ */
+const scopeKey = (id: string): StorageKey => ["storage", id];
+/** A new id for `scopeKey`'s record (JSON text, as every record's value is). */
+const newScope = (id: string): StoredRecord => ({ key: scopeKey(id), value: JSON.stringify(newId().replace(/^s-/, "storage-")) });
+/** The id a `scopeKey` record holds, or `undefined`: absent or not an id. */
 function storedStorageId(value: string | undefined): string | undefined {
   try {
     const id: unknown = value === undefined ? undefined : JSON.parse(value);
     return typeof id === "string" && id !== "" ? id : undefined;
   } catch {
-    return undefined; // damaged: made again, as it only scopes announcements
+    return undefined; // damaged: unscoped, as one never made
   }
 }
 /** The latest of `saves` made in the storage `storage` (`undefined`: any) or in one unknown. */
@@ -273,8 +281,6 @@ export class SessionStore {
   /** The latest save of each session other tabs announced (by `announcedKey`). */
   readonly #announced = new Map<string, number>();
   readonly #beacon = new SaveBeacon();
-  /** This storage's id, once read or made (`#storageId`). */
-  #storage: string | undefined;
   #channel: BroadcastChannel | undefined;
   #closed = false;
 
@@ -328,9 +334,9 @@ export class SessionStore {
   async #claim(id: string, isSame?: (meta: string) => Promise<boolean>): Promise<boolean> {
     const meta = await this.io.load(metaKey(id));
     if (meta === undefined) {
-      // The storage's id goes before the session's first record: whoever sees the session sees it.
-      if (this.#storage === undefined) await this.#storageId(true);
       await this.io.removeRange(dataPrefix(id));
+      // Before the session's first record: whoever sees the session sees its id.
+      await writeChecked(this.io, [newScope(id)], `saving session ${id}'s storage id`);
       return true;
     }
     if (isSame && (await isSame(meta))) return false;
@@ -349,26 +355,20 @@ export class SessionStore {
    * @internal Runs `read` (the caller holds session `id`'s lock) until the commit it finds
    * reaches the latest save other tabs announced: a tab's copy of localStorage catches up with
    * theirs only as it runs the events that carry their writes. `read` resolves to the commit
-   * and creation time of what it found (`undefined`: the session is not stored).
+   * and creation time of what it found (`undefined`: the session is not stored). Resolves to the
+   * id of the storage's copy of the session (`scopeKey`), read with `read`'s first reads: only
+   * saves announced of that copy (or of one unknown) are waited for.
    */
-  async caughtUp(id: string, read: () => Promise<{ commit: number; createdAt: number } | undefined>): Promise<void> {
-    let saves: Announced[] | undefined;
-    let announced = 0;
-    let scoped = false;
+  async caughtUp(id: string, read: () => Promise<{ commit: number; createdAt: number } | undefined>): Promise<string | undefined> {
+    // Read once: the copy a tab sees the session in shows the id written before its first record.
+    const scoping = this.io.load(scopeKey(id)).then(storedStorageId, () => undefined);
+    let announced: number | undefined;
     for (let waited = 0; ; waited += 5) {
       const found = await read();
-      if (found === undefined) return;
-      if (saves === undefined) {
-        saves = [...this.#announcedOf(id, found.createdAt), ...(await SaveBeacon.saves(this.#lockName(id), found.createdAt))];
-        announced = latestOf(saves);
-      }
-      if (found.commit >= announced) return;
-      if (!scoped) {
-        // Only saves made in this storage are waited for (its id read now: another tab may have made it).
-        scoped = true;
-        announced = latestOf(saves, await this.#storageId(false));
-        if (found.commit >= announced) return;
-      }
+      const storage = await scoping;
+      if (found === undefined) return storage;
+      announced ??= latestOf([...this.#announcedOf(id, found.createdAt), ...(await SaveBeacon.saves(this.#lockName(id), found.createdAt))], storage);
+      if (found.commit >= announced) return storage;
       if (waited >= 2000) {
         throw new StorageError(`this tab's storage does not show save ${announced} of session ${JSON.stringify(id)}, which another tab announced`, { reason: "failed" });
       }
@@ -509,16 +509,18 @@ export class SessionStore {
    * holding the lock with the stored meta record, says otherwise. Resolves to whether it was removed.
    */
   async #remove(id: string, keep?: (meta: StoredRecord) => Promise<boolean>): Promise<boolean> {
-    const removed = await this.locked(id, async () => {
-      const meta = await this.io.load(metaKey(id));
-      if (meta !== undefined && keep && (await keep({ key: metaKey(id), value: meta }))) return false;
+    const [removed, storage] = await this.locked(id, async () => {
+      const [meta, scope] = await Promise.all([this.io.load(metaKey(id)), this.io.load(scopeKey(id))]);
+      const storage = storedStorageId(scope);
+      if (meta !== undefined && keep && (await keep({ key: metaKey(id), value: meta }))) return [false, storage] as const;
       await this.io.remove(metaKey(id));
       await this.io.removeRange(dataPrefix(id));
-      return meta !== undefined;
+      await this.io.remove(scopeKey(id));
+      return [meta !== undefined, storage] as const;
     });
     if (keep && !removed) return false;
     this.#open.get(id)?.forget("deleted");
-    this.#post({ id, deleted: true });
+    this.#post({ id, deleted: true, storage });
     return removed;
   }
 
@@ -652,11 +654,12 @@ export class SessionStore {
         return;
       }
       // The stored session's meta record first (a batch cut short then leaves no half session),
-      // and every record of it the file does not overwrite (a tail of its would follow the new one).
+      // and every record of it the file does not overwrite (a tail of its would follow the new one);
+      // the new session's storage id before its records, as `#claim` writes it.
       const writing = new Set(records.map((r) => JSON.stringify(r.key)));
       const stale = (await this.io.loadRange(dataPrefix(id))).filter((e) => !writing.has(JSON.stringify(e.key)));
       const removals = [metaKey(id), ...stale.map((e) => e.key)].map((key) => ({ key, value: undefined }));
-      await write(this.io, [...removals, ...data, ...meta], `importing session ${id} over the stored one`);
+      await write(this.io, [...removals, newScope(id), ...data, ...meta], `importing session ${id} over the stored one`);
     });
     if (options.replace) {
       this.#open.get(id)?.forget("deleted");
@@ -686,33 +689,13 @@ export class SessionStore {
     if (this.#open.get(handle.id) === handle) this.#open.delete(handle.id);
   }
 
-  /** @internal Tells the other tabs (the caller holds session `id`'s lock); `createdAt` tells a session from one deleted and made again. */
-  async saved(id: string, createdAt: number, commit: number): Promise<void> {
-    const storage = this.#storage ?? (await this.#storageId(true));
-    await this.#beacon.publish(this.#lockName(id), createdAt, storage, commit);
-    this.#post({ id, commit, createdAt });
-  }
-
   /**
-   * This storage's id (the record at `storageKey`), which scopes what the store announces; made
-   * (`create`) if absent, under a lock of the whole storage. `undefined` when it is not stored, or
-   * cannot be read or made: announcements then concern any storage of this name.
+   * @internal Tells the other tabs (the caller holds session `id`'s lock); `createdAt` tells a
+   * session from one deleted and made again, `storage` (what `caughtUp` read) its copy in this storage.
    */
-  async #storageId(create: boolean): Promise<string | undefined> {
-    try {
-      this.#storage = storedStorageId(await this.io.load(storageKey)) ?? this.#storage;
-      if (this.#storage !== undefined || !create) return this.#storage;
-      this.#storage = await withLock(this.adapter, `context-compactor:${this.name}`, async () => {
-        const stored = storedStorageId(await this.io.load(storageKey));
-        if (stored !== undefined) return stored;
-        const made = newId().replace(/^s-/, "storage-");
-        await write(this.io, [{ key: storageKey, value: JSON.stringify(made) }], "saving the storage's id");
-        return made;
-      });
-    } catch {
-      // Unscoped (a full quota, a storage down): the saves themselves report such errors.
-    }
-    return this.#storage;
+  async saved(id: string, createdAt: number, storage: string | undefined, commit: number): Promise<void> {
+    await this.#beacon.publish(this.#lockName(id), createdAt, storage, commit);
+    this.#post({ id, commit, createdAt, storage });
   }
 
   /** The saves of session `id` made at `createdAt` that other stores announced on the channel. */
@@ -725,9 +708,9 @@ export class SessionStore {
     return saves;
   }
 
-  #post(message: Omit<StoreMessage, "storage">): void {
+  #post(message: StoreMessage): void {
     try {
-      this.#channel?.postMessage({ ...message, storage: this.#storage });
+      this.#channel?.postMessage(message);
     } catch {
       // A closed channel: the others catch up at their next save.
     }
@@ -736,8 +719,6 @@ export class SessionStore {
   #heard(message: StoreMessage): void {
     if (!message || typeof message.id !== "string") return;
     const storage = typeof message.storage === "string" ? message.storage : undefined;
-    // Another storage's (both ids known): nothing of this one's.
-    if (storage !== undefined && this.#storage !== undefined && storage !== this.#storage) return;
     const key = announcedKey(message.id, message.createdAt, storage);
     if (typeof message.commit === "number") this.#announced.set(key, Math.max(message.commit, this.#announced.get(key) ?? 0));
     if (message.deleted) {
@@ -746,8 +727,8 @@ export class SessionStore {
         if (id === message.id && (storage === undefined || from === null || from === storage)) this.#announced.delete(known);
       }
     }
-    // What was saved or deleted may still be another storage's session of the same id (one whose
-    // id is unknown here): a sync reads this one's (and closes the handle if the session is gone from it).
+    // What was saved or deleted may be another storage's session of the same id: a sync reads this
+    // one's (and closes the handle if the session is gone from it), and waits only for saves of its copy.
     const handle = this.#open.get(message.id);
     if (handle && (message.deleted || (typeof message.commit === "number" && message.commit > handle.savedCommit))) handle.sync().catch((error) => handle.report(error));
   }
@@ -857,7 +838,8 @@ export class StoredSession {
   /** @internal The save itself; the caller holds the session's lock. */
   async saveLocked(): Promise<void> {
     const adapter = this.store.io;
-    if (!(await this.#catchUp()).stored && this.#raw.savedCommit > 0) {
+    const { stored, storage } = await this.#catchUp();
+    if (!stored && this.#raw.savedCommit > 0) {
       this.forget("deleted");
       throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
     }
@@ -869,7 +851,7 @@ export class StoredSession {
       await write(adapter, changes.remove.map((key) => ({ key, value: undefined })), "removing superseded records").catch(() => {});
     }
     if (changes.records.length > 0) {
-      await this.store.saved(this.id, this.#raw.createdAt ?? 0, changes.commit);
+      await this.store.saved(this.id, this.#raw.createdAt ?? 0, storage, changes.commit);
       this.onchange?.({ type: "saved", commit: changes.commit });
     }
   }
@@ -879,12 +861,12 @@ export class StoredSession {
    * caller holds the lock): what the stored meta record names, then the records after this
    * session's last message (one read when there are none), up to the latest save announced.
    */
-  async #catchUp(): Promise<{ stored: boolean; report?: PullReport }> {
+  async #catchUp(): Promise<{ stored: boolean; report?: PullReport; storage?: string }> {
     const adapter = this.store.io;
     const key = metaKey(this.id);
     let stored = false;
     let report: PullReport | undefined;
-    await this.store.caughtUp(this.id, async () => {
+    const storage = await this.store.caughtUp(this.id, async () => {
       const meta = await adapter.load(key);
       stored = meta !== undefined;
       if (meta === undefined) return undefined;
@@ -905,7 +887,7 @@ export class StoredSession {
       }
       return { commit: this.#raw.savedCommit, createdAt: this.#raw.createdAt ?? 0 };
     });
-    return { stored, report };
+    return { stored, report, storage };
   }
 
   /** Applies what other tabs or processes saved since this session's last save or load; `undefined` when there was nothing. */

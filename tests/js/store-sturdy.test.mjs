@@ -1,6 +1,7 @@
 // Four failure cases of the session store that lost or refused work (issue #13): an import whose
 // write landed and then threw, sessions in a cycle of parents that cleanup never removed, two
-// storages of one name whose announcements interfered, and a turnStart shown wrapped on wasm32.
+// storages of one name whose announcements interfered, and a turnStart shown wrapped on wasm32;
+// then what the fixes left: tabs of one storage that scoped their announcements apart.
 // Each test names what it did on the code before the fix.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -62,7 +63,7 @@ test("[ConflictError on retry] an import whose write landed before the connectio
   assert.deepEqual(contents(retried), [0, 1, 2, 3, 4].map((i) => msg(i).content));
   assert.equal(retried.title, "session h");
   const { records } = JSON.parse(file);
-  assert.deepEqual(new Map([...data].filter(([key]) => key !== JSON.stringify(["storage"]))), new Map(records.map((r) => [JSON.stringify(r.key), r.value])), "stored as in the file, once");
+  assert.deepEqual(new Map([...data].filter(([key]) => JSON.parse(key)[0] !== "storage")), new Map(records.map((r) => [JSON.stringify(r.key), r.value])), "stored as in the file, once");
   // Once changed, the stored session is no longer the file's.
   retried.history.append(msg(5));
   await retried.flush();
@@ -207,6 +208,72 @@ test("[2 s then StorageError] two storages of one name, a session of the same id
   for (const store of [one, two, three]) await store.close();
 });
 
+/**
+ * Two tabs' copies of one localStorage: a tab's writes reach the other tab's copy `lagMs` later, in
+ * order (a tab's copy catches up with the others' writes only as it runs the events that carry them).
+ */
+function laggingTabs(lagMs) {
+  const copies = [new Map(), new Map()];
+  const tabs = copies.map((copy, i) => {
+    const own = new MemoryStorageAdapter({ data: copy, name: "lagging" });
+    const other = new MemoryStorageAdapter({ data: copies[1 - i], name: "lagging" });
+    const spread = (method) => async (...args) => {
+      await own[method](...args);
+      setTimeout(() => other[method](...args), lagMs);
+    };
+    return wrapping(own, { save: spread("save"), remove: spread("remove"), removeRange: spread("removeRange"), saveBatch: spread("saveBatch") });
+  });
+  return { tabs, copies };
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("[lost save] two tabs whose copies lag, their first sessions made at once, wait for each other's saves", async () => {
+  const { tabs, copies } = laggingTabs(100);
+  const [one, two] = await Promise.all(tabs.map((tab) => SessionStore.open(tab, { autosave: false })));
+  // At once: neither tab's copy shows what the other wrote first.
+  const [, theirs] = await Promise.all([one.create({ id: "mine" }), two.create({ id: "theirs" })]);
+  await sleep(250); // both copies show both sessions
+  const shared = await one.open("theirs");
+  const pulled = new Promise((resolve) => (shared.onchange = (event) => event.type === "pulled" && resolve(event)));
+  theirs.history.append(msg(1));
+  await theirs.flush();
+  await sleep(20); // the announcement arrives; tab one's copy does not show the save yet
+  shared.history.append(msg(2));
+  await shared.flush();
+  let timer;
+  const late = new Promise((resolve) => (timer = setTimeout(() => resolve({ type: "no pulled event in 1 s" }), 1000)));
+  assert.equal((await Promise.race([pulled, late])).type, "pulled", "tab one heard tab two's save");
+  clearTimeout(timer);
+  await sleep(250); // each copy shows every write
+  for (const copy of copies) {
+    const store = await SessionStore.open(new MemoryStorageAdapter({ data: copy }), { broadcast: false });
+    assert.deepEqual(contents(await store.open("theirs")), [msg(1).content, msg(2).content], "neither save lost");
+    await store.close();
+  }
+  await Promise.all([one.close(), two.close()]);
+});
+
+test("[no live updates] a tab hears another's saves after the records of storage ids were removed", async () => {
+  const data = new Map();
+  const one = await SessionStore.open(new MemoryStorageAdapter({ data }), { autosave: false });
+  const mine = await one.create({ id: "s" });
+  mine.history.append(msg(0));
+  await mine.flush();
+  for (const key of [...data.keys()]) if (JSON.parse(key)[0] === "storage") data.delete(key);
+  const two = await SessionStore.open(new MemoryStorageAdapter({ data }), { autosave: false });
+  const theirs = await two.open("s");
+  const pulled = new Promise((resolve) => (mine.onchange = (event) => event.type === "pulled" && resolve(event)));
+  theirs.history.append(msg(1));
+  await theirs.flush();
+  let timer;
+  const late = new Promise((resolve) => (timer = setTimeout(() => resolve({ type: "no pulled event in 1 s" }), 1000)));
+  assert.equal((await Promise.race([pulled, late])).type, "pulled");
+  clearTimeout(timer);
+  assert.deepEqual(contents(mine), [msg(0).content, msg(1).content]);
+  await Promise.all([one.close(), two.close()]);
+});
+
 test("[wrapped on wasm32] a turnStart past 2^32 is shown as stored", () => {
   const session = new Session({ id: "t" });
   session.history.appendMany([msg(0), msg(1)]);
@@ -220,23 +287,26 @@ test("[wrapped on wasm32] a turnStart past 2^32 is shown as stored", () => {
   );
 });
 
-test("every record the store writes is JSON text, the storage's id included, and a damaged id is made again", async () => {
+test("every record the store writes is JSON text, the session's storage id included; a damaged id only unscopes", async () => {
   const adapter = new MemoryStorageAdapter();
   const store = await SessionStore.open(adapter);
   const chat = await store.create({ id: "j", title: "json" });
   chat.history.append(msg(0));
   await chat.flush();
   const records = await adapter.loadRange([]);
-  assert.ok(records.some((r) => r.key.length === 1 && r.key[0] === "storage"), "the storage's id is stored");
+  assert.match(JSON.parse(await adapter.load(["storage", "j"])), /^storage-/, "the session's storage id is stored");
   for (const { key, value } of records) assert.doesNotThrow(() => JSON.parse(value), `record ${JSON.stringify(key)} is JSON`);
+  // An id that is not JSON (written by hand, or damaged) counts as none: the session still saves and opens.
+  await adapter.save(["storage", "j"], "not json");
+  chat.history.append(msg(1));
+  await chat.flush();
   await store.close();
-  // An id that is not JSON (written by hand, or damaged) is replaced by a new one at the next save.
-  await adapter.save(["storage"], "not json");
   const again = await SessionStore.open(adapter);
-  const other = await again.create({ id: "k" });
-  other.history.append(msg(1));
-  await other.flush();
-  const id = JSON.parse(await adapter.load(["storage"]));
-  assert.match(id, /^storage-/);
+  assert.deepEqual(contents(await again.open("j")), [msg(0).content, msg(1).content]);
+  // Deleted with its session; a session stored again under the id gets a new one.
+  await again.delete("j");
+  assert.equal(await adapter.load(["storage", "j"]), undefined);
+  await again.create({ id: "j" });
+  assert.match(JSON.parse(await adapter.load(["storage", "j"])), /^storage-/);
   await again.close();
 });

@@ -77,9 +77,19 @@ function showSettings(): void {
 }
 
 /** Settings changed: the same steps replayed into a new session built for them. */
+/**
+ * Makes `replay` the one shown, with the summariser of the endpoint in force now: one set while
+ * the replay was being made (a settings change, a restart) would otherwise be lost with the old one.
+ */
+function adopt(replay: Replay): void {
+  replay.summarize = state.endpoint && summarizerFor(state.endpoint);
+  state.replay = replay;
+}
+
 async function applySettings(): Promise<void> {
   showSettings();
-  if (!state.replay || state.settingsQueued) return;
+  // Queued even before a replay exists: a change made while a conversation loads applies to it.
+  if (state.settingsQueued) return;
   state.settingsQueued = true;
   await run(async () => {
     state.settingsQueued = false;
@@ -88,8 +98,8 @@ async function applySettings(): Promise<void> {
     const chosen = settings();
     await ensureEncoding(profileOf(chosen).encoding);
     // The stored session is replaced (same id): shown at once, so that a failure part-way leaves it as far as it got.
-    const next = await state.shelf.start(old.conversation, chosen, old.summarize, old.session.id);
-    state.replay = next;
+    const next = await state.shelf.start(old.conversation, chosen, old.session.id);
+    adopt(next);
     try {
       await next.replayTo(old.replayed);
     } finally {
@@ -130,8 +140,8 @@ async function load(source: Source, runIndex?: number): Promise<void> {
     if (state.replay && state.replay.position === 0) await state.shelf.remove(state.replay.session.id);
     const chosen = settings();
     await ensureEncoding(profileOf(chosen).encoding);
-    const replay = await state.shelf.start(conversation, chosen, state.endpoint && summarizerFor(state.endpoint));
-    state.replay = replay;
+    const replay = await state.shelf.start(conversation, chosen);
+    adopt(replay);
     await replay.build();
     await state.shelf.save(replay);
   }, "load-error");
@@ -237,8 +247,8 @@ async function restart(): Promise<void> {
   await run(async () => {
     const old = state.replay;
     if (!old) return;
-    const replay = await state.shelf.start(old.conversation, old.settings, old.summarize, old.session.id);
-    state.replay = replay;
+    const replay = await state.shelf.start(old.conversation, old.settings, old.session.id);
+    adopt(replay);
     await replay.build();
     await state.shelf.save(replay);
   });
@@ -412,8 +422,7 @@ function wire(): void {
       const replay = await state.shelf.open(id);
       if (!replay) return;
       await ensureEncoding(profileOf(replay.settings).encoding);
-      replay.summarize = state.endpoint && summarizerFor(state.endpoint);
-      state.replay = replay;
+      adopt(replay);
       showOpened(replay);
       $("recall-result").replaceChildren();
     });

@@ -3,7 +3,7 @@
  * module's business: `StoreShelf` keeps them in IndexedDB through the package's `SessionStore`
  * (they survive a reload); `PageShelf` in the page, where IndexedDB cannot be opened.
  */
-import { SessionStore, type StoredSession, type Summarizer } from "context-compactor/lite";
+import { SessionStore, type StoredSession } from "context-compactor/lite";
 import { IndexedDBAdapter } from "context-compactor/storage/indexeddb";
 import { parseConversation, serializeConversation, type Conversation } from "./conversation";
 import { Replay, newSessionId, sessionOptions, type Compaction, type Settings } from "./replay";
@@ -25,8 +25,8 @@ export interface SessionShelf {
   /** What the sidebar says about where the sessions are kept. */
   readonly note: string;
   list(): Promise<SessionInfo[]>;
-  /** A new replay of `conversation` on the shelf; with `replace`, in place of that session (same id, started again). */
-  start(conversation: Conversation, settings: Settings, summarize?: Summarizer, replace?: string): Promise<Replay>;
+  /** A new replay of `conversation` on the shelf (no summariser: `main.ts` gives it the one in force); with `replace`, in place of that session (same id, started again). */
+  start(conversation: Conversation, settings: Settings, replace?: string): Promise<Replay>;
   /** Saves what the replay did since the last save (called after every action). */
   save(replay: Replay): Promise<void>;
   open(id: string): Promise<Replay | undefined>;
@@ -52,9 +52,9 @@ export class PageShelf implements SessionShelf {
       .sort((a, b) => b.updatedAt - a.updatedAt);
   }
 
-  async start(conversation: Conversation, settings: Settings, summarize?: Summarizer, replace?: string): Promise<Replay> {
+  async start(conversation: Conversation, settings: Settings, replace?: string): Promise<Replay> {
     if (replace) await this.remove(replace);
-    const replay = new Replay(conversation, settings, summarize, replace ?? newSessionId());
+    const replay = new Replay(conversation, settings, undefined, replace ?? newSessionId());
     await this.save(replay);
     return replay;
   }
@@ -112,13 +112,13 @@ export class StoreShelf implements SessionShelf {
     }));
   }
 
-  async start(conversation: Conversation, settings: Settings, summarize?: Summarizer, replace?: string): Promise<Replay> {
+  async start(conversation: Conversation, settings: Settings, replace?: string): Promise<Replay> {
     if (replace) await this.remove(replace);
     const id = replace ?? newSessionId();
     // The conversation first: a session is listed only once it is stored, and it cannot be opened without it.
     await this.adapter.save(demoKey(id, "conversation"), serializeConversation(conversation));
     const handle = await this.store.create(sessionOptions(conversation, settings, id));
-    const replay = new Replay(conversation, settings, summarize, handle.session);
+    const replay = new Replay(conversation, settings, undefined, handle.session);
     this.replays.set(id, { replay, handle, compactionsSaved: 0 });
     await handle.flush();
     return replay;
