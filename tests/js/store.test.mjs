@@ -129,7 +129,11 @@ for (const [kind, storage] of Object.entries(storages)) {
     chat.history.append(message);
     await chat.flush();
     assert.deepEqual(recorded.writes.map(([key]) => key), [["r", "chat", "m", "000000000031"]]);
-    assert.deepEqual(recorded.reads, [["s", "chat"], ["r", "chat", "m", "000000000031"]], "the meta record, and where another tab would have written its next message");
+    assert.deepEqual(
+      recorded.reads,
+      [["storage", "chat"], ["s", "chat"], ["r", "chat", "m", "000000000031"]],
+      "the session's storage id with the meta record, and where another tab would have written its next message",
+    );
     const [, value] = recorded.writes[0];
     const size = JSON.stringify(message).length;
     // The envelope (version, checksum) and the tail mark (commit, end, tokens, time): under 100 B.
