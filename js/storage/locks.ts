@@ -96,9 +96,10 @@ export class SaveBeacon {
     const saves: Announced[] = [];
     for (const lock of (await locks.query()).held ?? []) {
       if (!lock.name?.startsWith(prefix)) continue;
+      // `S:N`, or `N` alone from a version that did not scope its saves (`name#saved:T:N`).
       const rest = lock.name.slice(prefix.length);
       const at = rest.lastIndexOf(":");
-      saves.push({ storage: rest.slice(0, at) || undefined, commit: Number(rest.slice(at + 1)) || 0 });
+      saves.push({ storage: at < 0 ? undefined : rest.slice(0, at) || undefined, commit: Number(rest.slice(at + 1)) || 0 });
     }
     return saves;
   }

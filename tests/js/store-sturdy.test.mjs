@@ -310,3 +310,21 @@ test("every record the store writes is JSON text, the session's storage id inclu
   assert.match(JSON.parse(await adapter.load(["storage", "j"])), /^storage-/);
   await again.close();
 });
+
+test("[bogus storage id] a save beacon of a version that did not scope its saves counts for every storage", async () => {
+  const { SaveBeacon } = await import("../../dist/storage/locks.js");
+  const name = "context-compactor:default:s";
+  const held = [`${name}#saved:1000:12`, `${name}#saved:1000:storage-a:7`, `${name}#saved:1000::3`, `${name}#saved:2000:99`].map((lock) => ({ name: lock }));
+  const navigator = Object.getOwnPropertyDescriptor(globalThis, "navigator");
+  Object.defineProperty(globalThis, "navigator", { value: { locks: { request: () => Promise.resolve(), query: async () => ({ held }) } }, configurable: true });
+  try {
+    assert.deepEqual(await SaveBeacon.saves(name, 1000), [
+      { storage: undefined, commit: 12 },
+      { storage: "storage-a", commit: 7 },
+      { storage: undefined, commit: 3 },
+    ]);
+  } finally {
+    if (navigator) Object.defineProperty(globalThis, "navigator", navigator);
+    else delete globalThis.navigator;
+  }
+});
