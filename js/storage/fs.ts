@@ -508,10 +508,16 @@ export class FileSystemAdapter implements StorageAdapter {
       let base = 0;
       if (!buffer && wanted.length > 1) {
         // Many entries, or entries close together (a session's tail): one read from the first to
-        // the last beats one read each.
-        base = Math.min(...wanted.map((e) => e.offset));
-        const end = Math.max(...wanted.map((e) => e.offset + e.length));
-        const bytes = wanted.reduce((n, e) => n + e.length, 0);
+        // the last beats one read each. (A loop: Math.min(...offsets) of a large log's entries,
+        // every one when it is compacted, is a RangeError past about 125,000 arguments.)
+        base = Infinity;
+        let end = 0;
+        let bytes = 0;
+        for (const e of wanted) {
+          base = Math.min(base, e.offset);
+          end = Math.max(end, e.offset + e.length);
+          bytes += e.length;
+        }
         if (wanted.length > 8 || end - base <= 2 * bytes + 65_536) {
           buffer = Buffer.alloc(end - base);
           await fh.read(buffer, 0, buffer.length, base);
@@ -573,7 +579,10 @@ export class FileSystemAdapter implements StorageAdapter {
     checkPrefix(prefix);
     this.#check();
     const entries: StorageEntry[] = [];
-    for (const file of await this.#files(prefix)) entries.push(...(await this.#read(file, (index) => [...index.entries.values()].filter((e) => hasPrefix(e.key, prefix)))));
+    for (const file of await this.#files(prefix)) {
+      // (Not push(...read): a spread of a large log's entries is a RangeError.)
+      for (const entry of await this.#read(file, (index) => [...index.entries.values()].filter((e) => hasPrefix(e.key, prefix)))) entries.push(entry);
+    }
     return entries.sort((a, b) => compareKeys(a.key, b.key));
   }
 
@@ -687,11 +696,13 @@ export class FileSystemAdapter implements StorageAdapter {
       const found = await this.#index(file, fh);
       const index = found?.index ?? { ino: 0, born: 0, size: 0, entries: new Map(), live: 0 };
       await stillHeld();
-      if (found?.fileSize !== index.size) await fh.truncate(index.size); // an unfinished write's remains
-      await fh.write(data, 0, data.length, index.size);
+      const base = index.size;
+      if (found?.fileSize !== base) await fh.truncate(base); // an unfinished write's remains
+      await fh.write(data, 0, data.length, base);
       // fdatasync: the data and the file's new size (what reading it back needs), not its times.
       if (this.#sync) await fh.datasync();
-      // Bring the index up to date with what was just written.
+      // Bring the index up to date with what was just written, unless a load in this process read
+      // it meanwhile (scanned again from its new size, it would index entries past the file's end).
       index.size = this.#scan(data, index.size, index, file);
       this.#indexes.set(file, index);
     } catch (error) {

@@ -5,7 +5,7 @@
 // appends at the next load, and drops least recently used indexes past its budget.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { open as openFile } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -255,4 +255,20 @@ test("fs: a log removed and written again to the same size (its inode number reu
   await theirs.removeRange(["r", "a"]);
   await theirs.save(["r", "a", "m", "2"], "two"); // the same bytes but one
   assert.deepEqual(await Promise.all(["1", "2"].map((n) => mine.load(["r", "a", "m", n]))), [undefined, "two"]);
+});
+
+test("fs: a log of 200,000 live entries is read whole and compacted (no spread of its entries into Math.min)", async () => {
+  const root = freshRoot();
+  const log = join(root, "r", "big.log");
+  const adapter = await FileSystemAdapter.open({ root, sync: false });
+  const keys = Array.from({ length: 200_000 }, (_, i) => ["r", "big", "m", String(i)]);
+  await adapter.saveBatch(keys.map((key) => ({ key, value: "a" })));
+  const { size } = statSync(log);
+  // Indexed by the append: the range is read through the index, every entry at once.
+  assert.equal((await adapter.loadRange(["r", "big"])).length, keys.length);
+  // Written twice more: two thirds dead, so the second of them compacts the log, reading every entry.
+  await adapter.saveBatch(keys.map((key) => ({ key, value: "b" })));
+  await adapter.saveBatch(keys.map((key) => ({ key, value: "c" })));
+  assert.equal(statSync(log).size, size, "compacted to one entry a key");
+  assert.ok((await adapter.loadRange(["r", "big"])).every((e) => e.value === "c"));
 });
