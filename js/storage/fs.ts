@@ -703,8 +703,10 @@ export class FileSystemAdapter implements StorageAdapter {
       if (this.#sync) await fh.datasync();
       // Bring the index up to date with what was just written, unless a load in this process read
       // it meanwhile (scanned again from its new size, it would index entries past the file's end).
-      index.size = this.#scan(data, index.size, index, file);
-      this.#indexes.set(file, index);
+      if (index.size === base) {
+        index.size = this.#scan(data, base, index, file);
+        this.#indexes.set(file, index);
+      } else this.#indexes.delete(file);
     } catch (error) {
       this.#indexes.delete(file);
       throw storageError(`writing ${file}`, error);

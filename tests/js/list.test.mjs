@@ -257,6 +257,33 @@ test("fs: a log removed and written again to the same size (its inode number reu
   assert.deepEqual(await Promise.all(["1", "2"].map((n) => mine.load(["r", "a", "m", n]))), [undefined, "two"]);
 });
 
+test("fs: a load while an append syncs leaves the index as the file is, and another process's append of as many bytes is read", async () => {
+  const root = freshRoot();
+  const mine = await FileSystemAdapter.open({ root }); // sync: true, so each append awaits its fdatasync
+  const theirs = await FileSystemAdapter.open({ root, sync: false });
+  await mine.save(["r", "a", "m", "1"], "one");
+  assert.equal(await mine.load(["r", "a", "m", "1"]), "one");
+  const probe = await openFile(join(root, "r", "a.log"), "r");
+  const proto = Object.getPrototypeOf(probe);
+  await probe.close();
+  const datasync = proto.datasync;
+  let during;
+  proto.datasync = async function (...args) {
+    proto.datasync = datasync;
+    during = await mine.load(["r", "a", "m", "2"]); // this process reads the log while the append syncs
+    return datasync.apply(this, args);
+  };
+  try {
+    await mine.save(["r", "a", "m", "2"], "two");
+  } finally {
+    proto.datasync = datasync;
+  }
+  assert.equal(during, "two");
+  // As many bytes as that append: an index that counted it twice would pass for this file.
+  await theirs.save(["r", "a", "m", "3"], "six");
+  assert.deepEqual(await Promise.all(["1", "2", "3"].map((n) => mine.load(["r", "a", "m", n]))), ["one", "two", "six"]);
+});
+
 test("fs: a log of 200,000 live entries is read whole and compacted (no spread of its entries into Math.min)", async () => {
   const root = freshRoot();
   const log = join(root, "r", "big.log");
