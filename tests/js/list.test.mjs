@@ -246,14 +246,24 @@ test("fs: least recently used indexes are dropped past 50,000 entries in all", a
   assert.equal(await bytesRead(() => adapter.load(small)), 1000, "and indexed again, kept as the most recent");
 });
 
-test("fs: a log removed and written again to the same size (its inode number reused) is read again", async () => {
+test("fs: a log removed and written again to the same size (its inode number reused) is read again", async (t) => {
   const root = freshRoot();
+  const log = join(root, "r", "a.log");
   const mine = await FileSystemAdapter.open({ root, sync: false });
   const theirs = await FileSystemAdapter.open({ root, sync: false });
   await mine.save(["r", "a", "m", "1"], "one");
   assert.equal(await mine.load(["r", "a", "m", "1"]), "one");
+  const before = statSync(log);
   await theirs.removeRange(["r", "a"]);
   await theirs.save(["r", "a", "m", "2"], "two"); // the same bytes but one
+  const after = statSync(log);
+  // The same size and the same inode number (where the file system reuses it at once): only the
+  // birth time tells the new log from the old one.
+  assert.equal(after.size, before.size);
+  if (after.ino !== before.ino) {
+    t.skip(`the file system gave the new log another inode number (${before.ino}, then ${after.ino}): nothing to test`);
+    return;
+  }
   assert.deepEqual(await Promise.all(["1", "2"].map((n) => mine.load(["r", "a", "m", n]))), [undefined, "two"]);
 });
 
