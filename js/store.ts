@@ -242,8 +242,9 @@ function sameExport(stored: StoredRecord[], text: string): boolean {
   try {
     return exportOf(stored) === exportOf([{ key: ["import"], value: text }]);
   } catch (error) {
-    // A damaged stored session is not the file's.
-    if (error instanceof ContextCompactorError) return false;
+    // One of a newer version is not the file's; a damaged one is reported, not hidden behind the
+    // ConflictError of another session stored under the id.
+    if (error instanceof ContextCompactorError && !(error instanceof CorruptRecordError)) return false;
     throw error;
   }
 }

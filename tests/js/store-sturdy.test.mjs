@@ -5,7 +5,7 @@
 // Each test names what it did on the code before the fix.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Session, SessionStore, MemoryStorageAdapter, StorageError, ConflictError, ContextCompactorError } from "context-compactor";
+import { Session, SessionStore, MemoryStorageAdapter, StorageError, ConflictError, ContextCompactorError, CorruptRecordError } from "context-compactor";
 import { seal, seal3, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
@@ -125,6 +125,20 @@ test("[ConflictError on retry] a Session.export() file whose import landed is im
   retried.history.append(msg(2));
   await retried.close();
   await assert.rejects(store.importSession(text), ConflictError);
+  await store.close();
+});
+
+test("[ConflictError hid it] a retried Session.export() import over a damaged stored session is a CorruptRecordError", async () => {
+  const session = new Session({ id: "legacy" });
+  session.history.appendMany([msg(0), msg(1)]);
+  const text = JSON.stringify(session.export());
+  session.free();
+  const data = new Map();
+  const store = await SessionStore.open(new MemoryStorageAdapter({ data }), { autosave: false });
+  await (await store.importSession(text)).close();
+  const key = [...data.keys()].find((k) => JSON.parse(k)[0] === "r");
+  data.set(key, data.get(key).replace("message number", "massage number"));
+  await assert.rejects(store.importSession(text), (e) => e instanceof CorruptRecordError && e.message.includes(key));
   await store.close();
 });
 
