@@ -499,30 +499,46 @@ export class SessionStore {
       const tree = new Set([id]);
       for (const parent of tree) for (const session of sessions) if (session.parentId === parent) tree.add(session.id);
       tree.delete(id);
-      for (const child of [...tree].reverse()) await this.#remove(child);
+      for (const child of [...tree].reverse()) await this.#remove([child]);
     }
-    return this.#remove(id);
+    return (await this.#remove([id])).length > 0;
   }
 
   /**
-   * Removes session `id`'s meta record, then its other records (a delete cut short leaves records
-   * no meta record names: nothing lists them, and `#claim` clears them), unless `keep`, called
-   * holding the lock with the stored meta record, says otherwise. Resolves to whether it was removed.
+   * Removes sessions `ids` (a session, or a cycle of parents), each one's meta record, then its other
+   * records (a delete cut short leaves records no meta record names: nothing lists them, and
+   * `#claim` clears them), holding all their locks, unless `keep`, called with each stored meta
+   * record, says one of them is to be kept: then none is removed. Resolves to the ids removed.
    */
-  async #remove(id: string, keep?: (meta: StoredRecord) => Promise<boolean>): Promise<boolean> {
-    const [removed, storage] = await this.locked(id, async () => {
-      const [meta, scope] = await Promise.all([this.io.load(metaKey(id)), this.io.load(scopeKey(id))]);
-      const storage = storedStorageId(scope);
-      if (meta !== undefined && keep && (await keep({ key: metaKey(id), value: meta }))) return [false, storage] as const;
-      await this.io.remove(metaKey(id));
-      await this.io.removeRange(dataPrefix(id));
-      await this.io.remove(scopeKey(id));
-      return [meta !== undefined, storage] as const;
+  async #remove(ids: string[], keep?: (meta: StoredRecord) => Promise<boolean>): Promise<string[]> {
+    const found = await this.#lockedAll(ids, async () => {
+      const stored = await Promise.all(
+        ids.map(async (id) => {
+          const [meta, scope] = await Promise.all([this.io.load(metaKey(id)), this.io.load(scopeKey(id))]);
+          return { id, meta, storage: storedStorageId(scope) };
+        }),
+      );
+      if (keep) for (const { id, meta } of stored) if (meta !== undefined && (await keep({ key: metaKey(id), value: meta }))) return [];
+      for (const { id } of stored) {
+        await this.io.remove(metaKey(id));
+        await this.io.removeRange(dataPrefix(id));
+        await this.io.remove(scopeKey(id));
+      }
+      return stored;
     });
-    if (keep && !removed) return false;
-    this.#open.get(id)?.forget("deleted");
-    this.#post({ id, deleted: true, storage });
-    return removed;
+    for (const { id, meta, storage } of found) {
+      if (keep && meta === undefined) continue;
+      this.#open.get(id)?.forget("deleted");
+      this.#post({ id, deleted: true, storage });
+    }
+    return found.filter((s) => s.meta !== undefined).map((s) => s.id);
+  }
+
+  /** Runs `fn` holding the locks of sessions `ids`, taken in one order (sorted) so that two callers never wait for each other. */
+  #lockedAll<T>(ids: string[], fn: () => Promise<T>): Promise<T> {
+    const sorted = [...new Set(ids)].sort();
+    const take = (i: number): Promise<T> => (i === sorted.length ? fn() : this.locked(sorted[i], () => take(i + 1)));
+    return take(0);
   }
 
   /** Sets session `id`'s title (what `list()` shows), and saves it. */
@@ -561,10 +577,14 @@ export class SessionStore {
         throw error;
       }
     };
-    const remove = async (id: string, keep?: typeof updatedSince) => {
-      if (!(await this.#remove(id, keep)) && keep) return;
-      deleted.push(id);
-      for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id)) await remove(child.id);
+    // A cycle's sessions are removed together, each re-read under its lock; their sub-agents go
+    // with them, however recent.
+    const remove = async (ids: string[], keep?: typeof updatedSince) => {
+      const removed = await this.#remove(ids, keep);
+      if (keep && removed.length === 0) return;
+      const gone = keep ? removed : ids;
+      deleted.push(...gone);
+      for (const id of gone) for (const child of sessions) if (child.parentId === id && !deleted.includes(child.id) && !ids.includes(child.id)) await remove([child.id]);
     };
     // A sub-agent goes with its parent; on its own only when its parent is gone. An imported meta
     // record may name any parent: a tree whose top is a cycle of parents (a session its own parent)
@@ -576,7 +596,7 @@ export class SessionStore {
       if (roots.length === 0 || deleted.includes(session.id)) continue;
       const removable = (s: StoredSessionInfo | undefined) => s !== undefined && !s.problem && s.updatedAt < cutoff && !this.#open.has(s.id);
       if (!roots.every((root) => removable(byId.get(root)))) continue;
-      await remove(session.id, updatedSince);
+      await remove(roots, updatedSince);
     }
     return deleted;
   }

@@ -182,6 +182,39 @@ test("[kept forever] cleanup removes old sessions in a cycle of parents, and kee
   await store.close();
 });
 
+test("[deleted live session] cleanup keeps a cycle of parents one of whose sessions was saved after the listing", async () => {
+  const data = new Map();
+  const inner = new MemoryStorageAdapter({ data });
+  const { serially } = await import("../../dist/storage/locks.js");
+  let beforeLock;
+  // The cleaning tab: another tab saves session "b" right before it takes its first lock.
+  const adapter = wrapping(inner, {
+    lock: async (name, fn) => {
+      const other = beforeLock;
+      beforeLock = undefined;
+      await other?.();
+      return serially(name, fn);
+    },
+  });
+  let now = 1_000;
+  const tab = await SessionStore.open(new MemoryStorageAdapter({ data }), { now: () => now, autosave: false });
+  await importTree(tab, [
+    ["a", "b", 1_000],
+    ["b", "a", 1_000],
+  ]);
+  now = 30 * DAY;
+  const cleaner = await SessionStore.open(adapter, { now: () => now });
+  beforeLock = async () => {
+    const b = await tab.open("b");
+    b.history.append(msg(1));
+    await b.close();
+  };
+  assert.deepEqual(await cleaner.cleanup({ olderThanMs: 7 * DAY }), [], "b was saved just now");
+  assert.deepEqual((await cleaner.list()).map((s) => s.id).sort(), ["a", "b"]);
+  assert.deepEqual(contents(await cleaner.open("b")), [msg(0).content, msg(1).content]);
+  await Promise.all([tab.close(), cleaner.close()]);
+});
+
 test("[2 s then StorageError] two storages of one name, a session of the same id made in the same millisecond, do not wait for each other", async () => {
   const unnamed = (data) => {
     const adapter = wrapping(new MemoryStorageAdapter({ data }));
