@@ -211,9 +211,10 @@ function checkImported(session: Session, records: StoredRecord[]): void {
     const fresh = recount.history.tokenCount().messages;
     const at = fresh.findIndex((tokens, i) => tokens !== counted[i]);
     if (at < 0) return;
-    // Only chunks carry counts: the first whose last message is at or past this one holds it.
-    const chunk = records.map((r) => r.key).find((key) => key[2] === "c" && Number(key[3]) > at) ?? meta;
-    throw new CorruptRecordError(`record ${JSON.stringify(chunk)} counts message m${at + 1} as ${counted[at]} tokens, where counting gives ${fresh[at]}`, { path: chunk.join("/") });
+    // The record holding it: the first chunk whose last message is at or past it, or its own.
+    const keys = records.map((r) => r.key);
+    const holder = keys.find((key) => key[2] === "c" && Number(key[3]) > at) ?? keys.find((key) => key[2] === "m" && Number(key[3]) === at + 1) ?? meta;
+    throw new CorruptRecordError(`record ${JSON.stringify(holder)} counts message m${at + 1} as ${counted[at]} tokens, where counting gives ${fresh[at]}`, { path: holder.join("/") });
   } finally {
     recount.free();
   }

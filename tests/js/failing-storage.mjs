@@ -41,11 +41,14 @@ function xxh64(bytes) {
   return (h ^ (h >> 32n)).toString(16).padStart(16, "0");
 }
 
-/** A record of version 3 (the current one) at `key` holding `body`, with a checksum that verifies. */
-export function seal3(key, body) {
+/** The record version the core writes (`RECORD_VERSION`). */
+export const CURRENT_VERSION = 4;
+
+/** A record of the current version at `key` holding `body`, with a checksum that verifies. */
+export function sealCurrent(key, body) {
   const text = JSON.stringify(body);
-  const sum = xxh64(Buffer.from(`${key.map((s) => `${s}\x1f`).join("")}\x1e3\x1e${text}`, "utf8"));
-  return { key, value: `{"v":3,"sum":"${sum}","body":${text}}` };
+  const sum = xxh64(Buffer.from(`${key.map((s) => `${s}\x1f`).join("")}\x1e${CURRENT_VERSION}\x1e${text}`, "utf8"));
+  return { key, value: `{"v":${CURRENT_VERSION},"sum":"${sum}","body":${text}}` };
 }
 
 /** The body of a record. */

@@ -15,7 +15,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from "context-compactor";
-import { seal, seal3, sealRaw, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
+import { seal, sealCurrent, sealRaw, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
 import { fuzzSession } from "./store-fuzz.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
@@ -105,6 +105,22 @@ test("[main: wrong counts] an imported chunk's token counts are checked, not tru
   assert.deepEqual(imported.history.tokenCount(), chat.history.tokenCount());
 });
 
+test("an imported message record's token count is checked, not trusted", async () => {
+  const { chat, file } = await exported(3);
+  const last = file.records.find((r) => r.key[2] === "m" && Number(r.key[3]) === 3);
+  assert.equal(sealCurrent(last.key, bodyOf(last)).value, last.value, "sealed as the core seals");
+  assert.deepEqual(bodyOf(last).tokens?.length > 0, true, "a single record carries its count");
+  const records = file.records.map((r) => (r === last ? sealCurrent(r.key, { ...bodyOf(r), tokens: bodyOf(r).tokens.map(() => 0) }) : r));
+  const store = await SessionStore.open(new MemoryStorageAdapter());
+  await assert.rejects(
+    store.importSession(JSON.stringify({ ...file, records })),
+    (e) => e instanceof CorruptRecordError && e.key.join("/") === last.key.join("/") && /counts message m3 as 0 tokens/.test(e.message),
+  );
+  assert.deepEqual(await store.list(), [], "nothing was stored");
+  const imported = await store.importSession(JSON.stringify(file));
+  assert.deepEqual(imported.history.tokenCount(), chat.history.tokenCount());
+});
+
 test("an imported summary's token count is checked, not trusted", async () => {
   const store = await SessionStore.open(new MemoryStorageAdapter());
   const chat = await store.create({ id: "h" });
@@ -113,12 +129,12 @@ test("an imported summary's token count is checked, not trusted", async () => {
   await chat.flush();
   const file = JSON.parse(await store.exportSession("h"));
   const summary = file.records.find((r) => r.key[2] === "summary");
-  assert.equal(seal3(summary.key, bodyOf(summary)).value, summary.value, "sealed as the core seals");
+  assert.equal(sealCurrent(summary.key, bodyOf(summary)).value, summary.value, "sealed as the core seals");
   // A record loads with the count its counting tag vouches for (a checksum guards against
   // damage, not forgery): an imported file's is counted again.
   const body = bodyOf(summary);
   body.state.current.text += " and more words than its count holds";
-  const records = file.records.map((r) => (r === summary ? seal3(r.key, body) : r));
+  const records = file.records.map((r) => (r === summary ? sealCurrent(r.key, body) : r));
   const other = await SessionStore.open(new MemoryStorageAdapter());
   await assert.rejects(
     other.importSession(JSON.stringify({ ...file, records })),

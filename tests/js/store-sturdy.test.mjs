@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Session, SessionStore, MemoryStorageAdapter, StorageError, ConflictError, ContextCompactorError, CorruptRecordError } from "context-compactor";
-import { seal, seal3, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
+import { seal, sealCurrent, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
 const contents = (handle) => handle.history.messages().map((m) => m.content);
@@ -327,7 +327,7 @@ test("[wrapped on wasm32] a turnStart past 2^32 is shown as stored", () => {
   const { records } = session.changes({ now: 1_000 });
   session.free();
   const turnStart = 2 ** 32 + 2; // 2 on a 32-bit usize: the session's own turn start
-  const forged = records.map((r) => (r.key.length === 2 ? seal3(r.key, { ...bodyOf(r), turnStart }) : r));
+  const forged = records.map((r) => (r.key.length === 2 ? sealCurrent(r.key, { ...bodyOf(r), turnStart }) : r));
   assert.throws(
     () => Session.load(forged),
     (e) => e instanceof ContextCompactorError && e.message.includes(String(turnStart)),

@@ -26,7 +26,7 @@ use crate::tokens::{MessageTokens, REPLY_PRIMING};
 const MAX_SAVED: u64 = 1 << 53;
 
 /// A token count as a chunk keeps it (`save::pack_tokens`).
-pub(super) type PackedTokens = Vec<u32>;
+pub(crate) type PackedTokens = Vec<u32>;
 
 /// A session as a list of sessions shows it, from its meta record alone.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -224,7 +224,7 @@ impl<'a> Sorted<'a> {
     }
 
     /// Messages `from ..= until` (1-based), from chunks up to `chunked` and single records after,
-    /// with the counts the chunks kept when `tag` matches theirs; `format` is the session's.
+    /// with the counts the chunks and records kept when `tag` matches theirs; `format` is the session's.
     pub fn messages(
         &self,
         id: &str,
@@ -264,8 +264,9 @@ impl<'a> Sorted<'a> {
                 }
             } else {
                 let (key, body) = self.checked(id, Kind::Message, seq)?;
-                messages.push(read_message(key, body, seq, format)?);
-                counts.push(None);
+                let (message, count) = read_message(key, body, seq, format, tag)?;
+                messages.push(message);
+                counts.push(count);
                 seq += 1;
             }
         }

@@ -72,9 +72,10 @@ pub use save::{Changes, Persisted};
 /// key, as `localStorage.setItem(key, JSON.stringify(session.export()))` did: it loads, migrated.
 /// Version 1 records (with a `kind` in the envelope, and an `id` and `format` in each message
 /// record) and version 2 records (FNV-1a checksums; a summary record without the counting tag
-/// of its summary's tokens, which are then counted on load) load as they are; the next save
-/// writes version 3.
-pub const RECORD_VERSION: u64 = 3;
+/// of its summary's tokens, which are then counted on load) and version 3 records (message
+/// records without their message's count: counted again by the first build) load as they are;
+/// the next save writes version 4.
+pub const RECORD_VERSION: u64 = 4;
 
 /// Messages per chunk: past each multiple, the messages are rewritten as one record (and their
 /// single records removed), so that a session loads from a few large records and at most
@@ -279,7 +280,9 @@ pub(crate) struct Body<'a> {
 /// body must then parse as one JSON value on its own, which makes the whole text that envelope.
 fn sealed(value: &str, kind: Kind) -> Option<(u64, &str, &str)> {
     let rest = value.strip_prefix(r#"{"v":"#)?;
-    let (version, rest) = if let Some(rest) = rest.strip_prefix(r#"3,"sum":""#) {
+    let (version, rest) = if let Some(rest) = rest.strip_prefix(r#"4,"sum":""#) {
+        (4, rest)
+    } else if let Some(rest) = rest.strip_prefix(r#"3,"sum":""#) {
         (3, rest)
     } else if let Some(rest) = rest.strip_prefix(r#"2,"sum":""#) {
         (2, rest)
@@ -485,10 +488,21 @@ impl TailMark {
     }
 }
 
-/// A single message record's body (from version 2): `{"format"?, "message", "tail"?}`, its format
-/// when it is not the session's, and the tail mark in a record a tail save wrote. (Built and read
-/// as a `Value`, whose code the wasm has anyway, rather than by a serde derive of its own.)
-pub(crate) fn message_body(message: Value, format: Option<Format>, tail: Option<TailMark>) -> Value {
+/// A message's token count as a record keeps it: who counted it (`counting_tag` of the writer:
+/// reused only by the same tag, as a chunk's counts are) and the count (`save::pack_tokens`).
+pub(crate) type StoredCount = (String, load::PackedTokens);
+
+/// A single message record's body (from version 2): `{"format"?, "message", "tail"?, "counted"?,
+/// "tokens"?}`, its format when it is not the session's, the tail mark in a record a tail save
+/// wrote, and (from version 4) the message's count, so that a session whose last messages are
+/// not in a chunk yet also opens without counting them. (Built and read as a `Value`, whose code
+/// the wasm has anyway, rather than by a serde derive of its own.)
+pub(crate) fn message_body(
+    message: Value,
+    format: Option<Format>,
+    tail: Option<TailMark>,
+    count: Option<StoredCount>,
+) -> Value {
     let mut body = Map::new();
     if let Some(format) = format {
         body.insert("format".into(), format.as_str().into());
@@ -497,11 +511,23 @@ pub(crate) fn message_body(message: Value, format: Option<Format>, tail: Option<
     if let Some(TailMark(commit, end, tokens, at)) = tail {
         body.insert("tail".into(), Value::from(vec![commit, end, tokens, at]));
     }
+    if let Some((counted, tokens)) = count {
+        body.insert("counted".into(), counted.into());
+        body.insert("tokens".into(), Value::from(tokens));
+    }
     Value::Object(body)
 }
 
-/// A message record's body (from version 2), read: its message, format and tail mark.
-fn read_message_body(key: &[String], text: &str) -> Result<(Value, Option<Format>, Option<TailMark>)> {
+/// A message record's body, read.
+struct MessageBody {
+    message: Value,
+    format: Option<Format>,
+    tail: Option<TailMark>,
+    count: Option<StoredCount>,
+}
+
+/// A message record's body (from version 2), read: its message, format, tail mark and count.
+fn read_message_body(key: &[String], text: &str) -> Result<MessageBody> {
     let mut body: Value = read_messages_body(key, text)?;
     let mut field = |name: &str| body.as_object_mut().and_then(|fields| fields.remove(name));
     let format = field("format").map(|name| name.as_str().and_then(|name| Format::parse(name).ok()));
@@ -511,23 +537,42 @@ fn read_message_body(key: &[String], text: &str) -> Result<(Value, Option<Format
         }
         _ => None,
     });
-    match (field("message"), format, tail) {
-        (Some(message), None | Some(Some(_)), None | Some(Some(_))) if body.as_object().is_some_and(Map::is_empty) => {
-            Ok((message, format.flatten(), tail.flatten()))
+    let count = match (field("counted"), field("tokens")) {
+        (None, None) => Some(None),
+        (Some(Value::String(counted)), Some(Value::Array(tokens))) => tokens
+            .iter()
+            .map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()))
+            .collect::<Option<Vec<u32>>>()
+            .map(|tokens| Some((counted, tokens))),
+        _ => None,
+    };
+    match (field("message"), format, tail, count) {
+        (Some(message), None | Some(Some(_)), None | Some(Some(_)), Some(count))
+            if body.as_object().is_some_and(Map::is_empty) =>
+        {
+            Ok(MessageBody { message, format: format.flatten(), tail: tail.flatten(), count })
         }
         _ => Err(Error::corrupt(key, format!("record {} is not readable: not a message record", show(key)))),
     }
 }
 
-/// Message `seq` of a single message record, read from its body in either version.
-pub(crate) fn read_message(key: &[String], body: Body<'_>, seq: u64, format: Format) -> Result<LoggedMessage> {
+/// Message `seq` of a single message record, read from its body in any version, with its stored
+/// count when `tag` (the reader's `counting_tag`) made it.
+pub(crate) fn read_message(
+    key: &[String],
+    body: Body<'_>,
+    seq: u64,
+    format: Format,
+    tag: &str,
+) -> Result<(LoggedMessage, Option<load::PackedTokens>)> {
     if body.version == 1 {
         let message: LoggedMessage = read_messages_body(key, body.text)?;
         load::check_id(key, &message, seq)?;
-        return Ok(message);
+        return Ok((message, None));
     }
-    let (message, stored, _) = read_message_body(key, body.text)?;
-    Ok(LoggedMessage { id: format!("m{seq}"), format: stored.unwrap_or(format), message })
+    let read = read_message_body(key, body.text)?;
+    let count = read.count.filter(|(counted, _)| counted == tag).map(|(_, tokens)| tokens);
+    Ok((LoggedMessage { id: format!("m{seq}"), format: read.format.unwrap_or(format), message: read.message }, count))
 }
 
 /// The tail mark of a message record, if it has one.
@@ -535,7 +580,7 @@ pub(crate) fn read_mark(key: &[String], body: Body<'_>) -> Result<Option<TailMar
     if body.version == 1 {
         return Ok(None);
     }
-    Ok(read_message_body(key, body.text)?.2)
+    Ok(read_message_body(key, body.text)?.tail)
 }
 
 /// Counts are reused only by the library version that made them, for the same encoding: a newer

@@ -377,7 +377,14 @@ impl Session {
         let key = data_key(&self.id, Kind::Message, position as u64 + 1);
         let logged = self.logged_message(position)?;
         let format = (logged.format != self.format).then_some(logged.format);
-        seal(key, Kind::Message, &message_body(logged.message, format, tail))
+        // `changes` counted every message first; a count that failed leaves the message to count on load.
+        let count = self
+            .history
+            .records()
+            .get(position)
+            .and_then(|record| record.tokens())
+            .map(|tokens| (counting_tag(self.history.encoding()), pack_tokens(tokens)));
+        seal(key, Kind::Message, &message_body(logged.message, format, tail, count))
     }
 
     /// Messages `start + 1 ..= end` (1-based) as one chunk record, with their counts.

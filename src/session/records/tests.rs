@@ -169,7 +169,8 @@ fn an_append_writes_that_message_s_record_only_and_the_meta_record_every_16th() 
     assert_eq!(changes.records.len(), 1);
     assert_eq!(changes.records[0].key, data_key("chat", Kind::Message, 41));
     let written = changes.records[0].value.len();
-    assert!(written > size && written < size + 80, "{written} bytes for a {size}-byte message");
+    // The envelope (version, checksum), the tail mark and the message's count: under 140 B.
+    assert!(written > size && written < size + 140, "{written} bytes for a {size}-byte message");
     let loaded = storage.load("chat").unwrap();
     assert_eq!(exported(&loaded), exported(&session));
     assert_eq!(loaded.saved_commit(), 41);
@@ -203,7 +204,7 @@ fn messages_are_chunked_past_each_thousand_and_load_back_with_their_counts() {
     let mut loaded = storage.load("long").unwrap();
     assert_eq!(loaded.history.ids(), session.history.ids());
     loaded.history.count_all();
-    assert_eq!(loaded.history.counted_messages(), 5, "the chunks' counts are reused; the 5 single records are counted");
+    assert_eq!(loaded.history.counted_messages(), 0, "the chunks' counts and the 5 single records' are reused");
     assert_eq!(loaded.history.token_count(), session.history.token_count());
     // A chunk written by another library version (or for another encoding) is counted again.
     let mut other = storage.clone();
@@ -213,7 +214,7 @@ fn messages_are_chunked_past_each_thousand_and_load_back_with_their_counts() {
     other.0.insert(chunk_key.clone(), seal(chunk_key, Kind::Chunk, &chunk).unwrap().value);
     let mut recounted = other.load("long").unwrap();
     recounted.history.count_all();
-    assert_eq!(recounted.history.counted_messages(), CHUNK as u64 + 5);
+    assert_eq!(recounted.history.counted_messages(), CHUNK as u64);
 }
 
 #[test]
@@ -399,11 +400,12 @@ fn damaged_missing_and_newer_records_are_reported_with_their_keys() {
     });
     assert!(moved.message.contains("fails its checksum"), "a record copied to another key: {moved}");
     let newer = with(&|s| {
-        let value = s.0[&key].replacen(r#""v":3"#, r#""v":4"#, 1);
+        let value =
+            s.0[&key].replacen(&format!(r#""v":{RECORD_VERSION}"#), &format!(r#""v":{}"#, RECORD_VERSION + 1), 1);
         s.0.insert(key.clone(), value);
     });
     assert_eq!(newer.kind, ErrorKind::InvalidArgument);
-    assert!(newer.message.contains("version 4, newer than this library reads (3)"), "{newer}");
+    assert!(newer.message.contains("version 5, newer than this library reads (4)"), "{newer}");
     assert_eq!(newer.path.as_deref(), Some("r/main/m/000000000003"));
     let no_meta = with(&|s| {
         s.0.remove(&meta_key("main"));
@@ -436,7 +438,7 @@ fn envelopes_in_another_layout_open_alike_and_a_body_must_be_one_value() {
     assert_eq!(version, RECORD_VERSION);
     // The same envelope as any JSON writer might lay it out: read as JSON, with the same result.
     let mut relaid = storage.clone();
-    relaid.0.insert(key.clone(), format!("{{ \"body\": {body}, \"sum\": \"{sum}\", \"v\": 3 }}"));
+    relaid.0.insert(key.clone(), format!("{{ \"body\": {body}, \"sum\": \"{sum}\", \"v\": {RECORD_VERSION} }}"));
     assert!(super::sealed(&relaid.get(&key).value, Kind::Message).is_none());
     assert_eq!(exported(&relaid.load("main").unwrap()), exported(&storage.load("main").unwrap()));
     // In seal's layout the body is the text up to the last brace: text after the body's value
@@ -459,7 +461,7 @@ fn records_the_meta_does_not_name_are_not_read_and_superseded_ones_are_garbage()
     storage.save(&mut session, 1);
     // Left by saves that did not finish: a message past the frontier that no tail save wrote,
     // an old settings generation.
-    let stale = message_body(user("stale"), None, None);
+    let stale = message_body(user("stale"), None, None, None);
     storage.0.insert(
         data_key("g", Kind::Message, 2),
         seal(data_key("g", Kind::Message, 2), Kind::Message, &stale).unwrap().value,
@@ -649,7 +651,7 @@ fn artifacts_and_state_are_records_of_their_own() {
     let kinds: Vec<&str> = changes.records.iter().map(|r| r.key[2.min(r.key.len() - 1)].as_str()).collect();
     assert_eq!(kinds, ["m", "settings", "a", "state", "main"]);
     let artifact_record = &changes.records[2];
-    assert!(artifact_record.value.starts_with(r#"{"v":3,"sum":""#));
+    assert!(artifact_record.value.starts_with(&format!(r#"{{"v":{RECORD_VERSION},"sum":""#)));
     assert_eq!(body_of(artifact_record)["id"], "code_sales_analysis");
     let loaded = storage.load("main").unwrap();
     assert_eq!(exported(&loaded), exported(&session));
@@ -747,19 +749,19 @@ fn version_1_records_load_and_the_next_saves_write_the_current_version_after_the
     expected.history.append_value(assistant("You're welcome."), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 3000);
     assert_message_and_meta_in_this_version(&changes, "v1", 4);
-    assert_eq!(
-        body_of(&changes.records[0]),
-        json!({"message": assistant("You're welcome.")}),
-        "id and format left out"
-    );
+    let mut body = body_of(&changes.records[0]);
+    body.as_object_mut().unwrap().retain(|field, _| field != "counted" && field != "tokens");
+    assert_eq!(body, json!({"message": assistant("You're welcome.")}), "id and format left out");
     // The next: a tail save.
     session.history.append_value(user("Bye"), Format::OpenAi).unwrap();
     expected.history.append_value(user("Bye"), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 3500);
     assert_eq!(changes.records.len(), 1);
+    let tokens = super::save::pack_tokens(session.history.records()[4].tokens().expect("counted"));
     assert_eq!(
         body_of(&changes.records[0]),
-        json!({"message": user("Bye"), "tail": [4, 5, expected.history.token_count().total, 3500]})
+        json!({"message": user("Bye"), "tail": [4, 5, expected.history.token_count().total, 3500],
+               "counted": counting_tag(Encoding::O200kBase), "tokens": tokens})
     );
     let loaded = storage.load("v1").unwrap();
     assert_eq!(exported(&loaded), exported(&expected));
@@ -817,7 +819,7 @@ fn records_of_other_batches_after_the_tail_are_ignored() {
     let mark = |record: &StoredRecord| body_of(record)["tail"].clone();
     assert_eq!(mark(&storage.get(&data_key("t", Kind::Message, 4)))[0], 4);
     let stale = |n: u64, tail: TailMark| {
-        let body = message_body(user("stale"), None, Some(tail));
+        let body = message_body(user("stale"), None, Some(tail), None);
         (data_key("t", Kind::Message, n), seal(data_key("t", Kind::Message, n), Kind::Message, &body).unwrap().value)
     };
     let cases = [
@@ -903,7 +905,7 @@ fn a_save_that_changes_more_than_messages_or_reaches_a_chunk_writes_the_meta_rec
 const VERSION_2_RECORDS: &str = r##"[{"key":["r","v2","m","000000000001"],"value":"{\"v\":2,\"sum\":\"e97a3ceebdc0c20b\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part0.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000002"],"value":"{\"v\":2,\"sum\":\"ae4b81092de80ca2\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 0.\"}}}"},{"key":["r","v2","m","000000000003"],"value":"{\"v\":2,\"sum\":\"eb3150ecf20c7766\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part1.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000004"],"value":"{\"v\":2,\"sum\":\"a9dc3e79e00ce66f\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 1.\"}}}"},{"key":["r","v2","m","000000000005"],"value":"{\"v\":2,\"sum\":\"fa23e3e7a34054a1\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part2.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000006"],"value":"{\"v\":2,\"sum\":\"266c7c788abbabec\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 2.\"}}}"},{"key":["r","v2","m","000000000007"],"value":"{\"v\":2,\"sum\":\"926916699384c608\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part3.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000008"],"value":"{\"v\":2,\"sum\":\"bd00eebf69ade745\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 3.\"}}}"},{"key":["r","v2","m","000000000009"],"value":"{\"v\":2,\"sum\":\"d46215a24b4cba6f\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part4.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000010"],"value":"{\"v\":2,\"sum\":\"29e52eae84718545\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 4.\"}}}"},{"key":["r","v2","m","000000000011"],"value":"{\"v\":2,\"sum\":\"cc506168780acb05\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Look at src/part5.rs and say what it does, in detail please.\"}}}"},{"key":["r","v2","m","000000000012"],"value":"{\"v\":2,\"sum\":\"1509f7c64de8e3d0\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"It parses part 5.\"}}}"},{"key":["r","v2","settings","000000000001"],"value":"{\"v\":2,\"sum\":\"02446040a5cf8868\",\"body\":{\"encoding\":\"o200k_base\",\"format\":\"openai\",\"maxLoops\":10,\"maxSnapshotChars\":null,\"metadata\":{}}}"},{"key":["r","v2","summary","000000000001"],"value":"{\"v\":2,\"sum\":\"52b7cc8209f4ce35\",\"body\":{\"current\":{\"requestId\":\"s1\",\"summarisedUntil\":\"m12\",\"untilIndex\":11,\"text\":\"{\\\"primaryRequest\\\":\\\"Look at src/part0.rs and say what it does, in detail please.\\\\n\\\\nLatest request: Look at src/part5.rs and say what it does, in detail please.\\\",\\\"userMessages\\\":[\\\"Look at src/part0.rs and say what it does, in detail please.\\\",\\\"Look at src/part1.rs and say what it does, in detail please.\\\",\\\"Look at src/part2.rs and say what it does, in detail please.\\\",\\\"Look at src/part3.rs and say what it does, in detail please.\\\",\\\"Look at src/part4.rs and say what it does, in detail please.\\\",\\\"Look at src/part5.rs and say what it does, in detail please.\\\"],\\\"files\\\":{\\\"src/part5.rs\\\":\\\"mentioned\\\",\\\"src/part4.rs\\\":\\\"mentioned\\\",\\\"src/part3.rs\\\":\\\"mentioned\\\",\\\"src/part2.rs\\\":\\\"mentioned\\\",\\\"src/part1.rs\\\":\\\"mentioned\\\",\\\"src/part0.rs\\\":\\\"mentioned\\\"}}\",\"tokens\":199,\"originalTokens\":144,\"compressionRate\":-0.3819444444444444,\"messageCount\":10,\"createdAt\":\"seq:1\",\"source\":\"extractive\"},\"inProgress\":null,\"generation\":1}}"},{"key":["s","v2"],"value":"{\"v\":2,\"sum\":\"18280eac40ef4cb4\",\"body\":{\"id\":\"v2\",\"createdAt\":1000,\"updatedAt\":1000,\"messages\":12,\"tokens\":189,\"commit\":1,\"chunked\":0,\"settings\":1,\"summary\":1,\"calibration\":0,\"turns\":0,\"loops\":0,\"subagentsSpawned\":0,\"turnStart\":0}}"}]"##;
 
 #[test]
-fn version_2_records_load_their_summary_counted_and_the_next_saves_write_version_3() {
+fn version_2_records_load_their_summary_counted_and_the_next_saves_write_the_current_version() {
     let records: Vec<StoredRecord> = serde_json::from_str(VERSION_2_RECORDS).unwrap();
     let mut storage = Storage(records.iter().map(|r| (r.key.clone(), r.value.clone())).collect());
     let mut session = storage.load("v2").unwrap();
@@ -920,7 +922,7 @@ fn version_2_records_load_their_summary_counted_and_the_next_saves_write_version
     assert!(error.message.contains("says it has 198 tokens, but its text has 199"), "{error}");
 
     // An append writes the meta record again (a tab still running version 2 stops at it), all in
-    // version 3; the stored summary stays as it is until it changes.
+    // the current version; the stored summary stays as it is until it changes.
     session.history.append_value(user("And part 6?"), Format::OpenAi).unwrap();
     let changes = storage.save(&mut session, 2000);
     assert_message_and_meta_in_this_version(&changes, "v2", 13);
@@ -971,4 +973,56 @@ fn a_stored_summary_counted_by_this_library_is_not_counted_again() {
     );
     // An empty summary is refused either way.
     assert!(forged(&tag, " ").unwrap_err().message.contains("the summary is empty"));
+}
+
+#[test]
+fn a_single_message_record_keeps_its_count_and_one_of_version_3_is_counted_on_load() {
+    // Fewer messages than a chunk: each is a single record, which carries its count, so the
+    // open of a session with no chunk yet (or the messages after its last) tokenizes nothing.
+    let mut session = Session::new("few", Encoding::O200kBase, 10).unwrap();
+    let mut storage = Storage::default();
+    for i in 0..40 {
+        let message = if i % 2 == 0 { user(&format!("question {i}")) } else { assistant(&format!("answer {i}")) };
+        session.history.append_value(message, Format::OpenAi).unwrap();
+        storage.save(&mut session, i as u64 + 1);
+    }
+    let key = data_key("few", Kind::Message, 7);
+    let body = body_of(&storage.get(&key));
+    assert_eq!(body["counted"], counting_tag(Encoding::O200kBase));
+    let tokens = session.history.records()[6].tokens().expect("counted");
+    assert_eq!(body["tokens"], serde_json::to_value(super::save::pack_tokens(tokens)).unwrap());
+    let mut loaded = storage.load("few").unwrap();
+    loaded.history.count_all();
+    assert_eq!(loaded.history.counted_messages(), 0, "every count came from its record");
+    assert_eq!(loaded.history.token_count(), session.history.token_count());
+
+    // The same record as version 3 wrote it (no count), or counted by another version: that
+    // message alone is counted on load, to the same total.
+    let reseal = |version: u64, body: &Value| {
+        let text = body.to_string();
+        let sum = checksum(&key, version, Kind::Message, &text);
+        let mut copy = storage.clone();
+        copy.0.insert(key.clone(), format!(r#"{{"v":{version},"sum":"{sum:016x}","body":{text}}}"#));
+        copy.load("few")
+    };
+    let mut version_3 = body.clone();
+    version_3.as_object_mut().unwrap().retain(|field, _| field != "counted" && field != "tokens");
+    let mut other_tag = body.clone();
+    other_tag["counted"] = "0.0.1/o200k_base".into();
+    for (version, body) in [(3, &version_3), (RECORD_VERSION, &other_tag)] {
+        let mut loaded = reseal(version, body).unwrap();
+        loaded.history.count_all();
+        assert_eq!(loaded.history.counted_messages(), 1, "version {version}");
+        assert_eq!(loaded.history.token_count(), session.history.token_count());
+    }
+    // A count without its tag, or not a list of whole numbers, is no message record.
+    let mut untagged = body.clone();
+    untagged.as_object_mut().unwrap().remove("counted");
+    let mut negative = body.clone();
+    negative["tokens"][0] = (-1).into();
+    for forged in [untagged, negative] {
+        let error = reseal(RECORD_VERSION, &forged).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Corrupt);
+        assert!(error.message.contains("not a message record"), "{error}");
+    }
 }
