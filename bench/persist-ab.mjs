@@ -5,7 +5,8 @@
 // restart pays for the browser starting). Prints medians of open + first build and its phases.
 // Run: node bench/persist-ab.mjs <base tree> [<new tree, default this one>]; each tree built
 // (scripts/build.sh) with these bench files. N=8, KINDS=indexeddb|localStorage, CACHE=1 serves
-// the wasm cacheable (Chromium then uses its code cache after a restart).
+// the wasm cacheable (Chromium then uses its code cache after a restart), MESSAGES=n stores the
+// first n messages instead of 5,000.
 import { mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { tmpdir } from "node:os";
@@ -18,6 +19,7 @@ const FIXTURES = fileURLToPath(new URL("../../shared/fixtures/", import.meta.url
 const KIND = process.env.KINDS ?? "indexeddb";
 const N = Number(process.env.N ?? 8);
 const CACHE = process.env.CACHE === "1";
+const MESSAGES = Number(process.env.MESSAGES ?? 5000);
 
 const servers = {};
 for (const [tree, root] of Object.entries(TREES)) {
@@ -30,17 +32,17 @@ async function phase(page, tree, name) {
   await page.goto(`${servers[tree].url}/tests/browser/storage.html`);
   await page.waitForFunction(() => window.ready === true, null, { timeout: 60_000 });
   return page.evaluate(
-    async ([kind, name]) => {
+    async ([kind, name, count]) => {
       const run = await import("/bench/persist-run.mjs");
       const { LocalStorageAdapter } = await import("context-compactor");
       const { IndexedDBAdapter } = await import("context-compactor/storage/indexeddb");
       const openAdapter = kind === "indexeddb" ? () => IndexedDBAdapter.open({ database: "cc-bench" }) : async () => new LocalStorageAdapter({ prefix: "cc-bench" });
       if (name === "cold") return run.coldPhase({ openAdapter });
-      const messages = (await (await fetch("/fixtures/openai/tau-bench-gpt-4o-airline.json")).json()).flatMap((r) => r.traj).slice(0, 5000);
+      const messages = (await (await fetch("/fixtures/openai/tau-bench-gpt-4o-airline.json")).json()).flatMap((r) => r.traj).slice(0, count);
       await run.appendPhase({ openAdapter, messages });
       return null;
     },
-    [KIND, name],
+    [KIND, name, MESSAGES],
   );
 }
 
