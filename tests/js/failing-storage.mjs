@@ -110,3 +110,21 @@ export function sealRaw(key, text) {
   const sum = fnv1a64(`${key.map((s) => `${s}\x1f`).join("")}\x1e2\x1e${text}`);
   return { key, value: `{"v":2,"sum":"${sum}","body":${text}}` };
 }
+
+/**
+ * `inner` with locks that first run the hook last given to `beforeNextLock` (once): another tab
+ * that saves, or takes the lock, right before this one does.
+ */
+export async function hookedLocks(inner) {
+  const { serially } = await import("../../dist/storage/locks.js");
+  let hook;
+  const adapter = wrapping(inner, {
+    lock: async (name, fn) => {
+      const other = hook;
+      hook = undefined;
+      await other?.();
+      return serially(name, fn);
+    },
+  });
+  return { adapter, beforeNextLock: (fn) => (hook = fn) };
+}

@@ -15,7 +15,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from "context-compactor";
-import { seal, sealCurrent, sealRaw, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
+import { seal, sealCurrent, sealRaw, bodyOf, failing, wrapping, listingAtMost, hookedLocks } from "./failing-storage.mjs";
 import { fuzzSession } from "./store-fuzz.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
@@ -178,34 +178,25 @@ test("[main: deleted live session] cleanup does not delete a session another tab
   const data = new Map();
   let now = 0;
   const inner = new MemoryStorageAdapter({ data });
-  let beforeLock;
-  const { serially } = await import("../../dist/storage/locks.js");
   // The cleaning tab: another tab takes the session's lock just before it (and appends).
-  const adapter = wrapping(inner, {
-    lock: async (name, fn) => {
-      const other = beforeLock;
-      beforeLock = undefined;
-      await other?.();
-      return serially(name, fn);
-    },
-  });
+  const { adapter, beforeNextLock } = await hookedLocks(inner);
   const tab = await SessionStore.open(new MemoryStorageAdapter({ data }), { now: () => now, autosave: false });
   const chat = await tab.create({ id: "old" });
   chat.history.append(msg(0));
   await chat.flush();
   now = 10 * 86_400_000;
   const cleaner = await SessionStore.open(adapter, { now: () => now });
-  beforeLock = async () => {
+  beforeNextLock(async () => {
     chat.history.append(msg(1));
     await chat.flush();
-  };
+  });
   assert.deepEqual(await cleaner.cleanup(), [], "the session was updated just now");
   assert.deepEqual(contents(await reopen(data, "old")), [msg(0).content, msg(1).content]);
   // Damaged between the listing and the lock: kept (as listed with a problem), and the rest cleaned.
   const other = await tab.create({ id: "other" });
   await other.close();
   now = 20 * 86_400_000;
-  beforeLock = () => inner.save(["s", "old"], "{damaged");
+  beforeNextLock(() => inner.save(["s", "old"], "{damaged"));
   assert.deepEqual(await cleaner.cleanup(), ["other"]);
   assert.ok((await cleaner.list()).find((s) => s.id === "old").problem instanceof CorruptRecordError);
 });

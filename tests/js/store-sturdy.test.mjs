@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Session, SessionStore, MemoryStorageAdapter, StorageError, ConflictError, ContextCompactorError, CorruptRecordError } from "context-compactor";
-import { seal, sealCurrent, bodyOf, failing, wrapping, listingAtMost } from "./failing-storage.mjs";
+import { seal, sealCurrent, bodyOf, failing, wrapping, listingAtMost, hookedLocks } from "./failing-storage.mjs";
 
 const msg = (i) => ({ role: i % 2 ? "assistant" : "user", content: `message number ${i} with some words in it` });
 const contents = (handle) => handle.history.messages().map((m) => m.content);
@@ -185,17 +185,8 @@ test("[kept forever] cleanup removes old sessions in a cycle of parents, and kee
 test("[deleted live session] cleanup keeps a cycle of parents one of whose sessions was saved after the listing", async () => {
   const data = new Map();
   const inner = new MemoryStorageAdapter({ data });
-  const { serially } = await import("../../dist/storage/locks.js");
-  let beforeLock;
   // The cleaning tab: another tab saves session "b" right before it takes its first lock.
-  const adapter = wrapping(inner, {
-    lock: async (name, fn) => {
-      const other = beforeLock;
-      beforeLock = undefined;
-      await other?.();
-      return serially(name, fn);
-    },
-  });
+  const { adapter, beforeNextLock } = await hookedLocks(inner);
   let now = 1_000;
   const tab = await SessionStore.open(new MemoryStorageAdapter({ data }), { now: () => now, autosave: false });
   await importTree(tab, [
@@ -204,11 +195,11 @@ test("[deleted live session] cleanup keeps a cycle of parents one of whose sessi
   ]);
   now = 30 * DAY;
   const cleaner = await SessionStore.open(adapter, { now: () => now });
-  beforeLock = async () => {
+  beforeNextLock(async () => {
     const b = await tab.open("b");
     b.history.append(msg(1));
     await b.close();
-  };
+  });
   assert.deepEqual(await cleaner.cleanup({ olderThanMs: 7 * DAY }), [], "b was saved just now");
   assert.deepEqual((await cleaner.list()).map((s) => s.id).sort(), ["a", "b"]);
   assert.deepEqual(contents(await cleaner.open("b")), [msg(0).content, msg(1).content]);
