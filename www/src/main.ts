@@ -76,7 +76,6 @@ function showSettings(): void {
     : `At most ${n(chosen.budget)} tokens: compaction when the context would pass them, aiming at ${n(Math.floor(chosen.budget * 0.6))}; counted with ${chosen.encoding}.`;
 }
 
-/** Settings changed: the same steps replayed into a new session built for them. */
 /**
  * Makes `replay` the one shown, with the summariser of the endpoint in force now: one set while
  * the replay was being made (a settings change, a restart) would otherwise be lost with the old one.
@@ -86,6 +85,7 @@ function adopt(replay: Replay): void {
   state.replay = replay;
 }
 
+/** Settings changed: the same steps replayed into a new session built for them. */
 async function applySettings(): Promise<void> {
   showSettings();
   // Queued even before a replay exists: a change made while a conversation loads applies to it.
@@ -260,7 +260,10 @@ async function restart(): Promise<void> {
 function render(): void {
   const replay = state.replay;
   const buttons = ["step", "to-compaction", "to-end", "play"].map((id) => $<HTMLButtonElement>(id));
-  for (const button of buttons) button.disabled = !replay || replay.done || (busy() && button.id !== "play");
+  // Not disabled while busy: `run` queues a click behind the work under way. (A button disabled
+  // by a run that ends between a click's press and release, as the settings change its press
+  // makes by leaving an edited field, took the click with it.)
+  for (const button of buttons) button.disabled = !replay || replay.done;
   $<HTMLButtonElement>("restart").disabled = !replay || busy() || replay.position === 0;
   $("play").textContent = state.playing ? "Pause" : "Play";
   $("play").setAttribute("aria-pressed", String(state.playing));
