@@ -111,11 +111,12 @@ export class Replay {
   /** Milliseconds of the last build. */
   buildMs = 0;
 
+  /** A model's summariser (the built-in extractive summary without one): `main.ts`'s `adopt` sets it. */
+  summarize?: Summarizer;
+
   constructor(
     readonly conversation: Conversation,
     readonly settings: Settings,
-    /** A model's summariser (the built-in extractive summary without one). */
-    public summarize?: Summarizer,
     /** A new session's id, or the session to replay into (made with `sessionOptions`, empty unless `reopened`). */
     session: Session | string = newSessionId(),
     reopened = false,
@@ -132,9 +133,9 @@ export class Replay {
    * the same position, messages and steps, its compactions (those given), and the context built
    * again from the stored history and summary.
    */
-  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[], summarize?: Summarizer): Promise<Replay> {
+  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[]): Promise<Replay> {
     const state = replayState(session.metadata);
-    const replay = new Replay(conversation, state.settings, summarize, session, true);
+    const replay = new Replay(conversation, state.settings, session, true);
     replay.restore(state, compactions);
     await replay.build();
     return replay;

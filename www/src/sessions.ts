@@ -54,7 +54,7 @@ export class PageShelf implements SessionShelf {
 
   async start(conversation: Conversation, settings: Settings, replace?: string): Promise<Replay> {
     if (replace) await this.remove(replace);
-    const replay = new Replay(conversation, settings, undefined, replace ?? newSessionId());
+    const replay = new Replay(conversation, settings, replace ?? newSessionId());
     await this.save(replay);
     return replay;
   }
@@ -118,7 +118,7 @@ export class StoreShelf implements SessionShelf {
     // The conversation first: a session is listed only once it is stored, and it cannot be opened without it.
     await this.adapter.save(demoKey(id, "conversation"), serializeConversation(conversation));
     const handle = await this.store.create(sessionOptions(conversation, settings, id));
-    const replay = new Replay(conversation, settings, undefined, handle.session);
+    const replay = new Replay(conversation, settings, handle.session);
     this.replays.set(id, { replay, handle, compactionsSaved: 0 });
     await handle.flush();
     return replay;
