@@ -79,6 +79,7 @@ function showSettings(): void {
 /**
  * Makes `replay` the one shown, with the summariser of the endpoint in force now: one set while
  * the replay was being made (a settings change, a restart) would otherwise be lost with the old one.
+ * Called again on the replay shown when the endpoint changes.
  */
 function adopt(replay: Replay): void {
   replay.summarize = state.endpoint && summarizerFor(state.endpoint);
@@ -444,13 +445,13 @@ function wire(): void {
       return;
     }
     state.endpoint = endpoint;
-    if (state.replay) state.replay.summarize = summarizerFor(endpoint);
+    if (state.replay) adopt(state.replay);
     $<HTMLInputElement>("api-key").value = "";
     render();
   });
   $("forget").addEventListener("click", () => {
     state.endpoint = undefined;
-    if (state.replay) state.replay.summarize = undefined;
+    if (state.replay) adopt(state.replay);
     render();
   });
   $("chat").addEventListener("submit", (event) => {
