@@ -464,6 +464,30 @@ fn an_empty_assistant_text_alone_still_gives_a_request_in_every_format() {
     }
 }
 
+/// The case budgets_from_2k_to_200k found: the only step, a call whose two long results do not
+/// fit whole, went in with both compressed (1,126 of 2,000 tokens). The step left out for the
+/// budget is now cut only as deep as the room needs, as the units before it already were.
+#[test]
+fn a_lone_step_too_large_whole_is_cut_to_use_the_budget() {
+    let events = [Event::Calls(3, false), Event::Answer(19, false, Output::LongText(1621))];
+    let messages = history(&events, Format::OpenAi);
+    let max = 2_000;
+    for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
+        let whole = whole_size(&messages, format).expect("the history builds whole");
+        assert!(whole > max, "{format:?}: {whole}");
+        let options = BuildOptions {
+            format,
+            budget: Some(BudgetOptions { max_tokens: Some(max as u32), ..BudgetOptions::default() }),
+            keep_recent_steps: 1,
+            summary: None,
+            ..BuildOptions::default()
+        };
+        let outcome = check(&messages, &options, &SummaryState::default()).expect("valid").expect("built");
+        let total = outcome.context.tokens.total;
+        assert!((max * 9 / 10..=max).contains(&total), "{format:?}: {total} of {max}");
+    }
+}
+
 /// The tokens of the history as sent whole in `format` (after repair), or `None` when even that
 /// cannot be built.
 fn whole_size(messages: &[Message], format: Format) -> Option<usize> {

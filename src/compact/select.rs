@@ -228,15 +228,7 @@ pub(crate) fn select(
             ctx.plan_tokens(cache, &mut form)?;
         }
         if form.tokens > remaining && o != newest {
-            form = fully_reduced(ctx, cache, pass, &form)?;
-            if form.tokens < remaining {
-                // Reduced more than the room needs: its results cut only as deep as it does.
-                if let Some(cut) = cut_to_fit(ctx, cache, &form, remaining, false)? {
-                    if cut.tokens > form.tokens {
-                        form = cut;
-                    }
-                }
-            }
+            form = reduced_for(ctx, cache, pass, &form, remaining)?;
         }
         if form.tokens > remaining {
             // With a summary, the unit where the room runs out is the suffix's boundary: cut to
@@ -268,7 +260,7 @@ pub(crate) fn select(
         if let Some(at) = newest_skipped {
             let (o, _) = selection.skipped[at];
             if let Some(plan) = pass.plan_at(o) {
-                let mut form = fully_reduced(ctx, cache, pass, &plan)?;
+                let mut form = reduced_for(ctx, cache, pass, &plan, remaining)?;
                 if form.tokens > remaining {
                     form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
                         Some(cut) => cut,
@@ -289,6 +281,19 @@ pub(crate) fn select(
         selection.skipped.clear();
     }
     Ok(selection)
+}
+
+/// `plan` with every reduction it can have; when that leaves part of `room` unused, its results
+/// cut only as deep as the room needs instead (more of them is kept). May still exceed `room`.
+fn reduced_for(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
+    let form = fully_reduced(ctx, cache, pass, plan)?;
+    if form.tokens >= room {
+        return Ok(form);
+    }
+    Ok(match cut_to_fit(ctx, cache, &form, room, false)? {
+        Some(cut) if cut.tokens > form.tokens => cut,
+        _ => form,
+    })
 }
 
 /// The plan cut to the longest head and tail of its results (and texts, with `texts`; calls,
