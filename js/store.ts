@@ -477,10 +477,13 @@ export class SessionStore {
     const entries = (await this.io.loadRange(["s"])).filter((entry) => entry.key.length === 2);
     const sessions = await mapConcurrently(entries, LIST_CONCURRENCY, async (entry): Promise<StoredSessionInfo> => {
       try {
-        return Session.info(entry, await this.readOn(Session.tailKeys(entry)));
+        // The settings record too, for the session's encoding (which ranks to load before opening it).
+        const settingsKey = Session.settingsKey(entry);
+        const [tail, settings] = await Promise.all([this.readOn(Session.tailKeys(entry)), settingsKey ? this.readOn([settingsKey]) : []]);
+        return Session.info(entry, [...settings, ...tail]);
       } catch (error) {
         if (!(error instanceof ContextCompactorError)) throw error;
-        return { id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, problem: error };
+        return { id: entry.key[1], parentId: null, title: null, createdAt: 0, updatedAt: 0, messages: 0, tokens: 0, commit: 0, encoding: null, problem: error };
       }
     });
     return sessions.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1));

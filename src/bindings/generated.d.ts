@@ -784,4 +784,9 @@ createdAt: number, updatedAt: number, messages: number, tokens: number,
 /**
  * Saves so far (each writer's save adds one).
  */
-commit: number, };
+commit: number, 
+/**
+ * What it counts its tokens with (its ranks must be loaded before it is opened, in the lite
+ * build): `None` when its settings record was not given (see `settings_key`).
+ */
+encoding: EncodingName | null, };

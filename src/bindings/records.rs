@@ -75,7 +75,8 @@ impl Session {
     }
 
     /// What a list of sessions shows of a stored session: its meta record (key `["s", id]`) and
-    /// the records of its tail (those of `tailKeys(meta)` up to the first absent), checked.
+    /// the records of its tail (those of `tailKeys(meta)` up to the first absent), with its
+    /// settings record (`settingsKey(meta)`) for its `encoding`, checked.
     #[wasm_bindgen(js_name = info, unchecked_return_type = "SessionInfo")]
     pub fn info(
         #[wasm_bindgen(unchecked_param_type = "StoredRecord")] record: JsValue,
@@ -91,6 +92,14 @@ impl Session {
     pub fn tail_keys(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] meta: JsValue) -> JsResult<JsValue> {
         let keys = records::tail_keys(&record_at(&meta, "the meta record")?)?;
         Ok(keys.into_iter().map(|key| key.into_iter().map(JsValue::from).collect::<Array>()).collect::<Array>().into())
+    }
+
+    /// The key of the settings record this meta record names (`undefined` if none): given to
+    /// `info` with the tail, the session's `encoding` is listed too.
+    #[wasm_bindgen(js_name = settingsKey, unchecked_return_type = "string[] | undefined")]
+    pub fn settings_key(#[wasm_bindgen(unchecked_param_type = "StoredRecord")] meta: JsValue) -> JsResult<JsValue> {
+        let key = records::settings_key(&record_at(&meta, "the meta record")?)?;
+        Ok(key.map_or(JsValue::UNDEFINED, |key| key.into_iter().map(JsValue::from).collect::<Array>().into()))
     }
 
     /// The records of what changed since the last save, in the order to write them (the meta

@@ -128,6 +128,14 @@ impl<'de> serde::Deserialize<'de> for Encoding {
     }
 }
 
+/// An encoding's name in stored records, read whether or not its ranks are loaded: a session
+/// stored with cl100k_base is not damaged because this page loaded only o200k_base. Its reader
+/// says what is missing (`ready`) in words of its own.
+pub fn deserialize_named<'de, D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Encoding, D::Error> {
+    let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+    Encoding::named(&name).map_err(|e| serde::de::Error::custom(e.message))
+}
+
 /// Runs `count`, which tokenizes text that comes from the caller (not text the library derived
 /// from what it already holds): a pre-token piece longer than `bpe::MAX_PIECE_BYTES` is an
 /// error, not tried (merging one costs memory in proportion to its length).

@@ -327,6 +327,38 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
   });
 });
 
+test("demo: a session counted with cl100k_base reopens after a reload that loaded o200k_base only", async () => {
+  await withPage(async (page, log) => {
+    const responses = recordResponses(page);
+    await page.goto(demo.url);
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    await loadFixtureOnBudget(page);
+    await page.selectOption("#encoding", "cl100k_base");
+    await page.dispatchEvent("#encoding", "change");
+    await page.waitForFunction(() => !document.body.hasAttribute("aria-busy"));
+    await page.click("#to-end");
+    await page.waitForFunction(() => /^Step 16 of 16/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"), null, { timeout: 60_000 });
+    const before = await page.textContent("#progress");
+    const bar = await page.textContent(".bar-total");
+    assert.match(bar, /exact \(cl100k_base\)/);
+    const id = await page.getAttribute("#sessions li.current", "data-session");
+    assert.equal(await page.getAttribute("#sessions li.current", "data-encoding"), "cl100k_base", "the store lists its encoding");
+
+    await page.reload();
+    await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+    responses.length = 0;
+    await page.click(`#sessions [data-session="${id}"] button.session`);
+    await page.waitForFunction(() => /^Step/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"));
+    assert.equal(await page.isHidden("#replay-error"), true, await page.textContent("#replay-error"));
+    assert.equal(await page.textContent("#progress"), before.replace(/last build [\d.]+ ms/, (await page.textContent("#progress")).match(/last build [\d.]+ ms/)[0]), "as it was");
+    assert.equal(await page.textContent(".bar-total"), bar, "the same context, counted in cl100k_base");
+    await page.waitForTimeout(100); // requestfinished handlers are async
+    assert.deepEqual(responses.filter((r) => r.path.endsWith(".cctab")).map((r) => r.path.replace(/-[\w-]+\.cctab$/, "")), ["/assets/cl100k_base"], "its table, fetched before it was opened");
+    await shot(page, "demo-reopened-cl100k", false);
+    assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
+  });
+});
+
 test("demo: with a model endpoint, compactions are summarised by it and the chat goes on", async () => {
   const reply = "The customer wants to change a flight from Denver to Houston; the agent asked for the reservation id.";
   const api = await startFakeProviders({ reply });

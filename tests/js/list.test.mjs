@@ -82,7 +82,7 @@ test("list reads sessions concurrently, at most 8 at a time, each session's tail
   await store.close();
 });
 
-test("list gives what reading each tail one key at a time gives: ordering, gaps, damage, sub-agents", async () => {
+test("list gives what reading each tail and settings record one key at a time gives: ordering, gaps, damage, sub-agents", async () => {
   const data = new Map();
   const memory = new MemoryStorageAdapter({ data });
   await fill(memory, 20);
@@ -108,6 +108,9 @@ test("list gives what reading each tail one key at a time gives: ordering, gaps,
           if (value === undefined) break;
           tail.push({ key, value });
         }
+        const settingsKey = Session.settingsKey(entry);
+        const settings = settingsKey && (await io.load(settingsKey));
+        if (settings !== undefined) tail.push({ key: settingsKey, value: settings });
         found.push(Session.info(entry, tail));
       } catch (error) {
         found.push({ id: entry.key[1], problem: error.constructor.name });
@@ -124,6 +127,7 @@ test("list gives what reading each tail one key at a time gives: ordering, gaps,
   assert.equal(listed.find((s) => s.id === "s005").messages, 3, "the tail stops at its gap");
   assert.equal(listed.find((s) => s.id === child.id).parentId, "s013");
   assert.equal(listed.find((s) => s.id === "s007").problem.constructor.name, "CorruptRecordError");
+  assert.ok(listed.every((s) => s.problem || s.encoding === "o200k_base"), "each sound session's encoding, from its settings record");
 });
 
 test("a tail read that fails counts only before the tail's first absent key", async () => {

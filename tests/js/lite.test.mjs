@@ -47,13 +47,42 @@ test("bad rank bytes are refused with a typed error, and nothing is installed", 
   throwsInvalidArgument(() => new lite.Tokenizer("o200k_base"), /no o200k_base ranks/);
 });
 
-test("after loadRanks: ids and counts identical to the full entry, encoding by encoding", () => {
+/** Storage holding a session the full entry stored with cl100k_base (and one with o200k_base). */
+const storedInCl100k = new full.MemoryStorageAdapter();
+
+/**
+ * A page that loaded o200k_base's ranks only, over sessions stored in either encoding: the list
+ * says which ranks each needs, and opening one whose ranks are missing is refused with a typed
+ * error that says so (not a damaged record: nothing in the storage is wrong). Resolves to the
+ * store, to open it again once the ranks are loaded.
+ */
+async function aStoredSessionNamesTheRanksItNeeds() {
+  const writer = await full.SessionStore.open(storedInCl100k);
+  for (const [id, encoding] of [["cl", "cl100k_base"], ["o2", "o200k_base"]]) {
+    const stored = await writer.create({ id, encoding });
+    stored.history.appendMany([{ role: "user", content: "Fly me to Lisbon" }, { role: "assistant", content: "Booked." }]);
+    await stored.flush();
+  }
+  await writer.close();
+  const store = await lite.SessionStore.open(storedInCl100k);
+  const listed = await store.list();
+  assert.deepEqual(listed.map((s) => [s.id, s.encoding, s.problem]).sort(), [["cl", "cl100k_base", undefined], ["o2", "o200k_base", undefined]]);
+  assert.equal((await store.open("o2")).history.length, 2);
+  await assert.rejects(store.open("cl"), (e) => e instanceof lite.InvalidArgumentError
+    && /session "cl" counts its tokens with cl100k_base, whose ranks are not loaded: pass them to loadRanks\("cl100k_base"/.test(e.message));
+  return store;
+}
+
+test("after loadRanks: ids and counts identical to the full entry, encoding by encoding", async () => {
   const texts = [...tokenVectors().map((v) => v.sample),
     ...tauBench().slice(0, 20).flatMap((run) => run.traj.map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m))))];
   lite.loadRanks("o200k_base", ranks("o200k_base"));
   throwsInvalidArgument(() => new lite.Tokenizer("cl100k_base"), /no cl100k_base ranks/);
+  const store = await aStoredSessionNamesTheRanksItNeeds();
   lite.loadRanks("cl100k_base", ranks("cl100k_base"));
   lite.loadRanks("cl100k_base", ranks("cl100k_base")); // idempotent
+  assert.equal((await store.open("cl")).history.length, 2, "with its ranks loaded, the same store opens it");
+  await store.close();
   let n = 0;
   for (const encoding of ["o200k_base", "cl100k_base"]) {
     const [a, b] = [new lite.Tokenizer(encoding), new full.Tokenizer(encoding)];

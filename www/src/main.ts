@@ -1,5 +1,5 @@
 /** The demo page: wires the controls to the replay and redraws the panels after each change. */
-import { profileNames, resolveProfile, type Format } from "context-compactor/lite";
+import { profileNames, resolveProfile, type EncodingName, type Format } from "context-compactor/lite";
 import { chatTurn, summarizerFor, type Endpoint } from "./chat";
 import { LoadError, messageCount, readConversation, type Conversation } from "./conversation";
 import { ensureEncoding, stats } from "./engine";
@@ -82,9 +82,12 @@ function showSettings(): void {
  * Called again on the replay shown when the endpoint changes.
  */
 function adopt(replay: Replay): void {
-  replay.summarize = state.endpoint && summarizerFor(state.endpoint);
+  replay.summarize = summarizerInForce();
   state.replay = replay;
 }
+
+/** The model's summariser when an endpoint is set; `undefined`: the built-in extractive summary. */
+const summarizerInForce = () => state.endpoint && summarizerFor(state.endpoint);
 
 /** Settings changed: the same steps replayed into a new session built for them. */
 async function applySettings(): Promise<void> {
@@ -335,7 +338,7 @@ async function renderSessions(): Promise<void> {
   $("sessions-note").textContent = state.shelf.note;
   $("sessions").dataset.persistent = String(state.shelf.persistent);
   $("sessions").replaceChildren(...(list.length
-    ? list.map((s) => h("li", { "data-session": s.id, class: s.id === state.replay?.session.id ? "current" : undefined },
+    ? list.map((s) => h("li", { "data-session": s.id, "data-encoding": s.encoding, class: s.id === state.replay?.session.id ? "current" : undefined },
       h("button.session", { type: "button", "data-action": "open", "aria-current": s.id === state.replay?.session.id ? "true" : undefined, disabled: s.problem !== undefined },
         h("strong", {}, s.title),
         h("span", {}, s.problem ? `damaged: ${s.problem}` : `${plural(s.messages, "message")} · ${n(s.tokens)} tokens`)),
@@ -421,11 +424,13 @@ function wire(): void {
       });
       return;
     }
+    // Its ranks before it is opened: the store loads its history (and the first build counts) in them.
+    const encoding = target.closest<HTMLElement>("[data-session]")?.dataset.encoding as EncodingName | undefined;
     void run(async () => {
       if (id === state.replay?.session.id) return;
-      const replay = await state.shelf.open(id);
+      if (encoding) await ensureEncoding(encoding);
+      const replay = await state.shelf.open(id, summarizerInForce());
       if (!replay) return;
-      await ensureEncoding(profileOf(replay.settings).encoding);
       adopt(replay);
       showOpened(replay);
       $("recall-result").replaceChildren();

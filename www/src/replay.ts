@@ -131,11 +131,13 @@ export class Replay {
   /**
    * A replay stored before (`session` holds its metadata, history and memory), as it was left:
    * the same position, messages and steps, its compactions (those given), and the context built
-   * again from the stored history and summary.
+   * again from the stored history and summary (by `summarize`, the summariser in force, when
+   * that build compacts).
    */
-  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[]): Promise<Replay> {
+  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[], summarize?: Summarizer): Promise<Replay> {
     const state = replayState(session.metadata);
     const replay = new Replay(conversation, state.settings, session, true);
+    replay.summarize = summarize;
     replay.restore(state, compactions);
     await replay.build();
     return replay;

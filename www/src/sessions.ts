@@ -3,10 +3,10 @@
  * module's business: `StoreShelf` keeps them in IndexedDB through the package's `SessionStore`
  * (they survive a reload); `PageShelf` in the page, where IndexedDB cannot be opened.
  */
-import { SessionStore, type StoredSession } from "context-compactor/lite";
+import { SessionStore, type EncodingName, type StoredSession, type Summarizer } from "context-compactor/lite";
 import { IndexedDBAdapter } from "context-compactor/storage/indexeddb";
 import { parseConversation, serializeConversation, type Conversation } from "./conversation";
-import { Replay, newSessionId, sessionOptions, type Compaction, type Settings } from "./replay";
+import { Replay, newSessionId, profileOf, sessionOptions, type Compaction, type Settings } from "./replay";
 
 export interface SessionInfo {
   id: string;
@@ -14,6 +14,8 @@ export interface SessionInfo {
   messages: number;
   /** Tokens of the whole history. */
   tokens: number;
+  /** What it counts with: its ranks must be loaded before it is opened (unknown: `undefined`). */
+  encoding?: EncodingName;
   updatedAt: number;
   /** Why the session cannot be opened (a damaged record), if it cannot. */
   problem?: string;
@@ -29,7 +31,8 @@ export interface SessionShelf {
   start(conversation: Conversation, settings: Settings, replace?: string): Promise<Replay>;
   /** Saves what the replay did since the last save (called after every action). */
   save(replay: Replay): Promise<void>;
-  open(id: string): Promise<Replay | undefined>;
+  /** The replay of session `id`, built (by `summarize`, the summariser in force, if that build compacts). */
+  open(id: string, summarize?: Summarizer): Promise<Replay | undefined>;
   remove(id: string): Promise<void>;
 }
 
@@ -47,6 +50,7 @@ export class PageShelf implements SessionShelf {
         title: replay.title,
         messages: replay.session.history.length,
         tokens: replay.session.history.tokenCount().total,
+        encoding: profileOf(replay.settings).encoding,
         updatedAt,
       }))
       .sort((a, b) => b.updatedAt - a.updatedAt);
@@ -107,6 +111,7 @@ export class StoreShelf implements SessionShelf {
       title: s.title ?? s.id,
       messages: s.messages,
       tokens: s.tokens,
+      encoding: s.encoding ?? undefined,
       updatedAt: s.updatedAt,
       problem: s.problem?.message,
     }));
@@ -136,7 +141,7 @@ export class StoreShelf implements SessionShelf {
     await open.handle.flush();
   }
 
-  async open(id: string): Promise<Replay | undefined> {
+  async open(id: string, summarize?: Summarizer): Promise<Replay | undefined> {
     const open = this.replays.get(id);
     if (open) return open.replay;
     const text = await this.adapter.load(demoKey(id, "conversation"));
@@ -145,7 +150,7 @@ export class StoreShelf implements SessionShelf {
     const compactions = (await this.adapter.loadRange(demoKey(id, "compaction"))).map((entry) => JSON.parse(entry.value) as Compaction);
     const handle = await this.store.open(id);
     try {
-      const replay = await Replay.reopen(conversation, handle.session, compactions);
+      const replay = await Replay.reopen(conversation, handle.session, compactions, summarize);
       this.replays.set(id, { replay, handle, compactionsSaved: replay.compactions.length });
       return replay;
     } catch (error) {

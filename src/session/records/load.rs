@@ -20,7 +20,7 @@ use crate::message::Format;
 use crate::session::{HistoryExport, Session, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
 use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
-use crate::tokens::{MessageTokens, REPLY_PRIMING};
+use crate::tokens::{Encoding, MessageTokens, REPLY_PRIMING};
 
 /// Past what a stored count or commit can be: JS numbers are exact below 2^53.
 const MAX_SAVED: u64 = 1 << 53;
@@ -43,6 +43,10 @@ pub struct SessionInfo {
     pub tokens: u64,
     /// Saves so far (each writer's save adds one).
     pub commit: u64,
+    /// What it counts its tokens with (its ranks must be loaded before it is opened, in the lite
+    /// build): `None` when its settings record was not given (see `settings_key`).
+    #[cfg_attr(test, ts(type = "EncodingName | null"))]
+    pub encoding: Option<Encoding>,
 }
 
 /// Reads and checks a meta record: it, and the version of the record.
@@ -84,13 +88,24 @@ pub fn tail_keys(meta: &StoredRecord) -> Result<Vec<Vec<String>>> {
     Ok(keys)
 }
 
+/// The key of the settings record `meta` (a meta record) names, if it names one: what to read
+/// for `SessionInfo::read` to give the session's encoding.
+pub fn settings_key(meta: &StoredRecord) -> Result<Option<Vec<String>>> {
+    let (meta, _) = read_meta(meta)?;
+    Ok((meta.settings > 0).then(|| data_key(&meta.id, Kind::Settings, meta.settings)))
+}
+
 impl SessionInfo {
-    /// What a list of sessions shows of a stored session: from its meta record and the records
-    /// of its tail (`tail_keys`), checked.
+    /// What a list of sessions shows of a stored session: from its meta record, the records of
+    /// its tail (`tail_keys`) and, when given, its settings record (`settings_key`), checked.
     pub fn read(records: &[StoredRecord]) -> Result<SessionInfo> {
-        let (_, sorted) = Sorted::new(records)?;
+        let (id, sorted) = Sorted::new(records)?;
         let (meta, _) = read_meta(sorted.meta.ok_or_else(|| Error::invalid_argument("no meta record was given"))?)?;
         let tail = sorted.tail(&meta, None)?;
+        let encoding = match sorted.get(Kind::Settings, meta.settings) {
+            Some(_) if meta.settings > 0 => Some(sorted.body::<Settings>(&id, Kind::Settings, meta.settings)?.encoding),
+            _ => None,
+        };
         let meta = meta.with_tail(tail);
         Ok(SessionInfo {
             id: meta.id,
@@ -101,6 +116,7 @@ impl SessionInfo {
             messages: meta.messages,
             tokens: meta.tokens,
             commit: meta.commit,
+            encoding,
         })
     }
 }
@@ -308,6 +324,13 @@ impl Session {
         })?;
         let (meta, version) = read_meta(meta_record)?;
         let settings: Settings = sorted.body(&id, Kind::Settings, meta.settings)?;
+        settings.encoding.ready().map_err(|_| {
+            let name = settings.encoding.as_str();
+            Error::invalid_argument(format!(
+                "session {id:?} counts its tokens with {name}, whose ranks are not loaded: pass them to \
+                 loadRanks(\"{name}\", …) before opening it (SessionStore.list() gives each session's encoding)"
+            ))
+        })?;
         let (summary, summary_counted) = sorted.summary(&id, meta.summary)?;
         let calibration: Option<CalibrationState> =
             if meta.calibration == 0 { None } else { sorted.body(&id, Kind::Calibration, meta.calibration)? };

@@ -63,7 +63,7 @@ use crate::memory::{ContextSnapshot, MemorySummary};
 use crate::message::Format;
 use crate::tokens::Encoding;
 
-pub use load::{tail_keys, SessionInfo};
+pub use load::{settings_key, tail_keys, SessionInfo};
 pub use pull::{PullPlan, PullReport, Renumbered};
 pub use save::{Changes, Persisted};
 
@@ -434,6 +434,7 @@ fn is_zero(n: &u64) -> bool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Settings {
+    #[serde(deserialize_with = "crate::tokens::deserialize_named")]
     pub encoding: Encoding,
     pub format: Format,
     pub max_loops: u32,

@@ -60,10 +60,11 @@ impl Storage {
         session.pull(&records)
     }
 
-    /// What `list` shows of session `id`: its meta record and tail.
+    /// What `list` shows of session `id`: its meta record, tail and settings record.
     fn info(&self, id: &str) -> Result<SessionInfo> {
         let meta = self.get(&meta_key(id));
         let mut records = self.read_on(&tail_keys(&meta)?);
+        records.extend(settings_key(&meta)?.map(|key| self.get(&key)));
         records.push(meta);
         SessionInfo::read(&records)
     }
@@ -139,6 +140,16 @@ fn a_session_round_trips_through_its_records() {
         ("main", Some("Trip to Seattle"), 7, 1_000, 1_000)
     );
     assert_eq!(info.tokens as usize, session.history.token_count().total);
+    assert_eq!(info.encoding, Some(Encoding::O200kBase), "from the settings record");
+    // Without the settings record (a caller that reads the meta record and tail alone): no encoding.
+    let meta = storage.get(&meta_key("main"));
+    let mut records = storage.read_on(&tail_keys(&meta).unwrap());
+    records.push(meta);
+    assert_eq!(SessionInfo::read(&records).unwrap().encoding, None);
+    let mut other = Session::new("cl", Encoding::Cl100kBase, 10).unwrap();
+    other.history.append_value(user("Count me in cl100k_base"), Format::OpenAi).unwrap();
+    storage.save(&mut other, 1_000);
+    assert_eq!(storage.info("cl").unwrap().encoding, Some(Encoding::Cl100kBase));
 
     // Nothing changed: nothing to write.
     let mut again = loaded;
