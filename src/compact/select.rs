@@ -9,7 +9,7 @@
 use super::assemble::placeholder;
 use super::plan::{made_up_tokens, Ctx, Mode, Pass, Plan, Reduction};
 use super::receipt::{BudgetReport, DropReason};
-use super::reduce::stages::{count_all, fully_reduced};
+use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
 use super::reduce::ReduceCache;
 use super::summarise::{self, summary_messages};
 use crate::error::{Error, Result};
@@ -354,21 +354,10 @@ fn cut_to_fit_with(
         ctx.plan_tokens(cache, &mut cut)?;
         Ok(cut)
     };
-    let (mut low, mut high) = (0u32, u32::try_from(longest / 2).unwrap_or(u32::MAX));
-    let mut best = None;
-    while low <= high {
-        let mid = low + (high - low) / 2;
-        let cut = at(mid, cache)?;
-        if cut.tokens <= room {
-            best = Some(cut);
-            low = mid + 1;
-        } else if mid == 0 {
-            break;
-        } else {
-            high = mid - 1;
-        }
-    }
-    Ok(best)
+    deepest_cut(longest / 2, |k| {
+        let cut = at(k, cache)?;
+        Ok((cut.tokens <= room).then_some(cut))
+    })
 }
 
 /// A selection with a section that depends on it (the bridge, the memory's turn summaries): the

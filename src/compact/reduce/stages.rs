@@ -157,19 +157,31 @@ fn cut_to_save(
         cut.replace.push((part, Reduction::Cut(k)));
         cut
     };
-    let (mut low, mut high) = (0u32, u32::try_from(chars / 2).unwrap_or(u32::MAX));
+    deepest_cut(chars / 2, |k| {
+        let candidate = with(k);
+        let after = ctx.member_tokens(cache, &candidate)? as usize;
+        Ok((before.saturating_sub(after) >= need).then_some(candidate))
+    })
+}
+
+/// The cut `at(k)` gives for the largest head and tail `k` (characters each, `0..=most`) it
+/// accepts, by bisection: a shorter cut is never larger, so it accepts every `k` below one it
+/// accepts. `None` if it accepts none.
+pub(crate) fn deepest_cut<T>(most: usize, mut at: impl FnMut(u32) -> Result<Option<T>>) -> Result<Option<T>> {
+    let (mut low, mut high) = (0u32, u32::try_from(most).unwrap_or(u32::MAX));
     let mut best = None;
     while low <= high {
         let mid = low + (high - low) / 2;
-        let candidate = with(mid);
-        let after = ctx.member_tokens(cache, &candidate)? as usize;
-        if before.saturating_sub(after) >= need {
-            best = Some(candidate);
-            low = mid + 1;
-        } else if mid == 0 {
-            break;
-        } else {
-            high = mid - 1;
+        match at(mid)? {
+            Some(cut) => {
+                best = Some(cut);
+                if mid == high {
+                    break;
+                }
+                low = mid + 1;
+            }
+            None if mid == 0 => break,
+            None => high = mid - 1,
         }
     }
     Ok(best)
