@@ -9,157 +9,14 @@ use context_compactor::compact::{
     SummaryOptions, SummarySource, SummaryState, TurnNote,
 };
 use context_compactor::history::ConversationHistory;
-use context_compactor::message::{self, Format, Message, Part, Role};
+use context_compactor::message::{Format, Message, Part, Role};
 use context_compactor::tokens::{self, Encoding, REPLY_PRIMING};
 use context_compactor::ErrorKind;
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-#[derive(Clone, Debug)]
-enum Event {
-    System(u8),
-    User(u16),
-    AssistantText(u16),
-    /// Calls `n` tools in parallel (some will be answered).
-    Calls(u8, bool),
-    /// Answers the open calls selected by the mask, in reverse order if the flag is set.
-    Answer(u8, bool, Output),
-    Orphan,
-    /// A call id used again once answered.
-    Reuse,
-}
-
-#[derive(Clone, Debug)]
-enum Output {
-    Short,
-    LongText(u16),
-    LongJson(u8),
-    FileRead,
-}
-
-fn event() -> impl Strategy<Value = Event> {
-    let output = prop_oneof![
-        4 => Just(Output::Short),
-        1 => (100u16..4000).prop_map(Output::LongText),
-        1 => (5u8..60).prop_map(Output::LongJson),
-        1 => Just(Output::FileRead),
-    ];
-    prop_oneof![
-        1 => (0u8..3).prop_map(Event::System),
-        4 => (1u16..300).prop_map(Event::User),
-        3 => (0u16..300).prop_map(Event::AssistantText),
-        4 => (1u8..4, any::<bool>()).prop_map(|(n, file)| Event::Calls(n, file)),
-        5 => (any::<u8>(), any::<bool>(), output).prop_map(|(mask, rev, out)| Event::Answer(mask, rev, out)),
-        1 => Just(Event::Orphan),
-        1 => Just(Event::Reuse),
-    ]
-}
-
-fn words(n: u16, seed: usize) -> String {
-    let vocab = ["alpha", "beta", "gamma", "flight", "booking", "error", "ok", "/src/app.py", "done", "TODO: check"];
-    (0..n as usize).map(|i| vocab[(i * 7 + seed) % vocab.len()]).collect::<Vec<_>>().join(" ")
-}
-
-fn output_text(output: &Output, seed: usize) -> String {
-    match output {
-        Output::Short => format!("result {seed}"),
-        Output::LongText(n) => "x".repeat(*n as usize * 3) + &words(20, seed),
-        Output::LongJson(n) => {
-            let items: Vec<Value> = (0..*n)
-                .map(|i| json!({"id": i, "name": format!("item {i}"), "detail": words(12, seed + i as usize)}))
-                .collect();
-            json!({"success": true, "total": n, "items": items}).to_string()
-        }
-        Output::FileRead => "def main():\n    pass\n\nclass App:\n    pass\n".repeat(40),
-    }
-}
-
-/// Turns events into messages in `format` (parsed, not appended: orphans must get through).
-fn history(events: &[Event], format: Format) -> Vec<Message> {
-    let mut out: Vec<Value> = Vec::new();
-    let mut open: Vec<(String, bool)> = Vec::new();
-    let mut answered: Vec<String> = Vec::new();
-    let mut next = 0usize;
-    for (k, event) in events.iter().enumerate() {
-        match event {
-            Event::System(v) => out.push(json!({"role": "system", "content": format!("System rule {v}.")})),
-            Event::User(n) => out.push(json!({"role": "user", "content": words(*n, k)})),
-            Event::AssistantText(n) => out.push(json!({"role": "assistant", "content": words(*n, k)})),
-            Event::Calls(n, file) if *n > 0 => {
-                let mut calls = Vec::new();
-                for _ in 0..*n {
-                    next += 1;
-                    let id = format!("call_{next}");
-                    let name = if *file { "read_file" } else { "search" };
-                    calls.push((id.clone(), name));
-                    open.push((id, *file));
-                }
-                out.push(match format {
-                    Format::OpenAi | Format::Responses | Format::AiSdk => json!({"role": "assistant", "content": null, "tool_calls": calls.iter().map(|(id, name)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": json!({"path": "src/main.py"}).to_string()}})).collect::<Vec<_>>()}),
-                    Format::Anthropic => json!({"role": "assistant", "content": calls.iter().map(|(id, name)| json!({"type": "tool_use", "id": id, "name": name, "input": {"path": "src/main.py"}})).collect::<Vec<_>>()}),
-                });
-            }
-            Event::Calls(..) => {}
-            Event::Answer(mask, reverse, output) => {
-                let mut chosen: Vec<(String, bool)> = Vec::new();
-                let mut keep = Vec::new();
-                for (i, call) in open.drain(..).enumerate() {
-                    if mask & (1 << (i % 8)) != 0 {
-                        chosen.push(call);
-                    } else {
-                        keep.push(call);
-                    }
-                }
-                open = keep;
-                if *reverse {
-                    chosen.reverse();
-                }
-                if chosen.is_empty() {
-                    continue;
-                }
-                let text = |i: usize, file: bool| {
-                    if file {
-                        output_text(&Output::FileRead, k + i)
-                    } else {
-                        output_text(output, k + i)
-                    }
-                };
-                match format {
-                    Format::OpenAi | Format::Responses | Format::AiSdk => {
-                        for (i, (id, file)) in chosen.iter().enumerate() {
-                            out.push(json!({"role": "tool", "tool_call_id": id, "content": text(i, *file)}));
-                        }
-                    }
-                    Format::Anthropic => {
-                        let mut blocks: Vec<Value> = chosen.iter().enumerate().map(|(i, (id, file))| json!({"type": "tool_result", "tool_use_id": id, "content": text(i, *file)})).collect();
-                        if reverse & (chosen.len() > 1) {
-                            blocks.push(json!({"type": "text", "text": "and also this"}));
-                        }
-                        out.push(json!({"role": "user", "content": blocks}));
-                    }
-                }
-                answered.extend(chosen.into_iter().map(|(id, _)| id));
-            }
-            Event::Orphan => {
-                let id = format!("orphan_{k}");
-                out.push(match format {
-                    Format::OpenAi | Format::Responses | Format::AiSdk => json!({"role": "tool", "tool_call_id": id, "content": "lost"}),
-                    Format::Anthropic => json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "lost"}]}),
-                });
-            }
-            Event::Reuse => {
-                if let Some(id) = answered.pop() {
-                    open.push((id.clone(), false));
-                    out.push(match format {
-                        Format::OpenAi | Format::Responses | Format::AiSdk => json!({"role": "assistant", "content": "again", "tool_calls": [{"id": id, "type": "function", "function": {"name": "search", "arguments": "{}"}}]}),
-                        Format::Anthropic => json!({"role": "assistant", "content": [{"type": "text", "text": "again"}, {"type": "tool_use", "id": id, "name": "search", "input": {}}]}),
-                    });
-                }
-            }
-        }
-    }
-    message::parse(Value::Array(out), format).expect("generated messages parse")
-}
+mod random_histories;
+use random_histories::{event, history, Event, Output};
 
 #[derive(Clone, Debug)]
 struct Knobs {
@@ -564,7 +421,9 @@ fn append_each(history: &mut ConversationHistory, messages: &[Message]) {
     }
 }
 
-/// A warm compactor's build on `history` against a fresh compactor's with the same summary state.
+/// A warm compactor's build on `history` against a fresh compactor's with the same summary state
+/// and frame (what storage keeps), read back from their stored forms: the caches only save time.
+/// (What each says of the prompt cache differs: the fresh one has sent nothing before.)
 fn warm_equals_fresh(
     warm: &mut Compactor,
     history: &mut ConversationHistory,
@@ -572,12 +431,25 @@ fn warm_equals_fresh(
     when: &str,
 ) -> Result<(), TestCaseError> {
     let state = warm.summary_state().clone();
+    let frame = warm.frame_state(history);
     let warm_outcome = warm.build(history, options, &[], &[]);
     let mut fresh = Compactor::new();
     fresh.set_summary_state(state, history).map_err(|e| TestCaseError::fail(format!("{when}: {e}")))?;
+    if let Some(frame) = frame {
+        let text = serde_json::to_string(&frame).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let frame = serde_json::from_str(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        fresh.set_frame_state(frame, history).map_err(|e| TestCaseError::fail(format!("{when}: {e}")))?;
+    }
     let fresh_outcome = fresh.build(history, options, &[], &[]);
+    let without_cache = |mut outcome: compact::BuildOutcome| {
+        outcome.context.receipt.cache = None;
+        outcome.context.marks = None;
+        outcome
+    };
     match (warm_outcome, fresh_outcome) {
-        (Ok(warm), Ok(fresh)) => prop_assert_eq!(warm, fresh, "{} ({} messages)", when, history.len()),
+        (Ok(warm), Ok(fresh)) => {
+            prop_assert_eq!(without_cache(warm), without_cache(fresh), "{} ({} messages)", when, history.len())
+        }
         (Err(warm), Err(fresh)) => prop_assert_eq!(warm.kind, fresh.kind, "{}", when),
         (warm, fresh) => prop_assert!(false, "{when}: warm {:?}, fresh {:?}", warm.err(), fresh.err()),
     }

@@ -78,6 +78,7 @@ proptest! {
         for (n, (images, kind, screenshot)) in turns.iter().enumerate() {
             history.append_values(Value::Array(turn(format, n, *images, *kind, *screenshot)), format).unwrap();
             let stored = history.logged().unwrap();
+            let frame = compactor.frame_state(&history);
             let outcome = match compactor.build(&mut history, &options, &[], &[]) {
                 Ok(outcome) => outcome,
                 Err(error) => {
@@ -87,10 +88,15 @@ proptest! {
                 }
             };
             prop_assert_eq!(history.logged().unwrap(), stored, "the stored history keeps its images");
-            // What earlier builds cached (placeholders, counts, request forms) changes nothing; with
-            // a summary the compactor's own summary state differs from a fresh one's, so not there.
+            // What earlier builds cached (placeholders, counts, request forms) changes nothing
+            // beside the context they sent (the frame, which storage keeps); with a summary the
+            // compactor's own summary state differs from a fresh one's, so not there.
             if !summary {
-                let cold = Compactor::new().build(&mut history, &options, &[], &[]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let mut cold = Compactor::new();
+                if let Some(frame) = frame {
+                    cold.set_frame_state(frame, &history).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                }
+                let cold = cold.build(&mut history, &options, &[], &[]).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert_eq!(&cold.context.receipt.images, &outcome.context.receipt.images);
                 prop_assert_eq!(cold.context.to_request().ok(), outcome.context.to_request().ok());
             }

@@ -191,9 +191,26 @@ imagesSentOnce?: boolean,
 /**
  * Timestamp recorded on a summary made during this build (the core has no clock).
  */
-now?: string, };
+now?: string, 
+/**
+ * The parts of the request sent beside the messages (system prompt, tool definitions, tool
+ * choice): the budget covers them too, and `receipt.byPart.request` says what they took.
+ */
+request?: RequestParts, 
+/**
+ * A compaction event now, whatever the budget: the context is rebuilt down to the
+ * low-water mark (a user's "/compact"). Default false: events come when the budget needs one.
+ */
+compactNow?: boolean, 
+/**
+ * Provider cache hints (on by default): Anthropic `cache_control` breakpoints at the end of
+ * the system prompt, of the summary section and of the last message (and where the last call
+ * ended when a wide turn passes the provider's lookback); in the AI SDK format as Anthropic
+ * provider options. `null` leaves them out.
+ */
+cache?: CacheOptions | null, };
 
-export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, 
+export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, lowWaterRatio?: number, 
 /**
  * The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
  */
@@ -267,6 +284,22 @@ export type StateOptions = {
  */
 maxTokens?: number, };
 
+export type RequestParts = { 
+/**
+ * Instructions sent apart from the history: the AI SDK's `system`, the Agents SDK's
+ * `instructions`, Anthropic's top-level `system` (a string, or Anthropic's text blocks).
+ */
+system: string | ReadonlyArray<{ type: "text"; text: string }>, 
+/**
+ * The tool definitions as sent: OpenAI Chat's `{ type: "function", function }`, Responses'
+ * flat function tools, or Anthropic's `{ name, input_schema }`.
+ */
+tools: ReadonlyArray<ToolDefinition | object>, toolChoice: ToolChoice, 
+/**
+ * The model (Anthropic's tool-use system prompt depends on it).
+ */
+model?: string, };
+
 export type Profile = { name: string, contextWindow: number, 
 /**
  * Compaction is due past this fraction of the window (Init 0.75, Execute 0.70).
@@ -330,6 +363,11 @@ export type TokensByPart = { system: number,
  */
 state: number, summary: number, recent: number, 
 /**
+ * The parts of the request given to the build to send beside the messages (`request`:
+ * system prompt, tool definitions, tool choice).
+ */
+request: number, 
+/**
  * All of the above plus the reply priming.
  */
 total: number, };
@@ -376,7 +414,11 @@ placeholder: boolean, notes: Array<string>,
  * The history's calibration against reported usage, when there is one: the budget above is
  * then in counted tokens (the billed budget over the top of the band).
  */
-calibration: CalibratedCount | null, };
+calibration: CalibratedCount | null, 
+/**
+ * What this context shares with the previous build's (the prompt cache).
+ */
+cache: CacheUse | null, };
 
 export type ReceiptRun = { 
 /**
@@ -406,7 +448,42 @@ summaryBudget: number,
 /**
  * What the recent messages had: everything the other parts left.
  */
-recentBudget: number, };
+recentBudget: number, 
+/**
+ * A compaction event happens when the next context would pass this (`maxTokens`, or a
+ * lower trigger).
+ */
+triggerTokens: number, 
+/**
+ * What an event compacts down to: the system prompt and `lowWaterRatio` of the rest.
+ */
+lowWaterTokens: number, 
+/**
+ * What the request's parts sent beside the messages took (`request`).
+ */
+requestTokens: number, };
+
+export type CacheUse = { 
+/**
+ * This build was a compaction event: the context was rebuilt from `firstChanged` on.
+ */
+event: boolean, reason?: EventReason, change: Change, 
+/**
+ * The leading messages identical to the previous build's, and their tokens.
+ */
+prefixMessages: number, prefixTokens: number, 
+/**
+ * The first message that is not the previous build's (none: the context is unchanged).
+ */
+firstChanged?: number, 
+/**
+ * Compaction events of this history so far.
+ */
+events: number, };
+
+export type EventReason = "first" | "budget" | "window" | "options" | "summary" | "history" | "repair" | "requested" | "system";
+
+export type Change = "appended" | "unchanged" | "event" | "new";
 
 export type Repair = { id: string, kind: RepairKind, callId?: string, };
 

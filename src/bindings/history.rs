@@ -282,6 +282,7 @@ impl ConversationHistory {
         let mut cache = self.session.request_cache()?;
         let assembled = session.compactor.request(&context)?;
         let messages = cache.request_js(&assembled, session.compactor.forms())?;
+        mark_for_the_cache(&messages, &context, session.compactor.forms(), &assembled)?;
         let carried = context.layout(session.compactor.forms(), &assembled);
         drop(session);
         // One entry per request message: the context messages it carries, the first's section
@@ -327,4 +328,40 @@ impl ConversationHistory {
         set(&receipt, "repairs", &repairs)?;
         Ok(value)
     }
+}
+
+/// Puts the context's provider cache hints on the request `value` (the objects `request_js` made):
+/// the few messages marked are replaced by marked copies, the others stay the frozen objects
+/// reused from build to build.
+fn mark_for_the_cache(
+    value: &JsValue,
+    context: &crate::compact::CompactedContext,
+    forms: &crate::compact::EmitCache,
+    assembled: &crate::compact::Assembled,
+) -> Result<()> {
+    use crate::compact::request::hints;
+    let points = context.breakpoints(forms, assembled);
+    let Some(marks) = context.marks.as_ref().filter(|_| !points.is_empty()) else { return Ok(()) };
+    let ttl = marks.options.ttl.unwrap_or_default();
+    let set = |target: &JsValue, key: &JsValue, value: &JsValue| {
+        js_sys::Reflect::set(target, key, value)
+            .map_err(|_| Error::internal("could not mark the request for the cache"))
+    };
+    let list = match context.format {
+        crate::message::Format::Anthropic => {
+            if let (Some(block), Some(system)) = (points.system, assembled.system.as_ref()) {
+                set(value, &"system".into(), &to_js(&hints::marked_system(system, block, ttl))?)?;
+            }
+            js_sys::Reflect::get(value, &"messages".into())
+                .map_err(|_| Error::internal("the request has no messages"))?
+        }
+        _ => value.clone(),
+    };
+    let messages: Vec<&serde_json::Value> = forms.messages(assembled).collect();
+    for &(at, block) in &points.messages {
+        let Some(message) = messages.get(at) else { continue };
+        let marked = to_js(&hints::marked(message, block, context.format, ttl))?;
+        set(&list, &JsValue::from(at as u32), &marked)?;
+    }
+    Ok(())
 }

@@ -8,14 +8,16 @@
 
 use ts_rs::{Config, TS};
 
-use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, SummaryPatch};
+use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, RequestParts, SummaryPatch};
 use crate::compact::profile::Profile;
+use crate::compact::receipt::CacheUse;
 use crate::compact::reduce::compress::TextMode;
 use crate::compact::{
     Action, BridgeUse, BudgetReport, DropReason, MemoryOptions, MemoryUse, PendingSummary, PinRole, PinUse, Receipt,
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
     SummarySource, SummaryState, SummaryUse, TokensByPart, Violation,
 };
+use crate::compact::{Change, EventReason};
 use crate::compact::{ImagePlaceholder, ImagesUse, StateOptions, StatePart, StateSectionUse, StateUse};
 use crate::history::{LoggedMessage, TokenReport};
 use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
@@ -82,6 +84,7 @@ fn declarations() -> String {
         SummaryPlacement::decl(&cfg),
         MemoryOptions::decl(&cfg),
         StateOptions::decl(&cfg),
+        RequestParts::decl(&cfg),
         Profile::decl(&cfg),
         // Build results.
         BuildResult::decl(&cfg),
@@ -94,6 +97,9 @@ fn declarations() -> String {
         ReceiptRun::decl(&cfg),
         ReceiptEntry::decl(&cfg),
         BudgetReport::decl(&cfg),
+        CacheUse::decl(&cfg),
+        EventReason::decl(&cfg),
+        Change::decl(&cfg),
         Repair::decl(&cfg),
         RepairKind::decl(&cfg),
         SummaryUse::decl(&cfg),

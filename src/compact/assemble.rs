@@ -8,10 +8,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::memory::{self, MemoryUse};
-use super::plan::{Ctx, Pass, Plan};
+use super::plan::{made_up_tokens, Ctx, Pass, Plan};
 use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
 use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
+use super::request::hints::{self, CacheOptions};
 use super::request::{self, PLACEHOLDER_TEXT};
 use super::select::Selection;
 use super::summary::SummaryPlacement;
@@ -28,6 +29,8 @@ pub struct ContextMessage {
     pub sources: Vec<String>,
     pub section: Section,
     pub action: Action,
+    /// Its tokens as counted for the budget (what a provider caches of it, with the messages before).
+    pub tokens: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -36,14 +39,25 @@ pub struct CompactedContext {
     pub messages: Vec<ContextMessage>,
     pub tokens: TokensByPart,
     pub receipt: Receipt,
+    /// Where the request's provider cache hints go (`None`: it carries none).
+    pub marks: Option<CacheMarks>,
+}
+
+/// What places a request's cache hints (`request::hints`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheMarks {
+    pub options: CacheOptions,
+    /// The last context message of the part that survives compaction events (the pinned task,
+    /// the summary section).
+    pub stable_end: Option<usize>,
+    /// The last context message the previous build sent, when this one extends it.
+    pub previous_end: Option<usize>,
 }
 
 impl CompactedContext {
     /// The messages as a provider request takes them, checked against the provider's rules.
     pub fn to_request(&self) -> Result<Value> {
-        let mut cache = EmitCache::default();
-        let assembled = self.request(&mut cache)?;
-        Ok(cache.to_value(&assembled))
+        self.request_value(&mut EmitCache::default())
     }
 
     /// `to_request` in pieces, the forms of messages met before taken from `cache`.
@@ -52,6 +66,44 @@ impl CompactedContext {
         let assembled = cache.assemble(&messages, self.format)?;
         cache.validate(&assembled).map_err(|violations| emitted::invalid_context(&violations))?;
         Ok(assembled)
+    }
+
+    /// The request as a provider takes it, with its cache hints (`marks`).
+    pub fn request_value(&self, cache: &mut EmitCache) -> Result<Value> {
+        let assembled = self.request(cache)?;
+        let mut value = cache.to_value(&assembled);
+        let points = self.breakpoints(cache, &assembled);
+        if let (false, Some(marks)) = (points.is_empty(), &self.marks) {
+            let ttl = marks.options.ttl.unwrap_or_default();
+            match &mut value {
+                Value::Array(messages) => hints::apply(&points, self.format, ttl, None, messages),
+                Value::Object(request) => {
+                    // `messages` comes last in the request: taken out and put back, it stays last.
+                    if let Some(Value::Array(mut messages)) = request.shift_remove("messages") {
+                        hints::apply(&points, self.format, ttl, request.get_mut("system"), &mut messages);
+                        request.insert("messages".into(), Value::Array(messages));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(value)
+    }
+
+    /// Where the request `assembled` (from this context, with `cache`) carries cache hints.
+    pub fn breakpoints(&self, cache: &EmitCache, assembled: &Assembled) -> hints::Breakpoints {
+        let Some(marks) = &self.marks else { return hints::Breakpoints::default() };
+        let layout = self.layout(cache, assembled);
+        let request_of = |c: usize| layout.iter().position(|carried| carried.contains(&c));
+        let messages: Vec<&Value> = cache.messages(assembled).collect();
+        hints::place(
+            self.format,
+            assembled.system.as_ref(),
+            &messages,
+            marks.stable_end.and_then(request_of),
+            marks.previous_end.and_then(request_of),
+            marks.options.max_breakpoints.unwrap_or(hints::MAX_BREAKPOINTS),
+        )
     }
 
     /// The messages in the neutral model, in order.
@@ -191,8 +243,10 @@ fn is_reasoning(message: &Message) -> bool {
         && matches!(message.content.parts.as_slice(), [Part::Other(value)] if value.get("type").and_then(Value::as_str) == Some("reasoning"))
 }
 
-fn context_message(message: Message, section: Section) -> ContextMessage {
-    ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept }
+/// A message the build made up (summary, state, placeholder), counted once by its text.
+fn context_message(ctx: &Ctx, cache: &mut ReduceCache, message: Message, section: Section) -> ContextMessage {
+    let tokens = u32::try_from(made_up_tokens(ctx, cache, &message)).unwrap_or(u32::MAX);
+    ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept, tokens }
 }
 
 /// The stage: the context and its receipt from what the earlier stages decided. System messages
@@ -252,7 +306,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         if *kind == Section::Recent {
             if let Some(list) = section.take() {
                 let ends_with_assistant = list.last().is_some_and(|m| m.role == Role::Assistant);
-                messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
+                messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
                 // Seed 004's exchange ends with the summary as an assistant message: a recent
                 // assistant message must not merge into it.
                 let next_assistant = plan
@@ -261,7 +315,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
                     .and_then(|m| items.get(m.msg))
                     .is_some_and(|i| i.message.role == Role::Assistant);
                 if exchange && ends_with_assistant && next_assistant {
-                    messages.push(context_message(placeholder(format), Section::Recent));
+                    messages.push(context_message(ctx, cache, placeholder(format), Section::Recent));
                     tokens.recent += pass.placeholder_tokens;
                     placeholder_used = true;
                 }
@@ -291,11 +345,11 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             // The most reduced of its members says what became of the message.
             entry.0 = entry.0.min(action);
             entry.1 += n;
-            messages.push(ContextMessage { message, sources: vec![id], section: *kind, action });
+            messages.push(ContextMessage { message, sources: vec![id], section: *kind, action, tokens: *n });
         }
     }
     if let Some(list) = section.take() {
-        messages.extend(list.into_iter().map(|m| context_message(m, Section::Summary)));
+        messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
     }
 
     // A reasoning item goes out only before the item it was produced with: one whose call was
@@ -321,7 +375,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     // The state's sections right after the system prompt (seed 002's order).
     let at = messages.iter().take_while(|m| m.section == Section::System).count();
     let state_messages = std::mem::take(&mut pass.state_messages);
-    messages.splice(at..at, state_messages.into_iter().map(|m| context_message(m, Section::State)));
+    let state_messages: Vec<ContextMessage> =
+        state_messages.into_iter().map(|m| context_message(ctx, cache, m, Section::State)).collect();
+    messages.splice(at..at, state_messages);
 
     // Anthropic: the first message must come from the user (an assistant message, thinking
     // first, is never moved), and there must be one; no provider takes an empty list, and a
@@ -337,7 +393,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         if needs {
             let at = first.unwrap_or(messages.len());
             tokens.recent += pass.placeholder_tokens;
-            messages.insert(at, context_message(placeholder(format), Section::Recent));
+            let message = context_message(ctx, cache, placeholder(format), Section::Recent);
+            messages.insert(at, message);
             placeholder_used = true;
             pass.notes.push("a placeholder user message was put first: the provider needs one".to_string());
         }
@@ -408,8 +465,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         placeholder: placeholder_used,
         notes: std::mem::take(&mut pass.notes),
         calibration: None,
+        cache: None,
     };
-    let context = CompactedContext { format, messages, tokens, receipt };
+    let context = CompactedContext { format, messages, tokens, receipt, marks: None };
     Ok(BuildOutcome { context, summary_request: pass.summary_request.take(), new_summary: None })
 }
 

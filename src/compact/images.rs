@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::repair::Item;
 use crate::fasthash::FastMap;
@@ -14,7 +14,7 @@ use crate::tokens::images::base64_image_size;
 use crate::tokens::{self, Encoding};
 
 /// One image the context shows as its placeholder.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ImagePlaceholder {
@@ -25,7 +25,7 @@ pub struct ImagePlaceholder {
 }
 
 /// What the receipt says about the images sent once.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ImagesUse {
@@ -252,7 +252,13 @@ mod build_tests {
             let whole = first.context.tokens.total;
 
             history.append_value(json!({"role": "user", "content": "And in April?"}), format).unwrap();
-            let later = compactor.build(&mut history, &options, &[], &[]).unwrap();
+            // Between compaction events the context only grows: the image stays as it was sent.
+            let appended = compactor.build(&mut history, &options, &[], &[]).unwrap();
+            assert!(texts(&appended)[0].contains("[image]"));
+            // A compaction event shows it as its placeholder.
+            let later = compactor
+                .build(&mut history, &BuildOptions { compact_now: true, ..options.clone() }, &[], &[])
+                .unwrap();
             let placeholder = "[image: png, 1024×768, sent in turn 1, message m1]";
             assert_eq!(texts(&later)[0], format!("What does this chart show?\n{placeholder}"));
             let images = later.context.receipt.images.clone().unwrap();

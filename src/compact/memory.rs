@@ -33,7 +33,7 @@ pub struct MemoryOptions {
 }
 
 /// What the receipt says about the turn summaries a build put in.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MemoryUse {

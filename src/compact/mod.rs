@@ -19,6 +19,7 @@
 
 pub mod assemble;
 pub mod compactor;
+pub mod frame;
 pub mod images;
 pub(crate) mod lines;
 pub mod memory;
@@ -40,8 +41,9 @@ use crate::error::{Error, Result};
 use crate::tokens::Encoding;
 use plan::{Ctx, Pass};
 
-pub use assemble::{BuildOutcome, CompactedContext, ContextMessage};
+pub use assemble::{BuildOutcome, CacheMarks, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
+pub use frame::{Change, EventReason, FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 pub use images::{ImagePlaceholder, ImagesUse};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use options::{BudgetOptions, BuildOptions, BuildSpec, Patch, ProfileRef};
@@ -85,6 +87,20 @@ pub fn build_with_notes<'b>(
     state_notes: &[StateNote],
 ) -> Result<BuildOutcome> {
     options.validate()?;
+    pipeline(items, encoding, options, state, cache, turns, state_notes)
+}
+
+/// The pipeline, on options validated by the caller (a compaction event's may hold a count window
+/// below the least a caller may ask for).
+pub(crate) fn pipeline<'b>(
+    items: &[Item<'b>],
+    encoding: Encoding,
+    options: &BuildOptions,
+    state: &SummaryState,
+    cache: &mut ReduceCache,
+    turns: &[TurnNote<'b>],
+    state_notes: &[StateNote],
+) -> Result<BuildOutcome> {
     cache.prepare(options.fingerprint(encoding));
     cache.builds += 1;
     // Images sent once: the stored messages of earlier turns that hold images go in with

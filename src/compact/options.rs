@@ -33,7 +33,14 @@ pub struct BudgetOptions {
     pub recent_ratio: f64,
     /// Kept for compatibility: a history that fits the budget is never optimised, whatever its length.
     pub min_messages: usize,
+    /// What a compaction event compacts down to: the system prompt and this share of the rest
+    /// of the budget. Between events the context only grows, up to the budget.
+    pub low_water_ratio: f64,
 }
+
+/// The default low-water mark: an event leaves this share of the budget (past the system prompt)
+/// to the context, the rest for the calls that append until the next event.
+pub const DEFAULT_LOW_WATER_RATIO: f64 = 0.5;
 
 impl Default for BudgetOptions {
     fn default() -> Self {
@@ -44,6 +51,7 @@ impl Default for BudgetOptions {
             summary_ratio: 0.26,
             recent_ratio: 0.65,
             min_messages: 10,
+            low_water_ratio: DEFAULT_LOW_WATER_RATIO,
         }
     }
 }
@@ -71,6 +79,7 @@ impl BudgetOptions {
         }
         check_ratio("budget.summaryRatio", self.summary_ratio)?;
         check_ratio("budget.recentRatio", self.recent_ratio)?;
+        check_ratio("budget.lowWaterRatio", self.low_water_ratio)?;
         if self.summary_ratio + self.recent_ratio > 1.0 + 1e-9 {
             return Err(Error::invalid_argument(format!(
                 "budget.summaryRatio + budget.recentRatio must not exceed 1, got {}",
@@ -123,6 +132,33 @@ pub struct BuildOptions {
     pub images_sent_once: bool,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
+    /// The parts of the request sent beside the messages: counted into the budget.
+    pub request: Option<RequestParts>,
+    /// A compaction event now, whatever the budget (a user's "/compact").
+    pub compact_now: bool,
+    /// The provider cache hints the request carries (`None`: none).
+    pub cache: Option<super::request::hints::CacheOptions>,
+}
+
+/// The parts of a request sent beside the messages, which the provider bills with them: the
+/// budget covers them too, counted by the rules of `countRequest` for the build's format.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+pub struct RequestParts {
+    /// Instructions sent apart from the history: the AI SDK's `system`, the Agents SDK's
+    /// `instructions`, Anthropic's top-level `system` (a string, or Anthropic's text blocks).
+    #[cfg_attr(test, ts(type = "string | ReadonlyArray<{ type: \"text\"; text: string }>"))]
+    pub system: Option<Value>,
+    /// The tool definitions as sent: OpenAI Chat's `{ type: "function", function }`, Responses'
+    /// flat function tools, or Anthropic's `{ name, input_schema }`.
+    #[cfg_attr(test, ts(type = "ReadonlyArray<ToolDefinition | object>"))]
+    pub tools: Option<Vec<Value>>,
+    #[cfg_attr(test, ts(type = "ToolChoice"))]
+    pub tool_choice: Option<Value>,
+    /// The model (Anthropic's tool-use system prompt depends on it).
+    pub model: Option<String>,
 }
 
 impl Default for BuildOptions {
@@ -141,6 +177,9 @@ impl Default for BuildOptions {
             state: Some(StateOptions::default()),
             images_sent_once: false,
             now: None,
+            request: None,
+            compact_now: false,
+            cache: Some(super::request::hints::CacheOptions::default()),
         }
     }
 }
@@ -166,6 +205,9 @@ impl BuildOptions {
         }
         if let Some(now) = &self.now {
             super::summary::check_created_at(now, "now")?;
+        }
+        if let Some(cache) = &self.cache {
+            cache.validate()?;
         }
         Ok(())
     }
@@ -249,6 +291,7 @@ partial!(
         summary_ratio: f64,
         recent_ratio: f64,
         min_messages: usize,
+        low_water_ratio: f64,
     }
     /// The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
     extra max_tokens: u32
@@ -419,6 +462,18 @@ pub struct BuildSpec {
     pub images_sent_once: Option<bool>,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
+    /// The parts of the request sent beside the messages (system prompt, tool definitions, tool
+    /// choice): the budget covers them too, and `receipt.byPart.request` says what they took.
+    pub request: Option<RequestParts>,
+    /// A compaction event now, whatever the budget: the context is rebuilt down to the
+    /// low-water mark (a user's "/compact"). Default false: events come when the budget needs one.
+    pub compact_now: Option<bool>,
+    /// Provider cache hints (on by default): Anthropic `cache_control` breakpoints at the end of
+    /// the system prompt, of the summary section and of the last message (and where the last call
+    /// ended when a wide turn passes the provider's lookback); in the AI SDK format as Anthropic
+    /// provider options. `null` leaves them out.
+    #[cfg_attr(test, ts(as = "Option<super::request::hints::CacheOptions>", optional = nullable))]
+    pub cache: Patch<super::request::hints::CacheOptions>,
 }
 
 impl BuildSpec {
@@ -486,6 +541,13 @@ impl BuildSpec {
         if self.now.is_some() {
             options.now = self.now;
         }
+        if self.request.is_some() {
+            options.request = self.request;
+        }
+        if let Some(now) = self.compact_now {
+            options.compact_now = now;
+        }
+        options.cache = self.cache.merge(options.cache, |given, cache| *cache = given);
         options.validate()?;
         Ok(options)
     }

@@ -99,14 +99,14 @@ impl Profile {
             budget: Some(BudgetOptions {
                 context_window: self.context_window,
                 target_ratio: self.trigger_fraction,
+                low_water_ratio: self
+                    .target_fraction
+                    .map_or(super::options::DEFAULT_LOW_WATER_RATIO, |target| target / self.trigger_fraction),
                 ..BudgetOptions::default()
             }),
             keep_recent_steps: self.keep_recent_steps,
             thin: true,
-            summary: Some(SummaryOptions {
-                target_tokens: self.target_fraction.map(|_| self.target_tokens()),
-                ..SummaryOptions::default()
-            }),
+            summary: Some(SummaryOptions::default()),
             ..BuildOptions::default()
         };
         options.validate()?;

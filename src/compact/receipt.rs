@@ -114,11 +114,14 @@ pub struct TokensByPart {
     pub state: usize,
     pub summary: usize,
     pub recent: usize,
+    /// The parts of the request given to the build to send beside the messages (`request`:
+    /// system prompt, tool definitions, tool choice).
+    pub request: usize,
     /// All of the above plus the reply priming.
     pub total: usize,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BudgetReport {
@@ -133,10 +136,39 @@ pub struct BudgetReport {
     pub summary_budget: usize,
     /// What the recent messages had: everything the other parts left.
     pub recent_budget: usize,
+    /// A compaction event happens when the next context would pass this (`maxTokens`, or a
+    /// lower trigger).
+    pub trigger_tokens: usize,
+    /// What an event compacts down to: the system prompt and `lowWaterRatio` of the rest.
+    pub low_water_tokens: usize,
+    /// What the request's parts sent beside the messages took (`request`).
+    pub request_tokens: usize,
+}
+
+/// The context against the previous build's, for the provider's prompt cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CacheUse {
+    /// This build was a compaction event: the context was rebuilt from `firstChanged` on.
+    pub event: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub reason: Option<super::frame::EventReason>,
+    pub change: super::frame::Change,
+    /// The leading messages identical to the previous build's, and their tokens.
+    pub prefix_messages: usize,
+    pub prefix_tokens: usize,
+    /// The first message that is not the previous build's (none: the context is unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub first_changed: Option<usize>,
+    /// Compaction events of this history so far.
+    pub events: u64,
 }
 
 /// A pinned request in the receipt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PinUse {
@@ -150,7 +182,7 @@ pub struct PinUse {
 
 /// The bridge in the receipt: an extractive summary of messages the summary in force does not
 /// cover yet (not stored; a new summary replaces it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BridgeUse {
@@ -161,7 +193,7 @@ pub struct BridgeUse {
     pub tokens: usize,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SummaryUse {
@@ -217,6 +249,8 @@ pub struct Receipt {
     /// The history's calibration against reported usage, when there is one: the budget above is
     /// then in counted tokens (the billed budget over the top of the band).
     pub calibration: Option<crate::tokens::calibration::Calibrated>,
+    /// What this context shares with the previous build's (the prompt cache).
+    pub cache: Option<CacheUse>,
 }
 
 fn shared_list<S: serde::Serializer, T: Serialize>(list: &Arc<Vec<T>>, serializer: S) -> Result<S::Ok, S::Error> {
@@ -480,11 +514,6 @@ pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (A
     (shared, runs)
 }
 
-/// The last build's fates, if they were kept.
-pub(crate) fn kept_fates(kept: &Option<Kept>) -> Option<&[Fate]> {
-    kept.as_ref().map(|k| k.fates.as_slice())
-}
-
 /// Each stored message's fate from `from` on (`fates` holds those before): summarised (by the
 /// summary in force, the bridge, or its turn's memory summary), dropped (by repair, thinning,
 /// the window or the budget), or what its members in the context became. With a summary, what
@@ -604,6 +633,7 @@ mod tests {
             placeholder: false,
             notes: Vec::new(),
             calibration: None,
+            cache: None,
         };
         let entries = receipt.entries(items.iter().map(|i| i.id));
         assert_eq!(entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["m1", "m2", "m3", "m4"]);

@@ -57,6 +57,9 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
         pinned_tokens: pass.pins_tokens,
         summary_budget: pass.share,
         recent_budget: avail.saturating_sub(pass.summary_tokens),
+        trigger_tokens: max,
+        low_water_tokens: max,
+        request_tokens: 0,
     });
     Ok(())
 }

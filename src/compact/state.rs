@@ -47,7 +47,7 @@ pub struct StateOptions {
 pub const STATE_MAX_TOKENS: usize = 2_000;
 
 /// What the receipt says about one section.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StateSectionUse {
@@ -59,7 +59,7 @@ pub struct StateSectionUse {
 }
 
 /// What the receipt says about the state's sections a build put in.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StateUse {

@@ -380,6 +380,19 @@ pub(crate) fn request_for(
     })
 }
 
+/// Hands the summariser the context as the model last saw it (with what was logged since), then
+/// the instruction: the provider bills all but the instruction as a cache read, as for any call.
+pub(crate) fn ride_the_cache(
+    request: &mut SummaryRequest,
+    seen: &[super::ContextMessage],
+    format: Format,
+) -> Result<()> {
+    let prompt = Message::new(Role::User, Content::text(request.prompt.clone()), format);
+    let messages = seen.iter().map(|m| &*m.message).chain(std::iter::once(&prompt));
+    request.messages = emit_request(messages, format)?;
+    Ok(())
+}
+
 /// The summary in force as the context carries it: a system message (OpenAI; or wherever
 /// `placement: "system"` asks), a user message (Anthropic: never an assistant message, which the
 /// recent messages could merge into), or with `placement: "exchange"` seed 004's compact prompt

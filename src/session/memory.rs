@@ -402,7 +402,9 @@ pub(crate) mod tests {
                 .record_turn(TurnInput { workspace_context: format!("seat {turn}A"), ..Default::default() })
                 .unwrap();
         }
-        let budget = crate::compact::BudgetOptions { context_window: 6_000, ..Default::default() };
+        // Compacted to the budget itself: room for every turn's summary.
+        let budget =
+            crate::compact::BudgetOptions { context_window: 6_000, low_water_ratio: 1.0, ..Default::default() };
         let options = BuildOptions { budget: Some(budget), summary: None, ..Default::default() };
         let context = session.build(&options).unwrap().context;
         let memory = context.receipt.memory.clone().expect("turn summaries in the context");

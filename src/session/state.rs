@@ -157,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn file_reader_returns_an_artifact_whole_and_later_builds_digest_it() {
+    fn file_reader_returns_an_artifact_whole_and_a_later_event_digests_it() {
         let mut session = seed_002();
         session.history.append_value(read_call("call_1", "code_sales_analysis"), Format::OpenAi).unwrap();
         let call = json!({"id": "call_1", "type": "function", "function": {"name": "file_reader", "arguments": "{\"path\":\"code_sales_analysis\"}"}});
@@ -187,7 +187,11 @@ mod tests {
                 )
                 .unwrap();
         }
-        let later = session.build(&BuildOptions { summary: None, ..BuildOptions::default() }).unwrap();
+        // Between compaction events the read stays as it was sent; an event digests it.
+        let appended = session.build(&BuildOptions { summary: None, ..BuildOptions::default() }).unwrap();
+        assert!(appended.context.messages().any(|m| m.readable_text().contains("def clean_data")));
+        let later =
+            session.build(&BuildOptions { summary: None, compact_now: true, ..BuildOptions::default() }).unwrap();
         let texts: Vec<String> = later.context.messages().map(|m| m.readable_text()).collect();
         assert!(!texts.iter().any(|t| t.contains("def clean_data")));
         assert!(

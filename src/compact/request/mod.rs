@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 
 pub mod emitted;
+pub mod hints;
 pub(crate) mod lists;
 mod validate;
 

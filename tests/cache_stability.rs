@@ -1,0 +1,195 @@
+//! Cache-stable contexts, replayed call by call: a build before every model call (before each
+//! assistant message, from everything logged before it), as an agent makes them. Between two
+//! compaction events each request, cache hints left out, is a prefix of the next one; events
+//! happen only when the budget would be passed (or the history forces one: a late tool result,
+//! a summary coming back); every build is valid, within budget, and holds the task.
+
+use context_compactor::compact::{
+    BudgetOptions, BuildOptions, Change, Compactor, EventReason, Summarizer, SummaryOptions,
+};
+use context_compactor::history::ConversationHistory;
+use context_compactor::message::{Format, Message, Part, Role};
+use context_compactor::tokens::Encoding;
+use context_compactor::ErrorKind;
+use proptest::prelude::*;
+use serde_json::Value;
+
+mod random_histories;
+use random_histories::{event, history};
+
+const ENCODING: Encoding = Encoding::Estimate;
+
+/// A request as the provider's cache sees it: Anthropic's system, then one entry per content
+/// block (a message's blocks with its role), or per message in the other formats; cache hints
+/// left out.
+fn cache_units(request: &Value, format: Format) -> (Option<Value>, Vec<Value>) {
+    let strip = |value: &Value| -> Value {
+        let mut value = value.clone();
+        if let Value::Object(map) = &mut value {
+            map.remove("cache_control");
+            map.remove("providerOptions");
+        }
+        value
+    };
+    match format {
+        Format::Anthropic => {
+            let system = request.get("system").map(|s| match s {
+                Value::Array(blocks) => Value::Array(blocks.iter().map(strip).collect()),
+                Value::String(text) => serde_json::json!([{"type": "text", "text": text}]),
+                other => other.clone(),
+            });
+            let mut units = Vec::new();
+            for message in request.get("messages").and_then(Value::as_array).into_iter().flatten() {
+                let role = message.get("role").cloned().unwrap_or(Value::Null);
+                match message.get("content") {
+                    Some(Value::Array(blocks)) => {
+                        units.extend(blocks.iter().map(|b| Value::Array(vec![role.clone(), strip(b)])))
+                    }
+                    Some(text) => {
+                        units.push(Value::Array(vec![role.clone(), serde_json::json!({"type": "text", "text": text})]))
+                    }
+                    None => {}
+                }
+            }
+            (system, units)
+        }
+        _ => (None, request.as_array().into_iter().flatten().map(strip).collect()),
+    }
+}
+
+/// Whether `before` is a prefix of `after`, as a cache sees requests.
+fn extends(before: &(Option<Value>, Vec<Value>), after: &(Option<Value>, Vec<Value>)) -> bool {
+    before.0 == after.0 && after.1.len() >= before.1.len() && after.1[..before.1.len()] == before.1[..]
+}
+
+fn options(format: Format, budget: u32, low_water: f64, summary: u8, steps: usize) -> BuildOptions {
+    BuildOptions {
+        format,
+        budget: Some(BudgetOptions {
+            max_tokens: Some(budget),
+            low_water_ratio: low_water,
+            ..BudgetOptions::default()
+        }),
+        keep_recent_steps: steps,
+        summary: match summary {
+            0 => None,
+            n => Some(SummaryOptions {
+                summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
+                min_messages: 8,
+                min_new_messages: 4,
+                ..SummaryOptions::default()
+            }),
+        },
+        ..BuildOptions::default()
+    }
+}
+
+/// The first user message with text: the task.
+fn task(log: &ConversationHistory) -> Option<String> {
+    log.records().iter().find_map(|r| {
+        let text = r.message.role == Role::User
+            && r.message.content.parts.iter().any(|p| matches!(p, Part::Text { text, .. } if !text.trim().is_empty()));
+        text.then(|| r.id.clone())
+    })
+}
+
+fn replay(messages: &[Message], options: &BuildOptions) -> Result<(), TestCaseError> {
+    let mut log = ConversationHistory::new(ENCODING);
+    let mut compactor = Compactor::new();
+    let mut previous: Option<(Option<Value>, Vec<Value>)> = None;
+    let max = options.budget.as_ref().map(BudgetOptions::max_tokens).unwrap_or(usize::MAX);
+    for (k, message) in messages.iter().enumerate() {
+        // A model call answers what was logged last: a user request, tool results, instructions
+        // (an assistant message right after another is the same response, logged in two).
+        let before_a_call = message.role == Role::Assistant
+            && log.records().last().is_some_and(|last| last.message.role != Role::Assistant);
+        if before_a_call {
+            let mut outcome = match compactor.build(&mut log, options, &[], &[]) {
+                Ok(outcome) => outcome,
+                // A budget too small for the system prompt is said so, never a wrong context.
+                Err(error) => {
+                    prop_assert_eq!(error.kind, ErrorKind::InvalidArgument, "{}", error);
+                    previous = None;
+                    continue;
+                }
+            };
+            // An external summary comes back before the call, as `compact()` has it.
+            if let Some(request) = outcome.summary_request.clone() {
+                compactor.begin_summary(&request.id).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                compactor
+                    .complete_summary(&request.id, "{\"done\": [\"earlier work\"]}", None, ENCODING)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                outcome =
+                    compactor.build(&mut log, options, &[], &[]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            }
+            let context = &outcome.context;
+            let cache = context.receipt.cache.expect("every build reports the cache");
+            let request = compactor.request_value(context).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
+            prop_assert!(context.tokens.total <= max, "{} tokens over {}", context.tokens.total, max);
+            if let Some(task) = task(&log) {
+                let held = context.messages.iter().any(|m| m.sources.contains(&task));
+                prop_assert!(held, "call {}: the task {} is not in the context", k, task);
+            }
+            let units = cache_units(&request, options.format);
+            match (&previous, cache.event) {
+                (Some(before), false) => {
+                    prop_assert!(
+                        extends(before, &units),
+                        "call {}: no event, yet the request does not extend the last one ({:?})\nbefore {}\nafter  {}",
+                        k,
+                        cache,
+                        serde_json::to_string(&before.1).unwrap_or_default(),
+                        serde_json::to_string(&units.1).unwrap_or_default()
+                    );
+                    prop_assert!(matches!(cache.change, Change::Appended | Change::Unchanged));
+                }
+                (_, true) => {
+                    let reason = cache.reason.expect("an event says why");
+                    prop_assert!(
+                        matches!(
+                            reason,
+                            EventReason::First
+                                | EventReason::Budget
+                                | EventReason::Window
+                                | EventReason::Repair
+                                | EventReason::Summary
+                        ) || (reason == EventReason::System && options.format == Format::Anthropic),
+                        "call {}: event for {:?}",
+                        k,
+                        reason
+                    );
+                    // Past the budget: the context as it was plus what was logged since would not fit.
+                    if reason == EventReason::Budget {
+                        prop_assert!(context.tokens.total <= max);
+                    }
+                }
+                (None, false) => {}
+            }
+            previous = Some(units);
+        }
+        let _ = log.append_all(vec![message.clone()]);
+    }
+    Ok(())
+}
+
+fn scaled_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).map_or(default, |n: u32| (n / 10).max(1))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: scaled_cases(400), max_shrink_iters: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn replayed_contexts_only_grow_between_events(
+        events in prop::collection::vec(event(), 1..120),
+        budget in 600u32..12_000,
+        low_water in 0.2f64..0.9,
+        summary in 0u8..3,
+        steps in 1usize..5,
+        source in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic)],
+        format in prop_oneof![Just(Format::OpenAi), Just(Format::Anthropic), Just(Format::Responses), Just(Format::AiSdk)],
+    ) {
+        let messages = history(&events, source);
+        replay(&messages, &options(format, budget, low_water, summary, steps))?;
+    }
+}
