@@ -137,6 +137,14 @@ export type StorageFailure =
   | "blocked"
   /** A transaction failed part-way and was rolled back: nothing of it was stored. */
   | "aborted"
+  /**
+   * The storage could not be reached (a database server down, restarting, or out of
+   * connections). Whether a write that was under way when the connection broke was stored is
+   * unknown to the caller; the session store finds out at its next save.
+   */
+  | "unavailable"
+  /** The storage was written by a newer version of this library (a newer schema): upgrade it. */
+  | "version"
   /** The storage refused the operation for another reason (an I/O error, a permission). */
   | "failed";
 
