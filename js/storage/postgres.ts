@@ -61,6 +61,8 @@ type PgQuery = { text: string; values?: unknown[] };
 export interface PgClient {
   query(query: PgQuery): Promise<PgResult>;
   release(error?: Error | boolean): void;
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  removeListener?(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /** What this adapter needs of a `pg.Pool` (the `pg` package's; `pg` itself is not imported). */
@@ -90,6 +92,8 @@ interface Frame {
   active: boolean;
   /** A statement failed: the transaction is aborted, and rolled back at the end. */
   failed?: unknown;
+  /** The statement last sent: a client runs one at a time (loads made together queue here). */
+  last: Promise<unknown>;
 }
 
 const frames = new AsyncLocalStorage<Frame>();
@@ -193,7 +197,7 @@ export class PostgresAdapter implements StorageAdapter {
     if (version > SCHEMA_VERSION) throw newerSchema(where, version);
     if (version === SCHEMA_VERSION) return;
     const dialect: Dialect = { bytes: "bytea", tableOptions: "", table: (name) => `${quote(this.#schema)}.${quote(name)}` };
-    const client = await this.#connect();
+    const { client, release } = await this.#checkOut();
     let broken: Error | undefined;
     try {
       await client.query({ text: "BEGIN" });
@@ -215,8 +219,27 @@ export class PostgresAdapter implements StorageAdapter {
       await client.query({ text: "ROLLBACK" }).catch((e: Error) => (broken = e));
       throw pgError(`migrating ${where}`, error);
     } finally {
-      client.release(broken ?? false);
+      release(broken);
     }
+  }
+
+  /**
+   * A client of the pool, within `lockTimeoutMs`, and the release that hands it back. A checked
+   * out client whose connection breaks emits `error`, which would end the process unheard: it is
+   * heard here, and the client dropped from the pool when released.
+   */
+  async #checkOut(): Promise<{ client: PgClient; release: (broken?: Error) => void }> {
+    const client = await this.#connect();
+    let failure: Error | undefined;
+    const heard = (error: Error) => (failure = error);
+    client.on?.("error", heard);
+    return {
+      client,
+      release: (broken) => {
+        client.removeListener?.("error", heard);
+        client.release(broken ?? failure ?? false);
+      },
+    };
   }
 
   /** A client of the pool, within `lockTimeoutMs`. */
@@ -259,13 +282,18 @@ export class PostgresAdapter implements StorageAdapter {
         throw pgError(action, error);
       }
     }
-    if (frame.failed) throw new StorageError(`${action} failed: an earlier statement of the lock's transaction failed, which PostgreSQL then aborted`, { reason: "aborted", cause: frame.failed });
-    try {
-      return await frame.client.query({ text, values });
-    } catch (error) {
-      frame.failed = error;
-      throw pgError(action, error);
-    }
+    const run = async () => {
+      if (frame.failed) throw new StorageError(`${action} failed: an earlier statement of the lock's transaction failed, which PostgreSQL then aborted`, { reason: "aborted", cause: frame.failed });
+      try {
+        return await frame.client.query({ text, values });
+      } catch (error) {
+        frame.failed = error;
+        throw pgError(action, error);
+      }
+    };
+    const result = frame.last.then(run, run);
+    frame.last = result.catch(() => {});
+    return result;
   }
 
   async load(key: StorageKey): Promise<string | undefined> {
@@ -341,9 +369,9 @@ export class PostgresAdapter implements StorageAdapter {
   }
 
   async #locked<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const client = await this.#connect();
+    const { client, release } = await this.#checkOut();
     let broken: Error | undefined;
-    const frame: Frame = { pool: this.#pool, schema: this.#schema, client, active: false };
+    const frame: Frame = { pool: this.#pool, schema: this.#schema, client, active: false, last: Promise.resolve() };
     try {
       try {
         await client.query({ text: "BEGIN" });
@@ -362,6 +390,7 @@ export class PostgresAdapter implements StorageAdapter {
         result = await frames.run(frame, fn);
       } finally {
         frame.active = false;
+        await frame.last; // a statement fn did not wait for
       }
       if (frame.failed) {
         throw new StorageError(`a statement under the lock ${JSON.stringify(name)} failed, so nothing written under it was stored: ${(frame.failed as Error)?.message ?? frame.failed}`, {
@@ -388,7 +417,7 @@ export class PostgresAdapter implements StorageAdapter {
       throw error;
     } finally {
       // A client whose connection broke is dropped from the pool, not handed out again.
-      client.release(broken ?? false);
+      release(broken);
     }
   }
 
