@@ -138,6 +138,8 @@ export class PostgresAdapter implements StorageAdapter {
   readonly #schema: string;
   readonly #lockTimeoutMs: number;
   readonly #table: string;
+  /** The loads waiting to be read together, by where they run (a lock's transaction, or the pool). */
+  readonly #loads = new Map<Frame | PgPool, Array<{ key: Buffer; resolve: (value: string | undefined) => void; reject: (error: unknown) => void }>>();
   #closed = false;
 
   private constructor(options: PostgresOptions, schema: string) {
@@ -274,8 +276,12 @@ export class PostgresAdapter implements StorageAdapter {
   /** Runs one statement: in the transaction of the lock it runs under, else on the pool (a transaction of its own). */
   async #query(action: string, text: string, values: unknown[] = []): Promise<PgResult> {
     this.#check();
-    const frame = this.#frame();
-    if (!frame) {
+    return this.#send(this.#frame(), action, text, values);
+  }
+
+  /** Runs one statement in `frame`'s transaction, or on the pool. */
+  async #send(frame: Frame | undefined, action: string, text: string, values: unknown[]): Promise<PgResult> {
+    if (!frame?.active) {
       try {
         return await this.#pool.query({ text, values });
       } catch (error) {
@@ -296,10 +302,42 @@ export class PostgresAdapter implements StorageAdapter {
     return result;
   }
 
-  async load(key: StorageKey): Promise<string | undefined> {
+  /**
+   * Loads made in the same turn of the event loop (a session's tail, a listing's sessions) are
+   * read together, in one statement: one round trip, not one each.
+   */
+  load(key: StorageKey): Promise<string | undefined> {
     checkKey(key);
-    const { rows } = await this.#query(`reading ${JSON.stringify(key)}`, `SELECT value FROM ${this.#table} WHERE key = $1`, [encodeKey(key)]);
-    return rows.length === 0 ? undefined : decodeValue(rows[0].value as Buffer);
+    this.#check();
+    const frame = this.#frame();
+    const encoded = encodeKey(key);
+    return new Promise((resolve, reject) => {
+      let waiting = this.#loads.get(frame ?? this.#pool);
+      if (!waiting) {
+        this.#loads.set(frame ?? this.#pool, (waiting = []));
+        queueMicrotask(() => this.#readLoads(frame));
+      }
+      waiting.push({ key: encoded, resolve, reject });
+    });
+  }
+
+  #readLoads(frame: Frame | undefined): void {
+    const waiting = this.#loads.get(frame ?? this.#pool) ?? [];
+    this.#loads.delete(frame ?? this.#pool);
+    const reading =
+      waiting.length === 1
+        ? this.#send(frame, "reading a key", `SELECT key, value FROM ${this.#table} WHERE key = $1`, [waiting[0].key])
+        : this.#send(frame, `reading ${waiting.length} keys`, `SELECT key, value FROM ${this.#table} WHERE key = ANY($1::bytea[])`, [waiting.map((w) => w.key)]);
+    reading.then(
+      ({ rows }) => {
+        const values = new Map(rows.map((row) => [(row.key as Buffer).toString("latin1"), row.value as Buffer]));
+        for (const load of waiting) {
+          const value = values.get(load.key.toString("latin1"));
+          load.resolve(value === undefined ? undefined : decodeValue(value));
+        }
+      },
+      (error) => waiting.forEach((load) => load.reject(error)),
+    );
   }
 
   async save(key: StorageKey, value: string): Promise<void> {
@@ -374,10 +412,9 @@ export class PostgresAdapter implements StorageAdapter {
     const frame: Frame = { pool: this.#pool, schema: this.#schema, client, active: false, last: Promise.resolve() };
     try {
       try {
-        await client.query({ text: "BEGIN" });
-        await client.query({ text: `SET LOCAL lock_timeout = ${Math.ceil(this.#lockTimeoutMs)}` });
+        // One round trip (the simple protocol runs the three in order; the keys are numbers).
         const [a, b] = lockKeys(`${this.#schema}\u0000${name}`);
-        await client.query({ text: "SELECT pg_advisory_xact_lock($1::int4, $2::int4)", values: [a, b] });
+        await client.query({ text: `BEGIN; SET LOCAL lock_timeout = ${Math.ceil(this.#lockTimeoutMs)}; SELECT pg_advisory_xact_lock(${a}, ${b})` });
       } catch (error) {
         if (failureOf(error) === "blocked") {
           throw new StorageError(`the lock ${JSON.stringify(name)} is held by another process for more than ${this.#lockTimeoutMs} ms`, { reason: "blocked", cause: error });
