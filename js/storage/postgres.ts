@@ -402,8 +402,26 @@ export class PostgresAdapter implements StorageAdapter {
     this.#check();
     if (typeof name !== "string") throw new InvalidArgumentError("a lock's name must be a string");
     if (typeof fn !== "function") throw new InvalidArgumentError("lock takes a function to run");
-    // One waiter per name in this process: the others queue here, not on pool connections.
-    return frames.exit(() => serially(`${this.name}\u0000${name}`, () => this.#locked(name, fn)));
+    // One waiter per name in this process: the others queue here, not on pool connections, as
+    // long as they would wait for the server.
+    return frames.exit(() => {
+      let started = false;
+      let abandoned = false;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const running = serially(`${this.name}\u0000${name}`, () => {
+        if (abandoned) return Promise.resolve(undefined as T);
+        started = true;
+        return this.#locked(name, fn);
+      });
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          if (started) return;
+          abandoned = true;
+          reject(new StorageError(`the lock ${JSON.stringify(name)} is held by another call of this process for more than ${this.#lockTimeoutMs} ms`, { reason: "blocked" }));
+        }, this.#lockTimeoutMs);
+      });
+      return Promise.race([running, timeout]).finally(() => clearTimeout(timer));
+    });
   }
 
   async #locked<T>(name: string, fn: () => Promise<T>): Promise<T> {
