@@ -250,22 +250,28 @@ test("postgres: the server restarted mid-run: typed errors, nothing half-written
   for (const id of ids) assert.deepEqual(byProcess(tags, id), range(60), `${id}'s appends, once each, in order`);
 });
 
-/** A TCP proxy to the server that, when armed, forwards the next COMMIT and cuts the client off before its reply. */
+/**
+ * A TCP proxy to the server that, when armed, forwards the next COMMIT, and drops the server's
+ * reply to it (the commit is done) and the client's connection.
+ */
 async function commitCutter() {
   const state = { armed: false, cut: 0 };
   const proxy = createServer((client) => {
     const upstream = connect(server.port, "127.0.0.1");
+    let cutting = false;
     client.on("data", (chunk) => {
       if (state.armed && chunk.includes(Buffer.from("COMMIT\0"))) {
         state.armed = false;
-        state.cut++;
-        upstream.end(chunk); // the server commits, and its reply goes nowhere
-        client.destroy();
-        return;
+        cutting = true;
       }
       upstream.write(chunk);
     });
-    upstream.on("data", (chunk) => client.write(chunk));
+    upstream.on("data", (chunk) => {
+      if (!cutting) return client.write(chunk);
+      state.cut++;
+      client.destroy();
+      upstream.end();
+    });
     client.on("error", () => upstream.destroy());
     upstream.on("error", () => client.destroy());
     client.on("close", () => upstream.end());
