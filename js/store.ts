@@ -1057,7 +1057,8 @@ export class StoredSession {
    * `leaseMs` (default 60 s) and is renewed every third of that while the summariser works, so a
    * holder that died blocks the others for at most `leaseMs`; a compaction its holder left
    * under way is cancelled by the next one. Without `summarize` (the built-in extractive summary,
-   * made in the call) no lease is taken. The session catches up first, and is saved after.
+   * made in the call), or when no summary is due, no lease is taken. The session catches up
+   * first, and is saved after.
    */
   async compact(options: CompactOptions & { leaseMs?: number } = {}): Promise<BuildResult> {
     const { leaseMs = LEASE_MS, ...rest } = options ?? {};
@@ -1068,6 +1069,13 @@ export class StoredSession {
       const result = compact(this.history, rest);
       await this.flush();
       return result;
+    }
+    // Most turns need no summary: then no lease is taken (a build, as compact() makes first).
+    const { summarize: _, ...build } = rest;
+    const probe = this.history.build({ ...build, summary: { ...(build.summary ?? {}), summarizer: "external" } });
+    if (!probe.summaryRequest) {
+      await this.flush();
+      return probe;
     }
     const holder = newId().replace(/^s-/, "lease-");
     const io = this.store.io;

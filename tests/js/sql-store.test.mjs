@@ -363,3 +363,25 @@ test("postgres: what a lock's function writes is rolled back when it throws", as
   assert.equal(await a.lock("x", async () => (await a.save(["k"], "v"), "done")), "done");
   assert.equal(await a.load(["k"]), "v");
 });
+
+test("postgres: compact() takes the lease only when a summary is due", async () => {
+  const where = place("postgres");
+  await makeSession(where, "small", 1);
+  await makeSession(where, "large", 40, " with a longer text to count, so that the history is well over the budget of this build");
+  const adapter = await openAdapter(where);
+  const store = await SessionStore.open(adapter, { autosave: false, broadcast: false });
+  try {
+    // Another holder's lease, on both sessions.
+    for (const id of ["small", "large"]) await adapter.save(["lease", id], JSON.stringify({ holder: "elsewhere", until: Date.now() + 60_000 }));
+    const options = { format: "openai", budget: { contextWindow: 3_000 }, summary: { triggerTokens: 1_000, targetTokens: 600, minMessages: 2, maxTokens: 500 }, keepRecentSteps: 1 };
+    let asked = 0;
+    const summarize = async () => (asked++, "a summary");
+    const small = await (await store.open("small")).compact({ ...options, summarize });
+    assert.equal(small.messages.length, 3, "built, with no summary due and no lease taken");
+    await assert.rejects((await store.open("large")).compact({ ...options, summarize }), (error) => error instanceof LeaseHeldError && error.expiresAt > Date.now());
+    assert.equal(asked, 0, "the model was not asked");
+  } finally {
+    await store.close();
+    await adapter.close();
+  }
+});
