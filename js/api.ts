@@ -43,6 +43,7 @@ export {
   InvalidArgumentError,
   NotFoundError,
   ConflictError,
+  LeaseHeldError,
   ResourceError,
   SummarizerError,
   CorruptRecordError,

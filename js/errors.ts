@@ -91,6 +91,22 @@ export class ConflictError extends ContextCompactorError {
 }
 
 /**
+ * Another process (or store) holds the compaction lease of the session (`StoredSession.compact`):
+ * it is running a compaction now. Try again after `expiresAt` at the latest (its holder renews the
+ * lease while it works, and removes it when done).
+ */
+export class LeaseHeldError extends ConflictError {
+  /** Milliseconds since the Unix epoch (the holder's clock) at which the lease lapses unless renewed. */
+  readonly expiresAt: number;
+
+  constructor(message: string, expiresAt: number) {
+    super(message);
+    this.name = "LeaseHeldError";
+    this.expiresAt = expiresAt;
+  }
+}
+
+/**
  * A call needed more than the host gives: memory (the wasm's 4 GB, or an engine's limit on a
  * string) or stack (a call made from deep recursion). Nothing the call was changing is half
  * done: it was refused before, or undone.
@@ -137,6 +153,14 @@ export type StorageFailure =
   | "blocked"
   /** A transaction failed part-way and was rolled back: nothing of it was stored. */
   | "aborted"
+  /**
+   * The storage could not be reached (a database server down, restarting, or out of
+   * connections). Whether a write that was under way when the connection broke was stored is
+   * unknown to the caller; the session store finds out at its next save.
+   */
+  | "unavailable"
+  /** The storage was written by a newer version of this library (a newer schema): upgrade it. */
+  | "version"
   /** The storage refused the operation for another reason (an I/O error, a permission). */
   | "failed";
 

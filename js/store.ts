@@ -14,7 +14,9 @@
 // The guarded class (js/guard.ts): objects `new Session` makes here must pass its checks.
 import { Session } from "./api.js";
 import type { ConversationHistory, MemoryModule, PullReport, SessionInfo, SessionOptions, StoredRecord } from "./wasm.js";
-import { ConflictError, ContextCompactorError, CorruptRecordError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
+import { ConflictError, ContextCompactorError, CorruptRecordError, InvalidArgumentError, LeaseHeldError, NotFoundError, StorageError } from "./errors.js";
+import { compact, type CompactOptions } from "./summarize.js";
+import type { BuildResult, Format, MessageInput } from "./wasm.js";
 import { storageError, type StorageAdapter, type StorageKey, type StorageWrite } from "./storage/adapter.js";
 import { SaveBeacon, withLock, type Announced } from "./storage/locks.js";
 
@@ -22,6 +24,24 @@ import { SaveBeacon, withLock, type Announced } from "./storage/locks.js";
 const metaKey = (id: string): StorageKey => ["s", id];
 const dataPrefix = (id: string): StorageKey => ["r", id];
 const DAY_MS = 86_400_000;
+/**
+ * The records the store keeps beside a session's (none is read by the core, each removed with
+ * the session): the marks of its last saves, its appends made with a key, its compaction lease.
+ */
+const SIDE_SPACES = ["w", "k", "lease"] as const;
+/**
+ * Where a save to a transactional adapter leaves its mark (a random id), in the same transaction:
+ * a save whose outcome was unknown (the connection broke as it committed) landed if and only if
+ * its mark is there. Slots go round: a mark stays readable for this many saves of the session.
+ */
+const MARK_SLOTS = 64;
+const markKey = (id: string, commit: number): StorageKey => ["w", id, String(commit % MARK_SLOTS).padStart(2, "0")];
+/** The record of an append made with the caller's key: the ids its messages got. */
+const appendKey = (id: string, key: string): StorageKey => ["k", id, key];
+/** The compaction lease of a session: who holds it, until when. */
+const leaseKey = (id: string): StorageKey => ["lease", id];
+/** How long a compaction lease lasts unless renewed (its holder renews it every third of this). */
+const LEASE_MS = 60_000;
 /** `exportSession`'s file: every record of one session, as stored. */
 const EXPORT_FORMAT = "context-compactor/stored-session";
 
@@ -143,6 +163,7 @@ function guarded(adapter: StorageAdapter): StorageAdapter {
     };
   return {
     name: adapter.name,
+    transactional: adapter.transactional === true,
     load: guard("load", "reading"),
     loadRange: guard("loadRange", "reading the records under"),
     remove: guard("remove", "removing"),
@@ -337,6 +358,8 @@ export class SessionStore {
     const meta = await this.io.load(metaKey(id));
     if (meta === undefined) {
       await this.io.removeRange(dataPrefix(id));
+      // A deleted session's keys must not make a new one's appends look made already.
+      for (const space of SIDE_SPACES) await this.io.removeRange([space, id]);
       // Before the session's first record: whoever sees the session sees its id.
       await writeChecked(this.io, [newScope(id)], `saving session ${id}'s storage id`);
       return true;
@@ -419,7 +442,9 @@ export class SessionStore {
     const handle = new StoredSession(this, session);
     const adding = this.locked(id, async () => {
       await this.#claim(id);
-      await handle.saveLocked();
+      return handle.saveLocked();
+    }).then((finish) => {
+      finish();
       return handle;
     });
     this.#opening.set(id, adding);
@@ -526,6 +551,7 @@ export class SessionStore {
       for (const { id } of stored) {
         await this.io.remove(metaKey(id));
         await this.io.removeRange(dataPrefix(id));
+        for (const space of SIDE_SPACES) await this.io.removeRange([space, id]);
         await this.io.remove(scopeKey(id));
       }
       return stored;
@@ -778,6 +804,10 @@ export class StoredSession {
   #queue: Promise<unknown> = Promise.resolve();
   #scheduled = false;
   #closed: "closed" | "deleted" | undefined;
+  /** The save whose outcome is unknown (`#settleDoubt`): its commit, the record that tells, the keys it stored. */
+  #doubt: { commit: number; probe?: StoredRecord; keys: string[] } | undefined;
+  /** Appends made with a key (`append`) not stored yet: their ids. */
+  readonly #keyed = new Map<string, string[]>();
 
   /** @internal */
   constructor(store: SessionStore, session: Session) {
@@ -854,31 +884,84 @@ export class StoredSession {
   flush(): Promise<void> {
     return this.#serially(async () => {
       if (this.#closed) return;
-      const probe = this.#raw.changes({ now: this.store.now() });
-      if (probe.records.length === 0 && probe.remove.length === 0) return;
-      await this.store.locked(this.id, () => this.saveLocked());
+      // (In doubt, `changes()` must wait: the save in doubt is the one it would replace.)
+      if (!this.#doubt) {
+        const probe = this.#raw.changes({ now: this.store.now() });
+        if (probe.records.length === 0 && probe.remove.length === 0) return;
+      }
+      const finish = await this.store.locked(this.id, () => this.saveLocked());
+      finish();
     });
   }
 
-  /** @internal The save itself; the caller holds the session's lock. */
-  async saveLocked(): Promise<void> {
+  /**
+   * @internal The save itself; the caller holds the session's lock. `before` runs once this
+   * session caught up with the stored one, before its changes are taken. Resolves to what the
+   * caller does once the lock is released: only then is a transactional adapter's write stored.
+   */
+  async saveLocked(before?: () => Promise<void>): Promise<() => void> {
     const adapter = this.store.io;
     const { stored, storage } = await this.#catchUp();
     if (!stored && this.#raw.savedCommit > 0) {
       this.forget("deleted");
       throw new NotFoundError(`session ${JSON.stringify(this.id)} was deleted from the storage by another tab or process; its unsaved changes are only in memory`);
     }
+    await before?.();
     const changes = this.#raw.changes({ now: this.store.now() });
-    if (changes.records.length > 0) await writeChecked(adapter, changes.records, `saving session ${this.id}`);
-    this.#raw.markSaved(changes.commit);
+    const keyed = [...this.#keyed];
+    if (changes.records.length > 0) {
+      // Another process stored an append of one of these keys (its caller retried there): this
+      // session's copy of it must not be stored too.
+      const elsewhere = (await Promise.all(keyed.map(async ([key]) => ((await adapter.load(appendKey(this.id, key))) === undefined ? [] : [key])))).flat();
+      if (elsewhere.length > 0) {
+        this.forget("deleted");
+        throw new ConflictError(
+          `session ${JSON.stringify(this.id)}: the append of key ${JSON.stringify(elsewhere[0])} made here was stored by another process meanwhile; this handle's unsaved changes are dropped: open the session again`,
+        );
+      }
+      const records: StoredRecord[] = [...changes.records, ...keyed.map(([key, ids]) => ({ key: appendKey(this.id, key), value: JSON.stringify({ ids }) }))];
+      const mark = adapter.transactional ? { key: markKey(this.id, changes.commit), value: JSON.stringify(newId()) } : undefined;
+      if (mark) records.push(mark);
+      // Until the lock is released, whether this save is stored is unknown (see `#settleDoubt`).
+      this.#doubt = { commit: changes.commit, probe: mark ?? records[records.length - 1], keys: keyed.map(([key]) => key) };
+      await writeChecked(adapter, records, `saving session ${this.id}`);
+    } else {
+      this.#doubt = { commit: changes.commit, keys: [] };
+    }
     if (changes.remove.length > 0) {
       // Records nothing names any more: if removing them fails, the next load finds them again.
       await write(adapter, changes.remove.map((key) => ({ key, value: undefined })), "removing superseded records").catch(() => {});
     }
-    if (changes.records.length > 0) {
-      await this.store.saved(this.id, this.#raw.createdAt ?? 0, storage, changes.commit);
-      this.onchange?.({ type: "saved", commit: changes.commit });
-    }
+    if (changes.records.length > 0 && !adapter.transactional) await this.store.saved(this.id, this.#raw.createdAt ?? 0, storage, changes.commit);
+    return () => {
+      this.#saved(changes.commit, this.#doubt?.keys ?? []);
+      if (changes.records.length > 0) {
+        if (adapter.transactional) this.store.saved(this.id, this.#raw.createdAt ?? 0, storage, changes.commit).catch(() => {});
+        this.onchange?.({ type: "saved", commit: changes.commit });
+      }
+    };
+  }
+
+  /** The save of `commit` is stored, with the appends of `keys`. */
+  #saved(commit: number, keys: string[]): void {
+    this.#doubt = undefined;
+    this.#raw.markSaved(commit);
+    for (const key of keys) this.#keyed.delete(key);
+  }
+
+  /**
+   * Settles a save whose outcome is unknown (its write or its transaction's commit failed, and
+   * reading it back failed too), before anything else reads or writes the session: if it landed,
+   * it is this session's, not another writer's to pull (which would append its messages again).
+   * A transactional adapter's save is stored if and only if its mark is; another's if its last
+   * record is (its writes land in order). The caller holds the lock.
+   */
+  async #settleDoubt(): Promise<void> {
+    const doubt = this.#doubt;
+    if (!doubt) return;
+    const landed = doubt.probe === undefined || (await this.store.io.load(doubt.probe.key)) === doubt.probe.value;
+    if (landed) this.#saved(doubt.commit, doubt.keys);
+    else this.#doubt = undefined;
   }
 
   /**
@@ -887,6 +970,7 @@ export class StoredSession {
    * session's last message (one read when there are none), up to the latest save announced.
    */
   async #catchUp(): Promise<{ stored: boolean; report?: PullReport; storage?: string }> {
+    await this.#settleDoubt();
     const adapter = this.store.io;
     const key = metaKey(this.id);
     let stored = false;
@@ -907,6 +991,9 @@ export class StoredSession {
         const pulled = this.#raw.pull([...records, ...tail, { key, value: meta }]);
         if (pulled.commit !== before) {
           report = pulled;
+          // Unsaved appends made with a key moved after the other writer's messages.
+          const moved = new Map(pulled.renumbered.map((r) => [r.from, r.to]));
+          for (const [k, ids] of this.#keyed) this.#keyed.set(k, ids.map((id) => moved.get(id) ?? id));
           this.onchange?.({ type: "pulled", report: pulled });
         }
       }
@@ -925,6 +1012,134 @@ export class StoredSession {
         return report;
       });
     });
+  }
+
+  /**
+   * Appends `messages` and saves them, after what other processes saved: resolves to their ids
+   * once they are stored. With `key` (yours: a request id, say) an append is made once: a call
+   * with a key whose append is stored already (by this process or another, before a crash or a
+   * lost reply) resolves to the ids it got and appends nothing. Where the adapter is transactional
+   * (PostgreSQL, SQLite) the key is stored with the messages, in one transaction; elsewhere just
+   * after them, so that a process killed between the two leaves the messages without their key.
+   */
+  append(messages: MessageInput | readonly MessageInput[], options: { key?: string; format?: Format } = {}): Promise<string[]> {
+    const list = Array.isArray(messages) ? [...(messages as readonly MessageInput[])] : [messages as MessageInput];
+    const { key, format } = options ?? {};
+    if (key !== undefined && (typeof key !== "string" || key === "")) throw new InvalidArgumentError(`an append's key must be a non-empty string, got ${JSON.stringify(key)}`);
+    return this.#serially(async () => {
+      if (this.#closed) throw new ConflictError(`session ${JSON.stringify(this.id)} is ${this.#closed}`);
+      let ids: string[] | undefined;
+      const finish = await this.store.locked(this.id, () =>
+        this.saveLocked(async () => {
+          if (key !== undefined && this.#keyed.has(key)) {
+            ids = this.#keyed.get(key); // appended here by a call whose save failed: saved now
+            return;
+          }
+          const stored = key === undefined ? undefined : await this.store.io.load(appendKey(this.id, key));
+          if (stored !== undefined) {
+            ids = (JSON.parse(stored) as { ids: string[] }).ids;
+            return;
+          }
+          ids = this.#raw.history.appendMany(list, format);
+          if (key !== undefined) this.#keyed.set(key, ids);
+        }),
+      );
+      const appended = ids ?? [];
+      finish();
+      return appended;
+    });
+  }
+
+  /**
+   * `compact(history, options)` (a build that asks `options.summarize` for a summary when one is
+   * due, and stores it) holding the session's compaction lease: no other process or store runs a
+   * compaction of this session meanwhile. A lease held elsewhere is a `LeaseHeldError`. It lasts
+   * `leaseMs` (default 60 s) and is renewed every third of that while the summariser works, so a
+   * holder that died blocks the others for at most `leaseMs`; a compaction its holder left
+   * under way is cancelled by the next one. Without `summarize` (the built-in extractive summary,
+   * made in the call), or when no summary is due, no lease is taken. The session catches up
+   * first, and is saved after.
+   */
+  async compact(options: CompactOptions & { leaseMs?: number } = {}): Promise<BuildResult> {
+    const { leaseMs = LEASE_MS, ...rest } = options ?? {};
+    if (!(typeof leaseMs === "number" && leaseMs > 0 && Number.isFinite(leaseMs))) throw new InvalidArgumentError(`leaseMs must be a positive number of milliseconds, got ${String(leaseMs)}`);
+    await this.sync();
+    const summarize = rest.summarize;
+    if (!summarize) {
+      const result = compact(this.history, rest);
+      await this.flush();
+      return result;
+    }
+    // Most turns need no summary: then no lease is taken (a build, as compact() makes first).
+    const { summarize: _, ...build } = rest;
+    const probe = this.history.build({ ...build, summary: { ...(build.summary ?? {}), summarizer: "external" } });
+    if (!probe.summaryRequest) {
+      await this.flush();
+      return probe;
+    }
+    const holder = newId().replace(/^s-/, "lease-");
+    const io = this.store.io;
+    let lost: LeaseHeldError | undefined;
+    /** Takes or renews the lease (under the session's lock): a `LeaseHeldError` if another holds it. */
+    const claim = (first: boolean) =>
+      this.#serially(() =>
+        this.store.locked(this.id, async () => {
+          if (this.#closed) throw new ConflictError(`session ${JSON.stringify(this.id)} is ${this.#closed}`);
+          const now = this.store.now();
+          let current: { holder?: unknown; until?: unknown } | undefined;
+          try {
+            const text = await io.load(leaseKey(this.id));
+            current = text === undefined ? undefined : JSON.parse(text);
+          } catch (error) {
+            if (error instanceof ContextCompactorError) throw error;
+            current = undefined; // damaged: as none
+          }
+          const until = typeof current?.until === "number" ? current.until : 0;
+          if (current && current.holder !== holder && until > now) {
+            throw new LeaseHeldError(`session ${JSON.stringify(this.id)} is being compacted by another process (its lease lasts until ${new Date(until).toISOString()})`, until);
+          }
+          if (!first && current?.holder !== holder) throw new LeaseHeldError(`the compaction lease of session ${JSON.stringify(this.id)} lapsed and was taken over`, until);
+          if (first) {
+            await this.#catchUp();
+            // A compaction under way that no live lease covers: its holder is gone.
+            const pending = this.#raw.history.summaryState().inProgress;
+            if (pending) {
+              this.#raw.history.cancelSummary(pending.requestId);
+              this.changed();
+            }
+          }
+          await write(io, [{ key: leaseKey(this.id), value: JSON.stringify({ holder, until: now + leaseMs }) }], `taking the compaction lease of session ${this.id}`);
+        }),
+      );
+    await claim(true);
+    const renewing = setInterval(() => {
+      claim(false).catch((error) => {
+        if (error instanceof LeaseHeldError) lost = error;
+      });
+    }, Math.max(1, Math.floor(leaseMs / 3)));
+    (renewing as { unref?: () => void }).unref?.();
+    try {
+      const result = await compact(this.history, {
+        ...rest,
+        summarize: async (request) => {
+          const text = await summarize(request);
+          // Stored only while the lease is this call's: renewed now, or refused.
+          if (lost) throw lost;
+          await claim(false);
+          return text;
+        },
+      });
+      await this.flush();
+      return result;
+    } finally {
+      clearInterval(renewing);
+      await this.#serially(() =>
+        this.store.locked(this.id, async () => {
+          const text = await io.load(leaseKey(this.id));
+          if (text !== undefined && (JSON.parse(text) as { holder?: unknown }).holder === holder) await io.remove(leaseKey(this.id));
+        }),
+      ).catch(() => {}); // left to lapse
+    }
   }
 
   /** A sub-agent (`Session.spawnSubagent`), stored as a session of its own with this one as its parent. */

@@ -2,14 +2,18 @@
 # Installs what building and testing context-compactor needs, skipping what is already there.
 #   scripts/ensure-tools.sh            wasm32 target, rustfmt, clippy, wasm-bindgen-cli (= Cargo.lock), wasm-pack, npm packages
 #   scripts/ensure-tools.sh --browser  the same, plus Debian's chromium (and a CJK font) for the browser tests
+#   scripts/ensure-tools.sh --postgres the same, plus Debian's postgresql (its server binaries: the
+#                                      tests start their own server, tests/support/postgres.mjs)
 # Prints one line per tool: found / installed / skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_browser=0
+want_postgres=0
 for arg in "$@"; do
   case "$arg" in
     --browser) want_browser=1 ;;
+    --postgres) want_postgres=1 ;;
     *) echo "ensure-tools: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -116,5 +120,19 @@ if [[ $want_browser -eq 1 ]]; then
     say "CJK font" "installed (Debian fonts-ipafont-gothic)"
   else
     say "CJK font" "skipped: screenshots will show CJK text as boxes"
+  fi
+fi
+
+# 6. Debian's postgresql, for the PostgreSQL adapter's tests and bench/postgres.mjs (they run the
+# server themselves, as the unprivileged postgres user when run as root)
+if [[ $want_postgres -eq 1 ]]; then
+  pg_initdb() { compgen -G "/usr/lib/postgresql/*/bin/initdb" | sort -V | tail -n 1; }
+  if [[ -n $(pg_initdb) ]]; then
+    say "postgresql" "found $("$(pg_initdb)" --version | awk '{print $3}')"
+  elif apt_install postgresql && [[ -n $(pg_initdb) ]]; then
+    say "postgresql" "installed $("$(pg_initdb)" --version | awk '{print $3}') (Debian)"
+  else
+    echo "ensure-tools: PostgreSQL's server (initdb) is missing and could not be installed: run 'apt-get install postgresql' as root" >&2
+    exit 1
   fi
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser), checks
+# `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser --postgres), checks
 # the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh)
 # and the demo (scripts/build-demo.sh: www/dist), type-checks the TypeScript layer, tests/types and
 # www (tsc --noEmit), then runs
@@ -16,7 +16,7 @@ if [[ ! -d ../shared/fixtures ]]; then
   exit 1
 fi
 
-bash scripts/ensure-tools.sh --browser
+bash scripts/ensure-tools.sh --browser --postgres
 
 echo "test: cargo fmt --check"
 cargo fmt --check

@@ -51,6 +51,14 @@ export interface StorageAdapter {
    * (`navigator.locks`: every tab of the origin), else a lock within this JS realm.
    */
   lock?<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Optional: `true` when `lock(name, fn)` runs `fn` in one transaction (the SQL adapters): what
+   * `fn` writes through the adapter is stored when `lock` resolves, and nothing of it when `lock`
+   * rejects, unless the connection broke as it committed (then the outcome is unknown). The store
+   * then counts a save as done only once `lock` resolved, and marks each save so that it can tell
+   * later whether one whose outcome was unknown landed.
+   */
+  readonly transactional?: boolean;
   /** Optional: releases what the adapter holds (a database connection). Later calls throw a `StorageError`. */
   close?(): Promise<void>;
 }

@@ -159,6 +159,46 @@ export function runStorageAdapterSuite(options: StorageSuiteOptions): Promise<St
     }
   });
 
+  add("U+0000 and lone surrogates at the edges of segments keep keys apart, in order, in ranges and batches", async (a, k) => {
+    const keys = [k("a"), k("a\u0000"), k("a", "\u0000"), k("a\u0000", ""), k("\u0000"), k(""), k("a", ""), k("a\u0000b"), k("\u0000", "\u0000")];
+    for (const key of keys) await a.save(key, JSON.stringify(key));
+    same(keysOf(await a.loadRange(k())), [...keys].sort(compareKeys), "every key, in key order");
+    same(keysOf(await a.loadRange(k("a"))), [k("a"), k("a", ""), k("a", "\u0000")], 'loadRange(["a"]): not ["a\\u0000"]');
+    same(keysOf(await a.loadRange(k("a\u0000"))), [k("a\u0000"), k("a\u0000", "")], 'loadRange(["a\\u0000"]): not ["a\\u0000b"]');
+    same(keysOf(await a.loadRange(k("\u0000"))), [k("\u0000"), k("\u0000", "\u0000")], 'loadRange(["\\u0000"])');
+    for (const entry of await a.loadRange(k())) same(entry.value, JSON.stringify(entry.key), `the value of ${show(entry.key)}`);
+    await a.removeRange(k("a"));
+    same(keysOf(await a.loadRange(k())), [k(""), k("\u0000"), k("\u0000", "\u0000"), k("a\u0000"), k("a\u0000", ""), k("a\u0000b")], 'removeRange(["a"]) leaves ["a\\u0000"]');
+    // A lone surrogate in a prefix finds nothing stored (or is refused), and touches nothing.
+    for (const prefix of [k("\uD800"), k("a\uDC00")]) {
+      try {
+        same(await a.loadRange(prefix), [], `loadRange(${show(prefix)})`);
+        await a.removeRange(prefix);
+      } catch (error) {
+        if (!(error instanceof ContextCompactorError && error.code === "InvalidArgument")) throw new SuiteFailure(`a lone surrogate in a prefix must find nothing or be refused with an InvalidArgumentError, got ${String(error)}`);
+      }
+    }
+    same(keysOf(await a.loadRange(k())).length, 6, "nothing removed by those prefixes");
+    // A batch with a lone surrogate: stored whole (and read back exactly) or refused whole.
+    if (typeof a.saveBatch === "function") {
+      const batch = [
+        { key: k("batch", "nul"), value: "before \u0000 after" },
+        { key: k("batch", "lone"), value: "lone \uDFFF here" },
+        { key: k("batch", "\uD83D"), value: "key with half an emoji" },
+      ];
+      let stored = true;
+      try {
+        await a.saveBatch(batch);
+      } catch (error) {
+        if (!(error instanceof ContextCompactorError && error.code === "InvalidArgument")) throw new SuiteFailure(`a batch with a lone surrogate must be kept or refused with an InvalidArgumentError, got ${String(error)}`);
+        stored = false;
+      }
+      const found = await a.loadRange(k("batch"));
+      if (stored) same(found.map((e) => [e.key, e.value]), batch.map((w) => [w.key, w.value]).sort((x, y) => compareKeys(x[0] as StorageKey, y[0] as StorageKey)), "the batch, kept exactly");
+      else same(found, [], "nothing of the refused batch");
+    }
+  });
+
   add(`${appends.toLocaleString("en")} small appends, one at a time`, async (a, k) => {
     const t0 = Date.now();
     for (let i = 0; i < appends; i++) await a.save(k("log", String(i).padStart(6, "0")), `entry ${i}`);

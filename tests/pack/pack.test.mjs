@@ -39,6 +39,7 @@ test("the tarball holds the package and nothing else", () => {
     "dist/lite/node.js", "dist/lite/browser.js", "dist/lite/index.d.ts", "pkg-lite/context_compactor_bg.wasm",
     "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab", "dist/cli.js",
     "dist/storage/indexeddb.js", "dist/storage/fs.js", "dist/storage/conformance.js", "dist/storage/conformance.d.ts",
+    "dist/storage/postgres.js", "dist/storage/postgres.d.ts", "dist/storage/sqlite.js", "dist/storage/sqlite.d.ts", "dist/storage/sql.js",
     "dist/adapters/ai-sdk.js", "dist/adapters/ai-sdk.d.ts", "dist/adapters/openai-agents.js", "dist/adapters/openai-agents.d.ts"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
@@ -114,6 +115,27 @@ console.log(JSON.stringify({
   assert.deepEqual(result.ids, [83, 8251, 2488, 382, 2212, 0]);
   assert.match(result.resolved, /node_modules\/context-compactor\/dist\/lite\/node\.js$/);
   assert.equal(result.ranks, true, "rankFile() is the file the package exports as ./ranks/*");
+});
+
+test("Node ESM: the SQL adapters resolve from the installed tarball; their drivers are optional peers", () => {
+  writeFileSync(join(project, "check-sql.mjs"), `
+import { PostgresAdapter } from "context-compactor/storage/postgres";
+import { SqliteAdapter } from "context-compactor/storage/sqlite";
+import { StorageError, InvalidArgumentError } from "context-compactor";
+let sqlite, postgres;
+try { await SqliteAdapter.open({ path: "x.db" }); } catch (e) { sqlite = e instanceof StorageError && /npm install better-sqlite3/.test(e.message); }
+try { await PostgresAdapter.open({}); } catch (e) { postgres = e instanceof InvalidArgumentError && /pg\\.Pool/.test(e.message); }
+console.log(JSON.stringify({
+  sqlite, postgres,
+  resolved: [import.meta.resolve("context-compactor/storage/postgres"), import.meta.resolve("context-compactor/storage/sqlite")],
+}));
+`);
+  const result = JSON.parse(run("node", ["check-sql.mjs"], project));
+  console.log(`# node sql: ${JSON.stringify(result)}`);
+  assert.equal(result.sqlite, true, "without better-sqlite3 installed, a StorageError that says how to install it");
+  assert.equal(result.postgres, true, "a missing pool is a typed error (pg itself is never imported)");
+  assert.match(result.resolved[0], /node_modules\/context-compactor\/dist\/storage\/postgres\.js$/);
+  assert.match(result.resolved[1], /node_modules\/context-compactor\/dist\/storage\/sqlite\.js$/);
 });
 
 test("TypeScript: the shipped declarations type-check a consumer (nodenext and bundler resolution)", () => {
