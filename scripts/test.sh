@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser), checks
 # the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh)
-# and the demo (scripts/build-demo.sh: www/dist), type-checks the TypeScript layer, tests/types and
+# and the demo (scripts/build-demo.sh: www/dist), checks the sizes the docs state (scripts/sizes.mjs), type-checks the TypeScript layer, tests/types and
 # www (tsc --noEmit), then runs
 #   1. cargo test                        the Rust core, natively
 #   2. node --test tests/js/             the package's Node entry against the shared fixtures
@@ -25,6 +25,10 @@ cargo clippy --all-targets -- -D warnings
 
 SKIP_ENSURE_TOOLS=1 bash scripts/build.sh
 bash scripts/build-demo.sh
+
+# The download sizes the docs state are the build's (scripts/sizes.mjs --write updates them).
+echo "test: download sizes in the docs"
+node scripts/sizes.mjs --check
 
 # The TypeScript layer (the build compiled it; this checks it on its own) and what a consumer
 # types against the providers' SDKs (tests/types, through the built package).
