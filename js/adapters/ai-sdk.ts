@@ -3,10 +3,11 @@
  * of `generateText`/`streamText`, within the model's budget, with the build's receipt.
  *
  * The history is the lossless record: the helper appends to it what the SDK's list holds beyond
- * it, then builds. In `prepareStep` that list is `initialMessages` + `responseMessages` (never
- * the step's `messages`, which after the first override are the compacted ones), so nothing the
- * model said is lost when a step is sent less. Types only come from `ai`: nothing of it is
- * bundled or imported at run time.
+ * it, then builds. In `prepareStep` (`ai` 5, 6 and 7; see {@link PrepareStepInput}) that is
+ * what each step adds: its initial and response messages, and in `ai` 7 the steering messages
+ * (never `ai` 7's `messages`, which after the first override are the compacted ones), so nothing
+ * the model said or was told is lost when a step is sent less. Types only come from `ai`: nothing
+ * of it is bundled or imported at run time.
  */
 import type { ModelMessage, UIMessage } from "ai";
 import type { BuildOptions, BuildResult, ConversationHistory, Receipt } from "../api.js";
@@ -41,11 +42,23 @@ export function compactMessages(
   return { messages, receipt: result.receipt, result };
 }
 
-/** What `prepareStep` is given that the helper reads (a subset of the SDK's options). */
+/** The AI SDK (`ai`) majors the adapter supports: the `peerDependencies` range says the same. */
+export const SUPPORTED_AI_MAJORS = "5, 6 and 7";
+
+/**
+ * What `prepareStep` is given that the helper reads, in each supported major of `ai`:
+ * - `ai` 5 and 6: `messages`, the initial messages and every step's response messages so far
+ *   (rebuilt each step: a `messages` override applies to its step only);
+ * - `ai` 7: `initialMessages` and `responseMessages` (its `messages` carry the last override
+ *   forward, so they are the compacted ones), and `experimental_steeringMessages`, the user
+ *   messages `experimental_steering` added for this step, which come after the responses so far.
+ */
 export interface PrepareStepInput {
   stepNumber: number;
-  initialMessages: ModelMessage[];
-  responseMessages: ReadonlyArray<ModelMessage>;
+  messages?: ReadonlyArray<ModelMessage>;
+  initialMessages?: ReadonlyArray<ModelMessage>;
+  responseMessages?: ReadonlyArray<ModelMessage>;
+  experimental_steeringMessages?: ReadonlyArray<ModelMessage>;
 }
 
 export interface CompactingPrepareStep {
@@ -54,10 +67,41 @@ export interface CompactingPrepareStep {
   readonly last: CompactedMessages | undefined;
 }
 
+const isList = (value: unknown): value is ReadonlyArray<ModelMessage> => Array.isArray(value);
+
+/** The SDK's step input as the messages it adds since `seen`, in order (throws for an `ai` outside the range). */
+function addedInStep(input: PrepareStepInput, seen: { initial: number; responses: number }): ModelMessage[] {
+  if (input === null || typeof input !== "object") {
+    throw new InvalidArgumentError(`compactingPrepareStep: prepareStep was called with ${input === null ? "null" : typeof input}, not the AI SDK's step options`);
+  }
+  if (isList(input.initialMessages) && isList(input.responseMessages)) {
+    // ai 7: what was added since the last step (steering messages after this step's responses).
+    const added = [...input.initialMessages.slice(seen.initial), ...input.responseMessages.slice(seen.responses)];
+    seen.initial = Math.max(seen.initial, input.initialMessages.length);
+    seen.responses = input.responseMessages.length;
+    const steering = input.experimental_steeringMessages;
+    if (steering !== undefined && !isList(steering)) {
+      throw new InvalidArgumentError("compactingPrepareStep: experimental_steeringMessages is not a list of messages");
+    }
+    return [...added, ...(steering ?? [])];
+  }
+  if (isList(input.messages) && input.initialMessages === undefined) {
+    // ai 5 and 6: the whole list, rebuilt each step from the initial and response messages.
+    const added = input.messages.slice(seen.initial);
+    seen.initial = Math.max(seen.initial, input.messages.length);
+    return added;
+  }
+  const keys = Object.keys(input).sort().join(", ");
+  throw new InvalidArgumentError(
+    `compactingPrepareStep: prepareStep was called with { ${keys} }, without the messages of the AI SDK (\`ai\`) ${SUPPORTED_AI_MAJORS}: ` +
+      "install a supported major of `ai` (ai 4 and earlier have no step messages)",
+  );
+}
+
 /**
- * A `prepareStep` for `generateText`/`streamText`/`ToolLoopAgent` that sends each step the
- * compacted conversation. One history per run: `history` starts empty (or holding earlier turns
- * that `initialMessages` repeats).
+ * A `prepareStep` for `generateText`/`streamText`/`ToolLoopAgent` (`ai` 5, 6 and 7) that sends
+ * each step the compacted conversation. One history per run: `history` starts empty (or holding
+ * earlier turns that the run's initial messages repeat, as many as it holds).
  */
 export function compactingPrepareStep(
   history: ConversationHistory,
@@ -65,10 +109,18 @@ export function compactingPrepareStep(
 ): CompactingPrepareStep {
   const { onStep, ...build } = options;
   let last: CompactedMessages | undefined;
+  // How many of the run's initial (ai 5, 6: all) and response messages the history holds.
+  let seen: { initial: number; responses: number } | undefined;
   const prepare = (input: PrepareStepInput) => {
-    last = compactMessages(history, [...input.initialMessages, ...input.responseMessages], build);
+    seen ??= { initial: history.length, responses: 0 };
+    const added = addedInStep(input, seen);
+    if (added.length > 0) history.appendMany(added, "ai-sdk");
+    const result = history.build({ ...build, format: "ai-sdk" });
+    // The package's ModelMessage type is a subset of the SDK's (tests/types/formats.ts checks it).
+    const messages: ModelMessage[] = result.messages;
+    last = { messages, receipt: result.receipt, result };
     onStep?.(last, input.stepNumber);
-    return { messages: last.messages };
+    return { messages };
   };
   return Object.defineProperty(prepare, "last", { get: () => last }) as CompactingPrepareStep;
 }
