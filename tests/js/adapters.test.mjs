@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { ConversationHistory, InvalidArgumentError, Tokenizer, validateMessages } from "context-compactor";
 import { compactMessages, compactingPrepareStep } from "context-compactor/ai-sdk";
-import { CompactingSession, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
+import { CompactingSession, compactingInputFilter, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
 import * as ai5 from "ai-v5";
 import * as ai5test from "ai-v5/test";
 import * as ai6 from "ai-v6";
@@ -303,3 +303,66 @@ test(`an OpenAI Agents SDK loop of ${STEPS} model calls through CompactingSessio
   assert.deepEqual(await session.getItems(), []);
   console.log(`# openai-agents: ${calls} calls over ${turn} runs, ${builds.length} builds`);
 });
+
+for (const streamed of [false, true]) {
+  test(`an OpenAI Agents SDK run of ${STEPS} model calls${streamed ? ", streamed," : ""} through compactingInputFilter`, async () => {
+    const history = new ConversationHistory({ format: "openai-responses" });
+    const builds = [];
+    const callModelInputFilter = compactingInputFilter(history, { build: { budget: { maxTokens: BUDGET } }, onBuild: (b) => builds.push(b) });
+    let calls = 0;
+    let buildsBefore = 0;
+    /** The model's answer to `request`: a function call until the last call, then the answer. */
+    const respond = (request) => {
+      calls += 1;
+      const input = getInputItems(request.input);
+      assert.deepEqual(validateMessages(input, "openai-responses"), [], `call ${calls}: the request is valid`);
+      const counted = tokenizer.countMessages(input.filter((i) => i.type !== "reasoning"), { format: "openai-responses" });
+      assert.ok(counted.total <= BUDGET, `call ${calls}: ${counted.total} ≤ ${BUDGET} tokens`);
+      assert.equal(builds.length, buildsBefore + calls, "the filter built the input of every call");
+      const output = calls === STEPS
+        ? [{ type: "message", role: "assistant", status: "completed", id: `msg_${calls}`, content: [{ type: "output_text", text: "All orders done." }] }]
+        : [
+            { type: "reasoning", id: `rs_${calls}`, content: [], providerData: { encryptedContent: `enc-${calls}` } },
+            { type: "function_call", id: `fc_${calls}`, callId: `call_${calls}`, name: "search", arguments: JSON.stringify({ order: calls }), status: "completed" },
+          ];
+      return { output, usage: { requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 }, responseId: `resp_${calls}` };
+    };
+    const model = {
+      async getResponse(request) {
+        return respond(request);
+      },
+      async *getStreamedResponse(request) {
+        const { output, usage, responseId } = respond(request);
+        yield { type: "response_started" };
+        yield { type: "response_done", response: { id: responseId, usage, output } };
+      },
+    };
+    const search = agentTool({
+      name: "search",
+      description: "Looks an order up",
+      parameters: { type: "object", properties: { order: { type: "number" } }, required: ["order"], additionalProperties: false },
+      strict: true,
+      execute: async ({ order }) => lookup(order),
+    });
+    const agent = new Agent({ name: "clerk", instructions: "Look orders up, one at a time.", model, tools: [search] });
+    const runner = new Runner({ tracingDisabled: true, callModelInputFilter });
+    const result = await runner.run(agent, "Look up every order.", { maxTurns: STEPS + 1, stream: streamed });
+    if (streamed) await result.completed;
+    assert.equal(result.finalOutput, "All orders done.");
+    assert.equal(calls, STEPS);
+    // Lossless: the user's message, and each call's reasoning, function call and its output, once.
+    assert.equal(history.length, 1 + 3 * (STEPS - 1));
+    const outputs = history.messages("openai-responses").filter((m) => m.type === "function_call_output").map((m) => m.output);
+    assert.deepEqual(outputs, Array.from({ length: STEPS - 1 }, (_, i) => lookup(i + 1)), "every tool output whole");
+    assert.ok(history.tokenCount().total > 5 * BUDGET, "the run was far over the budget");
+    assert.equal(callModelInputFilter.lastBuild, builds.at(-1));
+    // A second run that repeats the conversation (result.history) continues the same history.
+    calls = STEPS - 1;
+    buildsBefore = builds.length - calls;
+    const again = await runner.run(agent, [...result.history, { role: "user", content: "And order 500?" }], { maxTurns: 3 });
+    assert.equal(again.finalOutput, "All orders done.");
+    assert.equal(history.length, 1 + 3 * (STEPS - 1) + 2, "the first run's answer and the new question, nothing twice");
+    console.log(`# openai-agents filter${streamed ? " (streamed)" : ""}: ${STEPS} calls in one run, history ${history.tokenCount().total} tokens, last input ${builds.at(-1).receipt.tokensAfter}`);
+    history.free();
+  });
+}
