@@ -2,7 +2,7 @@
  * The agent side of the memory module: a turn summarised by the caller's model, and a model's
  * `recall_context` call answered with the tool result to append.
  */
-import type { AnthropicToolUseBlock, ContextSnapshot, Format, MemoryModule, Message, OpenAIToolCall, TurnInput } from "./wasm.js";
+import type { ContextSnapshot, Format, MemoryModule, Message, ToolCallInput, TurnInput } from "./wasm.js";
 import { ContextCompactorError, InvalidArgumentError, SummarizerError, describe } from "./errors.js";
 import { summarizeWithin, summaryTimeout } from "./summarize.js";
 import type { Summarizer } from "./summarize.js";
@@ -57,7 +57,7 @@ export async function recordTurn(memory: MemoryModule, options: RecordTurnOption
 }
 
 /** A `recall_context` call as the model made it: OpenAI's tool call or Anthropic's `tool_use` block. */
-export type RecallCall = OpenAIToolCall | AnthropicToolUseBlock;
+export type RecallCall = ToolCallInput;
 
 /**
  * Runs a model's `recall_context` call and returns the message that answers it, ready to append.

@@ -32,10 +32,12 @@ node scripts/sizes.mjs --check
 
 # The TypeScript layer (the build compiled it; this checks it on its own) and what a consumer
 # types against the providers' SDKs (tests/types, through the built package).
-echo "test: tsc --noEmit (js/, tests/types/, www/)"
+echo "test: tsc --noEmit (js/, tests/types/, www/, the README's blocks)"
 node_modules/.bin/tsc -p tsconfig.json --noEmit
 node_modules/.bin/tsc -p tests/types/tsconfig.json
 node_modules/.bin/tsc -p www/tsconfig.json
+# Every TypeScript block of the README, as a user pastes it, against openai 7 and 6.
+node scripts/readme-types.mjs
 
 echo "test: cargo test"
 cargo test ${CARGO_TEST_ARGS:-}
