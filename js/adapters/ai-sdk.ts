@@ -9,7 +9,7 @@
  * the model said or was told is lost when a step is sent less. Types only come from `ai`: nothing
  * of it is bundled or imported at run time.
  */
-import type { ModelMessage, UIMessage } from "ai";
+import type { ModelMessage, ToolSet, UIMessage } from "ai";
 import type { BuildOptions, BuildResult, ConversationHistory, Receipt } from "../api.js";
 import { InvalidArgumentError, InvalidMessageError } from "../errors.js";
 
@@ -123,6 +123,71 @@ export function compactingPrepareStep(
     return { messages };
   };
   return Object.defineProperty(prepare, "last", { get: () => last }) as CompactingPrepareStep;
+}
+
+// ---- Tool definitions (what the request sends beside the messages) ----------------------------
+
+/** A tool as OpenAI's Chat Completions API takes it (what `countRequest` counts). */
+export interface FunctionToolDefinition {
+  type: "function";
+  function: { name: string; description?: string; parameters: Record<string, unknown> };
+}
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * As the AI SDK sends a schema read from a Standard Schema (zod 4, …): every object closed
+ * (`additionalProperties: false`), as its `addAdditionalPropertiesToJsonSchema` does.
+ */
+function closeObjects(schema: JsonSchema): JsonSchema {
+  const visit = (value: unknown): unknown => (isObject(value) ? closeObjects(value) : value);
+  const type = schema.type;
+  if (type === "object" || (Array.isArray(type) && type.includes("object"))) {
+    const extra = schema.additionalProperties;
+    schema.additionalProperties = extra != null && typeof extra !== "boolean" ? visit(extra) : false;
+    if (isObject(schema.properties)) for (const key of Object.keys(schema.properties)) schema.properties[key] = visit(schema.properties[key]);
+  }
+  if (schema.items != null) schema.items = Array.isArray(schema.items) ? schema.items.map(visit) : visit(schema.items);
+  for (const key of ["anyOf", "allOf", "oneOf"]) if (Array.isArray(schema[key])) schema[key] = (schema[key] as unknown[]).map(visit);
+  if (isObject(schema.definitions)) for (const key of Object.keys(schema.definitions)) schema.definitions[key] = visit(schema.definitions[key]);
+  return schema;
+}
+
+/** A tool's input schema as JSON Schema, read as the AI SDK reads it (no framework imported). */
+function inputJsonSchema(name: string, schema: unknown): JsonSchema {
+  // No schema: the SDK sends an empty object schema.
+  if (schema == null) return { type: "object", properties: {}, additionalProperties: false };
+  // `jsonSchema(…)` and `zodSchema(…)` of `ai`: the schema is there.
+  if (isObject(schema) && "jsonSchema" in schema && "validate" in schema) {
+    const json = schema.jsonSchema;
+    if (isObject(json) && typeof (json as { then?: unknown }).then !== "function") return asJson(json, `tools.${name}.inputSchema`) as JsonSchema;
+  }
+  // A Standard Schema that converts itself (zod 4, …): what the SDK's `asSchema` does.
+  const standard = isObject(schema) ? (schema["~standard"] as { jsonSchema?: { input?: (o: { target: string }) => unknown } } | undefined) : undefined;
+  if (typeof standard?.jsonSchema?.input === "function") {
+    return closeObjects(asJson(standard.jsonSchema.input({ target: "draft-07" }), `tools.${name}.inputSchema`) as JsonSchema);
+  }
+  throw new InvalidArgumentError(
+    `tools.${name}.inputSchema cannot be read as JSON Schema without its library (a zod 3 schema?): wrap it in \`zodSchema()\` or \`jsonSchema()\` of \`ai\``,
+  );
+}
+
+/**
+ * The AI SDK tools (`tools` of `generateText`/`streamText`: `inputSchema` as `jsonSchema(…)`,
+ * `zodSchema(…)` or a zod 4 schema) as the function definitions a provider is sent, so that the
+ * budget can count them. Provider-defined tools (web search…) have no definition to count here.
+ */
+export function toolDefinitions(tools: ToolSet): FunctionToolDefinition[] {
+  if (!isObject(tools)) throw new InvalidArgumentError("toolDefinitions expects the AI SDK's tools: an object of tools by name");
+  const out: FunctionToolDefinition[] = [];
+  for (const [name, tool] of Object.entries(tools as Record<string, unknown>)) {
+    if (!isObject(tool)) throw new InvalidArgumentError(`tools.${name} is not a tool`);
+    if (tool.type === "provider-defined" || tool.type === "provider") continue;
+    const schema = inputJsonSchema(name, tool.inputSchema ?? tool.parameters);
+    const description = typeof tool.description === "string" ? { description: tool.description } : {};
+    out.push({ type: "function", function: { name, ...description, parameters: schema } });
+  }
+  return out;
 }
 
 // ---- UIMessages (what `useChat` apps store) -------------------------------------------------

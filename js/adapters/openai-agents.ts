@@ -221,3 +221,39 @@ export function compactingInputFilter(history: ConversationHistory, options: Com
   Object.defineProperty(filter, "lastBuild", { get: () => lastBuild });
   return filter as unknown as CompactingInputFilter;
 }
+
+/** A function tool as the Responses API takes it (what `countRequest` counts for that format). */
+export interface ResponsesFunctionTool {
+  type: "function";
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+  strict?: boolean;
+}
+
+/**
+ * The agent's function tools (`FunctionTool`: `name`, `description`, `parameters` as JSON Schema,
+ * `strict`) as the Responses function tools its OpenAI model sends, so that the budget can count
+ * them. Hosted tools (web search, file search…) have no definition to count here.
+ */
+export function agentToolDefinitions(tools: ReadonlyArray<unknown>): ResponsesFunctionTool[] {
+  if (!Array.isArray(tools)) throw new InvalidArgumentError("agentToolDefinitions expects an agent's tools: an array");
+  const out: ResponsesFunctionTool[] = [];
+  tools.forEach((tool: unknown, index) => {
+    const t = tool as { type?: unknown; name?: unknown; description?: unknown; parameters?: unknown; strict?: unknown } | null;
+    if (t === null || typeof t !== "object") throw new InvalidArgumentError(`tools[${index}] is not a tool`);
+    if (t.type !== "function") return;
+    if (typeof t.name !== "string") throw new InvalidArgumentError(`tools[${index}]: a function tool needs a string name`);
+    if (t.parameters === null || typeof t.parameters !== "object") {
+      throw new InvalidArgumentError(`tools[${index}] (${t.name}): parameters must be a JSON Schema object`);
+    }
+    out.push({
+      type: "function",
+      name: t.name,
+      ...(typeof t.description === "string" ? { description: t.description } : {}),
+      parameters: JSON.parse(JSON.stringify(t.parameters)) as Record<string, unknown>,
+      ...(typeof t.strict === "boolean" ? { strict: t.strict } : {}),
+    });
+  });
+  return out;
+}

@@ -8,8 +8,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { ConversationHistory, InvalidArgumentError, Tokenizer, validateMessages } from "context-compactor";
-import { compactMessages, compactingPrepareStep } from "context-compactor/ai-sdk";
-import { CompactingSession, compactingInputFilter, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
+import { compactMessages, compactingPrepareStep, toolDefinitions } from "context-compactor/ai-sdk";
+import { CompactingSession, agentToolDefinitions, compactingInputFilter, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
 import * as ai5 from "ai-v5";
 import * as ai5test from "ai-v5/test";
 import * as ai6 from "ai-v6";
@@ -19,6 +19,7 @@ import * as ai7test from "ai/test";
 import { Agent, Runner, tool as agentTool } from "@openai/agents";
 // The SDK's own converter (what its OpenAIResponsesModel sends), not exported by the package root.
 import { getInputItems } from "../../node_modules/@openai/agents-openai/dist/openaiResponsesConverter.mjs";
+import { convertTool } from "../../node_modules/@openai/agents-openai/dist/openaiResponsesModel.mjs";
 
 const STEPS = 200;
 const BUDGET = 6000;
@@ -366,3 +367,39 @@ for (const streamed of [false, true]) {
     history.free();
   });
 }
+
+test("toolDefinitions: the AI SDK's tools as the function definitions each major sends (jsonSchema, zodSchema, zod 4)", async () => {
+  const { z } = await import("zod");
+  for (const { major, ai, Mock, finish, usage } of MAJORS) {
+    const tools = {
+      search: searchTool(ai),
+      refund: ai.tool({ description: "Refunds an order", inputSchema: z.object({ order: z.number().describe("the order"), items: z.array(z.object({ sku: z.string() })).optional() }) }),
+      wrapped: ai.tool({ inputSchema: ai.zodSchema(z.object({ note: z.string() })) }),
+    };
+    let sent;
+    const model = new Mock({
+      doGenerate: async (options) => {
+        sent = options.tools;
+        return { content: [{ type: "text", text: "ok" }], finishReason: finish("stop"), usage, warnings: [] };
+      },
+    });
+    await ai.generateText({ model, tools, messages: [{ role: "user", content: "hi" }] });
+    const theirs = sent.map((t) => ({ type: "function", function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema } }));
+    assert.deepEqual(toolDefinitions(tools), theirs, `ai ${major}: what the model is sent`);
+  }
+  assert.throws(() => toolDefinitions({ bad: { inputSchema: { parse() {} } } }), (e) => e instanceof InvalidArgumentError && /tools\.bad\.inputSchema/.test(e.message));
+});
+
+test("agentToolDefinitions: an agent's function tools as the Responses tools its OpenAI model sends", () => {
+  const search = agentTool({
+    name: "search",
+    description: "Looks an order up",
+    parameters: { type: "object", properties: { order: { type: "number" } }, required: ["order"], additionalProperties: false },
+    strict: true,
+    execute: async () => "",
+  });
+  const theirs = convertTool(search).tool;
+  const [mine] = agentToolDefinitions([search]);
+  assert.deepEqual(mine, { type: theirs.type, name: theirs.name, description: theirs.description, parameters: theirs.parameters, strict: theirs.strict });
+  assert.throws(() => agentToolDefinitions([{ type: "function", name: "x" }]), InvalidArgumentError);
+});
