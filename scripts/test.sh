@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser), checks
 # the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh)
-# and the demo (scripts/build-demo.sh: www/dist), checks the sizes the docs state (scripts/sizes.mjs), type-checks the TypeScript layer, tests/types and
-# www (tsc --noEmit), then runs
+# and the demo (scripts/build-demo.sh: www/dist), checks the sizes the docs state
+# (scripts/sizes.mjs), type-checks the TypeScript layer, tests/types, www and the README's blocks
+# (tsc --noEmit; scripts/readme-types.mjs), then runs
 #   1. cargo test                        the Rust core, natively
 #   2. node --test tests/js/             the package's Node entry against the shared fixtures
 #      tests/browser/ tests/pack/        the browser entry and the demo in headless Chromium, and npm pack
