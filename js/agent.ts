@@ -2,8 +2,9 @@
  * The agent side of the memory module: a turn summarised by the caller's model, and a model's
  * `recall_context` call answered with the tool result to append.
  */
-import type { AnthropicToolUseBlock, ContextSnapshot, Format, MemoryModule, Message, OpenAIToolCall, TurnInput } from "./wasm.js";
+import type { ContextSnapshot, Format, MemoryModule, Message, ToolCallInput, TurnInput } from "./wasm.js";
 import { ContextCompactorError, InvalidArgumentError, SummarizerError, describe } from "./errors.js";
+import { summarizeWithin, summaryTimeout } from "./summarize.js";
 import type { Summarizer } from "./summarize.js";
 
 export interface RecordTurnOptions extends TurnInput {
@@ -13,6 +14,12 @@ export interface RecordTurnOptions extends TurnInput {
   format?: Format;
   /** The summary's budget (default 300 tokens). */
   maxTokens?: number;
+  /**
+   * How long to wait for `summarize`, in milliseconds (default 120,000; `Infinity`: no limit).
+   * Past it the summariser's signal aborts and `recordTurn` throws a `SummarizerError`, nothing
+   * recorded.
+   */
+  summaryTimeoutMs?: number;
 }
 
 /**
@@ -24,15 +31,16 @@ export async function recordTurn(memory: MemoryModule, options: RecordTurnOption
     throw new InvalidArgumentError(`recordTurn's options must be an object, got ${options === null ? "null" : typeof options}`);
   }
   checkMemory(memory, "recordTurn");
-  const { summarize, format, maxTokens, ...turn } = options;
+  const { summarize, format, maxTokens, summaryTimeoutMs, ...turn } = options;
   if (summarize !== undefined && typeof summarize !== "function") {
     throw new InvalidArgumentError(`recordTurn's summarize must be a function, got ${summarize === null ? "null" : typeof summarize}`);
   }
+  const timeoutMs = summaryTimeout(summaryTimeoutMs, "recordTurn");
   if (!summarize || turn.summary !== undefined) return memory.recordTurn(turn);
   const request = memory.turnSummaryRequest(turn.workspaceContext, { format, maxTokens });
   let text: unknown;
   try {
-    text = await summarize(request);
+    text = await summarizeWithin(summarize, request, timeoutMs);
   } catch (error) {
     if (error instanceof SummarizerError) throw error;
     throw new SummarizerError(`the summariser failed: ${describe(error)}`, { cause: error });
@@ -49,7 +57,7 @@ export async function recordTurn(memory: MemoryModule, options: RecordTurnOption
 }
 
 /** A `recall_context` call as the model made it: OpenAI's tool call or Anthropic's `tool_use` block. */
-export type RecallCall = OpenAIToolCall | AnthropicToolUseBlock;
+export type RecallCall = ToolCallInput;
 
 /**
  * Runs a model's `recall_context` call and returns the message that answers it, ready to append.

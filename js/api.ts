@@ -52,8 +52,8 @@ export {
 } from "./errors.js";
 export type { ErrorCode, ErrorDetails, StorageFailure } from "./errors.js";
 
-export { compact, openAICompatibleSummarizer, anthropicSummarizer } from "./summarize.js";
-export type { Summarizer, CompactOptions, EndpointOptions } from "./summarize.js";
+export { compact, openAICompatibleSummarizer, anthropicSummarizer, DEFAULT_SUMMARY_TIMEOUT_MS } from "./summarize.js";
+export type { Summarizer, SummarizeCallOptions, CompactOptions, EndpointOptions } from "./summarize.js";
 
 export { recordTurn, answerRecall } from "./agent.js";
 export type { RecordTurnOptions, RecallCall } from "./agent.js";

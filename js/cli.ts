@@ -287,13 +287,35 @@ interface Loaded {
   repairs: AppendRepair[];
 }
 
+const REPAIR_HINT = " (--repair imports such a log leniently)";
+
+/** Whether `attempt` (the same import, lenient) succeeds: the hint is given only where `--repair` helps. */
+function repairHelps(attempt: () => void): string {
+  try {
+    attempt();
+    return REPAIR_HINT;
+  } catch {
+    return "";
+  }
+}
+
 /** Appends `batch`: strictly, or with `--repair` leniently (its repairs, by batch position, returned). */
 function append(history: ConversationHistory, batch: Message[] | AnthropicRequest, repair: boolean | undefined): { ids: string[]; repairs: AppendRepair[] } {
   try {
     if (repair) return history.appendMany(batch, { repair: true });
     return { ids: history.appendMany(batch), repairs: [] };
   } catch (error) {
-    if (error instanceof InvalidMessageError && !repair) throw new InputError(`${error.message} (--repair imports such a log leniently)`);
+    if (error instanceof InvalidMessageError && !repair) {
+      const hint = repairHelps(() => {
+        const copy = ConversationHistory.import(history.export());
+        try {
+          copy.appendMany(batch, { repair: true });
+        } finally {
+          copy.free();
+        }
+      });
+      throw new InputError(`${error.message}${hint}`);
+    }
     throw error;
   }
 }
@@ -305,10 +327,11 @@ function loadHistory(args: Args, encoding: EncodingName, progress: Progress): Lo
   const long = text.length >= LONG_FILE;
   if (long) progress.step("loading");
   let loaded: LoadedConversation;
+  const run = wholeNumber(args.values.run, "run", 0);
   try {
-    loaded = loadConversation(text, { name, run: wholeNumber(args.values.run, "run", 0), repair: args.values.repair === true });
+    loaded = loadConversation(text, { name, run, repair: args.values.repair === true });
   } catch (error) {
-    const hint = error instanceof InvalidMessageError && !args.values.repair ? " (--repair imports such a log leniently)" : "";
+    const hint = error instanceof InvalidMessageError && !args.values.repair ? repairHelps(() => loadConversation(text, { name, run, repair: true })) : "";
     if (error instanceof ContextCompactorError && !(error instanceof InternalError)) throw new InputError(`${args.file}: ${error.message}${hint}`);
     throw error;
   }

@@ -41,6 +41,23 @@ let pending = false;
 /** Objects the glue made (constructors and `__wrap`): the only valid `this` of a method. */
 const made = new WeakSet<object>();
 
+/**
+ * The package's objects a call under way runs on (its `this`), with how many calls use each: a `free()` of one of them from user code that call ran (a `toJSON`, a getter) is
+ * refused, since the glue would detach the wrapper at once and drop the object only once the
+ * call returns, leaving it unreachable.
+ */
+const inUse = new Map<object, number>();
+
+function hold(object: object): void {
+  inUse.set(object, (inUse.get(object) ?? 0) + 1);
+}
+
+function release(object: object): void {
+  const count = (inUse.get(object) ?? 1) - 1;
+  if (count > 0) inUse.set(object, count);
+  else inUse.delete(object);
+}
+
 /** Called by the entry once the wasm is instantiated, before any call. */
 export function attach(wasm: WasmInstance): void {
   instance = wasm;
@@ -123,6 +140,9 @@ function call(target: Function, self: unknown, args: unknown[], what: string, ch
     throw error instanceof ContextCompactorError ? error : OUT_OF_STACK;
   }
   depth++;
+  // Only methods' `this` is one of the package's objects (no binding takes one as an argument).
+  const borrowed = self !== null && typeof self === "object" && made.has(self) ? self : undefined;
+  if (borrowed) hold(borrowed);
   try {
     return Reflect.apply(target, self, args);
   } catch (error) {
@@ -136,6 +156,7 @@ function call(target: Function, self: unknown, args: unknown[], what: string, ch
     }
     throw typed;
   } finally {
+    if (borrowed) release(borrowed);
     depth--;
   }
 }
@@ -159,10 +180,16 @@ function method(fn: Function, className: string, name: string): Function {
   return guarded;
 }
 
-/** The glue's `free()` while a borrow holds the object: it is dropped when the borrow ends. */
+/**
+ * The glue's `free()` while a borrow the guard did not see holds the object: it is dropped when
+ * the borrow ends.
+ */
 const FREED_LATER = /ownership of Rust value while it was borrowed/;
 
-/** `free()`: a second one does nothing; one while a call uses the object frees it once that returns. */
+/**
+ * `free()`: a second one does nothing; one while a call uses the object (from a `toJSON` or a
+ * getter that call ran) is refused with a `ConflictError`, and the object stays usable.
+ */
 function free(fn: Function, className: string): Function {
   const what = `${className}.free`;
   return function free(this: unknown) {
@@ -170,6 +197,12 @@ function free(fn: Function, className: string): Function {
       return;
     }
     check(this, className, what);
+    if (inUse.has(this as object)) {
+      throw new ConflictError(
+        `${what}: this ${className} is in use by a call that has not returned (free() from a toJSON or getter that call ran?); ` +
+          "it was not freed and stays usable: free it once that call has returned",
+      );
+    }
     try {
       call(fn, this, [], what);
     } catch (error) {

@@ -18,12 +18,70 @@ import type {
 } from "./wasm.js";
 import { ContextCompactorError, InvalidArgumentError, SummarizerError, describe } from "./errors.js";
 
-/** Turns a summary request (a compaction's, or a memory turn's) into the summary's text. */
-export type Summarizer = (request: SummaryRequest | TurnSummaryRequest) => Promise<string>;
+/** What a summariser is handed beside the request. */
+export interface SummarizeCallOptions {
+  /** Aborted when the caller stops waiting (`summaryTimeoutMs`): stop the request then. */
+  signal: AbortSignal;
+}
+
+/**
+ * Turns a summary request (a compaction's, or a memory turn's) into the summary's text. `compact`
+ * and `recordTurn` hand it a `signal` that aborts once they stop waiting for it.
+ */
+export type Summarizer = (request: SummaryRequest | TurnSummaryRequest, options?: SummarizeCallOptions) => Promise<string>;
+
+/**
+ * How long `compact` and `recordTurn` wait for a summariser by default (2 minutes): a model
+ * summarising a long history answers well within it, and a summariser that never answers does not
+ * hold the agent up for good.
+ */
+export const DEFAULT_SUMMARY_TIMEOUT_MS = 120_000;
 
 export interface CompactOptions extends BuildOptions {
   /** Called when compaction is due; without it, the built-in extractive summary is used. */
   summarize?: Summarizer;
+  /**
+   * How long to wait for `summarize`, in milliseconds (default {@link DEFAULT_SUMMARY_TIMEOUT_MS};
+   * `Infinity`: no limit). Past it the summariser's signal aborts and `compact` throws a
+   * `SummarizerError`, the history as it was.
+   */
+  summaryTimeoutMs?: number;
+}
+
+/** `summaryTimeoutMs` checked, or the default. */
+export function summaryTimeout(value: unknown, what: string): number {
+  if (value === undefined) return DEFAULT_SUMMARY_TIMEOUT_MS;
+  if (typeof value !== "number" || Number.isNaN(value) || value <= 0) {
+    throw new InvalidArgumentError(`${what}: summaryTimeoutMs must be a positive number of milliseconds (Infinity: no limit), got ${String(value)}`);
+  }
+  return value;
+}
+
+/** setTimeout fires at once past this delay (a 32-bit count of milliseconds). */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Calls `summarize` with a signal, and stops waiting after `timeoutMs`: the signal aborts and a
+ * `SummarizerError` is thrown (what the summariser answers later is ignored).
+ */
+export async function summarizeWithin(summarize: Summarizer, request: SummaryRequest | TurnSummaryRequest, timeoutMs: number): Promise<unknown> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    if (timeoutMs > LONGEST_TIMER_MS) return;
+    timer = setTimeout(() => {
+      const error = new SummarizerError(`the summariser did not answer within ${timeoutMs} ms (summaryTimeoutMs)`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+    // The wait alone does not keep a Node process alive (the summariser's own work does).
+    (timer as { unref?: () => void }).unref?.();
+  });
+  try {
+    return await Promise.race([summarize(request, { signal: controller.signal }), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -37,10 +95,11 @@ export async function compact(history: ConversationHistory, options: CompactOpti
   if (options === null || typeof options !== "object") {
     throw new InvalidArgumentError(`compact's options must be an object, got ${options === null ? "null" : typeof options}`);
   }
-  const { summarize, ...build } = options;
+  const { summarize, summaryTimeoutMs, ...build } = options;
   if (summarize !== undefined && typeof summarize !== "function") {
     throw new InvalidArgumentError(`compact's summarize must be a function, got ${summarize === null ? "null" : typeof summarize}`);
   }
+  const timeoutMs = summaryTimeout(summaryTimeoutMs, "compact");
   if (history === null || typeof history !== "object" || typeof (history as { build?: unknown }).build !== "function") {
     throw new InvalidArgumentError("compact needs a ConversationHistory (a session's history)");
   }
@@ -50,9 +109,9 @@ export async function compact(history: ConversationHistory, options: CompactOpti
   const request = first.summaryRequest;
   if (!request) return first;
   history.beginSummary(request.id);
-  let text: string;
+  let text: unknown;
   try {
-    text = await summarize(request);
+    text = await summarizeWithin(summarize, request, timeoutMs);
     if (typeof text !== "string") throw new SummarizerError(`the summariser returned ${typeof text}, not a string`);
     history.completeSummary(request.id, text, build.now);
   } catch (error) {
@@ -74,10 +133,20 @@ export interface EndpointOptions {
   fetch?: typeof fetch;
 }
 
-async function post(url: string, headers: Record<string, string>, body: unknown, options: EndpointOptions): Promise<unknown> {
+async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  options: EndpointOptions,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
+  // The caller's signal (compact's summaryTimeoutMs) stops the request too.
+  const stop = () => controller.abort(signal?.reason);
+  if (signal?.aborted) stop();
+  signal?.addEventListener("abort", stop, { once: true });
   let response: Response;
   try {
     response = await (options.fetch ?? fetch)(url, {
@@ -87,12 +156,14 @@ async function post(url: string, headers: Record<string, string>, body: unknown,
       signal: controller.signal,
     });
   } catch (error) {
+    if (signal?.aborted) throw new SummarizerError(`${url}: the request was aborted (${describe(signal.reason)})`, { cause: error });
     const timedOut = controller.signal.aborted;
     throw new SummarizerError(timedOut ? `${url} did not answer within ${timeoutMs} ms` : `${url} could not be reached: ${describe(error)}`, {
       cause: error,
     });
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener("abort", stop);
   }
   const text = await response.text();
   if (!response.ok) {
@@ -129,12 +200,12 @@ function endpoint(options: EndpointOptions, what: string): void {
 /** A summariser over any OpenAI-compatible Chat Completions endpoint. */
 export function openAICompatibleSummarizer(options: EndpointOptions): Summarizer {
   endpoint(options, "openAICompatibleSummarizer");
-  return async (request) => {
+  return async (request, call) => {
     const messages = (Array.isArray(request.messages)
       ? request.messages
       : convertMessages(request.messages, "anthropic", "openai")) as OpenAIMessage[];
     const url = `${options.baseURL.replace(/\/+$/, "")}/chat/completions`;
-    const reply = (await post(url, { authorization: `Bearer ${options.apiKey}` }, { model: options.model, messages, max_tokens: request.maxTokens }, options)) as {
+    const reply = (await post(url, { authorization: `Bearer ${options.apiKey}` }, { model: options.model, messages, max_tokens: request.maxTokens }, options, call?.signal)) as {
       choices?: Array<{ message?: { content?: unknown } }>;
     };
     return nonEmpty(reply?.choices?.[0]?.message?.content, url);
@@ -147,14 +218,14 @@ export function anthropicSummarizer(options: EndpointOptions & { anthropicVersio
   if (options.anthropicVersion !== undefined && typeof options.anthropicVersion !== "string") {
     throw new InvalidArgumentError("anthropicSummarizer: options.anthropicVersion must be a string");
   }
-  return async (request) => {
+  return async (request, call) => {
     const { system, messages } = (Array.isArray(request.messages)
       ? convertMessages(request.messages, "openai", "anthropic")
       : request.messages) as AnthropicRequest;
     const url = `${options.baseURL.replace(/\/+$/, "")}/v1/messages`;
     const body = { model: options.model, max_tokens: request.maxTokens, ...(system === undefined ? {} : { system }), messages };
     const headers = { "x-api-key": options.apiKey, "anthropic-version": options.anthropicVersion ?? "2023-06-01" };
-    const reply = (await post(url, headers, body, options)) as { content?: Array<{ type?: string; text?: unknown }> };
+    const reply = (await post(url, headers, body, options, call?.signal)) as { content?: Array<{ type?: string; text?: unknown }> };
     if (!Array.isArray(reply?.content)) throw new SummarizerError(`${url} answered without a content array`);
     return nonEmpty(reply.content.filter((b) => b?.type === "text").map((b) => b.text).join(""), url);
   };

@@ -3,12 +3,13 @@
  * of `generateText`/`streamText`, within the model's budget, with the build's receipt.
  *
  * The history is the lossless record: the helper appends to it what the SDK's list holds beyond
- * it, then builds. In `prepareStep` that list is `initialMessages` + `responseMessages` (never
- * the step's `messages`, which after the first override are the compacted ones), so nothing the
- * model said is lost when a step is sent less. Types only come from `ai`: nothing of it is
- * bundled or imported at run time.
+ * it, then builds. In `prepareStep` (`ai` 5, 6 and 7; see {@link PrepareStepInput}) that is
+ * what each step adds: its initial and response messages, and in `ai` 7 the steering messages
+ * (never `ai` 7's `messages`, which after the first override are the compacted ones), so nothing
+ * the model said or was told is lost when a step is sent less. Types only come from `ai`: nothing
+ * of it is bundled or imported at run time.
  */
-import type { ModelMessage, UIMessage } from "ai";
+import type { ModelMessage, ToolSet, UIMessage } from "ai";
 import type { BuildOptions, BuildResult, ConversationHistory, Receipt } from "../api.js";
 import { InvalidArgumentError, InvalidMessageError } from "../errors.js";
 
@@ -41,11 +42,23 @@ export function compactMessages(
   return { messages, receipt: result.receipt, result };
 }
 
-/** What `prepareStep` is given that the helper reads (a subset of the SDK's options). */
+/** The AI SDK (`ai`) majors the adapter supports: the `peerDependencies` range says the same. */
+export const SUPPORTED_AI_MAJORS = "5, 6 and 7";
+
+/**
+ * What `prepareStep` is given that the helper reads, in each supported major of `ai`:
+ * - `ai` 5 and 6: `messages`, the initial messages and every step's response messages so far
+ *   (rebuilt each step: a `messages` override applies to its step only);
+ * - `ai` 7: `initialMessages` and `responseMessages` (its `messages` carry the last override
+ *   forward, so they are the compacted ones), and `experimental_steeringMessages`, the user
+ *   messages `experimental_steering` added for this step, which come after the responses so far.
+ */
 export interface PrepareStepInput {
   stepNumber: number;
-  initialMessages: ModelMessage[];
-  responseMessages: ReadonlyArray<ModelMessage>;
+  messages?: ReadonlyArray<ModelMessage>;
+  initialMessages?: ReadonlyArray<ModelMessage>;
+  responseMessages?: ReadonlyArray<ModelMessage>;
+  experimental_steeringMessages?: ReadonlyArray<ModelMessage>;
 }
 
 export interface CompactingPrepareStep {
@@ -54,10 +67,41 @@ export interface CompactingPrepareStep {
   readonly last: CompactedMessages | undefined;
 }
 
+const isList = (value: unknown): value is ReadonlyArray<ModelMessage> => Array.isArray(value);
+
+/** The SDK's step input as the messages it adds since `seen`, in order (throws for an `ai` outside the range). */
+function addedInStep(input: PrepareStepInput, seen: { initial: number; responses: number }): ModelMessage[] {
+  if (input === null || typeof input !== "object") {
+    throw new InvalidArgumentError(`compactingPrepareStep: prepareStep was called with ${input === null ? "null" : typeof input}, not the AI SDK's step options`);
+  }
+  if (isList(input.initialMessages) && isList(input.responseMessages)) {
+    // ai 7: what was added since the last step (steering messages after this step's responses).
+    const added = [...input.initialMessages.slice(seen.initial), ...input.responseMessages.slice(seen.responses)];
+    seen.initial = Math.max(seen.initial, input.initialMessages.length);
+    seen.responses = input.responseMessages.length;
+    const steering = input.experimental_steeringMessages;
+    if (steering !== undefined && !isList(steering)) {
+      throw new InvalidArgumentError("compactingPrepareStep: experimental_steeringMessages is not a list of messages");
+    }
+    return [...added, ...(steering ?? [])];
+  }
+  if (isList(input.messages) && input.initialMessages === undefined) {
+    // ai 5 and 6: the whole list, rebuilt each step from the initial and response messages.
+    const added = input.messages.slice(seen.initial);
+    seen.initial = Math.max(seen.initial, input.messages.length);
+    return added;
+  }
+  const keys = Object.keys(input).sort().join(", ");
+  throw new InvalidArgumentError(
+    `compactingPrepareStep: prepareStep was called with { ${keys} }, without the messages of the AI SDK (\`ai\`) ${SUPPORTED_AI_MAJORS}: ` +
+      "install a supported major of `ai` (ai 4 and earlier have no step messages)",
+  );
+}
+
 /**
- * A `prepareStep` for `generateText`/`streamText`/`ToolLoopAgent` that sends each step the
- * compacted conversation. One history per run: `history` starts empty (or holding earlier turns
- * that `initialMessages` repeats).
+ * A `prepareStep` for `generateText`/`streamText`/`ToolLoopAgent` (`ai` 5, 6 and 7) that sends
+ * each step the compacted conversation. One history per run: `history` starts empty (or holding
+ * earlier turns that the run's initial messages repeat, as many as it holds).
  */
 export function compactingPrepareStep(
   history: ConversationHistory,
@@ -65,12 +109,85 @@ export function compactingPrepareStep(
 ): CompactingPrepareStep {
   const { onStep, ...build } = options;
   let last: CompactedMessages | undefined;
+  // How many of the run's initial (ai 5, 6: all) and response messages the history holds.
+  let seen: { initial: number; responses: number } | undefined;
   const prepare = (input: PrepareStepInput) => {
-    last = compactMessages(history, [...input.initialMessages, ...input.responseMessages], build);
+    seen ??= { initial: history.length, responses: 0 };
+    const added = addedInStep(input, seen);
+    if (added.length > 0) history.appendMany(added, "ai-sdk");
+    const result = history.build({ ...build, format: "ai-sdk" });
+    // The package's ModelMessage type is a subset of the SDK's (tests/types/formats.ts checks it).
+    const messages: ModelMessage[] = result.messages;
+    last = { messages, receipt: result.receipt, result };
     onStep?.(last, input.stepNumber);
-    return { messages: last.messages };
+    return { messages };
   };
   return Object.defineProperty(prepare, "last", { get: () => last }) as CompactingPrepareStep;
+}
+
+// ---- Tool definitions (what the request sends beside the messages) ----------------------------
+
+/** A tool as OpenAI's Chat Completions API takes it (what `countRequest` counts). */
+export interface FunctionToolDefinition {
+  type: "function";
+  function: { name: string; description?: string; parameters: Record<string, unknown> };
+}
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * As the AI SDK sends a schema read from a Standard Schema (zod 4, …): every object closed
+ * (`additionalProperties: false`), as its `addAdditionalPropertiesToJsonSchema` does.
+ */
+function closeObjects(schema: JsonSchema): JsonSchema {
+  const visit = (value: unknown): unknown => (isObject(value) ? closeObjects(value) : value);
+  const type = schema.type;
+  if (type === "object" || (Array.isArray(type) && type.includes("object"))) {
+    const extra = schema.additionalProperties;
+    schema.additionalProperties = extra != null && typeof extra !== "boolean" ? visit(extra) : false;
+    if (isObject(schema.properties)) for (const key of Object.keys(schema.properties)) schema.properties[key] = visit(schema.properties[key]);
+  }
+  if (schema.items != null) schema.items = Array.isArray(schema.items) ? schema.items.map(visit) : visit(schema.items);
+  for (const key of ["anyOf", "allOf", "oneOf"]) if (Array.isArray(schema[key])) schema[key] = (schema[key] as unknown[]).map(visit);
+  if (isObject(schema.definitions)) for (const key of Object.keys(schema.definitions)) schema.definitions[key] = visit(schema.definitions[key]);
+  return schema;
+}
+
+/** A tool's input schema as JSON Schema, read as the AI SDK reads it (no framework imported). */
+function inputJsonSchema(name: string, schema: unknown): JsonSchema {
+  // No schema: the SDK sends an empty object schema.
+  if (schema == null) return { type: "object", properties: {}, additionalProperties: false };
+  // `jsonSchema(…)` and `zodSchema(…)` of `ai`: the schema is there.
+  if (isObject(schema) && "jsonSchema" in schema && "validate" in schema) {
+    const json = schema.jsonSchema;
+    if (isObject(json) && typeof (json as { then?: unknown }).then !== "function") return asJson(json, `tools.${name}.inputSchema`) as JsonSchema;
+  }
+  // A Standard Schema that converts itself (zod 4, …): what the SDK's `asSchema` does.
+  const standard = isObject(schema) ? (schema["~standard"] as { jsonSchema?: { input?: (o: { target: string }) => unknown } } | undefined) : undefined;
+  if (typeof standard?.jsonSchema?.input === "function") {
+    return closeObjects(asJson(standard.jsonSchema.input({ target: "draft-07" }), `tools.${name}.inputSchema`) as JsonSchema);
+  }
+  throw new InvalidArgumentError(
+    `tools.${name}.inputSchema cannot be read as JSON Schema without its library (a zod 3 schema?): wrap it in \`zodSchema()\` or \`jsonSchema()\` of \`ai\``,
+  );
+}
+
+/**
+ * The AI SDK tools (`tools` of `generateText`/`streamText`: `inputSchema` as `jsonSchema(…)`,
+ * `zodSchema(…)` or a zod 4 schema) as the function definitions a provider is sent, so that the
+ * budget can count them. Provider-defined tools (web search…) have no definition to count here.
+ */
+export function toolDefinitions(tools: ToolSet): FunctionToolDefinition[] {
+  if (!isObject(tools)) throw new InvalidArgumentError("toolDefinitions expects the AI SDK's tools: an object of tools by name");
+  const out: FunctionToolDefinition[] = [];
+  for (const [name, tool] of Object.entries(tools as Record<string, unknown>)) {
+    if (!isObject(tool)) throw new InvalidArgumentError(`tools.${name} is not a tool`);
+    if (tool.type === "provider-defined" || tool.type === "provider") continue;
+    const schema = inputJsonSchema(name, tool.inputSchema ?? tool.parameters);
+    const description = typeof tool.description === "string" ? { description: tool.description } : {};
+    out.push({ type: "function", function: { name, ...description, parameters: schema } });
+  }
+  return out;
 }
 
 // ---- UIMessages (what `useChat` apps store) -------------------------------------------------

@@ -1,6 +1,7 @@
 /**
- * OpenAI Agents SDK adapter (`context-compactor/openai-agents`): a `Session` whose `getItems()`
- * returns the compacted history, within the budget, while every item added is kept whole.
+ * OpenAI Agents SDK adapter (`context-compactor/openai-agents`): a `callModelInputFilter` that
+ * compacts the input of every model call of a run, and a `Session` whose `getItems()` returns the
+ * compacted history (what a run starts with), within the budget, while every item is kept whole.
  *
  * The Agents SDK keeps its history as its own protocol items (camelCase `callId`,
  * `function_call_result` with a structured `output`), which its OpenAI model turns into Responses
@@ -10,7 +11,7 @@
  * through as they are (opaque: kept whole, with what they belong to). Types only come from
  * `@openai/agents-core`: nothing of it is bundled or imported at run time.
  */
-import type { AgentInputItem, Session } from "@openai/agents-core";
+import type { AgentInputItem, CallModelInputFilter, ModelInputData, Session } from "@openai/agents-core";
 import type { BuildOptions, BuildResult, ConversationHistory } from "../api.js";
 import type { StoredSession } from "../store.js";
 import { InvalidArgumentError } from "../errors.js";
@@ -160,4 +161,99 @@ export class CompactingSession implements Session {
     this.#history = (history.constructor as typeof ConversationHistory).import(data);
     history.free();
   }
+}
+
+export interface CompactingInputFilterOptions {
+  /** How the context is built (the format is always `"openai-responses"`): a profile, a budget… */
+  build?: Omit<BuildOptions, "format">;
+  /** Called with each build (its receipt, budget, layout). */
+  onBuild?: (result: BuildResult) => void;
+}
+
+/** A `callModelInputFilter` that compacts, with the history it feeds and its last build. */
+export interface CompactingInputFilter extends CallModelInputFilter {
+  /** The history holding every item the filter was given, whole. */
+  readonly history: ConversationHistory;
+  /** The last build: what the model was sent and why. */
+  readonly lastBuild: BuildResult | undefined;
+}
+
+/** An item as the filter compares it (the SDK hands the filter copies, never the same objects). */
+const itemKey = (item: AgentInputItem): string => JSON.stringify(item);
+
+/**
+ * A `callModelInputFilter` for the Agents SDK's run configuration (`run(agent, input, {
+ * callModelInputFilter })` or `new Runner({ callModelInputFilter })`) that sends every model call
+ * of a run the compacted conversation, within the budget: a run of any number of tool calls stays
+ * within it, not only what the run starts with.
+ *
+ * The filter feeds `history` with what it is given: the SDK's input for each call is the run's
+ * input and the items the run has made so far, so the filter appends the items past those it has
+ * seen. A later run's input either repeats the conversation so far (`result.history` with new
+ * input after it) or holds only what is new; both continue the same history. Use it without a
+ * `session` (a session is fed by the Runner apart from the filter, and would store the compacted
+ * input): `CompactingSession` is the session-side adapter.
+ */
+export function compactingInputFilter(history: ConversationHistory, options: CompactingInputFilterOptions = {}): CompactingInputFilter {
+  if (history === null || typeof history !== "object" || typeof (history as { build?: unknown }).build !== "function") {
+    throw new InvalidArgumentError("compactingInputFilter needs a ConversationHistory (format \"openai-responses\")");
+  }
+  const build = options.build ?? {};
+  const onBuild = options.onBuild;
+  let lastBuild: BuildResult | undefined;
+  // The input items the history holds from the filter's input, counted from its start, and the last one.
+  let fed = 0;
+  let lastFed: string | undefined;
+  const filter = ({ modelData }: { modelData: ModelInputData }): ModelInputData => {
+    const input = modelData?.input;
+    if (!Array.isArray(input)) throw new InvalidArgumentError("compactingInputFilter: the SDK's modelData.input is not a list of items");
+    const repeats = fed > 0 && input.length >= fed && itemKey(input[fed - 1]) === lastFed;
+    const added = repeats ? input.slice(fed) : input;
+    if (added.length > 0) history.appendMany(added.map(toResponsesItem), "openai-responses");
+    fed = input.length;
+    lastFed = input.length > 0 ? itemKey(input[input.length - 1]) : undefined;
+    const result = history.build({ ...build, format: "openai-responses" });
+    lastBuild = result;
+    onBuild?.(result);
+    return { ...modelData, input: (result.messages as unknown as Json[]).map(fromResponsesItem) };
+  };
+  Object.defineProperty(filter, "history", { get: () => history });
+  Object.defineProperty(filter, "lastBuild", { get: () => lastBuild });
+  return filter as unknown as CompactingInputFilter;
+}
+
+/** A function tool as the Responses API takes it (what `countRequest` counts for that format). */
+export interface ResponsesFunctionTool {
+  type: "function";
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+  strict?: boolean;
+}
+
+/**
+ * The agent's function tools (`FunctionTool`: `name`, `description`, `parameters` as JSON Schema,
+ * `strict`) as the Responses function tools its OpenAI model sends, so that the budget can count
+ * them. Hosted tools (web search, file search…) have no definition to count here.
+ */
+export function agentToolDefinitions(tools: ReadonlyArray<unknown>): ResponsesFunctionTool[] {
+  if (!Array.isArray(tools)) throw new InvalidArgumentError("agentToolDefinitions expects an agent's tools: an array");
+  const out: ResponsesFunctionTool[] = [];
+  tools.forEach((tool: unknown, index) => {
+    const t = tool as { type?: unknown; name?: unknown; description?: unknown; parameters?: unknown; strict?: unknown } | null;
+    if (t === null || typeof t !== "object") throw new InvalidArgumentError(`tools[${index}] is not a tool`);
+    if (t.type !== "function") return;
+    if (typeof t.name !== "string") throw new InvalidArgumentError(`tools[${index}]: a function tool needs a string name`);
+    if (t.parameters === null || typeof t.parameters !== "object") {
+      throw new InvalidArgumentError(`tools[${index}] (${t.name}): parameters must be a JSON Schema object`);
+    }
+    out.push({
+      type: "function",
+      name: t.name,
+      ...(typeof t.description === "string" ? { description: t.description } : {}),
+      parameters: JSON.parse(JSON.stringify(t.parameters)) as Record<string, unknown>,
+      ...(typeof t.strict === "boolean" ? { strict: t.strict } : {}),
+    });
+  });
+  return out;
 }

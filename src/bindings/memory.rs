@@ -144,7 +144,7 @@ impl MemoryModule {
     #[wasm_bindgen(js_name = answerRecall, unchecked_return_type = "Message")]
     pub fn answer_recall(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "OpenAIToolCall | AnthropicToolUseBlock")] call: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "ToolCallInput")] call: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ format?: Format; maxTokens?: number }")] options: JsValue,
     ) -> JsResult<JsValue> {
         let call = from_js(&call, "the recall_context call")?;

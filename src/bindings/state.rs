@@ -50,7 +50,7 @@ impl Session {
     #[wasm_bindgen(js_name = answerFileReader, unchecked_return_type = "Message")]
     pub fn answer_file_reader(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "OpenAIToolCall | AnthropicToolUseBlock")] call: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "ToolCallInput")] call: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ format?: Format }")] options: JsValue,
     ) -> JsResult<JsValue> {
         let call = from_js(&call, "the file_reader call")?;

@@ -83,10 +83,22 @@ export interface RequestCountOptions {
   /** Image data that cannot be read throws instead of being counted at the default size. */
   strictImages?: boolean;
 }
-/** A usage object as either provider reports it. */
+/**
+ * A usage object as either provider reports it. No index signature: the SDKs' usage interfaces
+ * (`CompletionUsage`, Anthropic's `Usage`) are assignable only to a type without one.
+ */
 export type ProviderUsage =
-  | { prompt_tokens: number; [key: string]: unknown }
-  | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null; [key: string]: unknown };
+  | { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number | null } | null }
+  | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null };
+/** What `recordUsage` reads: a usage object, or a whole response with its `usage` (and `model`). */
+export type ProviderUsageInput = ProviderUsage | { model?: string; usage?: ProviderUsage | null };
+/**
+ * A model's tool call as either SDK types it: OpenAI's function tool call, or Anthropic's
+ * `tool_use` block (what `answerRecall` and `answerFileReader` read).
+ */
+export type ToolCallInput =
+  | { id: string; type: "function"; function: { name: string; arguments: string } }
+  | { type: "tool_use"; id: string; name: string; input: unknown };
 
 /** A conversation read from a file: `history.appendMany(loaded.messages, loaded.format)` takes it as it is. */
 export type LoadedConversation =

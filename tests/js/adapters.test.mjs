@@ -1,34 +1,65 @@
 // The drop-in adapters against the real frameworks, no network: an AI SDK agent loop
-// (generateText and streamText with tools, stopWhen and prepareStep, on `ai/test`'s
-// MockLanguageModelV4) and an OpenAI Agents SDK loop (Runner with a Model of our own) run 200
-// model calls through the adapters. Every request the model receives must be valid for its
-// format and within the budget, and the history must keep everything whole.
+// (generateText and streamText with tools, stopWhen and prepareStep, on each supported major of
+// `ai`, installed side by side as npm aliases, with its own `ai/test` mock model) and an OpenAI
+// Agents SDK loop (Runner with a Model of our own) run 200 model calls through the adapters.
+// Every request the model receives must be valid for its format and within the budget, and the
+// history must keep everything whole.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConversationHistory, Tokenizer, validateMessages } from "context-compactor";
-import { compactMessages, compactingPrepareStep } from "context-compactor/ai-sdk";
-import { CompactingSession, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
-import { generateText, streamText, stepCountIs, tool, jsonSchema } from "ai";
-import { MockLanguageModelV4, convertArrayToReadableStream } from "ai/test";
+import { createRequire } from "node:module";
+import { ConversationHistory, InvalidArgumentError, Tokenizer, validateMessages } from "context-compactor";
+import { compactMessages, compactingPrepareStep, toolDefinitions } from "context-compactor/ai-sdk";
+import { CompactingSession, agentToolDefinitions, compactingInputFilter, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
+import * as ai5 from "ai-v5";
+import * as ai5test from "ai-v5/test";
+import * as ai6 from "ai-v6";
+import * as ai6test from "ai-v6/test";
+import * as ai7 from "ai";
+import * as ai7test from "ai/test";
 import { Agent, Runner, tool as agentTool } from "@openai/agents";
 // The SDK's own converter (what its OpenAIResponsesModel sends), not exported by the package root.
 import { getInputItems } from "../../node_modules/@openai/agents-openai/dist/openaiResponsesConverter.mjs";
+import { convertTool } from "../../node_modules/@openai/agents-openai/dist/openaiResponsesModel.mjs";
 
 const STEPS = 200;
 const BUDGET = 6000;
 const tokenizer = new Tokenizer("o200k_base");
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-};
 /** A tool output of a few hundred tokens: 200 of them are far over the budget. */
 const lookup = (i) => `order ${i}: ` + Array.from({ length: 60 }, (_, k) => `item-${i}-${k} shipped`).join(", ");
 
-const searchTool = tool({
-  description: "Looks an order up",
-  inputSchema: jsonSchema({ type: "object", properties: { order: { type: "number" } }, required: ["order"] }),
-  execute: async ({ order }) => lookup(order),
+const require = createRequire(import.meta.url);
+const version = (name) => require(`${name}/package.json`).version;
+
+/**
+ * Each supported major of `ai` with what differs between them for a mock model: its mock class
+ * (language model spec v2, v3, v4), and the finish reason and usage shapes of that spec.
+ */
+const MAJORS = [
+  { major: 5, ai: ai5, Mock: ai5test.MockLanguageModelV2, stream: ai5test.convertArrayToReadableStream, pkg: "ai-v5" },
+  { major: 6, ai: ai6, Mock: ai6test.MockLanguageModelV3, stream: ai6test.convertArrayToReadableStream, pkg: "ai-v6" },
+  { major: 7, ai: ai7, Mock: ai7test.MockLanguageModelV4, stream: ai7test.convertArrayToReadableStream, pkg: "ai" },
+].map((m) => ({
+  ...m,
+  finish: (reason) => (m.major === 5 ? reason : { unified: reason, raw: undefined }),
+  usage:
+    m.major === 5
+      ? { inputTokens: 10, outputTokens: 5, totalTokens: 15 }
+      : { inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 5, text: 5, reasoning: undefined } },
+}));
+
+test("the AI SDK majors under test are the ones installed: ai 5, 6 and 7", () => {
+  assert.deepEqual(MAJORS.map((m) => Number(version(m.pkg).split(".")[0])), [5, 6, 7]);
+  const peer = require("../../package.json").peerDependencies?.ai;
+  assert.equal(peer, "^5.0.0 || ^6.0.0 || ^7.0.0", "the peer range names the same majors");
+  assert.equal(require("../../package.json").peerDependenciesMeta?.ai?.optional, true);
 });
+
+const searchTool = (ai) =>
+  ai.tool({
+    description: "Looks an order up",
+    inputSchema: ai.jsonSchema({ type: "object", properties: { order: { type: "number" } }, required: ["order"] }),
+    execute: async ({ order }) => lookup(order),
+  });
 
 /** The model's turn `i`: a call of the tool (with some reasoning), or, at the end, the answer. */
 function reply(i, last) {
@@ -53,73 +84,132 @@ function checkStep(prepare, prompt, calls) {
   assert.ok(counted.total <= BUDGET, `call ${calls}: the prompt counts ${counted.total} ≤ ${BUDGET}`);
 }
 
-test(`an AI SDK generateText loop of ${STEPS} steps through compactingPrepareStep`, async () => {
+for (const { major, ai, Mock, stream, finish, usage } of MAJORS) {
+  test(`ai ${major}: a generateText loop of ${STEPS} steps through compactingPrepareStep`, async () => {
+    const history = new ConversationHistory({ format: "ai-sdk" });
+    const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET } });
+    let calls = 0;
+    const model = new Mock({
+      doGenerate: async ({ prompt }) => {
+        checkStep(prepare, prompt, calls);
+        calls += 1;
+        return { content: reply(calls, calls === STEPS), finishReason: finish(calls === STEPS ? "stop" : "tool-calls"), usage, warnings: [] };
+      },
+    });
+    const result = await ai.generateText({
+      model,
+      tools: { search: searchTool(ai) },
+      stopWhen: ai.stepCountIs(STEPS),
+      prepareStep: prepare,
+      messages: [{ role: "user", content: "Look up every order, one at a time." }],
+    });
+    assert.equal(calls, STEPS);
+    assert.equal(result.steps.length, STEPS);
+    // Lossless: the history holds every message the run made, whole, once.
+    // (The user's message, then each step's assistant and tool messages; the last step's answer
+    // comes after the last prepareStep.)
+    assert.equal(history.length, 1 + 2 * (STEPS - 1));
+    const stored = history.messages("ai-sdk");
+    const calledFor = stored.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((p) => p.type === "tool-call").map((p) => p.input.order);
+    assert.deepEqual(calledFor, Array.from({ length: STEPS - 1 }, (_, i) => i + 1));
+    const results = stored.filter((m) => m.role === "tool").map((m) => m.content[0].output.value);
+    assert.deepEqual(results, Array.from({ length: STEPS - 1 }, (_, i) => lookup(i + 1)), "every tool output whole");
+    assert.ok(history.tokenCount().total > 10 * BUDGET, "the run was far over the budget");
+    const dropped = prepare.last.receipt.runs.filter((r) => r.action !== "kept").length;
+    assert.ok(dropped > 0, "the receipt says what was left out");
+    console.log(`# ai ${major} generateText: ${calls} calls, history ${history.tokenCount().total} tokens, last context ${prepare.last.receipt.tokensAfter}`);
+    history.free();
+  });
+
+  test(`ai ${major}: a streamText loop through compactingPrepareStep`, async () => {
+    const history = new ConversationHistory({ format: "ai-sdk" });
+    const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET } });
+    const steps = 60;
+    let calls = 0;
+    const model = new Mock({
+      doStream: async ({ prompt }) => {
+        checkStep(prepare, prompt, calls);
+        calls += 1;
+        const last = calls === steps;
+        const chunks = last
+          ? [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "done" }, { type: "text-end", id: "t" }]
+          : [
+              { type: "text-start", id: "t" },
+              { type: "text-delta", id: "t", delta: `Looking up order ${calls}.` },
+              { type: "text-end", id: "t" },
+              { type: "tool-call", toolCallId: `call_${calls}`, toolName: "search", input: JSON.stringify({ order: calls }) },
+            ];
+        chunks.push({ type: "finish", finishReason: finish(last ? "stop" : "tool-calls"), usage });
+        return { stream: stream(chunks) };
+      },
+    });
+    const result = ai.streamText({
+      model,
+      tools: { search: searchTool(ai) },
+      stopWhen: ai.stepCountIs(steps),
+      prepareStep: prepare,
+      messages: [{ role: "user", content: "Look up every order." }],
+    });
+    assert.equal(await result.text, "done");
+    assert.equal(calls, steps);
+    assert.equal(history.length, 1 + 2 * (steps - 1), "every step's messages, once");
+    history.free();
+  });
+}
+
+test("ai 7: messages added by experimental_steering during a run are kept, in order, and sent", async () => {
+  const { ai, Mock, finish, usage } = MAJORS[2];
   const history = new ConversationHistory({ format: "ai-sdk" });
   const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET } });
+  const steering = ai.experimental_createSteering();
+  const steps = 12;
   let calls = 0;
-  const model = new MockLanguageModelV4({
+  const outcomes = [];
+  const model = new Mock({
     doGenerate: async ({ prompt }) => {
       checkStep(prepare, prompt, calls);
       calls += 1;
-      return { content: reply(calls, calls === STEPS), finishReason: { unified: calls === STEPS ? "stop" : "tool-calls", raw: undefined }, usage, warnings: [] };
+      // The user steers while the model works on step 5: the message joins at the next step.
+      if (calls === 5) outcomes.push(steering.steer("Skip order 7, it was cancelled."));
+      if (calls === 6) {
+        const last = prompt.at(-1);
+        assert.equal(last.role, "user", "the steering message is sent at the next step");
+        assert.match(JSON.stringify(last.content), /Skip order 7/);
+      }
+      return { content: reply(calls, calls === steps), finishReason: finish(calls === steps ? "stop" : "tool-calls"), usage, warnings: [] };
     },
   });
-  const result = await generateText({
+  await ai.generateText({
     model,
-    tools: { search: searchTool },
-    stopWhen: stepCountIs(STEPS),
+    tools: { search: searchTool(ai) },
+    stopWhen: ai.stepCountIs(steps),
     prepareStep: prepare,
-    messages: [{ role: "user", content: "Look up every order, one at a time." }],
+    experimental_steering: steering,
+    messages: [{ role: "user", content: "Look up every order." }],
   });
-  assert.equal(calls, STEPS);
-  assert.equal(result.steps.length, STEPS);
-  // Lossless: the history holds every message the run made, whole.
-  // (The user's message, then each step's assistant and tool messages; the last step's answer
-  // comes after the last prepareStep.)
-  assert.equal(history.length, 1 + 2 * (STEPS - 1));
+  assert.equal(calls, steps);
+  const outcome = await outcomes[0];
+  assert.equal(outcome.type, "delivered", JSON.stringify(outcome));
   const stored = history.messages("ai-sdk");
-  const calledFor = stored.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((p) => p.type === "tool-call").map((p) => p.input.order);
-  assert.deepEqual(calledFor, Array.from({ length: STEPS - 1 }, (_, i) => i + 1));
-  const results = stored.filter((m) => m.role === "tool").map((m) => m.content[0].output.value);
-  assert.deepEqual(results, Array.from({ length: STEPS - 1 }, (_, i) => lookup(i + 1)), "every tool output whole");
-  assert.ok(history.tokenCount().total > 10 * BUDGET, "the run was far over the budget");
-  const dropped = prepare.last.receipt.runs.filter((r) => r.action !== "kept").length;
-  assert.ok(dropped > 0, "the receipt says what was left out");
-  console.log(`# ai-sdk generateText: ${calls} calls, history ${history.tokenCount().total} tokens, last context ${prepare.last.receipt.tokensAfter}`);
+  const users = stored.map((m, i) => [i, m]).filter(([, m]) => m.role === "user");
+  assert.equal(users.length, 2, "the steering message is in the history");
+  // After step 5's assistant and tool messages: 1 + 2 * 5.
+  assert.equal(users[1][0], 1 + 2 * 5);
+  assert.match(JSON.stringify(users[1][1].content), /Skip order 7/);
+  assert.equal(history.length, 1 + 2 * (steps - 1) + 1);
   history.free();
 });
 
-test("an AI SDK streamText loop through compactingPrepareStep", async () => {
+test("prepareStep from an AI SDK outside ai 5-7 is a clear InvalidArgumentError, not a TypeError", () => {
   const history = new ConversationHistory({ format: "ai-sdk" });
-  const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET } });
-  const steps = 60;
-  let calls = 0;
-  const model = new MockLanguageModelV4({
-    doStream: async ({ prompt }) => {
-      checkStep(prepare, prompt, calls);
-      calls += 1;
-      const last = calls === steps;
-      const chunks = last
-        ? [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "done" }, { type: "text-end", id: "t" }]
-        : [
-            { type: "text-start", id: "t" },
-            { type: "text-delta", id: "t", delta: `Looking up order ${calls}.` },
-            { type: "text-end", id: "t" },
-            { type: "tool-call", toolCallId: `call_${calls}`, toolName: "search", input: JSON.stringify({ order: calls }) },
-          ];
-      chunks.push({ type: "finish", finishReason: { unified: last ? "stop" : "tool-calls", raw: undefined }, usage });
-      return { stream: convertArrayToReadableStream(chunks) };
-    },
-  });
-  const result = streamText({
-    model,
-    tools: { search: searchTool },
-    stopWhen: stepCountIs(steps),
-    prepareStep: prepare,
-    messages: [{ role: "user", content: "Look up every order." }],
-  });
-  assert.equal(await result.text, "done");
-  assert.equal(calls, steps);
+  const prepare = compactingPrepareStep(history);
+  // ai 4's experimental_prepareStep had no messages.
+  assert.throws(
+    () => prepare({ model: {}, stepNumber: 0, maxSteps: 5, steps: [] }),
+    (e) => e instanceof InvalidArgumentError && /ai`\) 5, 6 and 7/.test(e.message) && /maxSteps, model, stepNumber, steps/.test(e.message),
+  );
+  assert.throws(() => prepare(undefined), InvalidArgumentError);
+  assert.equal(history.length, 0);
   history.free();
 });
 
@@ -213,4 +303,103 @@ test(`an OpenAI Agents SDK loop of ${STEPS} model calls through CompactingSessio
   assert.equal(session.history.length, 0);
   assert.deepEqual(await session.getItems(), []);
   console.log(`# openai-agents: ${calls} calls over ${turn} runs, ${builds.length} builds`);
+});
+
+for (const streamed of [false, true]) {
+  test(`an OpenAI Agents SDK run of ${STEPS} model calls${streamed ? ", streamed," : ""} through compactingInputFilter`, async () => {
+    const history = new ConversationHistory({ format: "openai-responses" });
+    const builds = [];
+    const callModelInputFilter = compactingInputFilter(history, { build: { budget: { maxTokens: BUDGET } }, onBuild: (b) => builds.push(b) });
+    let calls = 0;
+    let buildsBefore = 0;
+    /** The model's answer to `request`: a function call until the last call, then the answer. */
+    const respond = (request) => {
+      calls += 1;
+      const input = getInputItems(request.input);
+      assert.deepEqual(validateMessages(input, "openai-responses"), [], `call ${calls}: the request is valid`);
+      const counted = tokenizer.countMessages(input.filter((i) => i.type !== "reasoning"), { format: "openai-responses" });
+      assert.ok(counted.total <= BUDGET, `call ${calls}: ${counted.total} ≤ ${BUDGET} tokens`);
+      assert.equal(builds.length, buildsBefore + calls, "the filter built the input of every call");
+      const output = calls === STEPS
+        ? [{ type: "message", role: "assistant", status: "completed", id: `msg_${calls}`, content: [{ type: "output_text", text: "All orders done." }] }]
+        : [
+            { type: "reasoning", id: `rs_${calls}`, content: [], providerData: { encryptedContent: `enc-${calls}` } },
+            { type: "function_call", id: `fc_${calls}`, callId: `call_${calls}`, name: "search", arguments: JSON.stringify({ order: calls }), status: "completed" },
+          ];
+      return { output, usage: { requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 }, responseId: `resp_${calls}` };
+    };
+    const model = {
+      async getResponse(request) {
+        return respond(request);
+      },
+      async *getStreamedResponse(request) {
+        const { output, usage, responseId } = respond(request);
+        yield { type: "response_started" };
+        yield { type: "response_done", response: { id: responseId, usage, output } };
+      },
+    };
+    const search = agentTool({
+      name: "search",
+      description: "Looks an order up",
+      parameters: { type: "object", properties: { order: { type: "number" } }, required: ["order"], additionalProperties: false },
+      strict: true,
+      execute: async ({ order }) => lookup(order),
+    });
+    const agent = new Agent({ name: "clerk", instructions: "Look orders up, one at a time.", model, tools: [search] });
+    const runner = new Runner({ tracingDisabled: true, callModelInputFilter });
+    const result = await runner.run(agent, "Look up every order.", { maxTurns: STEPS + 1, stream: streamed });
+    if (streamed) await result.completed;
+    assert.equal(result.finalOutput, "All orders done.");
+    assert.equal(calls, STEPS);
+    // Lossless: the user's message, and each call's reasoning, function call and its output, once.
+    assert.equal(history.length, 1 + 3 * (STEPS - 1));
+    const outputs = history.messages("openai-responses").filter((m) => m.type === "function_call_output").map((m) => m.output);
+    assert.deepEqual(outputs, Array.from({ length: STEPS - 1 }, (_, i) => lookup(i + 1)), "every tool output whole");
+    assert.ok(history.tokenCount().total > 5 * BUDGET, "the run was far over the budget");
+    assert.equal(callModelInputFilter.lastBuild, builds.at(-1));
+    // A second run that repeats the conversation (result.history) continues the same history.
+    calls = STEPS - 1;
+    buildsBefore = builds.length - calls;
+    const again = await runner.run(agent, [...result.history, { role: "user", content: "And order 500?" }], { maxTurns: 3 });
+    assert.equal(again.finalOutput, "All orders done.");
+    assert.equal(history.length, 1 + 3 * (STEPS - 1) + 2, "the first run's answer and the new question, nothing twice");
+    console.log(`# openai-agents filter${streamed ? " (streamed)" : ""}: ${STEPS} calls in one run, history ${history.tokenCount().total} tokens, last input ${builds.at(-1).receipt.tokensAfter}`);
+    history.free();
+  });
+}
+
+test("toolDefinitions: the AI SDK's tools as the function definitions each major sends (jsonSchema, zodSchema, zod 4)", async () => {
+  const { z } = await import("zod");
+  for (const { major, ai, Mock, finish, usage } of MAJORS) {
+    const tools = {
+      search: searchTool(ai),
+      refund: ai.tool({ description: "Refunds an order", inputSchema: z.object({ order: z.number().describe("the order"), items: z.array(z.object({ sku: z.string() })).optional() }) }),
+      wrapped: ai.tool({ inputSchema: ai.zodSchema(z.object({ note: z.string() })) }),
+    };
+    let sent;
+    const model = new Mock({
+      doGenerate: async (options) => {
+        sent = options.tools;
+        return { content: [{ type: "text", text: "ok" }], finishReason: finish("stop"), usage, warnings: [] };
+      },
+    });
+    await ai.generateText({ model, tools, messages: [{ role: "user", content: "hi" }] });
+    const theirs = sent.map((t) => ({ type: "function", function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema } }));
+    assert.deepEqual(toolDefinitions(tools), theirs, `ai ${major}: what the model is sent`);
+  }
+  assert.throws(() => toolDefinitions({ bad: { inputSchema: { parse() {} } } }), (e) => e instanceof InvalidArgumentError && /tools\.bad\.inputSchema/.test(e.message));
+});
+
+test("agentToolDefinitions: an agent's function tools as the Responses tools its OpenAI model sends", () => {
+  const search = agentTool({
+    name: "search",
+    description: "Looks an order up",
+    parameters: { type: "object", properties: { order: { type: "number" } }, required: ["order"], additionalProperties: false },
+    strict: true,
+    execute: async () => "",
+  });
+  const theirs = convertTool(search).tool;
+  const [mine] = agentToolDefinitions([search]);
+  assert.deepEqual(mine, { type: theirs.type, name: theirs.name, description: theirs.description, parameters: theirs.parameters, strict: theirs.strict });
+  assert.throws(() => agentToolDefinitions([{ type: "function", name: "x" }]), InvalidArgumentError);
 });

@@ -201,6 +201,32 @@ test("bad files: exit code 1 and a message naming the line or record and the fie
   }
 });
 
+test("the --repair hint is given only where --repair imports the file", () => {
+  const write = (name, text) => {
+    const path = join(work, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const user = JSON.stringify({ type: "user", message: { role: "user", content: "hi" } });
+  const cannot = [
+    write("hint-role.json", '[{"role": "wizard", "content": "hi"}]'),
+    write("hint-content.json", '[{"role": "user", "content": 5}]'),
+    write("hint-numbers.json", "[1, 2, 3]"),
+    write("hint-input.jsonl", `${user}\n{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": []}]}}\n`),
+    write("hint-traj.traj", '{"history": [{"role": "tool", "content": "x", "tool_call_ids": 5}]}'),
+  ];
+  for (const file of cannot) {
+    const strict = cli(["count", file]);
+    assert.equal(strict.status, 1, strict.stderr);
+    assert.doesNotMatch(strict.stderr, /--repair/, `no hint: ${strict.stderr}`);
+    assert.equal(cli(["count", file, "--repair"]).status, 1, "--repair does not import it either");
+  }
+  const orphan = write("hint-orphan.json", '[{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c9", "content": "x"}]');
+  const strict = cli(["count", orphan]);
+  assert.match(strict.stderr, /which no earlier assistant message made .*\(--repair imports such a log leniently\)/);
+  assert.equal(cli(["count", orphan, "--repair"]).status, 0, "--repair imports it");
+});
+
 test("usage: exit code 2, and --help for the tool and each command", () => {
   for (const args of [
     [],

@@ -153,3 +153,30 @@ test("a freed object throws, it does not trap", () => {
   tok.free();
   assert.throws(() => tok.count("x"), Error);
 });
+
+test("a free() from inside a call that uses the object is refused, and the object stays usable", () => {
+  const history = new ConversationHistory({ format: "openai" });
+  history.append(ok);
+  let refused;
+  const sneaky = {
+    role: "user",
+    content: "x",
+    toJSON() {
+      try {
+        history.free();
+      } catch (error) {
+        refused = error;
+      }
+      return { role: "user", content: "outer" };
+    },
+  };
+  history.append(sneaky);
+  assert.ok(refused instanceof ConflictError, `${refused?.name}: ${refused?.message}`);
+  assert.match(refused.message, /ConversationHistory\.free: .*in use by a call that has not returned.*stays usable/);
+  assert.equal(history.length, 2, "the append went through and the history is still reachable");
+  history.append({ role: "assistant", content: "after" });
+  assert.deepEqual(history.messages().map((m) => m.content), ["hello", "outer", "after"]);
+  // Once the call has returned, free() works as ever.
+  history.free();
+  assert.throws(() => history.length, InvalidArgumentError);
+});

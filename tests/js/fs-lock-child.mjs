@@ -34,9 +34,34 @@ async function beforeChange() {
   }
   if (released && task.releaseDelayMs) await sleep(task.releaseDelayMs);
 }
+// With `killAt`, the process SIGKILLs itself at that point of its file system calls (two points a
+// call: before it, and once it has returned), wherever that falls: a crash at a random point. With
+// `killOnLock`, only calls on the lock's files count.
+let points = 0;
+const killPoint = (path) => {
+  if (task.killOnLock && !String(path).includes(".lock")) return;
+  if (points++ === task.killAt) process.kill(process.pid, "SIGKILL");
+};
+if (task.killAt !== undefined) {
+  for (const name of ["stat", "readdir", "utimes", "writeFile", "appendFile", "copyFile"]) {
+    const original = fsp[name];
+    fsp[name] = async (...args) => {
+      killPoint(args[0]);
+      const result = await original(...args);
+      killPoint(args[0]);
+      return result;
+    };
+  }
+}
 for (const name of ["unlink", "rename", "rm", "rmdir", "mkdir", "link", "open", "readFile"]) {
   const original = fsp[name];
   fsp[name] = async (...args) => {
+    if (task.killAt !== undefined) {
+      killPoint(args[0]);
+      const result = await original(...args);
+      killPoint(args[0]);
+      return result;
+    }
     if (String(args[0]).includes(".lock")) {
       const reads = name === "readFile" || (name === "open" && !/[wax+]/.test(String(args[1] ?? "r")));
       if (reads) read = true;
@@ -84,10 +109,17 @@ if (task.role === "crash") {
     // Dies holding the session's lock.
     await store.locked(task.session, async () => process.kill(process.pid, "SIGKILL"));
   }
-  const chat = await store.open(task.session);
-  for (let k = 0; k < task.messages; k++) {
-    chat.history.append({ role: "user", content: `${task.id} ${k}` });
-    await chat.flush();
+  try {
+    const chat = await store.open(task.session);
+    for (let k = 0; k < task.messages; k++) {
+      chat.history.append({ role: "user", content: `${task.id} ${k}` });
+      await chat.flush();
+      log(`acked ${task.id} ${k}`);
+    }
+    await store.close();
+  } catch (error) {
+    if (task.role !== "killed-writer") throw error;
+    log(`failed ${task.id} ${error.name} ${error.reason}: ${error.message}`);
   }
-  await store.close();
+  log(`points ${task.id} ${points}`);
 }

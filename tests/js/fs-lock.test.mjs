@@ -168,3 +168,58 @@ test("fs lock: released where the file system makes no hard links", async (t) =>
   assert.deepEqual(turns, [5, 6], "the last holder's turn and the free one after it: the ones before are gone");
   assert.ok(statSync(join(root, "locks", "x.lock.d", "6")).isDirectory(), "the free turn is a directory");
 });
+
+test("fs lock: 100 writers killed at random points: no false 'locked' error, no acknowledged message lost", async (t) => {
+  const root = scratch(t);
+  const log = join(root, "log");
+  const setup = await SessionStore.open(await FileSystemAdapter.open({ root }), { autosave: false, broadcast: false });
+  const first = await setup.create({ id: "shared" });
+  first.history.append({ role: "user", content: "start" });
+  await setup.close();
+  const messages = 3;
+  // How many kill points (two per file system call; or per call on the lock's files) a writer that
+  // is not killed passes.
+  const count = async (id, killOnLock) => {
+    const whole = await run({ root, role: "killed-writer", session: "shared", id, messages, killAt: -1, killOnLock, log });
+    assert.equal(whole.code, 0, whole.stderr);
+    return Number(lines(log).find((line) => line.startsWith(`points ${id} `)).split(" ")[2]);
+  };
+  const points = { any: await count("whole-any", false), lock: await count("whole-lock", true) };
+  assert.ok(points.lock > 20, `${JSON.stringify(points)} kill points`);
+  // Writers four at a time (they contend for the lock), each killed at a random point of its run
+  // (half of them at a point of the lock's files): in the lock's turns, in the log's writes, or
+  // not at all.
+  const writers = 100;
+  const killed = [];
+  for (let start = 0; start < writers; start += 4) {
+    const batch = Array.from({ length: Math.min(4, writers - start) }, (_, i) => start + i);
+    const results = await Promise.all(
+      batch.map((w) => {
+        const killOnLock = w % 2 === 0;
+        const killAt = Math.floor(Math.random() * (killOnLock ? points.lock : points.any) * 1.05);
+        return run({ root, role: "killed-writer", session: "shared", id: `w${w}`, messages, killAt, killOnLock, log }).then((result) => ({ w, killAt, result }));
+      }),
+    );
+    for (const { w, killAt, result } of results) {
+      if (result.signal === "SIGKILL") killed.push(w);
+      else assert.equal(result.code, 0, `w${w} (killAt ${killAt}): ${result.stderr}`);
+    }
+    // A writer that is not killed, after each batch: what the killed ones left must not stop it
+    // (a writer that waited for a lock nobody held would be killed before it said so).
+    const survivor = await run({ root, role: "killed-writer", session: "shared", id: `s${start}`, messages, killAt: -1, log });
+    assert.equal(survivor.code, 0, survivor.stderr);
+  }
+  const failures = lines(log).filter((line) => line.startsWith("failed "));
+  assert.deepEqual(failures, [], "no writer was refused (a lock whose owner is gone is taken over at once)");
+  assert.ok(killed.length >= 80, `${killed.length} of ${writers} writers were killed`);
+  const survivors = lines(log).filter((line) => /^acked s[0-9]+ /.test(line));
+  assert.equal(survivors.length, messages * Math.ceil(writers / 4), "every writer that was not killed wrote all its messages");
+  const store = await SessionStore.open(await FileSystemAdapter.open({ root }), { autosave: false, broadcast: false });
+  const texts = (await store.open("shared")).history.messages().map((m) => m.content);
+  const acked = lines(log).filter((line) => line.startsWith("acked ")).map((line) => line.slice("acked ".length));
+  const missing = acked.filter((text) => !texts.includes(text));
+  assert.deepEqual(missing, [], "every acknowledged message is stored");
+  assert.equal(new Set(texts).size, texts.length, "each message once");
+  console.log(`# ${killed.length} of ${writers} writers killed; ${acked.length} acknowledged messages, ${texts.length} stored`);
+  await store.close();
+});

@@ -11,6 +11,9 @@ import {
   validateMessages,
   SummarizerError,
   InvalidArgumentError,
+  DEFAULT_SUMMARY_TIMEOUT_MS,
+  Session,
+  recordTurn,
 } from "context-compactor";
 import { startFakeProviders } from "../support/fake-providers.mjs";
 import { tauBench, claudeCode } from "./fixtures.mjs";
@@ -107,4 +110,75 @@ test("a summary the core refuses (over budget) is a typed error and changes noth
   await assert.rejects(compact(history, { ...options, summarize: async () => { throw new Error("offline"); } }), /offline/);
   await assert.rejects(compact(history, { ...options, summarize: async () => 42 }), SummarizerError);
   assert.equal(snapshot(history), before);
+});
+
+/** A summariser that never answers; it records the signals it was handed. */
+function neverAnswers() {
+  const signals = [];
+  const summarize = (request, options) => {
+    signals.push(options?.signal);
+    return new Promise(() => {});
+  };
+  return { summarize, signals };
+}
+
+test("a summariser that never answers: compact() times out with a SummarizerError, the history as before, and the next compact() asks again", async () => {
+  const history = longHistory();
+  const before = snapshot(history);
+  const hung = neverAnswers();
+  const error = await compact(history, { ...options, summarize: hung.summarize, summaryTimeoutMs: 100 }).catch((e) => e);
+  assert.ok(error instanceof SummarizerError, `${error?.name}: ${error?.message}`);
+  assert.match(error.message, /did not answer within 100 ms/);
+  assert.equal(hung.signals.length, 1);
+  assert.ok(hung.signals[0] instanceof AbortSignal && hung.signals[0].aborted, "the summariser's signal aborted");
+  assert.equal(snapshot(history), before, "no compaction left in progress");
+  assert.equal(history.summaryState().inProgress ?? null, null);
+  let asked = 0;
+  const result = await compact(history, { ...options, summarize: async (request, { signal }) => {
+    asked += 1;
+    assert.equal(signal.aborted, false);
+    return "The user rebooked two flights.";
+  } });
+  assert.equal(asked, 1, "the next compact() called the summariser again");
+  assert.equal(history.summaryState().current.text, "The user rebooked two flights.");
+  assert.ok(JSON.stringify(result.messages).includes("rebooked two flights"));
+});
+
+test("compact() waits two minutes by default, and summaryTimeoutMs is checked", async () => {
+  const history = longHistory();
+  const hung = neverAnswers();
+  const started = Date.now();
+  const pending = compact(history, { ...options, summarize: hung.summarize });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(hung.signals[0].aborted, false, "still waiting");
+  assert.equal(DEFAULT_SUMMARY_TIMEOUT_MS, 120_000);
+  for (const bad of [0, -1, NaN, "10"]) {
+    await assert.rejects(compact(history, { ...options, summarize: hung.summarize, summaryTimeoutMs: bad }), (e) => e instanceof InvalidArgumentError && /summaryTimeoutMs/.test(e.message));
+  }
+  // Let the pending call go (a short timeout would have ended it; this one waits 2 minutes).
+  void pending.catch(() => {});
+  assert.ok(Date.now() - started < 120_000);
+});
+
+test("a fetch summariser stops its request when compact() stops waiting", async () => {
+  fake.state.behaviour = "slow";
+  const history = longHistory();
+  const before = snapshot(history);
+  const started = Date.now();
+  await assert.rejects(compact(history, { ...options, summarize: openai, summaryTimeoutMs: 300 }), (e) => e instanceof SummarizerError && /within 300 ms/.test(e.message));
+  assert.ok(Date.now() - started < 10_000, "it did not wait for the summariser's own 30 s timeout");
+  assert.equal(snapshot(history), before);
+  fake.state.behaviour = "ok";
+});
+
+test("a summariser that never answers: recordTurn() times out with a SummarizerError and records nothing", async () => {
+  const session = new Session({ memory: true });
+  session.history.appendMany([{ role: "user", content: "Rebook to Portland" }, { role: "assistant", content: "Rebooked." }]);
+  const before = JSON.stringify(session.export());
+  const hung = neverAnswers();
+  await assert.rejects(recordTurn(session.memory, { workspaceContext: "x", summarize: hung.summarize, summaryTimeoutMs: 100 }), (e) => e instanceof SummarizerError && /within 100 ms/.test(e.message));
+  assert.ok(hung.signals[0].aborted);
+  assert.equal(JSON.stringify(session.export()), before, "nothing recorded");
+  const snapshot = await recordTurn(session.memory, { workspaceContext: "x", summarize: async () => "Rebooked the user to Portland." });
+  assert.equal(snapshot.summary, "Rebooked the user to Portland.");
 });

@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, existsSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync, existsSync, statSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -44,11 +44,22 @@ test("the tarball holds the package and nothing else", () => {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   for (const f of files) {
-    assert.match(f, /^(package\.json|README\.md|LICENSE.*|dist\/(lite\/|storage\/|adapters\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
+    assert.match(f, /^(package\.json|README\.md|LICENSE.*|docs\/demo\.png|dist\/(lite\/|storage\/|adapters\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
   }
   const installed = join(project, "node_modules/context-compactor");
   assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
   assert.ok(!existsSync(join(installed, "node_modules")), "no nested dependencies (idb, the one dependency, is hoisted)");
+});
+
+test("the README's links and pictures work where npm shows it: absolute, or a file the tarball holds", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const targets = [...readme.matchAll(/!?\[[^\]]*\]\(([^)\s]+)[^)]*\)/g)].map((m) => m[1]).filter((t) => !t.startsWith("#"));
+  const packedFiles = new Set(packed.files.map((f) => f.path));
+  for (const target of targets) {
+    assert.match(target, /^https:\/\//, `${target}: a relative link breaks on npm (it has no repository to resolve it against)`);
+    const own = target.match(/^https:\/\/cdn\.jsdelivr\.net\/npm\/context-compactor(?:@[^/]+)?\/(.+)$/);
+    if (own) assert.ok(packedFiles.has(own[1]), `${own[1]}, which the README shows from the published package, is packed`);
+  }
 });
 
 test("the context-compactor command runs from the installed tarball (node_modules/.bin)", () => {
