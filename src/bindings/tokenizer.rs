@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::conversion::{from_js, string_arg, to_js};
+use super::conversion::{from_js, from_js_finite, read_finite_with, string_arg, to_js};
 use super::errors::JsResult;
 use crate::message::Format;
 use crate::tokens::{self, Encoding, RequestOptions};
@@ -80,7 +80,7 @@ impl Tokenizer {
         let options = if options.is_undefined() {
             RequestOptions::default()
         } else {
-            RequestOptions::read(from_js(&options, "options")?)?
+            read_finite_with(from_js_finite(&options, "options")?, "invalid options", RequestOptions::read)?
         };
         Ok(to_js(&tokens::count_request(self.encoding, from_js(&request, "the request")?, &options)?)?)
     }

@@ -203,7 +203,7 @@ mod tests {
         assert!(with(&|v| {
             v.as_object_mut().unwrap().remove("history");
         })
-        .contains("missing field `history`"));
+        .contains("lacks the field \"history\""));
         assert!(with(&|v| {
             v["history"]["messages"].as_array_mut().unwrap().remove(1);
         })

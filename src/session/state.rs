@@ -377,7 +377,7 @@ mod tests {
         assert!(with(&|v| v["artifacts"][1]["id"] = "code_sales_analysis".into()).contains("exists already"));
         assert!(with(&|v| v["artifacts"][0]["language"] = "cobol".into()).contains("not supported"));
         assert!(with(&|v| v["state"]["activeSkill"] = "".into()).contains("activeSkill is empty"));
-        assert!(with(&|v| v["state"]["todos"][0]["status"] = "later".into()).contains("unknown variant"));
+        assert!(with(&|v| v["state"]["todos"][0]["status"] = "later".into()).contains("must be one of"));
         // An export without them (written before they existed) imports with none.
         let mut old = exported.clone();
         old.as_object_mut().unwrap().remove("artifacts");

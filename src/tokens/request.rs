@@ -91,8 +91,9 @@ impl RequestOptions {
                             .and_then(|n| u32::try_from(n).ok())
                             .filter(|n| *n > 0)
                             .ok_or_else(|| {
+                                let got = size.get(key).map_or_else(|| "nothing".into(), crate::json_de::shown);
                                 Error::invalid_argument(format!(
-                                    "options.imageSizes[{url:?}].{key} must be a positive whole number of pixels"
+                                    "options.imageSizes[{url:?}].{key} must be a positive whole number of pixels, got {got}"
                                 ))
                             })
                     };
