@@ -20,6 +20,9 @@ pub enum ErrorKind {
     /// The call needed more memory (or stack) than the host gives: refused before anything changed,
     /// or, after a trap, rolled back to the last consistent state.
     Resource,
+    /// A summary handed back for a compaction or a memory turn that its request refuses (empty,
+    /// over its budget, without its required keys): the summariser's failure, not the caller's.
+    Summarizer,
 }
 
 impl ErrorKind {
@@ -32,6 +35,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "Conflict",
             ErrorKind::Corrupt => "Corrupt",
             ErrorKind::Resource => "Resource",
+            ErrorKind::Summarizer => "Summarizer",
         }
     }
 }
@@ -76,6 +80,10 @@ impl Error {
 
     pub fn resource(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Resource, message)
+    }
+
+    pub fn summarizer(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Summarizer, message)
     }
 
     /// Memory for `what` (`bytes` of it) could not be had: refused before anything changed.

@@ -283,14 +283,17 @@ fn seed_004_compaction_before_and_after() {
     assert_eq!(h.compactor.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
     let again = h.build(&options).unwrap();
     assert!(again.summary_request.is_none());
-    // Bad summaries are refused and nothing changes.
+    // Bad summaries are refused as the summariser's failures, and nothing changes; an unknown
+    // request is the caller's mistake.
     let state = h.compactor.summary_state().clone();
-    assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::Summarizer);
     assert_eq!(
         h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind,
-        ErrorKind::InvalidArgument
+        ErrorKind::Summarizer
     );
-    assert!(h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err().message.contains("pending"));
+    let incomplete = h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err();
+    assert!(incomplete.kind == ErrorKind::Summarizer && incomplete.message.contains("pending"), "{incomplete}");
+    assert_eq!(h.complete_summary("s99", "text", None).unwrap_err().kind, ErrorKind::Conflict);
     assert_eq!(h.compactor.summary_state(), &state);
     let record = h
         .complete_summary(

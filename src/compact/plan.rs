@@ -386,11 +386,10 @@ impl<'s> Pass<'s> {
     ) -> Result<Pass<'s>> {
         let items = ctx.items;
         let mut notes = Vec::new();
-        let summary = state
-            .current
-            .as_ref()
-            .filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
-        if state.current.is_some() && summary.is_none() {
+        // With the summary section off (`summary: null`), a summary stored earlier is left out too.
+        let stored = state.current.as_ref().filter(|_| ctx.options.summary.is_some());
+        let summary = stored.filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
+        if stored.is_some() && summary.is_none() {
             notes.push("the stored summary does not match this history and was ignored".to_string());
         }
         // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
@@ -767,6 +766,19 @@ mod tests {
         let pass = Pass::new(&ctx, &mut cache, structure, &stale).unwrap();
         assert!(pass.summary.is_none() && pass.covered.is_empty());
         assert!(pass.notes[0].contains("does not match"));
+    }
+
+    #[test]
+    fn with_the_summary_section_off_a_stored_summary_is_left_out() {
+        let log = turns(3, 1, 5);
+        let items = log.items();
+        let options = BuildOptions { summary: None, ..BuildOptions::default() };
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
+        let mut cache = ReduceCache::default();
+        let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
+        let structure = structure_for(&items, true, &mut cache);
+        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
+        assert!(pass.summary.is_none() && pass.covered.is_empty() && pass.notes.is_empty());
     }
 
     #[test]

@@ -10,7 +10,6 @@ import {
   anthropicSummarizer,
   validateMessages,
   SummarizerError,
-  InvalidArgumentError,
 } from "context-compactor";
 import { startFakeProviders } from "../support/fake-providers.mjs";
 import { tauBench, claudeCode } from "./fixtures.mjs";
@@ -98,11 +97,11 @@ for (const [behaviour, expected] of [
   });
 }
 
-test("a summary the core refuses (over budget) is a typed error and changes nothing", async () => {
+test("a summary the core refuses (over budget) is a SummarizerError and changes nothing", async () => {
   const history = longHistory();
   const before = snapshot(history);
   const huge = async () => "word ".repeat(50_000);
-  await assert.rejects(compact(history, { ...options, summarize: huge }), InvalidArgumentError);
+  await assert.rejects(compact(history, { ...options, summarize: huge }), SummarizerError);
   assert.equal(snapshot(history), before);
   await assert.rejects(compact(history, { ...options, summarize: async () => { throw new Error("offline"); } }), /offline/);
   await assert.rejects(compact(history, { ...options, summarize: async () => 42 }), SummarizerError);
