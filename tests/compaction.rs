@@ -676,3 +676,40 @@ fn replayed_agent_sessions_keep_the_task_and_use_the_budget() {
         }
     }
 }
+
+/// A pin made or taken away between builds changes the next build as a build from scratch would
+/// make it: what the compactor kept from the last build (reductions, fates, runs) does not hide it.
+#[test]
+fn a_pin_between_builds_builds_as_from_scratch() {
+    let mut turns = vec![json!({"role": "system", "content": "Be brief."})];
+    for t in 0..30 {
+        turns.push(json!({"role": "user", "content": format!("request {t}: {}", "please look at this. ".repeat(30))}));
+        let id = format!("c{t}");
+        turns.push(json!({"role": "assistant", "content": null, "tool_calls": [call(&id, "read", json!({"path": format!("f{t}")}))]}));
+        turns.push(json!({"role": "tool", "tool_call_id": id, "content": "line ".repeat(200)}));
+        turns.push(json!({"role": "assistant", "content": format!("answer {t}")}));
+    }
+    let options =
+        BuildOptions { budget: Some(BudgetOptions { max_tokens: Some(3_000), ..Default::default() }), ..no_summary() };
+    let mut h = history(Value::Array(turns));
+    let fresh = |h: &Session| {
+        let mut copy = Session::import(serde_json::to_value(h.export().unwrap()).unwrap()).unwrap();
+        copy.build(&options).unwrap()
+    };
+    h.build(&options).unwrap();
+    for change in ["pin m22", "pin m2", "unpin m22", "unpin m2"] {
+        let (verb, id) = change.split_once(' ').unwrap();
+        match verb {
+            "pin" => h.history.pin(id).unwrap(),
+            _ => h.history.unpin(id).unwrap(),
+        }
+        let warm = h.build(&options).unwrap();
+        let cold = fresh(&h);
+        assert_eq!(ids(&warm.context), ids(&cold.context), "after {change}");
+        assert_eq!(warm.context.receipt, cold.context.receipt, "after {change}");
+        assert_eq!(
+            warm.context.receipt.pinned.iter().any(|p| p.id == "m22"),
+            change == "pin m22" || change == "pin m2"
+        );
+    }
+}

@@ -51,11 +51,16 @@ impl Compactor {
             self.reduce = ReduceCache::default();
             self.rebases = history.rebases();
         }
-        let items: Vec<Item> = history
+        let mut items: Vec<Item> = history
             .records()
             .iter()
-            .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens().map_or(0, |t| t.total) })
+            .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens().map_or(0, |t| t.total), pinned: false })
             .collect();
+        for &position in history.pinned_positions() {
+            if let Some(item) = items.get_mut(position) {
+                item.pinned = true;
+            }
+        }
         // Calibrated, a budget is in counted tokens: the billed budget over the top of the band.
         let factor = self.calibration.latest();
         let calibrated;

@@ -62,6 +62,10 @@ pub struct HistoryExport {
     pub encoding: Encoding,
     pub messages: Vec<LoggedMessage>,
     pub summary: SummaryState,
+    /// The ids of the messages pinned explicitly (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(test, ts(as = "Option<Vec<String>>", optional))]
+    pub pinned: Vec<String>,
 }
 
 impl Session {
@@ -81,6 +85,7 @@ impl Session {
                 encoding: self.history.encoding(),
                 messages: self.history.logged()?,
                 summary: self.compactor.summary_state().clone(),
+                pinned: self.history.pinned(),
             },
             memory: self.memory.as_ref().map(MemoryStore::export),
             max_snapshot_chars: self.memory.as_ref().map(MemoryStore::max_snapshot_chars),
@@ -121,8 +126,9 @@ impl Session {
                 export.loops, export.max_loops
             )));
         }
-        let HistoryExport { encoding, messages, summary } = export.history;
+        let HistoryExport { encoding, messages, summary, pinned } = export.history;
         session.history = ConversationHistory::from_counted(encoding, messages, known)?;
+        session.history.set_pinned(&pinned).map_err(|e| corrupt("its pins", e))?;
         session
             .compactor
             .restore_summary_state(summary, &session.history, summary_counted)
