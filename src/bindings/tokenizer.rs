@@ -43,7 +43,7 @@ impl Tokenizer {
     /// Tokens in `text` (special-token text counts as ordinary text, as in a chat message).
     pub fn count(&self, #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue) -> JsResult<u32> {
         let text = string_arg(&text, "text")?;
-        Ok(u32::try_from(self.encoding.count_input(&text)?).unwrap_or(u32::MAX))
+        Ok(u32::try_from(self.encoding.count(&text)).unwrap_or(u32::MAX))
     }
 
     /// The token ids of `text`.

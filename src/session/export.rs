@@ -138,13 +138,6 @@ impl Session {
                 session.enable_memory(max_snapshot_chars.unwrap_or(memory::DEFAULT_MAX_SNAPSHOT_CHARS))?;
                 session.memory_mut()?.restore(memory)?;
                 session.check_turn_ranges().map_err(|e| corrupt("its memory", e))?;
-                for summary in session.memory().into_iter().flat_map(|m| m.summaries()) {
-                    let snapshot = session.memory().and_then(|m| m.context(summary.turn_number));
-                    let mut texts = vec![summary.summary.as_str()];
-                    texts.extend(snapshot.map(|s| s.full_context.as_str()));
-                    texts.extend(summary.insights.iter().map(String::as_str));
-                    session.check_turn_texts(&texts).map_err(|e| corrupt("its memory", e))?;
-                }
                 session.sync_index();
             }
             (None, Some(_)) => {
