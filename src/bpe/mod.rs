@@ -593,6 +593,10 @@ impl BpeEncoder {
 
     /// `count`, and whether it is exact (else an upper bound: see `merge::Windows`).
     pub fn count_exact(&self, text: &str) -> (usize, bool) {
+        // No shorter text holds a piece longer than a window, the only kind not merged exactly.
+        if text.len() <= merge::Windows::DEFAULT.len {
+            return (self.count(text), true);
+        }
         exactly(|| self.count(text))
     }
 
