@@ -366,7 +366,8 @@ runs: Array<Readonly<ReceiptRun>>,
  */
 repairs: Array<Repair>, 
 /**
- * The pinned requests: the task and the latest request, always in the context.
+ * The pinned requests, always in the context: the task (or the messages pinned explicitly)
+ * and the latest request.
  */
 pinned: Array<PinUse>, summary: SummaryUse | null, 
 /**
@@ -441,7 +442,8 @@ truncated: boolean, };
 
 export type PinUse = { id: string, role: PinRole, 
 /**
- * Cut to its head and tail to fit half of what the system prompt leaves.
+ * Cut to fit half of what the system prompt leaves: its texts to their head and tail, a
+ * request of many parts to its first and last parts.
  */
 truncated: boolean, tokensBefore: number, tokensAfter: number, };
 
