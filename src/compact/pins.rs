@@ -142,8 +142,8 @@ pub(crate) fn size(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: us
         let Some(parts) = longest(1, most.div_ceil(2).max(1), |k| Ok(total_at(texts(Some(k)), pass)? <= room))? else {
             let least = total_at(texts(Some(1)), pass)?;
             return Err(Error::invalid_argument(format!(
-                "the budget of {} tokens is too small for the system prompt ({} tokens) and the pinned task and \
-                 latest request ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, {room} tokens",
+                "the budget of {} tokens is too small for the system prompt ({} tokens) and the pinned requests \
+                 ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, {room} tokens",
                 pass.max.unwrap_or(0),
                 pass.system_tokens
             )));
