@@ -356,6 +356,9 @@ function loadHistory(args: Args, encoding: EncodingName, progress: Progress): Lo
     }
     if (part.length === 0) break;
   }
+  // The requests the file marks to pin (a SWE-agent instance's issue); a lenient append may have
+  // left messages out, and then positions no longer name them.
+  if (ids.length === loaded.origins.length) for (const i of loaded.pinned) history.pin(ids[i]);
   return { name, loaded, history, ids, repairs };
 }
 

@@ -185,7 +185,7 @@ export class InternalError extends ContextCompactorError {
   }
 }
 
-const classes: Record<ErrorKind, new (message: string, details?: ErrorDetails) => ContextCompactorError> = {
+const classes: Record<Exclude<ErrorKind, "Summarizer">, new (message: string, details?: ErrorDetails) => ContextCompactorError> = {
   InvalidMessage: InvalidMessageError,
   InvalidArgument: InvalidArgumentError,
   NotFound: NotFoundError,
@@ -201,7 +201,9 @@ const classes: Record<ErrorKind, new (message: string, details?: ErrorDetails) =
  */
 export function makeError(kind: string, message: string, details?: ErrorDetails | null): Error {
   const d: ErrorDetails = details && typeof details === "object" ? details : {};
-  const cls = Object.prototype.hasOwnProperty.call(classes, kind) ? classes[kind as ErrorKind] : undefined;
+  // A summary the core refused (empty, over its budget): the summariser's failure.
+  if (kind === "Summarizer") return new SummarizerError(describe(message));
+  const cls = Object.prototype.hasOwnProperty.call(classes, kind) ? classes[kind as keyof typeof classes] : undefined;
   if (cls) return new cls(describe(message), d);
   return new InternalError(`unknown error kind ${describe(kind)}: ${describe(message)}`, d);
 }

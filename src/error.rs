@@ -20,6 +20,9 @@ pub enum ErrorKind {
     /// The call needed more memory (or stack) than the host gives: refused before anything changed,
     /// or, after a trap, rolled back to the last consistent state.
     Resource,
+    /// A summary handed back for a compaction or a memory turn that its request refuses (empty,
+    /// over its budget, without its required keys): the summariser's failure, not the caller's.
+    Summarizer,
 }
 
 impl ErrorKind {
@@ -32,6 +35,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "Conflict",
             ErrorKind::Corrupt => "Corrupt",
             ErrorKind::Resource => "Resource",
+            ErrorKind::Summarizer => "Summarizer",
         }
     }
 }
@@ -78,6 +82,10 @@ impl Error {
         Self::new(ErrorKind::Resource, message)
     }
 
+    pub fn summarizer(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Summarizer, message)
+    }
+
     /// Memory for `what` (`bytes` of it) could not be had: refused before anything changed.
     pub fn out_of_memory(what: &str, bytes: usize) -> Self {
         Self::resource(format!(
@@ -119,18 +127,75 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// A value of a typed shape read from JSON, or an `InvalidArgument` error that names `what` and
-/// the field at fault: `invalid options: counted: invalid value: integer `-3`, expected usize`.
+/// the field at fault in plain words: `invalid options: counted must be a whole number, 0 or more, got -3`.
 pub fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> Result<T> {
     crate::json_de::from_value(value).map_err(|error| unreadable(&error, what))
 }
 
-/// `from_json`'s error, compiled once rather than for each of the shapes read.
+/// `from_json`'s error, compiled once rather than for each of the shapes read: where and what, in
+/// plain words (`budget.maxTokens must be a whole number from 0 to 4294967295, got -1`) when the
+/// read says them (`json_de::Plain`), else in its own.
 #[cold]
 fn unreadable(error: &crate::json_de::PathError, what: &str) -> Error {
-    let (path, inner) = (error.path(), error.message());
-    if path == "." {
-        Error::invalid_argument(format!("{what}: {inner}"))
-    } else {
-        Error::invalid_argument(format!("{what}: {path}: {inner}"))
+    use crate::json_de::Plain;
+    let at = |path: String| if path == "." { what.to_string() } else { format!("{what}: {path}") };
+    let quoted = |names: &[&str]| names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
+    let message = match error.plain() {
+        Some(Plain::Expected { expected, got }) => format!("{} must be {expected}, got {got}", at(error.path())),
+        Some(Plain::OneOf { names, got }) => {
+            format!("{} must be one of {}, got {got}", at(error.path()), quoted(names))
+        }
+        // The path ends with the field itself: the object is the path before it.
+        Some(Plain::UnknownField { field, names }) => {
+            let container = error.container_path();
+            let place = if container == "." { String::new() } else { format!(" in {container}") };
+            match names.is_empty() {
+                true => format!("{what}: unknown field {field:?}{place}: it has none"),
+                false => format!("{what}: unknown field {field:?}{place}; the fields are {}", names.join(", ")),
+            }
+        }
+        Some(Plain::Missing { field }) => format!("{} lacks the field {field:?}", at(error.path())),
+        None => format!("{}: {}", at(error.path()), error.message()),
+    };
+    Error::invalid_argument(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::compact::BuildSpec;
+
+    /// What an option that cannot be read says: the option, what it must be and what it was, in
+    /// words, none of serde's (`u32`, `invalid type`, backquotes).
+    #[test]
+    fn option_errors_say_what_the_option_must_be_in_plain_words() {
+        let error = |value| super::from_json::<BuildSpec>(value, "invalid build options").unwrap_err().message;
+        let nan = format!("{}NaN", crate::json_de::NON_FINITE);
+        let cases = [
+            (json!({"budget": {"maxTokens": -1}}), "invalid build options: budget.maxTokens must be a whole number from 0 to 4294967295, got -1"),
+            (json!({"budget": {"maxTokens": 1.5}}), "invalid build options: budget.maxTokens must be a whole number from 0 to 4294967295, got 1.5"),
+            (json!({"budget": {"maxTokens": nan}}), "invalid build options: budget.maxTokens must be a whole number from 0 to 4294967295, got NaN"),
+            (json!({"budget": {"targetRatio": "half"}}), "invalid build options: budget.targetRatio must be a number, got \"half\""),
+            (json!({"summary": 5}), "invalid build options: summary must be an object, got 5"),
+            (json!({"summary": {"placement": "top"}}), "invalid build options: summary.placement must be one of \"auto\", \"system\", \"exchange\", got \"top\""),
+            (json!({"format": 3}), "invalid build options: format must be one of \"openai\", \"anthropic\", \"openai-responses\", \"ai-sdk\", got 3"),
+            (json!({"dedupeSystem": "yes"}), "invalid build options: dedupeSystem must be a boolean, got \"yes\""),
+        ];
+        for (value, want) in cases {
+            assert_eq!(error(value.clone()), want, "{value}");
+        }
+        let unknown = error(json!({"budgett": 3}));
+        assert!(
+            unknown.starts_with("invalid build options: unknown field \"budgett\"; the fields are profile, format,"),
+            "{unknown}"
+        );
+        let nested = error(json!({"budget": {"maxToken": 3}}));
+        assert!(
+            nested.starts_with("invalid build options: unknown field \"maxToken\" in budget; the fields are "),
+            "{nested}"
+        );
+        let memory = error(json!({"memory": {"maxTokens": "x"}}));
+        assert!(!memory.contains('`') && !memory.contains("invalid type") && !memory.contains("u32"), "{memory}");
     }
 }

@@ -162,6 +162,9 @@ pub struct ConversationHistory {
     /// How many times messages were taken off the end (`truncate`, a trap's undo). The log is
     /// otherwise append-only: what a compactor derived from it by id stays true until this changes.
     rebases: u64,
+    /// The positions of the messages pinned explicitly (`pin`), in order: user requests every
+    /// context keeps (see `compact::pins`).
+    pins: Vec<usize>,
 }
 
 /// One stored message as JSON: its id, the format it arrived in, and the message as appended.
@@ -212,6 +215,7 @@ impl ConversationHistory {
             counted_prefix: 0,
             committing: None,
             rebases: 0,
+            pins: Vec::new(),
         }
     }
 
@@ -244,16 +248,29 @@ impl ConversationHistory {
 
     /// Parses and appends one message; returns its id.
     pub fn append_value(&mut self, value: Value, format: Format) -> Result<String> {
+        self.append_value_pinned(value, format, false)
+    }
+
+    /// `append_value`, pinning the message when `pin` (see `pin`); a message that cannot be
+    /// pinned is refused, and then not appended.
+    pub fn append_value_pinned(&mut self, value: Value, format: Format, pin: bool) -> Result<String> {
         let message = message::parse_one(value, format, 0).map_err(single_message_error)?;
-        let mut ids = self.append_all(vec![message]).map_err(single_message_error)?;
+        let pins: &[usize] = if pin { &[0] } else { &[] };
+        let mut ids = self.append_counted(vec![message], Vec::new(), pins).map_err(single_message_error)?;
         ids.pop().ok_or_else(|| Error::internal("append returned no id"))
     }
 
     /// Parses and appends a list (OpenAI array; Anthropic array or `{ system, messages }`).
     /// All or nothing: if any message is invalid, nothing is appended.
     pub fn append_values(&mut self, value: Value, format: Format) -> Result<Vec<String>> {
+        self.append_values_pinned(value, format, &[])
+    }
+
+    /// `append_values`, pinning the messages at positions `pins` of the list (in the order they
+    /// are appended: an Anthropic `system` first). All or nothing, pins included.
+    pub fn append_values_pinned(&mut self, value: Value, format: Format, pins: &[usize]) -> Result<Vec<String>> {
         let messages = message::parse(value, format)?;
-        self.append_all(messages)
+        self.append_counted(messages, Vec::new(), pins)
     }
 
     /// `append_values`, lenient: what the strict append refuses (a result whose call is not in
@@ -261,9 +278,30 @@ impl ConversationHistory {
     /// repairs a context and reported (`lenient`); what is valid is kept as it is. Messages
     /// that are not messages at all are still refused.
     pub fn append_repaired(&mut self, value: Value, format: Format) -> Result<RepairedAppend> {
+        self.append_repaired_pinned(value, format, &[])
+    }
+
+    /// `append_repaired`, pinning the messages at positions `pins` of the list given (a message
+    /// the repair leaves out cannot be pinned: the append is refused).
+    pub fn append_repaired_pinned(&mut self, value: Value, format: Format, pins: &[usize]) -> Result<RepairedAppend> {
         let messages = message::parse(value, format)?;
+        let given = messages.len();
         let (messages, repairs) = lenient::repair(&self.calls, messages);
-        let ids = self.append_all(messages)?;
+        // The positions of the messages kept, in the list given.
+        let left_out: Vec<usize> =
+            repairs.iter().filter(|r| r.kind == RepairKind::EmptyAfterRepair).map(|r| r.index).collect();
+        let kept: Vec<usize> = (0..given).filter(|i| !left_out.contains(i)).collect();
+        let pins = pins
+            .iter()
+            .map(|&i| match kept.binary_search(&i) {
+                Ok(position) => Ok(position),
+                Err(_) if i < given => Err(Error::invalid_argument(format!(
+                    "pin: message {i} of the list cannot be pinned: the repair left it out"
+                ))),
+                Err(_) => Err(pin_out_of_range(i, given)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let ids = self.append_counted(messages, Vec::new(), &pins)?;
         Ok(RepairedAppend { ids, repairs })
     }
 
@@ -272,15 +310,27 @@ impl ConversationHistory {
     /// All or nothing: on any error, and after a trap in the middle (`recover_after_trap`),
     /// nothing is appended.
     pub fn append_all(&mut self, messages: Vec<Message>) -> Result<Vec<String>> {
-        self.append_counted(messages, Vec::new())
+        self.append_counted(messages, Vec::new(), &[])
     }
 
     /// `append_all` with the counts made earlier (`known[i]` for `messages[i]`, by this version of
-    /// the library for this encoding: kept in storage). A message with its count is not tokenized
-    /// again, not even to check that it can be, which its count shows.
-    fn append_counted(&mut self, messages: Vec<Message>, known: Vec<Option<MessageTokens>>) -> Result<Vec<String>> {
+    /// the library for this encoding: kept in storage), which are not made again, and the
+    /// messages at positions `pins` of the list pinned.
+    fn append_counted(
+        &mut self,
+        messages: Vec<Message>,
+        known: Vec<Option<MessageTokens>>,
+        pins: &[usize],
+    ) -> Result<Vec<String>> {
         let base = self.records.len();
         let changes = CallChanges::check(&self.calls, &messages, base, |position| self.describe(position, base))?;
+        let mut pins = pins.to_vec();
+        crate::sort::sort(&mut pins);
+        pins.dedup();
+        for &i in &pins {
+            let message = messages.get(i).ok_or_else(|| pin_out_of_range(i, messages.len()))?;
+            check_pinnable(message, &format!("message {i} of the list"))?;
+        }
         let mut records = Vec::new();
         let mut keys = Vec::new();
         let size = |n: usize| n.saturating_mul(std::mem::size_of::<Record>());
@@ -289,30 +339,24 @@ impl ConversationHistory {
             .map_err(|_| Error::out_of_memory("the messages", size(messages.len())))?;
         keys.try_reserve_exact(messages.len())
             .map_err(|_| Error::out_of_memory("the messages", size(messages.len())))?;
-        let mut counted = 0;
         let mut known = known.into_iter();
         for (i, message) in messages.into_iter().enumerate() {
-            let tokens = match known.next().flatten() {
-                Some(tokens) => Some(tokens),
-                None => {
-                    let tokens = tokens::count_long_message(self.encoding, &message)
-                        .map_err(|e| Error::invalid_message(i, "", e.message))?;
-                    counted += u64::from(tokens.is_some());
-                    tokens
-                }
-            };
+            // A message without a count made earlier is counted when first needed.
+            let tokens = known.next().flatten();
             let id = format!("m{}", base + i + 1);
             keys.push(id.clone());
             records.push(Record { id, message: Arc::new(message), tokens });
         }
         self.records.try_reserve(records.len()).map_err(|_| Error::out_of_memory("the log", size(records.len())))?;
+        self.pins.try_reserve(pins.len()).map_err(|_| Error::out_of_memory("the pins", size(pins.len())))?;
         changes.reserve_in(&mut self.calls)?;
         // The commit: room for all of it is reserved, so it allocates nothing and cannot fail; a
         // trap in the middle (a JS stack overflow) is undone whole by `recover_after_trap`.
         self.committing = Some(base);
         changes.apply(&mut self.calls);
         self.records.extend(records);
-        self.counted_messages += counted;
+        // After every stored message: the pins stay in order.
+        self.pins.extend(pins.iter().map(|i| base + i));
         self.committing = None;
         Ok(keys)
     }
@@ -326,6 +370,7 @@ impl ConversationHistory {
         let Some(base) = self.committing else { return false };
         // The records themselves are whole: each push wrote a record then the length.
         self.records.truncate(base);
+        self.pins.retain(|&p| p < base);
         self.counted_prefix = self.counted_prefix.min(base);
         self.rebases += 1;
         let calls = self.calls_from_records();
@@ -355,6 +400,7 @@ impl ConversationHistory {
         }
         // Ids follow positions (`m{i + 1}`), so the next append reuses the dropped ones.
         self.records.truncate(len);
+        self.pins.retain(|&p| p < len);
         self.counted_prefix = self.counted_prefix.min(len);
         self.rebases += 1;
         self.calls = self.calls_from_records();
@@ -366,6 +412,54 @@ impl ConversationHistory {
         if let Some(record) = self.records.get_mut(position) {
             record.tokens.get_or_insert(tokens);
         }
+    }
+
+    /// Pins the user message `id`: every context keeps it (cut to its head and tail if the
+    /// budget needs), the receipt lists it, and the first message pinned stands for the task
+    /// (see `compact::pins`). Only a request can be pinned: a user message with more than tool
+    /// results.
+    pub fn pin(&mut self, id: &str) -> Result<()> {
+        let position = self.position(id).ok_or_else(|| Error::not_found(format!("no message {id:?} to pin")))?;
+        check_pinnable(&self.records[position].message, id)?;
+        if let Err(at) = self.pins.binary_search(&position) {
+            self.pins.try_reserve(1).map_err(|_| Error::out_of_memory("the pins", std::mem::size_of::<usize>()))?;
+            self.pins.insert(at, position);
+        }
+        Ok(())
+    }
+
+    /// Unpins the message `id` (one not pinned stays as it is).
+    pub fn unpin(&mut self, id: &str) -> Result<()> {
+        let position = self.position(id).ok_or_else(|| Error::not_found(format!("no message {id:?} to unpin")))?;
+        if let Ok(at) = self.pins.binary_search(&position) {
+            self.pins.remove(at);
+        }
+        Ok(())
+    }
+
+    /// The ids of the pinned messages, in order.
+    pub fn pinned(&self) -> Vec<String> {
+        self.pins.iter().filter_map(|&p| self.records.get(p)).map(|r| r.id.clone()).collect()
+    }
+
+    /// The positions of the pinned messages, in order.
+    pub fn pinned_positions(&self) -> &[usize] {
+        &self.pins
+    }
+
+    /// Pins exactly the messages `ids` (stored pins being restored): checked whole first, as `pin`
+    /// checks one; on error nothing changes.
+    pub fn set_pinned(&mut self, ids: &[String]) -> Result<()> {
+        let mut pins = Vec::with_capacity(ids.len());
+        for id in ids {
+            let position = self.position(id).ok_or_else(|| Error::not_found(format!("no message {id:?} to pin")))?;
+            check_pinnable(&self.records[position].message, id)?;
+            pins.push(position);
+        }
+        crate::sort::sort(&mut pins);
+        pins.dedup();
+        self.pins = pins;
+        Ok(())
     }
 
     fn describe(&self, position: usize, base: usize) -> String {
@@ -454,7 +548,7 @@ impl ConversationHistory {
             messages.push(parsed.map_err(|e| corrupt(&format!("message {}", logged.id), e))?);
             ids.push(logged.id);
         }
-        let assigned = history.append_counted(messages, known).map_err(|e| corrupt("its messages", e))?;
+        let assigned = history.append_counted(messages, known, &[]).map_err(|e| corrupt("its messages", e))?;
         if let Some((expected, found)) = assigned.iter().zip(&ids).find(|(a, b)| a != b) {
             return Err(Error::invalid_argument(format!(
                 "corrupt export: message {found:?} is where {expected:?} belongs (ids run m1, m2, … in order)"
@@ -533,6 +627,27 @@ pub(crate) fn message_number(id: &str) -> Option<u64> {
         return None;
     }
     digits.parse().ok()
+}
+
+/// Only a request can be pinned: a user message with something besides tool results (`what`
+/// names it in the error).
+fn check_pinnable(message: &Message, what: &str) -> Result<()> {
+    if message.role != message::Role::User {
+        return Err(Error::invalid_argument(format!(
+            "only a user message can be pinned, not {what}: its role is {}",
+            message.role.as_str()
+        )));
+    }
+    if message.content.parts.iter().all(|part| matches!(part, message::Part::ToolResult(_))) {
+        return Err(Error::invalid_argument(format!(
+            "only a user message with a request can be pinned: {what} holds only tool results"
+        )));
+    }
+    Ok(())
+}
+
+fn pin_out_of_range(i: usize, len: usize) -> Error {
+    Error::invalid_argument(format!("pin: {i} is not the position of a message of the list, which has {len}"))
 }
 
 /// The error for an export that cannot be what an export of this library wrote.
@@ -706,5 +821,87 @@ mod tests {
         assert_eq!(report.total, h.token_count().total);
         assert_eq!(report.by_role.values().sum::<usize>() + report.reply_priming, report.total);
         assert_eq!(report.by_part.values().sum::<usize>() + report.reply_priming, report.total);
+    }
+
+    #[test]
+    fn pins_are_user_requests_kept_in_order_and_dropped_with_their_messages() {
+        let mut h = history();
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+        h.append_values(
+            json!([{"role": "system", "content": "s"}, {"role": "user", "content": "demo"}, {"role": "user", "content": "task"}, call]),
+            Format::OpenAi,
+        )
+        .unwrap();
+        h.pin("m3").unwrap();
+        h.pin("m2").unwrap();
+        h.pin("m3").unwrap();
+        assert_eq!(h.pinned(), ["m2", "m3"]);
+        assert_eq!(h.pin("m9").unwrap_err().kind, ErrorKind::NotFound);
+        for (id, why) in [("m1", "not m1: its role is system"), ("m4", "not m4: its role is assistant")] {
+            let error = h.pin(id).unwrap_err();
+            assert!(error.kind == ErrorKind::InvalidArgument && error.message.contains(why), "{error}");
+        }
+        h.unpin("m2").unwrap();
+        h.unpin("m2").unwrap();
+        assert_eq!(h.pinned(), ["m3"]);
+        // A user message of tool results alone is no request.
+        h.append_value(
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}]}),
+            Format::Anthropic,
+        )
+        .unwrap();
+        assert!(h.pin("m5").unwrap_err().message.contains("holds only tool results"));
+
+        // Pinned at append, all or nothing: a pin that cannot be is refused with the batch.
+        let batch = json!([{"role": "user", "content": "next"}, {"role": "assistant", "content": "ok"}]);
+        let error = h.append_values_pinned(batch.clone(), Format::OpenAi, &[1]).unwrap_err();
+        assert!(error.message.contains("not message 1 of the list: its role is assistant"), "{error}");
+        assert!(h.append_values_pinned(batch.clone(), Format::OpenAi, &[2]).is_err());
+        assert_eq!(h.len(), 5);
+        assert_eq!(h.append_values_pinned(batch, Format::OpenAi, &[0]).unwrap(), ["m6", "m7"]);
+        assert_eq!(
+            h.append_value_pinned(json!({"role": "user", "content": "more"}), Format::OpenAi, true).unwrap(),
+            "m8"
+        );
+        assert_eq!(h.pinned(), ["m3", "m6", "m8"]);
+        // Messages taken off the end take their pins with them; an append undone by a trap too.
+        h.truncate(7);
+        assert_eq!(h.pinned(), ["m3", "m6"]);
+        h.committing = Some(5);
+        assert!(h.recover_after_trap());
+        assert_eq!(h.pinned(), ["m3"]);
+        // Restored whole, or not at all.
+        assert!(h.set_pinned(&["m2".into(), "m4".into()]).is_err());
+        assert_eq!(h.pinned(), ["m3"]);
+        h.set_pinned(&["m3".into(), "m2".into()]).unwrap();
+        assert_eq!(h.pinned(), ["m2", "m3"]);
+    }
+
+    #[test]
+    fn a_lenient_append_pins_by_the_position_in_the_list_given() {
+        let mut h = history();
+        // The list's first message answers a call the log does not hold: repaired into text.
+        let list = json!([
+            {"role": "tool", "tool_call_id": "gone", "content": "late"},
+            {"role": "user", "content": "the real task"},
+            {"role": "assistant", "content": "ok"}
+        ]);
+        let appended = h.append_repaired_pinned(list.clone(), Format::OpenAi, &[1]).unwrap();
+        assert_eq!(appended.ids.len(), 3);
+        assert_eq!(h.pinned(), [appended.ids[1].clone()]);
+        assert!(h.append_repaired_pinned(list, Format::OpenAi, &[3]).unwrap_err().message.contains("has 3"));
+    }
+
+    #[test]
+    fn a_text_with_a_run_over_a_megabyte_is_stored_and_counted() {
+        let mut h = history();
+        let run = "=".repeat((1 << 20) + 3);
+        let id = h.append_value(json!({"role": "user", "content": run}), Format::OpenAi).unwrap();
+        assert_eq!(h.get_value(&id).unwrap()["content"], run);
+        let count = h.token_count();
+        assert!(!count.estimate);
+        let text = Encoding::O200kBase.count(&run);
+        assert_eq!(count.messages[0] as usize, 3 + Encoding::O200kBase.count("user") + text);
+        assert!(text > 0 && text < run.len() / 4);
     }
 }

@@ -20,9 +20,38 @@ pub struct PathError(Box<Failure>);
 struct Failure {
     message: String,
     innermost_first: Vec<Segment>,
+    /// What was wrong, in words a JS user reads (no Rust types): see `Plain`.
+    plain: Option<Plain>,
 }
 
-#[derive(Debug)]
+/// A read's failure in plain words, for the errors a JS user sees (`error::from_json`): what the
+/// value must be and what it was, rather than serde's `invalid type: …, expected u32`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plain {
+    /// The value must be `expected` (`a whole number from 0 to 4294967295`), and was `got`.
+    Expected { expected: String, got: String },
+    /// The value must be one of these names, and was `got`.
+    OneOf { names: &'static [&'static str], got: String },
+    /// An object has a field it cannot have; it can have these.
+    UnknownField { field: String, names: &'static [&'static str] },
+    /// An object lacks a field it must have.
+    Missing { field: &'static str },
+}
+
+/// JS numbers JSON cannot hold (NaN, ±Infinity) reach a typed read as a string of this character
+/// and the number as JS writes it (the bindings put them so, where `JSON.stringify` would write
+/// `null`, "not given"): `Plain` shows them as they were.
+pub const NON_FINITE: char = '\u{FDD0}';
+
+/// A value as a message shows what it got: its JSON, a number JSON cannot hold as JS writes it.
+pub fn shown(value: &Value) -> String {
+    match value.as_str().and_then(|text| text.strip_prefix(NON_FINITE)) {
+        Some(number) => number.to_string(),
+        None => crate::json_text::value_text(value),
+    }
+}
+
+#[derive(Clone, Debug)]
 enum Segment {
     Key(String),
     Index(usize),
@@ -55,8 +84,92 @@ impl PathError {
         path
     }
 
+    /// `path` without its innermost segment: the object or array holding the value at fault.
+    pub fn container_path(&self) -> String {
+        let failure = &self.0;
+        let outer = PathError(Box::new(Failure {
+            message: String::new(),
+            innermost_first: failure.innermost_first.iter().skip(1).cloned().collect(),
+            plain: None,
+        }));
+        outer.path()
+    }
+
     pub fn message(&self) -> &str {
         &self.0.message
+    }
+
+    /// What was wrong in plain words, when serde said it in its own.
+    pub fn plain(&self) -> Option<&Plain> {
+        self.0.plain.as_ref()
+    }
+
+    #[cold]
+    fn with_plain(mut self, plain: Plain) -> Self {
+        self.0.plain = Some(plain);
+        self
+    }
+}
+
+/// What serde's `expected` text says, in plain words.
+fn plain_expected(expected: &str) -> String {
+    let whole = |max: u64| format!("a whole number from 0 to {max}");
+    match expected {
+        "u8" => whole(u8::MAX.into()),
+        "u16" => whole(u16::MAX.into()),
+        "u32" => whole(u32::MAX.into()),
+        "u64" | "usize" => "a whole number, 0 or more".into(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        "a string" | "a borrowed string" | "a character" | "a string or bytes" => "a string".into(),
+        "a sequence" | "fewer elements in array" => "an array".into(),
+        "a map" | "map" | "fewer elements in map" | "map with a single key" | "struct variant" => "an object".into(),
+        "string or map" => "a string or an object".into(),
+        "unit" | "unit value" => "null".into(),
+        other if other.starts_with("struct ") => "an object".into(),
+        other if other.starts_with("a tuple of size ") || other.starts_with("tuple") => "an array".into(),
+        other => other.into(),
+    }
+}
+
+/// A value serde describes (`integer `3``, `string "x"`), as a JS user would write it.
+fn plain_got(unexpected: Unexpected) -> String {
+    match unexpected {
+        Unexpected::Unsigned(n) => n.to_string(),
+        Unexpected::Signed(n) => n.to_string(),
+        Unexpected::Float(value) => Number::from_f64(value).map_or_else(|| value.to_string(), |n| n.to_string()),
+        Unexpected::Str(text) => match text.strip_prefix(NON_FINITE) {
+            Some(number) => number.to_string(),
+            None => format!("{text:?}"),
+        },
+        Unexpected::Bool(b) => b.to_string(),
+        Unexpected::Unit => "null".into(),
+        Unexpected::Seq => "an array".into(),
+        Unexpected::Map => "an object".into(),
+        other => other.to_string(),
+    }
+}
+
+/// serde's list of names: `` `a` ``, `` `a` or `b` ``, `` one of `a`, `b`, `c` ``.
+struct OneOf(&'static [&'static str]);
+
+impl fmt::Display for OneOf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => Ok(()),
+            [only] => write!(f, "`{only}`"),
+            [a, b] => write!(f, "`{a}` or `{b}`"),
+            names => {
+                f.write_str("one of ")?;
+                for (i, name) in names.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "`{name}`")?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -71,18 +184,54 @@ impl std::error::Error for PathError {}
 impl de::Error for PathError {
     #[cold]
     fn custom<T: fmt::Display>(message: T) -> Self {
-        PathError(Box::new(Failure { message: message.to_string(), innermost_first: Vec::new() }))
+        PathError(Box::new(Failure { message: message.to_string(), innermost_first: Vec::new(), plain: None }))
     }
 
     // serde_json's wording: `null` and `floating point `1.5``, not serde's `unit value`/`1.5`.
     #[cold]
     fn invalid_type(unexpected: Unexpected, expected: &dyn Expected) -> Self {
+        let plain = Plain::Expected { expected: plain_expected(&expected.to_string()), got: plain_got(unexpected) };
         Self::custom(format_args!("invalid type: {}, expected {expected}", JsonUnexpected(unexpected)))
+            .with_plain(plain)
     }
 
     #[cold]
     fn invalid_value(unexpected: Unexpected, expected: &dyn Expected) -> Self {
+        let plain = Plain::Expected { expected: plain_expected(&expected.to_string()), got: plain_got(unexpected) };
         Self::custom(format_args!("invalid value: {}, expected {expected}", JsonUnexpected(unexpected)))
+            .with_plain(plain)
+    }
+
+    // serde's own wording of the four below (its default methods), with their plain words.
+    #[cold]
+    fn invalid_length(len: usize, expected: &dyn Expected) -> Self {
+        let plain = Plain::Expected { expected: plain_expected(&expected.to_string()), got: format!("{len} items") };
+        Self::custom(format_args!("invalid length {len}, expected {expected}")).with_plain(plain)
+    }
+
+    #[cold]
+    fn unknown_variant(variant: &str, names: &'static [&'static str]) -> Self {
+        let plain = Plain::OneOf { names, got: format!("{variant:?}") };
+        match names {
+            [] => Self::custom(format_args!("unknown variant `{variant}`, there are no variants")),
+            _ => Self::custom(format_args!("unknown variant `{variant}`, expected {}", OneOf(names))),
+        }
+        .with_plain(plain)
+    }
+
+    #[cold]
+    fn unknown_field(field: &str, names: &'static [&'static str]) -> Self {
+        let plain = Plain::UnknownField { field: field.to_string(), names };
+        match names {
+            [] => Self::custom(format_args!("unknown field `{field}`, there are no fields")),
+            _ => Self::custom(format_args!("unknown field `{field}`, expected {}", OneOf(names))),
+        }
+        .with_plain(plain)
+    }
+
+    #[cold]
+    fn missing_field(field: &'static str) -> Self {
+        Self::custom(format_args!("missing field `{field}`")).with_plain(Plain::Missing { field })
     }
 }
 
@@ -129,6 +278,12 @@ fn unexpected(value: &Value) -> Unexpected<'_> {
 #[cold]
 fn invalid_type(value: &Value, expected: &dyn Expected) -> PathError {
     de::Error::invalid_type(unexpected(value), expected)
+}
+
+/// An enum's value that is not a name (nor a one-key object): in plain words, one of `names`.
+#[cold]
+fn not_a_name(value: &Value, names: &'static [&'static str]) -> PathError {
+    invalid_type(value, &"string or map").with_plain(Plain::OneOf { names, got: plain_got(unexpected(value)) })
 }
 
 // What a typed read expects, taken out of the value, else the error: outside the generic
@@ -215,7 +370,7 @@ impl<'de> de::Deserializer<'de> for ValueDe {
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _name: &'static str,
-        _variants: &'static [&'static str],
+        variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value> {
         match self.0 {
@@ -227,7 +382,7 @@ impl<'de> de::Deserializer<'de> for ValueDe {
                     _ => Err(de::Error::invalid_value(Unexpected::Map, &"map with a single key")),
                 }
             }
-            other => Err(invalid_type(&other, &"string or map")),
+            other => Err(not_a_name(&other, variants)),
         }
     }
 

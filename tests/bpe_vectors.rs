@@ -183,3 +183,43 @@ fn every_rank_decodes_as_in_tiktoken_rs() {
         }
     }
 }
+
+/// Runs over a megabyte that the pre-tokeniser cannot split (one letter repeated, punctuation,
+/// a word of random letters) tokenize as tiktoken-rs tokenizes them, id for id, though they are
+/// merged a window at a time (`bpe::merge::Windows`). (A run of spaces goes through tiktoken-rs's
+/// regex lookahead, whose backtracking limit fancy-regex reaches past some 500,000 spaces: that
+/// one is compared at 300,000, still five windows.)
+#[test]
+fn runs_over_a_megabyte_tokenize_as_tiktoken_does() {
+    let mut x = 7u64;
+    let random_word: String = (0..(1 << 20) + 4321)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b'a' + (x % 26) as u8)
+        })
+        .collect();
+    let runs = [
+        "a".repeat((1 << 20) + 12_345),
+        "=".repeat((1 << 20) + 1),
+        format!("x{}y", " ".repeat(300_007)),
+        "-_".repeat((1 << 19) + 99),
+        random_word,
+    ];
+    for enc in ENCODINGS {
+        for text in &runs {
+            let want = reference(enc).encode_ordinary(text);
+            let got = ours(enc).encode(text);
+            assert!(
+                got == want,
+                "{enc:?}: a {}-byte run starting {:?}: {} ids, tiktoken-rs {}",
+                text.len(),
+                &text[..10],
+                got.len(),
+                want.len()
+            );
+            assert_eq!(ours(enc).count_exact(text), (want.len(), true));
+        }
+    }
+}

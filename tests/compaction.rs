@@ -288,14 +288,17 @@ fn seed_004_compaction_before_and_after() {
     assert_eq!(h.compactor.begin_summary(&request.id).unwrap_err().kind, ErrorKind::Conflict);
     let again = h.build(&options).unwrap();
     assert!(again.summary_request.is_none());
-    // Bad summaries are refused and nothing changes.
+    // Bad summaries are refused as the summariser's failures, and nothing changes; an unknown
+    // request is the caller's mistake.
     let state = h.compactor.summary_state().clone();
-    assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(h.complete_summary(&request.id, "   ", None).unwrap_err().kind, ErrorKind::Summarizer);
     assert_eq!(
         h.complete_summary(&request.id, &"pending ".repeat(5000), None).unwrap_err().kind,
-        ErrorKind::InvalidArgument
+        ErrorKind::Summarizer
     );
-    assert!(h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err().message.contains("pending"));
+    let incomplete = h.complete_summary(&request.id, "{\"done\": true}", None).unwrap_err();
+    assert!(incomplete.kind == ErrorKind::Summarizer && incomplete.message.contains("pending"), "{incomplete}");
+    assert_eq!(h.complete_summary("s99", "text", None).unwrap_err().kind, ErrorKind::Conflict);
     assert_eq!(h.compactor.summary_state(), &state);
     let record = h
         .complete_summary(
@@ -693,5 +696,42 @@ fn replayed_agent_sessions_keep_the_task_and_use_the_budget() {
                 }
             }
         }
+    }
+}
+
+/// A pin made or taken away between builds changes the next build as a build from scratch would
+/// make it: what the compactor kept from the last build (reductions, fates, runs) does not hide it.
+#[test]
+fn a_pin_between_builds_builds_as_from_scratch() {
+    let mut turns = vec![json!({"role": "system", "content": "Be brief."})];
+    for t in 0..30 {
+        turns.push(json!({"role": "user", "content": format!("request {t}: {}", "please look at this. ".repeat(30))}));
+        let id = format!("c{t}");
+        turns.push(json!({"role": "assistant", "content": null, "tool_calls": [call(&id, "read", json!({"path": format!("f{t}")}))]}));
+        turns.push(json!({"role": "tool", "tool_call_id": id, "content": "line ".repeat(200)}));
+        turns.push(json!({"role": "assistant", "content": format!("answer {t}")}));
+    }
+    let options =
+        BuildOptions { budget: Some(BudgetOptions { max_tokens: Some(3_000), ..Default::default() }), ..no_summary() };
+    let mut h = history(Value::Array(turns));
+    let fresh = |h: &Session| {
+        let mut copy = Session::import(serde_json::to_value(h.export().unwrap()).unwrap()).unwrap();
+        copy.build(&options).unwrap()
+    };
+    h.build(&options).unwrap();
+    for change in ["pin m22", "pin m2", "unpin m22", "unpin m2"] {
+        let (verb, id) = change.split_once(' ').unwrap();
+        match verb {
+            "pin" => h.history.pin(id).unwrap(),
+            _ => h.history.unpin(id).unwrap(),
+        }
+        let warm = h.build(&options).unwrap();
+        let cold = fresh(&h);
+        assert_eq!(ids(&warm.context), ids(&cold.context), "after {change}");
+        assert_eq!(warm.context.receipt, cold.context.receipt, "after {change}");
+        assert_eq!(
+            warm.context.receipt.pinned.iter().any(|p| p.id == "m22"),
+            change == "pin m22" || change == "pin m2"
+        );
     }
 }

@@ -87,9 +87,21 @@ impl Stored {
         self.shared
             .iter()
             .zip(&self.ids)
-            .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
+            .enumerate()
+            .map(|(i, (m, id))| Item {
+                id,
+                message: m,
+                tokens: tokens::count_message(ENCODING, m).total,
+                pinned: pinned_explicitly(i, m),
+            })
             .collect()
     }
+}
+
+/// Some user messages are pinned explicitly, as a harness pins its task: every seventh, from
+/// the fourth (a history can pin one of tool results only: it stands for nothing).
+fn pinned_explicitly(i: usize, message: &Message) -> bool {
+    i % 7 == 3 && message.role == Role::User
 }
 
 fn check(
@@ -141,9 +153,17 @@ fn check(
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {
-            // Only when nothing fits: the system prompt alone is over the budget.
+            // Only when nothing fits: the system prompt alone is over the budget, or, with
+            // messages pinned explicitly (more pins than the task and the latest request), the
+            // system prompt and the pins cut to the shortest.
+            let pinned = messages.iter().enumerate().any(|(i, m)| pinned_explicitly(i, m));
             prop_assert_eq!(error.kind, ErrorKind::InvalidArgument, "{}", error);
-            prop_assert!(error.message.contains("too small for the system prompt alone"), "{}", error);
+            prop_assert!(
+                error.message.contains("too small for the system prompt alone")
+                    || (pinned && error.message.contains("and the pinned requests")),
+                "{}",
+                error
+            );
             return Ok(None);
         }
     };
@@ -220,9 +240,21 @@ fn check(
     }
     prop_assert_eq!(at, messages.len());
     // Issue #11: the task and the latest request (the first and last user messages with text) are
-    // in every context, whole or cut to head and tail, and the receipt says so.
+    // in every context, whole or cut to head and tail, and the receipt says so; the task is the
+    // messages pinned explicitly, when some are (those with a request: more than tool results).
     let in_context: std::collections::HashSet<&str> =
         context.messages.iter().flat_map(|m| m.sources.iter().map(String::as_str)).collect();
+    let explicit: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| pinned_explicitly(*i, m) && m.content.parts.iter().any(|p| !matches!(p, Part::ToolResult(_))))
+        .map(|(i, _)| i)
+        .collect();
+    for i in &explicit {
+        prop_assert!(in_context.contains(ids[*i].as_str()), "{} pinned: {:?}", ids[*i], context.receipt.runs);
+        let pinned = context.receipt.pinned.iter().any(|p| p.id == ids[*i] && p.role == compact::PinRole::Pinned);
+        prop_assert!(pinned, "{:?}", context.receipt.pinned);
+    }
     let with_text: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -232,7 +264,8 @@ fn check(
         })
         .map(|(i, _)| i)
         .collect();
-    for i in [with_text.first(), with_text.last()].into_iter().flatten() {
+    let task = with_text.first().filter(|_| explicit.is_empty());
+    for i in [task, with_text.last()].into_iter().flatten() {
         prop_assert!(in_context.contains(ids[*i].as_str()), "{} pinned: {:?}", ids[*i], context.receipt.runs);
         prop_assert!(context.receipt.pinned.iter().any(|p| p.id == ids[*i]), "{:?}", context.receipt.pinned);
     }

@@ -140,7 +140,7 @@ fn check(
     let items: Vec<Item> = messages
         .iter()
         .zip(&ids)
-        .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total })
+        .map(|(m, id)| Item { id, message: m, tokens: tokens::count_message(ENCODING, m).total, pinned: false })
         .collect();
     let options = BuildOptions {
         format,

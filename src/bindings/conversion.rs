@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::json_de::NON_FINITE;
 use crate::message::{self, Format};
 
 fn js_type(value: &JsValue) -> String {
@@ -261,25 +262,91 @@ pub(crate) fn format_arg(value: &JsValue, default: Format) -> Result<Format> {
 /// An options object (or nothing: all defaults) read into `T`, whose serde attributes refuse
 /// unknown fields; errors name `what`.
 pub(crate) fn options<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T> {
-    let map = if value.is_undefined() || value.is_null() {
-        Map::new()
-    } else {
-        match from_js(value, what)? {
-            Value::Object(map) => map,
-            other => {
-                return Err(Error::invalid_argument(format!(
-                    "{what} must be an object, got {}",
-                    message::json::type_name(&other)
-                )))
-            }
+    if value.is_undefined() || value.is_null() {
+        return crate::error::from_json(Value::Object(Map::new()), &format!("invalid {what}"));
+    }
+    match from_js_finite(value, what)? {
+        Value::Object(map) => read_finite(Value::Object(map), &format!("invalid {what}")),
+        other => {
+            Err(Error::invalid_argument(format!("{what} must be an object, got {}", message::json::type_name(&other))))
         }
-    };
-    crate::error::from_json(Value::Object(map), &format!("invalid {what}"))
+    }
 }
 
 /// A value of a core type, read from JS (`what` names it in errors).
 pub(crate) fn typed<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T> {
-    crate::error::from_json(from_js(value, what)?, &format!("invalid {what}"))
+    read_finite(from_js_finite(value, what)?, &format!("invalid {what}"))
+}
+
+/// `from_js` for a value read into a core type: a number JSON cannot hold (NaN, ±Infinity), which
+/// `JSON.stringify` writes as `null` (for an option, "not given"), comes through as a string of
+/// `json_de::NON_FINITE` and the number, which the read refuses by name (`read_finite`).
+pub(crate) fn from_js_finite(value: &JsValue, what: &str) -> Result<Value> {
+    if value.is_undefined() {
+        return Err(Error::invalid_argument(format!("{what} is missing (got undefined)")));
+    }
+    let replacer =
+        Closure::<dyn FnMut(JsValue, JsValue) -> JsValue>::new(|_key: JsValue, value: JsValue| match value.as_f64() {
+            Some(n) if n.is_nan() => JsValue::from_str(&format!("{NON_FINITE}NaN")),
+            Some(n) if n.is_infinite() => {
+                JsValue::from_str(&format!("{NON_FINITE}{}", if n > 0.0 { "Infinity" } else { "-Infinity" }))
+            }
+            _ => value,
+        });
+    let text = JSON::stringify_with_replacer(value, replacer.as_ref()).map_err(|thrown| {
+        let reason = thrown
+            .dyn_ref::<js_sys::Error>()
+            .and_then(|e| e.message().as_string())
+            .unwrap_or_else(|| "it cannot be serialised".into());
+        Error::invalid_argument(format!("{what} cannot be read as JSON: {reason}"))
+    })?;
+    let Some(text) = js_string(&text.into(), what)? else {
+        return Err(Error::invalid_argument(format!("{what} cannot be read as JSON: it is {}", js_type(value))));
+    };
+    parse_json_text(&text, what)
+}
+
+/// `value` read as `T`; a number JSON cannot hold (`from_js_finite`) is an error naming where it
+/// is, also where any JSON value is taken (the read then does not refuse it itself).
+fn read_finite<T: DeserializeOwned>(value: Value, what: &str) -> Result<T> {
+    read_finite_with(value, what, |value| crate::error::from_json(value, what))
+}
+
+/// `read_finite`, with a reader of the value's own.
+pub(crate) fn read_finite_with<T>(value: Value, what: &str, read: impl FnOnce(Value) -> Result<T>) -> Result<T> {
+    let non_finite = find_non_finite(&value, &mut String::new());
+    let read = read(value)?;
+    match non_finite {
+        Some((path, number)) => {
+            Err(Error::invalid_argument(format!("{what}: {path} must be a finite number, got {number}")))
+        }
+        None => Ok(read),
+    }
+}
+
+/// The path (`a.b[2]`) and text of the first number JSON cannot hold in `value` (`from_js_finite`).
+fn find_non_finite(value: &Value, path: &mut String) -> Option<(String, String)> {
+    match value {
+        Value::String(text) => text.strip_prefix(NON_FINITE).map(|number| (path.clone(), number.to_string())),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            let len = path.len();
+            path.push_str(&format!("[{i}]"));
+            let found = find_non_finite(item, path);
+            path.truncate(len);
+            found
+        }),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let len = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(key);
+            let found = find_non_finite(item, path);
+            path.truncate(len);
+            found
+        }),
+        _ => None,
+    }
 }
 
 /// An export given as an object or as the JSON text of one.

@@ -54,7 +54,18 @@ export type AppendOptions = { format?: Format,
 /**
  * Repair what the strict append refuses (a log cut at its head) and report it.
  */
-repair?: boolean, };
+repair?: boolean, 
+/**
+ * Pins the messages at these positions of the list (in the order they are appended: an
+ * Anthropic `system` first), as `pin(id)` does; e.g. a loaded conversation's `pinned`.
+ */
+pin?: Array<number>, };
+
+export type AppendOneOptions = { format?: Format, 
+/**
+ * Pins the message, as `pin(id)` does: a request every context keeps.
+ */
+pin?: boolean, };
 
 export type RepairedAppend = { ids: Array<string>, repairs: Array<AppendRepair>, };
 
@@ -98,7 +109,13 @@ messages: OpenAIMessage[] | AnthropicRequest,
 /**
  * Per message, in the order `appendMany` appends them, where it came from.
  */
-origins: Array<LoadOrigin>, skipped: Array<LoadSkipped>, marks: Array<LoadMark>, notes: Array<string>, run?: LoadRun, };
+origins: Array<LoadOrigin>, skipped: Array<LoadSkipped>, marks: Array<LoadMark>, 
+/**
+ * The positions (in the order `appendMany` appends them) of the requests to pin, for
+ * `appendMany(loaded.messages, { pin: loaded.pinned })`: a SWE-agent instance's own issue,
+ * which comes after the worked demonstrations its harness puts first.
+ */
+pinned: Array<number>, notes: Array<string>, run?: LoadRun, };
 
 export type ConversationSource = "openai" | "anthropic" | "openai-responses" | "ai-sdk" | "claude-code" | "swe-agent" | "tau-bench";
 
@@ -387,7 +404,8 @@ runs: Array<Readonly<ReceiptRun>>,
  */
 repairs: Array<Repair>, 
 /**
- * The pinned requests: the task and the latest request, always in the context.
+ * The pinned requests, always in the context: the task (or the messages pinned explicitly)
+ * and the latest request.
  */
 pinned: Array<PinUse>, summary: SummaryUse | null, 
 /**
@@ -501,11 +519,12 @@ truncated: boolean, };
 
 export type PinUse = { id: string, role: PinRole, 
 /**
- * Cut to its head and tail to fit half of what the system prompt leaves.
+ * Cut to fit half of what the system prompt leaves: its texts to their head and tail, a
+ * request of many parts to its first and last parts.
  */
 truncated: boolean, tokensBefore: number, tokensAfter: number, };
 
-export type PinRole = "task" | "latest";
+export type PinRole = "task" | "latest" | "pinned";
 
 export type BridgeUse = { 
 /**
@@ -794,7 +813,11 @@ artifacts?: Array<Artifact>,
  */
 state?: AgentState, };
 
-export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMessage>, summary: SummaryState, };
+export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMessage>, summary: SummaryState, 
+/**
+ * The ids of the messages pinned explicitly (absent: none).
+ */
+pinned?: Array<string>, };
 
 export type LoggedMessage = { id: string, format: Format, message: Message, };
 

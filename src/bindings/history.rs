@@ -30,6 +30,20 @@ pub(crate) struct AppendOptions {
     pub(crate) format: Option<crate::message::Format>,
     /// Repair what the strict append refuses (a log cut at its head) and report it.
     pub(crate) repair: Option<bool>,
+    /// Pins the messages at these positions of the list (in the order they are appended: an
+    /// Anthropic `system` first), as `pin(id)` does; e.g. a loaded conversation's `pinned`.
+    pub(crate) pin: Option<Vec<usize>>,
+}
+
+/// `append`'s options (or just the format).
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
+pub(crate) struct AppendOneOptions {
+    pub(crate) format: Option<crate::message::Format>,
+    /// Pins the message, as `pin(id)` does: a request every context keeps.
+    pub(crate) pin: Option<bool>,
 }
 
 /// `recordUsage`'s options.
@@ -105,16 +119,21 @@ impl ConversationHistory {
         Ok(self.session.get()?.history.counted_messages() as f64)
     }
 
-    /// Validates and appends one message; returns its id.
+    /// Validates and appends one message; returns its id. With `{ pin: true }` the message is
+    /// pinned (see `pin`).
     pub fn append(
         &self,
         #[wasm_bindgen(unchecked_param_type = "MessageInput")] message: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "Format")] format: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Format | AppendOneOptions")] options: JsValue,
     ) -> JsResult<String> {
         let value = from_js(&message, "message")?;
         let mut session = self.session.get()?;
-        let format = format_arg(&format, session.format)?;
-        Ok(session.history.append_value(value, format)?)
+        let AppendOneOptions { format, pin } = match options.is_object() {
+            true => conversion::options(&options, "append options")?,
+            false => AppendOneOptions { format: Some(format_arg(&options, session.format)?), pin: None },
+        };
+        let format = format.unwrap_or(session.format);
+        Ok(session.history.append_value_pinned(value, format, pin == Some(true))?)
     }
 
     /// Validates and appends a list in one call; all or nothing. With `{ repair: true }` what the
@@ -127,15 +146,37 @@ impl ConversationHistory {
     ) -> JsResult<JsValue> {
         let value = from_js(&messages, "messages")?;
         let mut session = self.session.get()?;
-        let AppendOptions { format, repair } = match options.is_object() {
+        let AppendOptions { format, repair, pin } = match options.is_object() {
             true => conversion::options(&options, "append options")?,
-            false => AppendOptions { format: Some(format_arg(&options, session.format)?), repair: None },
+            false => AppendOptions { format: Some(format_arg(&options, session.format)?), repair: None, pin: None },
         };
         let format = format.unwrap_or(session.format);
+        let pins = pin.unwrap_or_default();
         if repair == Some(true) {
-            return Ok(to_js(&session.history.append_repaired(value, format)?)?);
+            return Ok(to_js(&session.history.append_repaired_pinned(value, format, &pins)?)?);
         }
-        Ok(to_js(&session.history.append_values(value, format)?)?)
+        Ok(to_js(&session.history.append_values_pinned(value, format, &pins)?)?)
+    }
+
+    /// Pins the user message `id`: every context keeps it (cut to its head and tail only if the
+    /// budget needs), the receipt lists it (`pinned`), and the first message pinned stands for
+    /// the task, the summary's primary request, instead of the first user message. Saved with
+    /// the session and its export.
+    pub fn pin(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<()> {
+        let id = string_arg(&id, "id")?;
+        Ok(self.session.get()?.history.pin(&id)?)
+    }
+
+    /// Unpins the message `id`.
+    pub fn unpin(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<()> {
+        let id = string_arg(&id, "id")?;
+        Ok(self.session.get()?.history.unpin(&id)?)
+    }
+
+    /// The ids of the messages pinned (`pin`, `append(message, { pin: true })`), in order.
+    #[wasm_bindgen(getter)]
+    pub fn pinned(&self) -> JsResult<Vec<String>> {
+        Ok(self.session.get()?.history.pinned())
     }
 
     pub fn ids(&self) -> JsResult<Vec<String>> {

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::conversion::{from_js, string_arg, to_js};
+use super::conversion::{from_js, from_js_finite, read_finite_with, string_arg, to_js};
 use super::errors::JsResult;
 use crate::message::Format;
 use crate::tokens::{self, Encoding, RequestOptions};
@@ -43,7 +43,7 @@ impl Tokenizer {
     /// Tokens in `text` (special-token text counts as ordinary text, as in a chat message).
     pub fn count(&self, #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue) -> JsResult<u32> {
         let text = string_arg(&text, "text")?;
-        Ok(u32::try_from(self.encoding.count_input(&text)?).unwrap_or(u32::MAX))
+        Ok(u32::try_from(self.encoding.count(&text)).unwrap_or(u32::MAX))
     }
 
     /// The token ids of `text`.
@@ -80,7 +80,7 @@ impl Tokenizer {
         let options = if options.is_undefined() {
             RequestOptions::default()
         } else {
-            RequestOptions::read(from_js(&options, "options")?)?
+            read_finite_with(from_js_finite(&options, "options")?, "invalid options", RequestOptions::read)?
         };
         Ok(to_js(&tokens::count_request(self.encoding, from_js(&request, "the request")?, &options)?)?)
     }

@@ -105,7 +105,7 @@ export type LoadedConversation =
   | (Omit<LoadedConversationBase, "format" | "messages"> & { format: "openai"; messages: OpenAIMessage[] })
   | (Omit<LoadedConversationBase, "format" | "messages"> & { format: "anthropic"; messages: AnthropicRequest });
 
-export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Corrupt" | "Internal" | "Resource";
+export type ErrorKind = "InvalidMessage" | "InvalidArgument" | "NotFound" | "Conflict" | "Corrupt" | "Internal" | "Resource" | "Summarizer";
 
 /**
  * What a build hands over, by format: request-mode messages, with only the fields each API

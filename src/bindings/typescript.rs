@@ -37,7 +37,7 @@ use crate::tokens::{ChatCount, RequestCount};
 
 use crate::load::{LoadOptions, Loaded, Mark, MarkKind, Origin, RunInfo, Skipped, Source};
 
-use super::history::{AppendOptions, BuildResult, RecordUsageOptions};
+use super::history::{AppendOneOptions, AppendOptions, BuildResult, RecordUsageOptions};
 use super::interning::LayoutEntry;
 use super::records::ChangesOptions;
 use super::tokenizer::CountOptions;
@@ -59,6 +59,7 @@ fn declarations() -> String {
         RecordUsageOptions::decl(&cfg),
         // Appending.
         AppendOptions::decl(&cfg),
+        AppendOneOptions::decl(&cfg),
         RepairedAppend::decl(&cfg),
         AppendRepair::decl(&cfg),
         Factor::decl(&cfg),

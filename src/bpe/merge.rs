@@ -1,7 +1,26 @@
 //! The merge loop: tiktoken's byte-pair merge for a piece that is not itself a token, a short
-//! one in place and a long one with a heap.
+//! one in place, a long one with a heap, and one longer than a window (an unbroken run of a
+//! megabyte: one character repeated, a line of punctuation) window by window.
+
+use std::collections::VecDeque;
 
 use super::{BpeEncoder, BIG};
+
+/// How `bpe_long` walks a piece: merged `len` bytes at a time, a window's tokens kept up to
+/// `margin` bytes before its end, and a cut moved back at most `backtrack` tokens.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Windows {
+    pub(crate) len: usize,
+    pub(crate) margin: usize,
+    pub(crate) backtrack: usize,
+}
+
+impl Windows {
+    /// 64 KB windows: the heap merge takes ~28 bytes of memory a byte, ~2 MB a window, however
+    /// long the piece (it took ~28 MB for the 1 MB run this once refused). The margin is eight
+    /// times the longest token of either encoding.
+    pub(crate) const DEFAULT: Windows = Windows { len: 1 << 16, margin: 1 << 10, backtrack: 64 };
+}
 
 impl BpeEncoder {
     #[inline(always)]
@@ -18,8 +37,8 @@ impl BpeEncoder {
             return;
         }
         if piece.len() >= 100 {
-            if piece.len() > super::MAX_PIECE_BYTES && super::refused(piece.len()) {
-                return;
+            if piece.len() > Windows::DEFAULT.len {
+                return self.bpe_long(piece, Windows::DEFAULT, emit);
             }
             return self.bpe_large(piece, emit);
         }
@@ -142,5 +161,83 @@ impl BpeEncoder {
             self.emit_part(piece.get(i..e), emit);
             i = e;
         }
+    }
+
+    /// tiktoken's merge of a piece of any length, in memory bounded by the window: the piece is
+    /// merged a window at a time, and each window's tokens are kept up to a cut `margin` bytes
+    /// before its end; the next window starts at the cut. A token list is what the merge makes
+    /// of its text exactly when each pair of neighbours is what it makes of those two tokens'
+    /// text (the property github.com/github/rust-gems' `bpe` crate builds on), so a cut holds
+    /// when the token before it and the next window's first one make such a pair; when they do
+    /// not, the cut moves back a token and the window is merged again. Should that fail
+    /// `backtrack` times in a row, the rest of the piece goes out a byte a token (its count an
+    /// upper bound, noted: `count_exact`) rather than take memory without bound.
+    pub(crate) fn bpe_long(&self, piece: &[u8], windows: Windows, emit: &mut impl FnMut(u32)) {
+        let n = piece.len();
+        // Kept tokens (rank, length) not emitted yet: the cut can move back over them.
+        let mut held: VecDeque<(u32, usize)> = VecDeque::new();
+        let mut window: Vec<u32> = Vec::new();
+        let mut pair: Vec<(usize, u32)> = Vec::new();
+        let (mut at, mut failures) = (0usize, 0usize);
+        while at < n {
+            let end = at.saturating_add(windows.len).min(n);
+            window.clear();
+            self.bpe_large(piece.get(at..end).unwrap_or(&[]), &mut |rank| window.push(rank));
+            let holds = match (held.back(), window.first()) {
+                (Some(&(last, _)), Some(&first)) => self.is_pair(last, first, &mut pair),
+                _ => true,
+            };
+            if !holds {
+                failures += 1;
+                match held.pop_back() {
+                    Some((_, len)) if failures <= windows.backtrack => {
+                        at -= len;
+                        continue;
+                    }
+                    popped => {
+                        let at = at - popped.map_or(0, |(_, len)| len);
+                        held.drain(..).for_each(|(rank, _)| emit(rank));
+                        super::note_inexact();
+                        piece.get(at..).unwrap_or(&[]).iter().for_each(|b| emit(self.byte_rank[*b as usize]));
+                        return;
+                    }
+                }
+            }
+            failures = 0;
+            // The last window keeps every token; the others those ending before the margin (at
+            // least one, so that the walk goes on).
+            let limit = if end == n { usize::MAX } else { (end - at).saturating_sub(windows.margin) };
+            let mut kept = 0usize;
+            for (k, &rank) in window.iter().enumerate() {
+                let len = self.store.token(rank).map_or(1, <[u8]>::len);
+                if k > 0 && kept + len > limit {
+                    break;
+                }
+                kept += len;
+                held.push_back((rank, len));
+            }
+            at += kept;
+            while held.len() > windows.backtrack.max(1) {
+                if let Some((rank, _)) = held.pop_front() {
+                    emit(rank);
+                }
+            }
+        }
+        held.into_iter().for_each(|(rank, _)| emit(rank));
+    }
+
+    /// Whether the merge makes of the two tokens' text exactly those two tokens.
+    fn is_pair(&self, left: u32, right: u32, parts: &mut Vec<(usize, u32)>) -> bool {
+        let (Some(a), Some(b)) = (self.store.token(left), self.store.token(right)) else { return false };
+        let text = [a, b].concat();
+        let mut got = [BIG; 2];
+        let mut count = 0usize;
+        self.bpe(&text, parts, &mut |rank| {
+            if let Some(slot) = got.get_mut(count) {
+                *slot = rank;
+            }
+            count += 1;
+        });
+        count == 2 && got == [left, right]
     }
 }

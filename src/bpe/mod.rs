@@ -237,48 +237,38 @@ thread_local! {
     static CACHE: Cell<Option<Box<[CacheEntry]>>> = const { Cell::new(None) };
 }
 
-/// The longest pre-token piece (an unbroken run of letters, of punctuation or of spaces) taken
-/// from outside. Merging a piece takes memory and time in proportion to its length (~28 bytes
-/// of wasm memory a byte), so a text from the caller holding a longer one is refused where it
-/// comes in (see `refusing_long_pieces`) rather than tried, which could exhaust the memory.
-pub const MAX_PIECE_BYTES: usize = 1 << 20;
-
 thread_local! {
-    /// Inside `refusing_long_pieces`: pieces over `MAX_PIECE_BYTES` are not encoded.
-    static REFUSING: Cell<bool> = const { Cell::new(false) };
-    /// The longest piece refused so far in the current `refusing_long_pieces`.
-    static REFUSED: Cell<usize> = const { Cell::new(0) };
+    /// Set when a piece could not be merged exactly and went out a byte a token (`bpe_long`):
+    /// what the run counted is then an upper bound (see `BpeEncoder::count_exact`).
+    static INEXACT: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` (which counts or encodes text from outside) with pieces over `MAX_PIECE_BYTES`
-/// refused: `Err` with the longest such piece's length if there was one (whatever `f` made of
-/// the text is then wrong, and must be dropped).
-pub fn refusing_long_pieces<T>(f: impl FnOnce() -> T) -> Result<T, usize> {
-    let outer = (REFUSING.with(|r| r.replace(true)), REFUSED.with(|r| r.replace(0)));
+/// Notes that the piece being merged went out a byte a token (an upper bound on its tokens).
+#[cold]
+fn note_inexact() {
+    INEXACT.with(|f| f.set(true));
+}
+
+/// Runs `f` and says whether every piece it merged was merged exactly (see `note_inexact`).
+fn exactly<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    let outer = INEXACT.with(|flag| flag.replace(false));
     let out = f();
-    let refused = REFUSED.with(|r| r.replace(outer.1));
-    REFUSING.with(|r| r.set(outer.0));
-    if refused > 0 {
-        Err(refused)
-    } else {
-        Ok(out)
-    }
+    let inexact = INEXACT.with(|flag| flag.replace(outer || flag.get()));
+    (out, !inexact)
 }
 
-/// After a wasm trap (the JS layer's recovery): no `refusing_long_pieces` is under way any more.
+/// After a wasm trap (the JS layer's recovery): no count is under way any more.
 pub fn reset_after_trap() {
-    REFUSING.with(|r| r.set(false));
-    REFUSED.with(|r| r.set(0));
+    INEXACT.with(|flag| flag.set(false));
 }
 
-/// Whether a piece of `len` bytes is refused (and noted) rather than merged.
-#[inline(never)]
-fn refused(len: usize) -> bool {
-    if !REFUSING.with(Cell::get) {
-        return false;
-    }
-    REFUSED.with(|r| r.set(r.get().max(len)));
-    true
+/// Why `BpeEncoder::encode_exact` gave no ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncodeFailure {
+    /// The memory for the ids could not be had.
+    OutOfMemory,
+    /// An unbroken run could not be merged exactly (see `merge::Windows`): its ids are unknown.
+    Inexact,
 }
 
 /// Ranks take the low 18 bits of a slot (`rank + 1`; both vocabularies have < 2^18 - 1
@@ -582,11 +572,32 @@ impl BpeEncoder {
         Some(out)
     }
 
-    /// `encode(text).len()`, without building the vector.
+    /// `try_encode`, refusing rather than giving ids that are not tiktoken's: a run that could
+    /// not be merged exactly (see `merge::Windows`) has none.
+    pub fn encode_exact(&self, text: &str) -> Result<Vec<u32>, EncodeFailure> {
+        match exactly(|| self.try_encode(text)) {
+            (Some(ids), true) => Ok(ids),
+            (Some(_), false) => Err(EncodeFailure::Inexact),
+            (None, _) => Err(EncodeFailure::OutOfMemory),
+        }
+    }
+
+    /// `encode(text).len()`, without building the vector. Exact for any text but one holding a
+    /// run that could not be merged exactly, whose count is then an upper bound (`count_exact`
+    /// says which).
     pub fn count(&self, text: &str) -> usize {
         let mut n = 0usize;
         self.run(text, |_| n += 1);
         n
+    }
+
+    /// `count`, and whether it is exact (else an upper bound: see `merge::Windows`).
+    pub fn count_exact(&self, text: &str) -> (usize, bool) {
+        // No shorter text holds a piece longer than a window, the only kind not merged exactly.
+        if text.len() <= merge::Windows::DEFAULT.len {
+            return (self.count(text), true);
+        }
+        exactly(|| self.count(text))
     }
 
     /// The bytes of a sequence of ids (ordinary or special tokens), as tiktoken-rs's

@@ -243,3 +243,96 @@ proptest::proptest! {
         let _ = table::decode(&over, None);
     }
 }
+
+/// Deterministic bytes for the merge tests (xorshift): `len` of them from `alphabet`.
+fn sample(alphabet: &[u8], len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            alphabet[(x % alphabet.len() as u64) as usize]
+        })
+        .collect()
+}
+
+/// Pieces to merge: runs of one character, of two, of punctuation and spaces, and random text of
+/// a few letters, of every lowercase letter, of a script of several bytes a character, and bytes.
+fn long_pieces() -> Vec<Vec<u8>> {
+    let letters: Vec<u8> = (b'a'..=b'z').collect();
+    let all: Vec<u8> = (0..=255).collect();
+    vec![
+        b"a".repeat(20_000),
+        b" ".repeat(20_001),
+        b"=-".repeat(9_000),
+        b"ab".repeat(10_000),
+        b"-".repeat(15_000),
+        sample(b"ab", 20_000, 1),
+        sample(b"aab", 20_000, 2),
+        sample(&letters, 30_000, 3),
+        "日本語のテキスト".repeat(800).into_bytes(),
+        sample(&all, 12_000, 4),
+    ]
+}
+
+/// Merged a window at a time, a piece gets exactly the tokens of the merge of it whole: small
+/// windows (a cut every few hundred bytes) and the default one, over every kind of piece.
+#[cfg(feature = "embedded-ranks")]
+#[test]
+fn a_long_piece_merges_window_by_window_as_it_does_whole() {
+    use merge::Windows;
+    let windows = [
+        Windows { len: 300, margin: 80, backtrack: 64 },
+        Windows { len: 1000, margin: 300, backtrack: 64 },
+        Windows { len: 4096, margin: 1024, backtrack: 8 },
+        Windows::DEFAULT,
+    ];
+    for enc in [BpeEncoding::O200kBase, BpeEncoding::Cl100kBase] {
+        let e = BpeEncoder::get(enc).unwrap();
+        for piece in long_pieces() {
+            let mut whole = Vec::new();
+            e.bpe_large(&piece, &mut |rank| whole.push(rank));
+            for w in windows {
+                let mut windowed = Vec::new();
+                let ((), exact) = exactly(|| e.bpe_long(&piece, w, &mut |rank| windowed.push(rank)));
+                assert!(exact, "{enc:?}, {} bytes, {w:?}: merged exactly", piece.len());
+                assert!(windowed == whole, "{enc:?}, {} bytes from {:?}…, {w:?}", piece.len(), &piece[..8]);
+            }
+        }
+    }
+}
+
+/// When no cut holds (here: windows too short for any, and no backtracking), the rest of the
+/// piece is counted a token a byte: an upper bound, said so, never a refusal or a wrong count
+/// passed off as exact. Encoding such a run is refused rather than given wrong ids.
+#[cfg(feature = "embedded-ranks")]
+#[test]
+fn a_piece_with_no_cut_that_holds_is_counted_at_an_upper_bound_and_said_so() {
+    let e = BpeEncoder::get(BpeEncoding::O200kBase).unwrap();
+    let strict = merge::Windows { len: 6, margin: 1, backtrack: 0 };
+    let mut inexact = 0;
+    for piece in long_pieces() {
+        let piece = &piece[..3000];
+        let mut whole = Vec::new();
+        e.bpe_large(piece, &mut |rank| whole.push(rank));
+        let mut n = 0usize;
+        let ((), exact) = exactly(|| e.bpe_long(piece, strict, &mut |_| n += 1));
+        if exact {
+            assert_eq!(n, whole.len());
+        } else {
+            inexact += 1;
+            assert!(
+                n >= whole.len() && n <= piece.len(),
+                "{n} is an upper bound of {} for {} bytes",
+                whole.len(),
+                piece.len()
+            );
+        }
+    }
+    assert!(inexact > 0, "some piece had no cut that holds");
+    // Through the public counts: exact, and so said, for any length.
+    let run = "a".repeat(3 << 20);
+    assert_eq!(e.count_exact(&run), (e.encode(&run).len(), true));
+    assert!(e.encode_exact(&run).is_ok());
+}

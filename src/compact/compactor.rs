@@ -115,7 +115,7 @@ impl Compactor {
             }
             _ => options,
         };
-        let shape = frame::shape(options, options.format, encoding);
+        let shape = frame::shape(options, encoding, history.pinned_positions());
         let limits = Limits::of(options);
         // The reductions' cache is for one set of reducer options (the pipeline would empty it
         // under a structure this build already holds).
@@ -127,9 +127,11 @@ impl Compactor {
         let mut outcome = match check {
             Ok(()) => match self.append(&items, encoding, options, &limits, turns, state)? {
                 Ok(outcome) => outcome,
-                Err((reason, seen)) => self.event(&items, encoding, options, &limits, turns, state, reason, seen)?,
+                Err((reason, seen)) => {
+                    self.event(&items, encoding, options, &limits, turns, state, reason, seen, shape.clone())?
+                }
             },
-            Err(reason) => self.event(&items, encoding, options, &limits, turns, state, reason, None)?,
+            Err(reason) => self.event(&items, encoding, options, &limits, turns, state, reason, None, shape.clone())?,
         };
         if request_tokens > 0 {
             let context = &mut outcome.context;
@@ -229,6 +231,7 @@ impl Compactor {
         state: &[StateNote],
         reason: EventReason,
         seen: Option<Vec<ContextMessage>>,
+        shape: String,
     ) -> Result<BuildOutcome> {
         let previous = std::mem::take(&mut self.frame.last_sent);
         let fresh = matches!(reason, EventReason::First | EventReason::Options | EventReason::History);
@@ -314,7 +317,6 @@ impl Compactor {
             first_changed: Some(prefix_messages),
             events,
         });
-        let shape = frame::shape(options, options.format, encoding);
         self.frame = Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events);
         Ok(outcome)
     }
@@ -612,11 +614,17 @@ fn request_tokens(
 
 /// The history's messages as the pipeline reads them.
 fn items_of(history: &ConversationHistory) -> Vec<Item<'_>> {
-    history
+    let mut items: Vec<Item> = history
         .records()
         .iter()
-        .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens().map_or(0, |t| t.total) })
-        .collect()
+        .map(|r| Item { id: &r.id, message: &r.message, tokens: r.tokens().map_or(0, |t| t.total), pinned: false })
+        .collect();
+    for &position in history.pinned_positions() {
+        if let Some(item) = items.get_mut(position) {
+            item.pinned = true;
+        }
+    }
+    items
 }
 
 /// Where `context`'s cache hints go: after the part that survives events, and where the previous

@@ -322,13 +322,14 @@ pub(crate) fn shared_prefix(before: &[ContextMessage], after: &[ContextMessage])
     (n, tokens)
 }
 
-/// The shape of the messages a build makes under `options`: what must stay the same for a frame
-/// to be appended to. The budget and the count window are not part of it (a frame that fits a
-/// new budget stays), nor is `now`.
-pub(crate) fn shape(options: &BuildOptions, format: Format, encoding: crate::tokens::Encoding) -> String {
+/// The shape of the messages a build makes under `options` (and the history's explicit pins,
+/// which every context holds): what must stay the same for a frame to be appended to. The budget
+/// and the count window are not part of it (a frame that fits a new budget stays), nor is `now`.
+pub(crate) fn shape(options: &BuildOptions, encoding: crate::tokens::Encoding, pins: &[usize]) -> String {
     let summary = options.summary.as_ref().map(|s| (s.summarizer, s.max_tokens, &s.prompt, s.placement));
+    let format = options.format;
     format!(
-        "{encoding:?}|{format:?}|{}|{}|{:?}|{:?}|{}|{summary:?}|{:?}|{:?}|{}",
+        "{encoding:?}|{format:?}|{}|{}|{:?}|{:?}|{}|{summary:?}|{:?}|{:?}|{}|{pins:?}",
         options.keep_recent_steps,
         options.dedupe_system,
         options.compress,

@@ -43,11 +43,14 @@ pub(crate) struct MemberPlan {
     /// left out, tool calls and thinking whole (a pinned request or the oldest recent unit that
     /// does not fit whole).
     pub(crate) cut_text: Option<u32>,
+    /// Parts left out of the middle (a pinned request of thousands of parts, cut to its first and
+    /// last): after this many of `parts`, this many, said by a text part in their place.
+    pub(crate) gap: Option<(usize, usize)>,
 }
 
 impl MemberPlan {
     pub(crate) fn of(msg: usize, parts: Option<Vec<usize>>) -> MemberPlan {
-        MemberPlan { msg, parts, replace: Vec::new(), text_only: false, cut_text: None }
+        MemberPlan { msg, parts, replace: Vec::new(), text_only: false, cut_text: None, gap: None }
     }
 
     pub(crate) fn whole(&self) -> bool {
@@ -86,10 +89,13 @@ pub(crate) struct Plan {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum PinRole {
-    /// The first user message with text (and the first that is not harness text, if later).
+    /// The first user message with text (and the first that is not harness text, if later),
+    /// when no message is pinned explicitly.
     Task,
     /// The last user message with text (and the last that is not harness text, if earlier).
     Latest,
+    /// Pinned explicitly (`ConversationHistory::pin`); then the task is not pinned besides.
+    Pinned,
 }
 
 /// A pinned user request: always in the context, whole or cut to its head and tail.
@@ -174,7 +180,10 @@ impl Ctx<'_, '_> {
         }
         let source = item.message;
         let mut parts = Vec::new();
-        for j in part_indices(source, member) {
+        for (k, j) in part_indices(source, member).into_iter().enumerate() {
+            if let Some((_, left_out)) = member.gap.filter(|(at, _)| *at == k) {
+                parts.push(Part::text(format!("[... {left_out} parts omitted ...]")));
+            }
             let Some(original) = source.content.parts.get(j) else { continue };
             if member.text_only && !matches!(original, Part::Text { .. }) {
                 continue;
@@ -277,6 +286,9 @@ pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
     }
     if let Some(n) = member.cut_text {
         let _ = write!(key, "|k{n}");
+    }
+    if let Some((at, left_out)) = member.gap {
+        let _ = write!(key, "|g{at},{left_out}");
     }
     key
 }
@@ -386,11 +398,10 @@ impl<'s> Pass<'s> {
     ) -> Result<Pass<'s>> {
         let items = ctx.items;
         let mut notes = Vec::new();
-        let summary = state
-            .current
-            .as_ref()
-            .filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
-        if state.current.is_some() && summary.is_none() {
+        // With the summary section off (`summary: null`), a summary stored earlier is left out too.
+        let stored = state.current.as_ref().filter(|_| ctx.options.summary.is_some());
+        let summary = stored.filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
+        if stored.is_some() && summary.is_none() {
             notes.push("the stored summary does not match this history and was ignored".to_string());
         }
         // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
@@ -652,6 +663,8 @@ pub(crate) mod testing {
         ids: Vec<String>,
         messages: Vec<Arc<Message>>,
         tokens: Vec<u32>,
+        /// The positions of the messages pinned explicitly.
+        pub(crate) pinned: Vec<usize>,
     }
 
     impl Log {
@@ -668,12 +681,17 @@ pub(crate) mod testing {
                 parse(value, format).expect("valid messages").into_iter().map(Arc::new).collect();
             let tokens = messages.iter().map(|m| count_message(ENCODING, m).total).collect();
             let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-            Log { ids, messages, tokens }
+            Log { ids, messages, tokens, pinned: Vec::new() }
         }
 
         pub(crate) fn items(&self) -> Vec<Item<'_>> {
             (0..self.ids.len())
-                .map(|i| Item { id: &self.ids[i], message: &self.messages[i], tokens: self.tokens[i] })
+                .map(|i| Item {
+                    id: &self.ids[i],
+                    message: &self.messages[i],
+                    tokens: self.tokens[i],
+                    pinned: self.pinned.contains(&i),
+                })
                 .collect()
         }
     }
@@ -767,6 +785,19 @@ mod tests {
         let pass = Pass::new(&ctx, &mut cache, structure, &stale).unwrap();
         assert!(pass.summary.is_none() && pass.covered.is_empty());
         assert!(pass.notes[0].contains("does not match"));
+    }
+
+    #[test]
+    fn with_the_summary_section_off_a_stored_summary_is_left_out() {
+        let log = turns(3, 1, 5);
+        let items = log.items();
+        let options = BuildOptions { summary: None, ..BuildOptions::default() };
+        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
+        let mut cache = ReduceCache::default();
+        let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
+        let structure = structure_for(&items, true, &mut cache);
+        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
+        assert!(pass.summary.is_none() && pass.covered.is_empty() && pass.notes.is_empty());
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub enum Section {
     System,
     /// A session's state after the system prompt (skill, todos, artifacts, uploads).
     State,
-    /// A pinned request (the task, the latest request), before the summary or among the recent messages.
+    /// A pinned request (the task, the latest request, one pinned explicitly), before the summary or
+    /// among the recent messages.
     Pinned,
     Summary,
     Recent,
@@ -174,7 +175,8 @@ pub struct CacheUse {
 pub struct PinUse {
     pub id: String,
     pub role: super::plan::PinRole,
-    /// Cut to its head and tail to fit half of what the system prompt leaves.
+    /// Cut to fit half of what the system prompt leaves: its texts to their head and tail, a
+    /// request of many parts to its first and last parts.
     pub truncated: bool,
     pub tokens_before: usize,
     pub tokens_after: usize,
@@ -232,7 +234,8 @@ pub struct Receipt {
     #[serde(serialize_with = "shared_list")]
     #[cfg_attr(test, ts(type = "Array<Repair>"))]
     pub repairs: Arc<Vec<Repair>>,
-    /// The pinned requests: the task and the latest request, always in the context.
+    /// The pinned requests, always in the context: the task (or the messages pinned explicitly)
+    /// and the latest request.
     pub pinned: Vec<PinUse>,
     pub summary: Option<SummaryUse>,
     /// The bridge, when one stands between the summary in force and the recent messages.

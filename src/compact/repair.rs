@@ -31,6 +31,8 @@ pub struct Item<'a> {
     pub message: &'a Arc<Message>,
     /// The message's tokens (from the history's cache).
     pub tokens: u32,
+    /// Pinned explicitly (`ConversationHistory::pin`): every context keeps it (`pins`).
+    pub pinned: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -622,7 +624,7 @@ mod tests {
     use serde_json::json;
 
     fn items(messages: &[Arc<Message>]) -> Vec<Item<'_>> {
-        messages.iter().enumerate().map(|(i, m)| Item { id: ID[i], message: m, tokens: 1 }).collect()
+        messages.iter().enumerate().map(|(i, m)| Item { id: ID[i], message: m, tokens: 1, pinned: false }).collect()
     }
     const ID: [&str; 12] = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11", "m12"];
 

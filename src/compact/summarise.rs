@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::assemble::placeholder;
-use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass};
+use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass, PinRole};
 use super::receipt::BridgeUse;
 use super::reduce::ReduceCache;
 use super::repair::{Unit, UnitKind};
@@ -196,14 +196,46 @@ fn visit_originals(
     visit_members_before(ctx, cache, pass, stop, (from, until), false, visit)
 }
 
+/// What a summary is made from: the messages it covers, and the request pinned as the task (if
+/// one is) with where the messages after it begin.
+struct Originals {
+    messages: Vec<Arc<Message>>,
+    task: Option<(String, usize)>,
+}
+
+impl Originals {
+    fn task(&self) -> Option<crate::extract::PinnedTask<'_>> {
+        self.task.as_ref().map(|(text, after)| crate::extract::PinnedTask { text, after: *after })
+    }
+}
+
 /// The messages of the active units before `stop` (and of the pins among them), whole, in order.
-fn original_messages(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Vec<Arc<Message>>> {
+fn original_messages(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Originals> {
+    let task = pinned_task(ctx, pass);
     let mut messages = Vec::new();
+    let mut after = 0;
     visit_originals(ctx, cache, pass, stop, &mut |cache, member| {
         messages.push(ctx.materialize(cache, member)?);
+        if task.as_ref().is_some_and(|(_, msg)| member.msg <= *msg) {
+            after = messages.len();
+        }
         Ok(())
     })?;
-    Ok(messages)
+    Ok(Originals { messages, task: task.map(|(text, _)| (text, after)) })
+}
+
+/// The first request pinned explicitly, which stands for the task (the summary's primary
+/// request): its text and its message.
+fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
+    let pin = pass.pins.iter().find(|pin| pin.roles.contains(&PinRole::Pinned))?;
+    let unit = pass.unit(pin.plan.unit)?;
+    let text: Vec<String> = unit
+        .members
+        .iter()
+        .filter_map(|m| ctx.items.get(m.msg))
+        .map(|item| item.message.content.joined_text())
+        .collect();
+    Some((text.join("\n"), unit.first))
 }
 
 /// The bridge over the active units before `stop`: an extractive summary within `cap` tokens
@@ -232,16 +264,24 @@ pub(crate) fn bridge(
         std::hash::Hash::hash(&super::plan::member_key(ctx.item(member.msg)?.id, member), &mut hasher);
         Ok(())
     })?;
-    // The open todos stand in the bridge's pending work.
+    // The open todos stand in the bridge's pending work; the pinned task in its primary request.
     std::hash::Hash::hash(&ctx.open_todos(), &mut hasher);
+    std::hash::Hash::hash(&pinned_task(ctx, pass).map(|(_, msg)| msg), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
     let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
     let text = match cache.extracts.get(&key) {
         Some(text) => text.clone(),
         None => {
-            let messages = original_messages(ctx, cache, pass, stop)?;
+            let originals = original_messages(ctx, cache, pass, stop)?;
             let todos = ctx.open_todos();
-            let text = crate::extract::extractive_with_todos(&messages, None, &todos, ctx.encoding, budget);
+            let text = crate::extract::extractive_with_todos(
+                &originals.messages,
+                None,
+                &todos,
+                originals.task(),
+                ctx.encoding,
+                budget,
+            );
             if cache.extracts.len() > 32 {
                 cache.extracts.clear();
             }
@@ -269,9 +309,16 @@ fn extractive_record(
     cap: usize,
 ) -> Result<SummaryRecord> {
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
-    let messages = original_messages(ctx, cache, pass, stop)?;
+    let originals = original_messages(ctx, cache, pass, stop)?;
     let previous = pass.summary.map(|s| s.text.as_str());
-    let text = crate::extract::extractive_with_todos(&messages, previous, &ctx.open_todos(), ctx.encoding, cap as u32);
+    let text = crate::extract::extractive_with_todos(
+        &originals.messages,
+        previous,
+        &ctx.open_todos(),
+        originals.task(),
+        ctx.encoding,
+        cap as u32,
+    );
     let tokens = summary::validate_summary(&text, ctx.encoding, cap as u32, &[])?;
     let created_at = ctx.options.now.clone().unwrap_or_else(|| format!("seq:{}", state.generation + 1));
     Ok(summary::record(&request, text, tokens, created_at, SummarySource::Extractive))

@@ -250,30 +250,22 @@ pub fn fold_prompt(prompt: &str, previous: Option<&str>) -> String {
 }
 
 /// Seed 004's validation, made strict: not empty, within the token budget, and every required key.
+/// What it refuses is the summariser's failure (a `Summarizer` error), not the caller's.
 pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, required_keys: &[String]) -> Result<u32> {
-    check_not_empty(text)?;
-    let tokens = crate::tokens::from_outside(|| encoding.count(text))
-        .map_err(|e| Error::invalid_argument(format!("the summary cannot be counted: {}", e.message)))?;
-    let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
+    if text.trim().is_empty() {
+        return Err(Error::summarizer("the summary is empty"));
+    }
+    let tokens = u32::try_from(encoding.count(text)).unwrap_or(u32::MAX);
     if tokens > max_tokens {
-        return Err(Error::invalid_argument(format!(
-            "the summary has {tokens} tokens, over its budget of {max_tokens}"
-        )));
+        return Err(Error::summarizer(format!("the summary has {tokens} tokens, over its budget of {max_tokens}")));
     }
     let lower = lowercase(text);
     let missing: Vec<&str> =
         required_keys.iter().filter(|key| !lower.contains(&lowercase(key))).map(String::as_str).collect();
     if !missing.is_empty() {
-        return Err(Error::invalid_argument(format!("the summary lacks the required keys: {}", missing.join(", "))));
+        return Err(Error::summarizer(format!("the summary lacks the required keys: {}", missing.join(", "))));
     }
     Ok(tokens)
-}
-
-fn check_not_empty(text: &str) -> Result<()> {
-    if text.trim().is_empty() {
-        return Err(Error::invalid_argument("the summary is empty"));
-    }
-    Ok(())
 }
 
 /// A summary's `createdAt` (the caller's, or a build's `now`): an ISO 8601 date or date-time
@@ -356,10 +348,12 @@ pub fn check_created_at(created_at: &str, what: &str) -> Result<()> {
 /// so), and are not counted again: counting would decode the encoder's table, which loading a
 /// stored session otherwise never needs.
 pub fn check_record(record: &SummaryRecord, encoding: Encoding, counted: bool) -> Result<()> {
-    if counted {
-        check_not_empty(&record.text)?;
-    } else {
-        let tokens = validate_summary(&record.text, encoding, u32::MAX, &[])?;
+    // A stored record that fails is the caller's data at fault, not a summariser's.
+    if record.text.trim().is_empty() {
+        return Err(Error::invalid_argument("the summary is empty"));
+    }
+    if !counted {
+        let tokens = u32::try_from(encoding.count(&record.text)).unwrap_or(u32::MAX);
         if tokens != record.tokens {
             return Err(Error::invalid_argument(format!(
                 "the summary says it has {} tokens, but its text has {tokens}",

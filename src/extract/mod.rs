@@ -2,8 +2,8 @@
 //! built-in summariser (and its bridge while a model's summary is awaited) renders it as JSON with
 //! the sections of the summaries coding agents write for themselves, in this order:
 //!
-//! * `primaryRequest`: the task (the first user text that is not harness text), and the latest
-//!   request when a later one changes it;
+//! * `primaryRequest`: the task (the request pinned explicitly, else the first user text that is
+//!   not harness text), and the latest request when a later one changes it;
 //! * `userMessages`: every user message, harness text (`injected`) left out;
 //! * `files`: each path with what was done to it (`"edited ×3, read"`), changed files first;
 //! * `errors`: each error with the call that produced it, `[fixed]` once the same kind of call
@@ -24,7 +24,7 @@ mod injected;
 mod render;
 
 use render::fold_previous;
-pub use render::{extractive, extractive_with_todos};
+pub use render::{extractive, extractive_with_todos, PinnedTask};
 
 use std::collections::BTreeMap;
 
@@ -346,7 +346,9 @@ impl Extract {
         }
     }
 
-    fn user_text(&mut self, text: &str) {
+    /// A user message's text: the task if there is none yet, else the latest request (unless it
+    /// comes before the pinned task, `after_task` false).
+    fn user_text(&mut self, text: &str, after_task: bool) {
         let own = strip_injected(text);
         let own = own.trim();
         if own.is_empty() {
@@ -354,7 +356,7 @@ impl Extract {
         }
         if self.task.is_none() {
             self.task = Some(cut_middle(own, TASK_CHARS));
-        } else {
+        } else if after_task {
             self.latest = Some(cut_middle(own, LATEST_CHARS));
         }
         let line = squash(own, MESSAGE_CHARS);
@@ -425,15 +427,33 @@ impl Extract {
 /// and older ones of a kind that now succeeds are fixed, a new todo list replaces the pending tasks,
 /// the current work and next step are the new ones when there are any.
 pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous: Option<&str>) -> Extract {
+    extract_pinned(messages, previous, None)
+}
+
+/// `extract`, the task being `pinned` when a request is pinned: the user texts before it are
+/// not later requests.
+pub(crate) fn extract_pinned<M: std::borrow::Borrow<Message>>(
+    messages: &[M],
+    previous: Option<&str>,
+    pinned: Option<PinnedTask>,
+) -> Extract {
     let mut ex = Extract::default();
     if let Some(previous) = previous {
         fold_previous(&mut ex, previous);
     }
+    if let Some(task) = pinned.as_ref().map(|p| strip_injected(p.text)).filter(|t| !t.trim().is_empty()) {
+        let task = cut_middle(task.trim(), TASK_CHARS);
+        if ex.latest.as_deref() == Some(task.as_str()) {
+            ex.latest = None;
+        }
+        ex.task = Some(task);
+    }
+    let after = pinned.as_ref().map_or(0, |p| p.after);
     // Per call id: its description, and the index of its line under `currentWork`.
     let mut calls: crate::fasthash::FastMap<String, (String, usize)> = Default::default();
     let mut current: Vec<String> = Vec::new();
     let mut open_file: Option<String> = None;
-    for message in messages {
+    for (i, message) in messages.iter().enumerate() {
         let message: &Message = message.borrow();
         match message.role {
             Role::User | Role::Tool => {
@@ -470,7 +490,7 @@ pub(crate) fn extract<M: std::borrow::Borrow<Message>>(messages: &[M], previous:
                     }
                 }
                 if message.role == Role::User {
-                    ex.user_text(&text);
+                    ex.user_text(&text, i >= after);
                 }
             }
             Role::Assistant => {

@@ -141,19 +141,29 @@ pub fn extractive<M: std::borrow::Borrow<Message>>(
     encoding: Encoding,
     max_tokens: u32,
 ) -> String {
-    extractive_with_todos(messages, previous, &[], encoding, max_tokens)
+    extractive_with_todos(messages, previous, &[], None, encoding, max_tokens)
+}
+
+/// The request pinned as the task (`ConversationHistory::pin`), for `extractive_with_todos`: its
+/// text, and where the messages after it begin (those before it are not later requests).
+#[derive(Clone, Copy, Debug)]
+pub struct PinnedTask<'a> {
+    pub text: &'a str,
+    pub after: usize,
 }
 
 /// `extractive`, with the agent's open todos (its state, seed 000) as the pending tasks when there
-/// are any: the state is newer than any todo list the messages hold.
+/// are any (the state is newer than any todo list the messages hold), and the request pinned as
+/// the task, if one is, as the primary request.
 pub fn extractive_with_todos<M: std::borrow::Borrow<Message>>(
     messages: &[M],
     previous: Option<&str>,
     open_todos: &[String],
+    pinned: Option<PinnedTask>,
     encoding: Encoding,
     max_tokens: u32,
 ) -> String {
-    let mut ex = extract(messages, previous);
+    let mut ex = extract_pinned(messages, previous, pinned);
     if !open_todos.is_empty() {
         ex.pending = open_todos.to_vec();
         if ex.next_step.as_deref().is_none_or(|s| s.starts_with("Continue with: ")) {

@@ -152,3 +152,29 @@ fn cut_middle_keeps_head_and_tail() {
     assert_eq!(cut_middle(&text, 10), "abcde\n\n[... 16 chars omitted ...]\n\nvwxyz");
     assert_eq!(head_tail("ééééé", 1, 1), "é\n\n[... 3 chars omitted ...]\n\né");
 }
+
+#[test]
+fn the_primary_request_is_the_pinned_one() {
+    let messages = parse(
+        json!([
+            {"role": "user", "content": "Demonstration: here is how another issue was solved."},
+            {"role": "assistant", "content": "I edited the parser."},
+            {"role": "user", "content": "The issue: TimeDelta rounds 345 ms down."},
+            {"role": "assistant", "content": "Looking."},
+            {"role": "user", "content": "Use round(), not int()."}
+        ]),
+        Format::OpenAi,
+    )
+    .unwrap();
+    let primary = |pinned: Option<PinnedTask>| {
+        let text = extractive_with_todos(&messages, None, &[], pinned, E, 4000);
+        sections(&text)["primaryRequest"].as_str().unwrap().to_string()
+    };
+    assert!(primary(None).starts_with("Demonstration"));
+    let issue = "The issue: TimeDelta rounds 345 ms down.";
+    let pinned = primary(Some(PinnedTask { text: issue, after: 3 }));
+    assert_eq!(pinned, format!("{issue}\n\nLatest request: Use round(), not int()."));
+    // A user text before the pin is not a later request; the pin itself stands even when the
+    // summary does not reach it.
+    assert_eq!(primary(Some(PinnedTask { text: issue, after: 5 })), issue);
+}

@@ -215,6 +215,10 @@ pub struct Loaded {
     pub origins: Vec<Origin>,
     pub skipped: Vec<Skipped>,
     pub marks: Vec<Mark>,
+    /// The positions (in the order `appendMany` appends them) of the requests to pin, for
+    /// `appendMany(loaded.messages, { pin: loaded.pinned })`: a SWE-agent instance's own issue,
+    /// which comes after the worked demonstrations its harness puts first.
+    pub pinned: Vec<usize>,
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -224,7 +228,17 @@ pub struct Loaded {
 impl Loaded {
     /// Messages with nothing skipped or marked (yet).
     fn new(format: Format, source: Source, messages: Value, origins: Vec<Origin>, notes: Vec<String>) -> Loaded {
-        Loaded { format, source, messages, origins, skipped: Vec::new(), marks: Vec::new(), notes, run: None }
+        Loaded {
+            format,
+            source,
+            messages,
+            origins,
+            skipped: Vec::new(),
+            marks: Vec::new(),
+            pinned: Vec::new(),
+            notes,
+            run: None,
+        }
     }
 }
 

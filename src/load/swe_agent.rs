@@ -5,6 +5,9 @@ use super::*;
 
 /// A SWE-agent trajectory: `history` holds OpenAI-style messages whose tool messages name their
 /// call in `tool_call_ids: [id]`; without a history, the `trajectory` steps are the conversation.
+/// The instance's own issue is pinned: SWE-agent puts worked demonstrations of other issues
+/// first (one user message of `message_type: "demonstration"`, or a demonstration's messages,
+/// each `is_demo: true`), then the issue, the first user message that is not one of them.
 pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
     let history = match map.shift_remove("history") {
         Some(Value::Array(items)) => items,
@@ -22,6 +25,7 @@ pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
     }
     let mut messages = Vec::with_capacity(history.len());
     let mut origins = Vec::with_capacity(history.len());
+    let mut issue = None;
     let (mut mapped, mut repeated) = (0, false);
     for (i, item) in history.into_iter().enumerate() {
         let at = Locator::Path(format!("history[{i}]"));
@@ -34,6 +38,10 @@ pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
         };
         match message.shift_remove("tool_call_ids") {
             None => {
+                if issue.is_none() && message.get("role").and_then(Value::as_str) == Some("user") && !is_demo(&message)
+                {
+                    issue = Some(messages.len());
+                }
                 messages.push(Value::Object(message));
                 origins.push(at.origin());
             }
@@ -82,7 +90,15 @@ pub(super) fn swe_agent(mut map: Map<String, Value>) -> Result<Loaded> {
         notes.push("an observation answering several calls was repeated for each".into());
     }
     check(Format::OpenAi, None, &messages, &origins)?;
-    Ok(Loaded::new(Format::OpenAi, Source::SweAgent, Value::Array(messages), origins, notes))
+    let mut loaded = Loaded::new(Format::OpenAi, Source::SweAgent, Value::Array(messages), origins, notes);
+    loaded.pinned.extend(issue);
+    Ok(loaded)
+}
+
+/// Whether a history message is part of a demonstration SWE-agent showed before the instance.
+fn is_demo(message: &Map<String, Value>) -> bool {
+    message.get("is_demo").and_then(Value::as_bool) == Some(true)
+        || message.get("message_type").and_then(Value::as_str) == Some("demonstration")
 }
 
 /// A trajectory without a `history`: each step's model response and the observation it got.

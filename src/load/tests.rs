@@ -336,6 +336,46 @@ fn older_swe_agent_trajectories() {
 }
 
 #[test]
+fn swe_agent_pins_the_instances_issue_after_its_demonstrations() {
+    let system = json!({"role": "system", "content": "SETTING", "agent": "main", "message_type": "system_prompt"});
+    let issue = json!({"role": "user", "content": "ISSUE: fix it", "agent": "main", "message_type": "observation"});
+    let answer = json!({"role": "assistant", "content": "ok", "agent": "main", "message_type": "action"});
+    let cases = [
+        // No demonstration: the first user message is the issue.
+        (vec![system.clone(), issue.clone(), answer.clone()], vec![1]),
+        // A demonstration as one message (SWE-agent's demonstration template).
+        (
+            vec![
+                system.clone(),
+                json!({"role": "user", "content": "Here is a demonstration", "agent": "main", "is_demo": true, "message_type": "demonstration"}),
+                issue.clone(),
+                answer.clone(),
+            ],
+            vec![2],
+        ),
+        // A demonstration's own messages in the history, each marked (older SWE-agent: `is_demo`).
+        (
+            vec![
+                system.clone(),
+                json!({"role": "user", "content": "demo issue", "agent": "primary", "is_demo": true}),
+                json!({"role": "assistant", "content": "demo answer", "agent": "primary", "is_demo": true}),
+                issue.clone(),
+                answer,
+            ],
+            vec![3],
+        ),
+        // Nothing but demonstrations: nothing to pin.
+        (vec![system, json!({"role": "user", "content": "demo", "message_type": "demonstration"})], vec![]),
+    ];
+    for (history, pinned) in cases {
+        let loaded = load_text(&json!({"history": history, "info": {}}).to_string()).unwrap();
+        assert_eq!(loaded.pinned, pinned, "{history:?}");
+    }
+    let steps = json!({"history": [], "trajectory": [{"action": "ls", "observation": "a b", "response": "ls"}]});
+    assert!(load_text(&steps.to_string()).unwrap().pinned.is_empty(), "steps hold no issue");
+}
+
+#[test]
 fn tau_bench_runs_one_at_a_time() {
     let run = |task: u32, text: &str| json!({"task_id": task, "reward": 1.0, "traj": [{"role": "user", "content": text}], "trial": 0});
     let text = json!([run(7, "first"), run(8, "second")]).to_string();

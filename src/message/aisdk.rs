@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Base, Extra, Fields};
+use super::json::{in_order, merge_fields, type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -59,7 +59,7 @@ pub fn parse_ai_sdk_message(value: Value, index: usize) -> Result<Message> {
         }
         None => return Err(fields.error("content", format!("{} message has no content", role.as_str()))),
     };
-    Ok(Message { role, content, name: None, extra: fields.rest(), source: Format::AiSdk })
+    Ok(Message { role, content, name: None, extra: fields.rest_in(&["role", "content"]), source: Format::AiSdk })
 }
 
 fn parse_part(value: Value, index: usize, base: Base, role: Role) -> Result<Part> {
@@ -69,7 +69,7 @@ fn parse_part(value: Value, index: usize, base: Base, role: Role) -> Result<Part
     match (kind.as_str(), role) {
         ("text", _) => {
             let text = fields.required_str("text")?;
-            Ok(Part::Text { text, extra: fields.rest() })
+            Ok(Part::Text { text, extra: fields.rest_in(&["type", "text"]) })
         }
         ("image", _) => {
             let Some(Value::String(image)) = fields.take("image") else { return Ok(Part::Other(original)) };
@@ -89,11 +89,16 @@ fn parse_part(value: Value, index: usize, base: Base, role: Role) -> Result<Part
                 };
                 ImageSource::Base64 { media_type, data: image }
             };
-            Ok(Part::Image { source, detail: None, extra: fields.rest(), source_extra: Extra::new() })
+            Ok(Part::Image {
+                source,
+                detail: None,
+                extra: fields.rest_in(&["type", "image"]),
+                source_extra: Extra::new(),
+            })
         }
         ("reasoning", Role::Assistant) => {
             let thinking = fields.required_str("text")?;
-            Ok(Part::Thinking { thinking, signature: None, extra: fields.rest() })
+            Ok(Part::Thinking { thinking, signature: None, extra: fields.rest_in(&["type", "text"]) })
         }
         ("tool-call", Role::Assistant) if original.get("providerExecuted") != Some(&Value::Bool(true)) => {
             let id = fields.required_str("toolCallId")?;
@@ -108,7 +113,7 @@ fn parse_part(value: Value, index: usize, base: Base, role: Role) -> Result<Part
                 id,
                 name,
                 input: ToolInput::Json(input),
-                extra: fields.rest(),
+                extra: fields.rest_in(&["type", "toolCallId", "toolName", "input"]),
                 function_extra: Extra::new(),
             })))
         }
@@ -122,7 +127,8 @@ fn parse_part(value: Value, index: usize, base: Base, role: Role) -> Result<Part
             };
             let (content, is_error, shape) = parse_output(output, &fields)?;
             fields.keep("output", shape);
-            Ok(Part::ToolResult(ToolResult { call_id, content, is_error, extra: fields.rest() }))
+            let extra = fields.rest_in(&["type", "toolCallId", "toolName", "output"]);
+            Ok(Part::ToolResult(ToolResult { call_id, content, is_error, extra }))
         }
         ("tool-call" | "tool-result", _) if role != Role::Assistant && role != Role::Tool => {
             Err(fields.error("type", format!("{kind} parts do not belong in {} messages", role.as_str())))
@@ -140,7 +146,8 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
     };
     let kind = output.get("type").and_then(Value::as_str).unwrap_or("").to_string();
     let is_error = kind.starts_with("error-").then_some(true);
-    let content = match (kind.as_str(), output.shift_remove("value")) {
+    // Taken out of its place (left null there), so that the shape keeps its key order.
+    let content = match (kind.as_str(), output.get_mut("value").map(std::mem::take)) {
         ("text" | "error-text", Some(Value::String(text))) => Content::text(text),
         ("json" | "error-json", Some(value)) => Content::text(crate::json_text::value_text(&value)),
         ("content", Some(Value::Array(items))) => {
@@ -343,7 +350,11 @@ fn output_value(result: &ToolResult, native: bool) -> Value {
     if let Some(value) = value {
         object.insert("value".into(), value);
     }
-    with_extra(object, shape.into_iter().flatten())
+    // The shape as it came: its fields, in its order.
+    match shape {
+        Some(shape) => Value::Object(in_order(merge_fields(object, shape), shape.keys().map(String::as_str))),
+        None => Value::Object(object),
+    }
 }
 
 fn foreign_output(result: &ToolResult, error: bool) -> (String, Option<Value>) {

@@ -104,7 +104,7 @@ pub fn parse_anthropic_message(value: Value, index: usize) -> Result<Message> {
         }
         None => return Err(fields.error("content", format!("{} message has no content", role.as_str()))),
     };
-    Ok(Message { role, content, name: None, extra: fields.rest(), source: Format::Anthropic })
+    Ok(Message { role, content, name: None, extra: fields.rest_in(&["role", "content"]), source: Format::Anthropic })
 }
 
 fn parse_block(value: Value, index: usize, base: Base, role: Role) -> Result<Part> {
@@ -114,25 +114,30 @@ fn parse_block(value: Value, index: usize, base: Base, role: Role) -> Result<Par
     match kind.as_str() {
         "text" => {
             let text = fields.required_str("text")?;
-            Ok(Part::Text { text, extra: fields.rest() })
+            Ok(Part::Text { text, extra: fields.rest_in(&["type", "text"]) })
         }
         "image" => {
             let Some(source) = fields.take("source") else {
                 return Err(fields.error("source", "image block has no `source`"));
             };
             let mut source = Fields::new(source, index, fields.child("source"), "`source`")?;
-            let image = match source.required_str("type")?.as_str() {
+            let (image, written): (ImageSource, &[&str]) = match source.required_str("type")?.as_str() {
                 "base64" => {
                     let media_type = source.required_str("media_type")?;
                     let data = source.required_str("data")?;
                     super::check_image_data(&data).map_err(|why| source.error("data", why))?;
-                    ImageSource::Base64 { media_type, data }
+                    (ImageSource::Base64 { media_type, data }, &["type", "media_type", "data"])
                 }
-                "url" => ImageSource::Url(source.required_str("url")?),
+                "url" => (ImageSource::Url(source.required_str("url")?), &["type", "url"]),
                 // Files API references and future sources travel verbatim.
                 _ => return Ok(Part::Other(original)),
             };
-            Ok(Part::Image { source: image, detail: None, extra: fields.rest(), source_extra: source.rest() })
+            Ok(Part::Image {
+                source: image,
+                detail: None,
+                extra: fields.rest_in(&["type", "source"]),
+                source_extra: source.rest_in(written),
+            })
         }
         "tool_use" => {
             if role != Role::Assistant {
@@ -154,7 +159,7 @@ fn parse_block(value: Value, index: usize, base: Base, role: Role) -> Result<Par
                 id,
                 name,
                 input: ToolInput::Json(input),
-                extra: fields.rest(),
+                extra: fields.rest_in(&["type", "id", "name", "input"]),
                 function_extra: Extra::new(),
             })))
         }
@@ -188,16 +193,17 @@ fn parse_block(value: Value, index: usize, base: Base, role: Role) -> Result<Par
                     ))
                 }
             };
-            Ok(Part::ToolResult(ToolResult { call_id, content, is_error, extra: fields.rest() }))
+            let extra = fields.rest_in(&["type", "tool_use_id", "content", "is_error"]);
+            Ok(Part::ToolResult(ToolResult { call_id, content, is_error, extra }))
         }
         "thinking" => {
             let thinking = fields.required_str("thinking")?;
             let signature = fields.optional_str("signature")?;
-            Ok(Part::Thinking { thinking, signature, extra: fields.rest() })
+            Ok(Part::Thinking { thinking, signature, extra: fields.rest_in(&["type", "thinking", "signature"]) })
         }
         "redacted_thinking" => {
             let data = fields.required_str("data")?;
-            Ok(Part::RedactedThinking { data, extra: fields.rest() })
+            Ok(Part::RedactedThinking { data, extra: fields.rest_in(&["type", "data"]) })
         }
         _ => Ok(Part::Other(original)),
     }

@@ -180,3 +180,80 @@ fn errors_name_the_place_at_every_depth() {
     let part = json!([{"role": "user", "content": [{"type": "input_text"}]}]);
     assert_eq!(path(part, Format::Responses), "messages[0].content[0].text");
 }
+
+/// `value` with the keys of every object at every depth reordered: reversed, or rotated by `by`.
+fn reordered(value: &Value, by: Option<usize>) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.iter().map(|(k, v)| (k.clone(), reordered(v, by))).collect();
+            match by {
+                None => entries.reverse(),
+                Some(n) if !entries.is_empty() => {
+                    let n = n % entries.len();
+                    entries.rotate_left(n);
+                }
+                Some(_) => {}
+            }
+            Value::Object(entries.into_iter().collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|item| reordered(item, by)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn openai_messages() -> Value {
+    json!([
+        {"role": "system", "content": "Be brief.", "name": "rules"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}]},
+        {"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\",\"mode\":\"r\"}"}},
+            {"id": "c2", "type": "custom", "custom": {"name": "patch", "input": "*** Begin"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "contents"},
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "assistant", "content": "done", "tool_calls": []}
+    ])
+}
+
+fn anthropic_messages() -> Value {
+    json!([
+        {"role": "user", "content": [
+            {"type": "text", "text": "look", "cache_control": {"type": "ephemeral"}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "think", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "text", "text": "reading"},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a", "lines": {"from": 1, "to": 9}}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "contents"}], "is_error": false},
+            {"type": "text", "text": "next"}]}
+    ])
+}
+
+/// Each message reads back as the same bytes, whatever the key order of its objects (the
+/// APIs' own, reversed, rotated): get(), an export and a stored session emit what was appended.
+#[test]
+fn every_format_reads_back_each_objects_keys_in_the_order_given() {
+    for (format, list) in [
+        (Format::OpenAi, openai_messages()),
+        (Format::Anthropic, anthropic_messages()),
+        (Format::AiSdk, ai_sdk_messages()),
+        (Format::Responses, responses_items()),
+    ] {
+        for by in [Some(0), None, Some(1), Some(2), Some(3)] {
+            let variant = reordered(&list, by);
+            for (i, original) in variant.as_array().unwrap().iter().enumerate() {
+                let message = parse_one(original.clone(), format, i).unwrap();
+                let emitted = emit_one(&message, format).unwrap();
+                assert_eq!(
+                    crate::json_text::value_text(&emitted),
+                    crate::json_text::value_text(original),
+                    "{format:?}, keys {by:?}, message {i}"
+                );
+            }
+        }
+    }
+}

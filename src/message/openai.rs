@@ -101,7 +101,8 @@ pub fn parse_openai_message(value: Value, index: usize) -> Result<Message> {
         }
         content
     };
-    Ok(Message { role, content, name, extra: fields.rest(), source: Format::OpenAi })
+    let written: &[&str] = if role == Role::Tool { TOOL_MESSAGE_KEYS } else { MESSAGE_KEYS };
+    Ok(Message { role, content, name, extra: fields.rest_in(written), source: Format::OpenAi })
 }
 
 fn parse_content(fields: &mut Fields) -> Result<Content> {
@@ -130,7 +131,7 @@ fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
     match kind.as_str() {
         "text" => {
             let text = fields.required_str("text")?;
-            Ok(Part::Text { text, extra: fields.rest() })
+            Ok(Part::Text { text, extra: fields.rest_in(&["type", "text"]) })
         }
         "image_url" => {
             let image = match fields.take("image_url") {
@@ -143,7 +144,12 @@ fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
                 super::check_image_data(payload).map_err(|why| inner.error("url", why))?;
             }
             let detail = inner.optional_str("detail")?;
-            Ok(Part::Image { source: ImageSource::Url(url), detail, extra: fields.rest(), source_extra: inner.rest() })
+            Ok(Part::Image {
+                source: ImageSource::Url(url),
+                detail,
+                extra: fields.rest_in(&["type", "image_url"]),
+                source_extra: inner.rest_in(&["url", "detail"]),
+            })
         }
         // Refusals, audio, files and future part types travel verbatim.
         _ => Ok(Part::Other(original)),
@@ -169,8 +175,18 @@ fn parse_tool_call(value: Value, message: &Fields, i: usize) -> Result<ToolCall>
         Some(other) => return Err(function.error(input_key, format!("must be a string, got {}", type_name(&other)))),
         None => return Err(function.error(input_key, "tool call has no `arguments` (a custom tool's: `input`)")),
     };
-    Ok(ToolCall { id, name, input: ToolInput::Text(arguments), extra: call.rest(), function_extra: function.rest() })
+    Ok(ToolCall {
+        id,
+        name,
+        input: ToolInput::Text(arguments),
+        extra: call.rest_in(&["id", "type", key]),
+        function_extra: function.rest_in(&["name", input_key]),
+    })
 }
+
+/// The keys an OpenAI message is written with, in order, before its other fields.
+const MESSAGE_KEYS: &[&str] = &["role", "name", "content", "tool_calls"];
+const TOOL_MESSAGE_KEYS: &[&str] = &["role", "name", "tool_call_id", "content"];
 
 /// Emits messages as OpenAI messages. Messages parsed from OpenAI come back exactly as they
 /// arrived; others are converted (an Anthropic user message with tool results becomes one tool
@@ -335,9 +351,12 @@ fn tool_call(call: &ToolCall, native: bool) -> Value {
     function.insert(input_key.into(), Value::from(call.input.to_text()));
     let mut object = Map::new();
     object.insert("id".into(), Value::from(call.id.clone()));
-    if !native {
-        object.insert("type".into(), Value::from("function"));
-    }
+    // Where the API writes it: `{ id, type, function }`.
+    match call.extra.get("type").filter(|_| native) {
+        Some(kind) => object.insert("type".into(), kind.clone()),
+        None if native => None,
+        None => object.insert("type".into(), Value::from("function")),
+    };
     object.insert(key.into(), with_extra(function, if native { &call.function_extra } else { &no_extra }));
     with_extra(object, if native { &call.extra } else { &no_extra })
 }

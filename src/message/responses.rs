@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{type_name, with_extra, Base, Extra, Fields};
+use super::json::{in_order, merge_fields, type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
 use crate::error::{Error, Result};
 
@@ -65,19 +65,24 @@ pub fn parse_responses_item(value: Value, index: usize) -> Result<Message> {
                 id,
                 name,
                 input: ToolInput::Text(input),
-                extra: fields.rest(),
+                extra: fields.rest_in(&["type", "call_id", "name", if custom { "input" } else { "arguments" }]),
                 function_extra: Extra::new(),
             };
             Ok(item(Role::Assistant, Part::ToolCall(Box::new(call))))
         }
         Some(kind) if is_paired_call(kind) && fields.has("call_id") => {
             let id = fields.required_str("call_id")?;
-            let mut extra = Extra::new();
+            fields.keep("type", Value::from(kind));
+            // The item's other fields are its input; its key order travels with the call's type.
+            let mut rest = fields.rest_in(&["type", "call_id"]);
+            let order = rest.order().map(<[Box<str>]>::to_vec).map(Vec::into_boxed_slice);
+            rest.remove("type");
+            let mut extra = Extra::new().with_order(order);
             extra.insert("type".into(), Value::from(kind));
             let call = ToolCall {
                 id,
                 name: kind.to_string(),
-                input: ToolInput::Json(Value::Object(fields.rest().into_map())),
+                input: ToolInput::Json(Value::Object(rest.into_map())),
                 extra,
                 function_extra: Extra::new(),
             };
@@ -103,7 +108,8 @@ pub fn parse_responses_item(value: Value, index: usize) -> Result<Message> {
                 other => Content { form: ContentForm::Absent, parts: vec![Part::Other(other)] },
             };
             fields.keep("type", Value::from(kind));
-            let result = ToolResult { call_id, content, is_error: None, extra: fields.rest() };
+            let result =
+                ToolResult { call_id, content, is_error: None, extra: fields.rest_in(&["type", "call_id", "output"]) };
             Ok(item(Role::Tool, Part::ToolResult(result)))
         }
         // The compaction stands for all that came before it, as instructions do.
@@ -143,7 +149,13 @@ fn parse_message(mut fields: Fields) -> Result<Message> {
         }
         None => return Err(fields.error("content", format!("{} message has no content", role.as_str()))),
     };
-    Ok(Message { role, content, name: None, extra: fields.rest(), source: Format::Responses })
+    Ok(Message {
+        role,
+        content,
+        name: None,
+        extra: fields.rest_in(&["type", "role", "content"]),
+        source: Format::Responses,
+    })
 }
 
 fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
@@ -154,7 +166,7 @@ fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
         "input_text" | "output_text" => {
             let text = fields.required_str("text")?;
             fields.keep("type", Value::from(kind));
-            Ok(Part::Text { text, extra: fields.rest() })
+            Ok(Part::Text { text, extra: fields.rest_in(&["type", "text"]) })
         }
         "input_image" if fields_peek_str(&original, "image_url").is_some() => {
             let url = fields.required_str("image_url")?;
@@ -163,7 +175,8 @@ fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
             }
             let detail = fields.optional_str("detail")?;
             fields.keep("type", Value::from(kind));
-            Ok(Part::Image { source: ImageSource::Url(url), detail, extra: fields.rest(), source_extra: Extra::new() })
+            let extra = fields.rest_in(&["type", "image_url", "detail"]);
+            Ok(Part::Image { source: ImageSource::Url(url), detail, extra, source_extra: Extra::new() })
         }
         // Files, refusals, audio, images by file id: verbatim.
         _ => Ok(Part::Other(original)),
@@ -309,9 +322,12 @@ fn call_item(call: &ToolCall, native: bool) -> Value {
     if native && is_paired_call(kind) {
         object.insert("call_id".into(), Value::from(call.id.clone()));
         if let ToolInput::Json(Value::Object(rest)) = &call.input {
-            return with_extra(object, rest);
+            object = merge_fields(object, rest);
         }
-        return Value::Object(object);
+        return match call.extra.order() {
+            Some(order) => Value::Object(in_order(object, order.iter().map(|k| &**k))),
+            None => Value::Object(object),
+        };
     }
     object.insert("call_id".into(), Value::from(call.id.clone()));
     object.insert("name".into(), Value::from(call.name.clone()));

@@ -106,12 +106,6 @@ impl Session {
         Ok(())
     }
 
-    /// The texts of a turn the tokenizer will have to take (its snapshot, summary and
-    /// insights, counted when recalled), checked as the caller's text is.
-    pub(super) fn check_turn_texts(&self, texts: &[&str]) -> Result<()> {
-        texts.iter().try_for_each(|text| crate::tokens::check_text(self.history.encoding(), text))
-    }
-
     /// Ends a turn: stores the workspace snapshot with its summary (the built-in one unless
     /// given) and the range of messages appended since the previous turn. On error nothing changes.
     pub fn record_turn(&mut self, input: TurnInput) -> Result<ContextSnapshot> {
@@ -134,9 +128,6 @@ impl Session {
                 (summary, input.insights.unwrap_or(insights))
             }
         };
-        let mut texts = vec![input.workspace_context.as_str(), summary.as_str()];
-        texts.extend(insights.iter().map(String::as_str));
-        self.check_turn_texts(&texts)?;
         Ok(self.memory_mut()?.record_turn(turn_number, input.workspace_context, summary, insights, range)?.clone())
     }
 

@@ -82,12 +82,33 @@ pub struct HistoryOptions {
 }
 
 /// `memory`: `true`, `false`, or the memory's settings.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(untagged))]
 pub enum MemoryChoice {
     On(bool),
     With(MemorySettings),
+}
+
+// By hand rather than `untagged`, whose error ("data did not match any variant of untagged enum")
+// says nothing a JS user can act on.
+impl<'de> Deserialize<'de> for MemoryChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Choice;
+        impl<'de> serde::de::Visitor<'de> for Choice {
+            type Value = MemoryChoice;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false or an object of the memory's settings")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> std::result::Result<MemoryChoice, E> {
+                Ok(MemoryChoice::On(on))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<MemoryChoice, A::Error> {
+                MemorySettings::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(MemoryChoice::With)
+            }
+        }
+        deserializer.deserialize_any(Choice)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

@@ -77,6 +77,9 @@ pub enum Estimated {
     /// A part with no text of its own (audio, a file, a hosted tool's call) is billed by the
     /// provider's own rule, which it does not reveal: counted as its JSON.
     AsJson,
+    /// A text holding an unbroken run the tokenizer could not split exactly (see
+    /// `bpe::merge::Windows`): counted at an upper bound.
+    UpperBound,
 }
 
 pub fn count_message(encoding: Encoding, message: &Message) -> MessageTokens {
@@ -163,13 +166,22 @@ struct Located<'n, 'p> {
     path: &'p dyn Fn() -> String,
 }
 
+/// `text`'s tokens, noting an upper bound (a run the tokenizer could not split exactly).
+fn text_tokens(encoding: Encoding, text: &str, at: &mut Located) -> usize {
+    let (n, upper_bound) = encoding.count_bounded(text);
+    if upper_bound {
+        at.notes.push(CountNote { path: (at.path)(), why: Estimated::UpperBound });
+    }
+    n
+}
+
 fn part_tokens(encoding: Encoding, part: &Part, source: Format, images: ImageCounting, at: &mut Located) -> usize {
     match part {
-        Part::Text { text, .. } => encoding.count(text),
+        Part::Text { text, .. } => text_tokens(encoding, text, at),
         Part::Image { source: image, detail, .. } => image_tokens(image, detail.as_deref(), source, images, at),
         // Call ids are not shown to the model; the name and the arguments are.
         Part::ToolCall(call) => {
-            TOKENS_PER_TOOL_CALL + encoding.count(&call.name) + encoding.count(&call.input.to_text())
+            TOKENS_PER_TOOL_CALL + encoding.count(&call.name) + text_tokens(encoding, &call.input.to_text(), at)
         }
         Part::ToolResult(ToolResult { content, .. }) => {
             let mut sum = 0;
@@ -179,8 +191,8 @@ fn part_tokens(encoding: Encoding, part: &Part, source: Format, images: ImageCou
             }
             sum
         }
-        Part::Thinking { thinking, .. } => encoding.count(thinking),
-        Part::RedactedThinking { data, .. } => encoding.count(data),
+        Part::Thinking { thinking, .. } => text_tokens(encoding, thinking, at),
+        Part::RedactedThinking { data, .. } => text_tokens(encoding, data, at),
         // Anthropic images from the Files API: an image of unknown size.
         Part::Other(value) if value.get("type").and_then(Value::as_str) == Some("image") => {
             at.notes.push(CountNote { path: (at.path)(), why: Estimated::ImageSize });

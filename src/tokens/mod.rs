@@ -15,9 +15,8 @@ pub use chat::{
 };
 pub use request::{count_message_list, count_request, RequestCount, RequestOptions};
 
-use crate::bpe::{BpeEncoder, BpeEncoding, MAX_PIECE_BYTES};
+use crate::bpe::{BpeEncoder, BpeEncoding, EncodeFailure};
 use crate::error::{Error, Result};
-use crate::message::Message;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Encoding {
@@ -82,7 +81,9 @@ impl Encoding {
     }
 
     /// Tokens in `text`, as tiktoken's `encode_ordinary` counts them: special-token text such as
-    /// `<|endoftext|>` is ordinary text here, as it is in a chat message.
+    /// `<|endoftext|>` is ordinary text here, as it is in a chat message. Any length is counted
+    /// exactly, but for a run the merge could not split exactly, counted at an upper bound
+    /// (`count_bounded` says when: see `bpe::merge::Windows`).
     ///
     /// Every `Encoding` that reaches here from outside came through `parse`, which checked that
     /// its encoder can be had (the embedded build builds it here, on the first count), and loaded
@@ -95,18 +96,30 @@ impl Encoding {
         }
     }
 
-    /// `count` of text from outside (see `from_outside`).
-    pub fn count_input(self, text: &str) -> Result<usize> {
-        from_outside(|| self.count(text))
+    /// `count`, and whether it is an upper bound rather than tiktoken's count (a run the merge
+    /// could not split exactly: see `bpe::merge::Windows`).
+    pub fn count_bounded(self, text: &str) -> (usize, bool) {
+        match self.bpe() {
+            Some(bpe) => BpeEncoder::get(bpe).map_or((0, false), |encoder| {
+                let (n, exact) = encoder.count_exact(text);
+                (n, !exact)
+            }),
+            None => (estimate(text), false),
+        }
     }
 
-    /// The token ids of `text` from outside (see `from_outside`); the estimate has none.
+    /// The token ids of `text`; the estimate has none.
     pub fn encode(self, text: &str) -> Result<Vec<u32>> {
         match self.bpe() {
             Some(bpe) => {
                 let encoder = BpeEncoder::get(bpe).map_err(|e| Error::invalid_argument(e.to_string()))?;
-                from_outside(|| encoder.try_encode(text))?
-                    .ok_or_else(|| Error::out_of_memory("the token ids", text.len().saturating_mul(4)))
+                encoder.encode_exact(text).map_err(|failure| match failure {
+                    EncodeFailure::OutOfMemory => Error::out_of_memory("the token ids", text.len().saturating_mul(4)),
+                    EncodeFailure::Inexact => Error::invalid_argument(
+                        "the text holds an unbroken run the tokenizer could not split exactly (it is counted at an \
+                         upper bound): its token ids are unknown",
+                    ),
+                })
             }
             None => Err(Error::invalid_argument(
                 "the \"estimate\" encoding counts without tokenizing, so it has no token ids: use o200k_base or cl100k_base",
@@ -134,40 +147,6 @@ impl<'de> serde::Deserialize<'de> for Encoding {
 pub fn deserialize_named<'de, D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Encoding, D::Error> {
     let name = <String as serde::Deserialize>::deserialize(deserializer)?;
     Encoding::named(&name).map_err(|e| serde::de::Error::custom(e.message))
-}
-
-/// Runs `count`, which tokenizes text that comes from the caller (not text the library derived
-/// from what it already holds): a pre-token piece longer than `bpe::MAX_PIECE_BYTES` is an
-/// error, not tried (merging one costs memory in proportion to its length).
-pub fn from_outside<T>(count: impl FnOnce() -> T) -> Result<T> {
-    crate::bpe::refusing_long_pieces(count).map_err(|length| {
-        Error::invalid_argument(format!(
-            "the text holds an unbroken run of {length} bytes (letters, punctuation or spaces that the tokenizer \
-             cannot split), longer than the {MAX_PIECE_BYTES} it takes"
-        ))
-    })
-}
-
-/// Checks text from the caller that the library will count later (`from_outside`): only a text
-/// longer than `MAX_PIECE_BYTES` can hold a piece that long, so the others cost nothing.
-pub fn check_text(encoding: Encoding, text: &str) -> Result<()> {
-    if text.len() <= MAX_PIECE_BYTES || encoding == Encoding::Estimate {
-        return Ok(());
-    }
-    from_outside(|| encoding.count(text)).map(|_| ())
-}
-
-/// `count_message` of a message from outside (`from_outside`), or `None` when none of its texts
-/// can hold a piece too long to take, which is then counted when first needed. Every text the
-/// count tokenizes has at most 16 bytes per token of the estimate (4 chars a token, 4 bytes a
-/// char), so a message whose estimate is under `MAX_PIECE_BYTES / 16` has no piece that long.
-pub fn count_long_message(encoding: Encoding, message: &Message) -> Result<Option<MessageTokens>> {
-    if encoding == Encoding::Estimate
-        || (count_message(Encoding::Estimate, message).total as usize) <= MAX_PIECE_BYTES / 16
-    {
-        return Ok(None);
-    }
-    from_outside(|| count_message(encoding, message)).map(Some)
 }
 
 /// One token per four characters, rounded up: the usual rule of thumb for English prose.

@@ -91,8 +91,9 @@ impl RequestOptions {
                             .and_then(|n| u32::try_from(n).ok())
                             .filter(|n| *n > 0)
                             .ok_or_else(|| {
+                                let got = size.get(key).map_or_else(|| "nothing".into(), crate::json_de::shown);
                                 Error::invalid_argument(format!(
-                                    "options.imageSizes[{url:?}].{key} must be a positive whole number of pixels"
+                                    "options.imageSizes[{url:?}].{key} must be a positive whole number of pixels, got {got}"
                                 ))
                             })
                     };
@@ -139,10 +140,6 @@ pub struct RequestCount {
 /// Counts `request`: `{ messages, system?, tools?, tool_choice?, functions?, function_call?, model? }`
 /// (other request fields are ignored), or a bare message list.
 pub fn count_request(encoding: Encoding, request: Value, options: &RequestOptions) -> Result<RequestCount> {
-    super::from_outside(|| count_request_inner(encoding, request, options))?
-}
-
-fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOptions) -> Result<RequestCount> {
     let mut request = match request {
         Value::Object(map) => map,
         Value::Array(messages) => Map::from_iter([("messages".to_string(), Value::Array(messages))]),
@@ -187,15 +184,6 @@ fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOpti
 /// `Tokenizer.countMessages`: a message list (OpenAI, legacy `function` messages included; or
 /// Anthropic, an array or `{ system, messages }`) with optional tools, counted as one prompt.
 pub fn count_message_list(
-    encoding: Encoding,
-    messages: Value,
-    format: Format,
-    tools: Option<Value>,
-) -> Result<ChatCount> {
-    super::from_outside(|| count_message_list_inner(encoding, messages, format, tools))?
-}
-
-fn count_message_list_inner(
     encoding: Encoding,
     messages: Value,
     format: Format,
@@ -485,6 +473,12 @@ impl Counting<'_> {
             Estimated::AsJson => {
                 count.estimates.push(format!(
                     "{place}: a part with no text of its own (audio, a file, a hosted call) is billed by the provider's own rule; counted as its JSON"
+                ));
+                Ok(())
+            }
+            Estimated::UpperBound => {
+                count.estimates.push(format!(
+                    "{place}: an unbroken run the tokenizer could not split exactly is counted at an upper bound (a token a byte)"
                 ));
                 Ok(())
             }

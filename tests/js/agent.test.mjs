@@ -94,7 +94,7 @@ test("bad turns are refused and nothing is recorded", () => {
   const before = state(session);
   assert.throws(() => session.memory.recordTurn({ turnNumber: 2, workspaceContext: "x" }), /not after the last recorded turn/);
   assert.throws(() => session.memory.recordTurn({ workspaceContext: "x", summary: "  " }), /empty/);
-  assert.throws(() => session.memory.recordTurn({ workspace: "x" }), (e) => e instanceof InvalidArgumentError && /unknown field `workspace`/.test(e.message));
+  assert.throws(() => session.memory.recordTurn({ workspace: "x" }), (e) => e instanceof InvalidArgumentError && /unknown field "workspace"/.test(e.message));
   const small = new Session({ memory: { maxSnapshotChars: 10 } });
   assert.throws(() => small.memory.recordTurn({ workspaceContext: "x".repeat(11) }), /over the limit of 10/);
   assert.throws(() => new Session({ memory: "yes" }), InvalidArgumentError);
@@ -164,7 +164,7 @@ test("corrupt, truncated or newer exports are typed errors and build nothing", (
     [text.slice(0, text.length / 2), /the export is not valid JSON/],
     [{ ...JSON.parse(text), version: 2 }, /newer than this library reads \(1\): upgrade context-compactor/],
     [{ ...JSON.parse(text), format: "other" }, /not a session export/],
-    [{ ...JSON.parse(text), loops: "many" }, /corrupt session export: loops: invalid type/],
+    [{ ...JSON.parse(text), loops: "many" }, /corrupt session export: loops must be a whole number from 0 to 4294967295, got "many"/],
     [text.replace('"m3"', '"m33"'), /corrupt export/],
     [text.replace('"tool_call_id":"c1"', '"tool_call_id":"c2"'), /which no earlier assistant message made/],
     [42, /corrupt session export|not a session export/],

@@ -3,7 +3,7 @@
 // lifecycle (external summariser) refuses a second concurrent compaction.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConversationHistory, validateMessages, resolveProfile, profileNames, ConflictError, InvalidArgumentError, NotFoundError } from "context-compactor";
+import { ConversationHistory, validateMessages, resolveProfile, profileNames, ConflictError, NotFoundError, SummarizerError } from "context-compactor";
 import { tauBench, claudeCode } from "./fixtures.mjs";
 
 const allMessages = () => tauBench().flatMap((run) => run.traj);
@@ -49,7 +49,7 @@ test("an external summary goes through begin/complete, and a second compaction c
   const { id } = first.summaryRequest;
   history.beginSummary(id);
   assert.throws(() => history.beginSummary(id), ConflictError);
-  assert.throws(() => history.completeSummary(id, "   "), InvalidArgumentError, "an empty summary is refused");
+  assert.throws(() => history.completeSummary(id, "   "), SummarizerError, "an empty summary is refused");
   const record = history.completeSummary(id, "The user changed two reservations; one refund is pending.");
   assert.equal(record.summarisedUntil, first.summaryRequest.until);
   const after = history.build(options);

@@ -46,7 +46,7 @@ test("tau-bench: one run at a time, losslessly, and how many there are", () => {
   }
   assert.throws(() => loadConversation(text, { run: 200 }), (e) => e instanceof InvalidArgumentError && /run 200 does not exist: the file has 200 runs/.test(e.message));
   assert.throws(() => loadConversation(text, { run: 1.5 }), InvalidArgumentError);
-  assert.throws(() => loadConversation(text, { runs: 1 }), /unknown field `runs`, expected one of `name`, `run`, `repair`/);
+  assert.throws(() => loadConversation(text, { runs: 1 }), /unknown field "runs"; the fields are name, run, repair/);
 });
 
 test("SWE-agent: tool_call_ids read as tool_call_id, every other key kept", () => {

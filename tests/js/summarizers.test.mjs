@@ -101,11 +101,11 @@ for (const [behaviour, expected] of [
   });
 }
 
-test("a summary the core refuses (over budget) is a typed error and changes nothing", async () => {
+test("a summary the core refuses (over budget) is a SummarizerError and changes nothing", async () => {
   const history = longHistory();
   const before = snapshot(history);
   const huge = async () => "word ".repeat(50_000);
-  await assert.rejects(compact(history, { ...options, summarize: huge }), InvalidArgumentError);
+  await assert.rejects(compact(history, { ...options, summarize: huge }), SummarizerError);
   assert.equal(snapshot(history), before);
   await assert.rejects(compact(history, { ...options, summarize: async () => { throw new Error("offline"); } }), /offline/);
   await assert.rejects(compact(history, { ...options, summarize: async () => 42 }), SummarizerError);

@@ -134,13 +134,9 @@ fn leaves_unused(pass: &Pass, fixed: usize, max: usize) -> bool {
 
 /// The pins as stored: nothing leaves the context, so nothing needs cutting.
 fn whole_pins(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+    let structure = std::sync::Arc::clone(&pass.structure);
     for pin in pass.pins.iter_mut() {
-        if pin.plan.members.iter().any(|m| m.cut_text.is_some()) {
-            for member in pin.plan.members.iter_mut() {
-                member.cut_text = None;
-            }
-            ctx.plan_tokens(cache, &mut pin.plan)?;
-        }
+        super::pins::uncut(ctx, cache, &structure, pin)?;
     }
     pass.pins_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
     Ok(())

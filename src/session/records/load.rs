@@ -380,7 +380,12 @@ impl Session {
             subagents_spawned: meta.subagents_spawned,
             turn_start: meta.turn_start,
             metadata: settings.metadata.clone(),
-            history: HistoryExport { encoding: settings.encoding, messages, summary: summary.clone() },
+            history: HistoryExport {
+                encoding: settings.encoding,
+                messages,
+                summary: summary.clone(),
+                pinned: settings.pinned.clone(),
+            },
             memory,
             max_snapshot_chars: settings.max_snapshot_chars,
             artifacts,

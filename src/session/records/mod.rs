@@ -441,6 +441,10 @@ pub struct Settings {
     /// The memory's snapshot limit; `None`: the session has no memory.
     pub max_snapshot_chars: Option<usize>,
     pub metadata: Map<String, Value>,
+    /// The ids of the messages pinned explicitly (absent: none, as in records written before
+    /// pins existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
 }
 
 /// One recorded memory turn.

@@ -353,9 +353,9 @@ impl Session {
 
         // Settings, title, calibration: this session's when it changed them, else theirs.
         let our_settings = self.settings();
-        let settings = match (&theirs.settings, saved.settings.as_ref() == Some(&our_settings)) {
-            (Some(their_settings), true) => their_settings.clone(),
-            _ => our_settings,
+        let (settings, ours) = match (&theirs.settings, saved.settings.as_ref() == Some(&our_settings)) {
+            (Some(their_settings), true) => (their_settings.clone(), false),
+            _ => (our_settings, true),
         };
         if settings.encoding != next.history.encoding() {
             return Err(Error::conflict(format!(
@@ -368,6 +368,14 @@ impl Session {
         next.format = settings.format;
         next.max_loops = settings.max_loops;
         next.metadata = settings.metadata.clone();
+        // This session's pins follow its messages to their new ids.
+        let pinned: Vec<String> = match ours {
+            true => settings.pinned.iter().map(moved_id).collect(),
+            false => settings.pinned.clone(),
+        };
+        next.history.set_pinned(&pinned).map_err(|e| {
+            Error::conflict(format!("this session's pins cannot follow the stored messages: {}", e.message))
+        })?;
         if let Some(max) = settings.max_snapshot_chars {
             next.enable_memory(max)?;
         }

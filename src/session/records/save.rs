@@ -172,6 +172,7 @@ impl Session {
             max_loops: self.max_loops,
             max_snapshot_chars: self.memory.as_ref().map(|m| m.max_snapshot_chars()),
             metadata: self.metadata.clone(),
+            pinned: self.history.pinned(),
         }
     }
 

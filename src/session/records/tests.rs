@@ -230,12 +230,11 @@ fn messages_are_chunked_past_each_thousand_and_load_back_with_their_counts() {
 
 #[test]
 fn a_long_message_loaded_with_its_count_is_not_tokenized_again() {
-    // A message long enough that an append tokenizes it at once (to check that it can be), kept
-    // in a chunk with its count: loading it takes the count, and tokenizes nothing.
+    // A long message (a megabyte), kept in a chunk with its count: loading it takes the count,
+    // and tokenizes nothing.
     let mut session = Session::new("long-text", Encoding::O200kBase, 10).unwrap();
-    let long = "word ".repeat(crate::bpe::MAX_PIECE_BYTES / 16);
+    let long = "word ".repeat(200_000);
     session.history.append_value(user(&long), Format::OpenAi).unwrap();
-    assert_eq!(session.history.counted_messages(), 1, "the append counted the long message");
     for i in 1..CHUNK {
         session.history.append_value(if i % 2 == 0 { user("q") } else { assistant("a") }, Format::OpenAi).unwrap();
     }
@@ -1036,4 +1035,38 @@ fn a_single_message_record_keeps_its_count_and_one_of_version_3_is_counted_on_lo
         assert_eq!(error.kind, ErrorKind::Corrupt);
         assert!(error.message.contains("not a message record"), "{error}");
     }
+}
+
+#[test]
+fn pins_are_stored_with_the_settings_and_follow_their_messages_through_a_pull() {
+    let mut first = Session::new("pins", Encoding::O200kBase, 10).unwrap();
+    first.history.append_values(json!([user("demo"), assistant("ok"), user("the task")]), Format::OpenAi).unwrap();
+    first.history.pin("m3").unwrap();
+    let mut storage = Storage::default();
+    let changes = storage.save(&mut first, 1);
+    let settings = changes.records.iter().find(|r| r.key == data_key("pins", Kind::Settings, 1)).unwrap();
+    assert_eq!(body_of(settings)["pinned"], json!(["m3"]));
+    let mut second = storage.load("pins").unwrap();
+    assert_eq!(second.history.pinned(), ["m3"]);
+    assert_eq!(exported(&second)["history"]["pinned"], json!(["m3"]));
+
+    // B pins a message of its own, not saved yet; A saves first, so B's message moves.
+    first.history.append_values(json!([assistant("A")]), Format::OpenAi).unwrap();
+    second.history.append_values(json!([assistant("B"), user("B's request")]), Format::OpenAi).unwrap();
+    second.history.pin("m5").unwrap();
+    storage.save(&mut first, 2);
+    let report = storage.pull(&mut second).unwrap();
+    assert!(report.renumbered.contains(&Renumbered { from: "m5".into(), to: "m6".into() }));
+    assert_eq!(second.history.pinned(), ["m3", "m6"]);
+    storage.save(&mut second, 3);
+    storage.pull(&mut first).unwrap();
+    assert_eq!(first.history.pinned(), ["m3", "m6"]);
+
+    // Unpinned: the settings' next generation has no pins, as settings before pins existed.
+    first.history.unpin("m3").unwrap();
+    first.history.unpin("m6").unwrap();
+    let changes = storage.save(&mut first, 4);
+    let settings = changes.records.iter().find(|r| r.key[2] == "settings").unwrap();
+    assert!(body_of(settings).get("pinned").is_none(), "{}", settings.value);
+    assert!(storage.load("pins").unwrap().history.pinned().is_empty());
 }
