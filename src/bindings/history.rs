@@ -40,7 +40,10 @@ pub(crate) struct AppendOptions {
 pub(crate) struct RecordUsageOptions {
     /// The model the request went to (else the response's `model`).
     model: Option<String>,
-    /// What was counted for that request (default: the last build's context, else the whole history).
+    /// Your count of the whole request, system prompt and tools included (`countRequest(...).total`):
+    /// with it the bill calibrates later counts. Without it the bill is paired with the last
+    /// build's context (else the whole history), which does not hold what was sent beside the
+    /// messages, and only anchors later counts.
     counted: Option<usize>,
 }
 
@@ -164,9 +167,10 @@ impl ConversationHistory {
     }
 
     /// The history as one prompt; only messages appended since the last count are tokenized.
+    /// Anchored to the last bill (`basis: "anchored"`) while the recorded usage stands for it.
     #[wasm_bindgen(js_name = tokenCount, unchecked_return_type = "ChatTokenCount")]
     pub fn token_count(&self) -> JsResult<JsValue> {
-        let count: ChatCount = self.session.get()?.history.token_count();
+        let count: ChatCount = self.session.get()?.token_count();
         Ok(to_js(&count)?)
     }
 
@@ -178,18 +182,19 @@ impl ConversationHistory {
     }
 
     /// Records what the provider reported for a request (its `usage`, or the whole response):
-    /// calibrates this history's counts for that model; later builds budget with it.
-    #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "CalibrationFactor")]
+    /// later counts start from the bill (anchored), and a count of the whole request (`counted`)
+    /// calibrates this history's counts for that model. Returns what it made of the usage.
+    #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "UsageReport")]
     pub fn record_usage(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "ProviderUsage | { model?: string; usage: ProviderUsage }")]
+        #[wasm_bindgen(unchecked_param_type = "ProviderUsage | ProviderResponse")]
         usage: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RecordUsageOptions")] options: JsValue,
     ) -> JsResult<JsValue> {
         let options: RecordUsageOptions = conversion::options(&options, "options")?;
         let usage = conversion::from_js(&usage, "usage")?;
-        let factor = self.session.get()?.record_usage(&usage, options.model.as_deref(), options.counted)?;
-        Ok(to_js(&factor)?)
+        let report = self.session.get()?.record_usage(&usage, options.model.as_deref(), options.counted)?;
+        Ok(to_js(&report)?)
     }
 
     /// The context for the next call: `[system] + [summary] + [recent]`, reduced and checked

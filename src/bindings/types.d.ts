@@ -83,10 +83,19 @@ export interface RequestCountOptions {
   /** Image data that cannot be read throws instead of being counted at the default size. */
   strictImages?: boolean;
 }
-/** A usage object as either provider reports it. */
+/**
+ * A usage object as either provider reports it: Chat Completions', the Responses API's,
+ * Anthropic's (the SDKs' own `usage` types are accepted as they stand; other fields are ignored).
+ */
 export type ProviderUsage =
-  | { prompt_tokens: number; [key: string]: unknown }
-  | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null; [key: string]: unknown };
+  | { prompt_tokens: number; completion_tokens?: number | null; prompt_tokens_details?: { cached_tokens?: number | null } | null }
+  | { input_tokens: number; output_tokens?: number | null; input_tokens_details?: { cached_tokens?: number | null } | null }
+  | { input_tokens: number; output_tokens?: number | null; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null };
+/** A whole response with its `usage` (`ChatCompletion`, `Response`, Anthropic's `Message`). */
+export interface ProviderResponse {
+  model?: string;
+  usage?: ProviderUsage | null;
+}
 
 /** A conversation read from a file: `history.appendMany(loaded.messages, loaded.format)` takes it as it is. */
 export type LoadedConversation =

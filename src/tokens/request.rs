@@ -12,9 +12,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::chat::{
-    count_message_with, count_messages, saturate, ChatCount, CountNote, Estimated, ImageCounting, REPLY_PRIMING,
+    count_message_with, count_messages, count_part, saturate, ChatCount, CountNote, Estimated, ImageCounting, REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
 };
+use super::anchor::CountBasis;
 use super::images::ImageRule;
 use super::tools::{anthropic_tool_prompt, anthropic_tool_tokens, openai_choice_tokens, openai_tool_tokens, ToolList};
 use super::Encoding;
@@ -134,6 +135,8 @@ pub struct RequestCount {
     /// Some part is not exact; `estimates` says which and why.
     pub estimate: bool,
     pub estimates: Vec<String>,
+    /// `exact` (every part by the provider's published rule) or `estimated`.
+    pub basis: CountBasis,
 }
 
 /// Counts `request`: `{ messages, system?, tools?, tool_choice?, functions?, function_call?, model? }`
@@ -159,6 +162,7 @@ fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOpti
         Counting { encoding, options, model: model.as_deref() }.responses(&mut request, &mut count)?;
         count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
         count.estimate = !count.estimates.is_empty();
+        count.basis = CountBasis::of(count.estimate);
         return Ok(count);
     }
     let messages = match request.remove("messages") {
@@ -181,6 +185,7 @@ fn count_request_inner(encoding: Encoding, request: Value, options: &RequestOpti
     }
     count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
     count.estimate = !count.estimates.is_empty();
+    count.basis = CountBasis::of(count.estimate);
     Ok(count)
 }
 
@@ -220,6 +225,8 @@ fn count_message_list_inner(
                 tools: count.tools,
                 reply_priming: count.reply_priming,
                 estimate: count.estimate,
+                basis: count.basis,
+                anchored: None,
             })
         }
         Format::Anthropic | Format::Responses | Format::AiSdk => {
@@ -408,10 +415,7 @@ impl Counting<'_> {
         messages: Vec<Value>,
         count: &mut RequestCount,
     ) -> Result<()> {
-        count.estimates.push(format!(
-            "Anthropic's tokenizer is not public: counted with {} (calibrate with reported usage)",
-            self.encoding.as_str()
-        ));
+        count.estimates.push(super::claude::estimate_note(self.model));
         let images = ImageCounting { rule: Some(ImageRule::Anthropic), sizes: Some(&self.options.image_sizes) };
         let mut input = Map::new();
         let has_system = request.get("system").is_some_and(|s| !s.is_null());
@@ -420,9 +424,26 @@ impl Counting<'_> {
         }
         input.insert("messages".into(), Value::Array(messages));
         let parsed = message::parse_anthropic(Value::Object(input))?;
+        let family = self.model.and_then(super::claude::family);
+        let unseen = family.map(|family| super::claude::earlier_thinking(&parsed, family)).unwrap_or_default();
+        let mut unseen_thinking = 0;
         for (i, message) in parsed.iter().enumerate() {
             let index = if has_system { i.checked_sub(1) } else { Some(i) };
-            let tokens = self.message(message, index, images, count)?;
+            let mut tokens = self.message(message, index, images, count)?;
+            if unseen.get(i) == Some(&true) {
+                let thinking: usize = message
+                    .content
+                    .parts
+                    .iter()
+                    .filter(|part| super::claude::is_thinking(part))
+                    .map(|part| {
+                        let rule = &super::claude::CLAUDE_RULE;
+                        rule.per_thinking + rule.text(count_part(self.encoding, part, Format::Anthropic))
+                    })
+                    .sum();
+                tokens -= thinking.min(tokens);
+                unseen_thinking += thinking;
+            }
             if index.is_some() {
                 count.per_message.push(saturate(tokens));
             }
@@ -431,6 +452,13 @@ impl Counting<'_> {
             } else {
                 count.messages += tokens;
             }
+        }
+        if let (true, Some(family)) = (unseen_thinking > 0, family) {
+            count.estimates.push(format!(
+                "thinking: {unseen_thinking} tokens of thinking before the last user message are not counted \
+                 ({} keeps only the current turn's thinking)",
+                family.name
+            ));
         }
         let choice = request.get("tool_choice").filter(|c| !c.is_null());
         if let Some(tools) = request.get("tools").filter(|t| !t.is_null()) {
@@ -459,7 +487,10 @@ impl Counting<'_> {
         for note in notes {
             self.note(note, index, count)?;
         }
-        Ok(tokens.total as usize)
+        Ok(match message.source {
+            Format::Anthropic => super::claude::billed(self.encoding, message, &tokens) as usize,
+            _ => tokens.total as usize,
+        })
     }
 
     fn note(&self, note: CountNote, index: Option<usize>, count: &mut RequestCount) -> Result<()> {
