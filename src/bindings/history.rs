@@ -187,8 +187,7 @@ impl ConversationHistory {
     #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "UsageReport")]
     pub fn record_usage(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "ProviderUsage | ProviderResponse")]
-        usage: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "ProviderUsage | ProviderResponse")] usage: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RecordUsageOptions")] options: JsValue,
     ) -> JsResult<JsValue> {
         let options: RecordUsageOptions = conversion::options(&options, "options")?;

@@ -435,7 +435,10 @@ impl Compactor {
 
     /// The history's own count anchored to the bill: `anchored_total` when the billed request
     /// held the history whole and verbatim (no compaction), with the next request's model unknown.
-    pub fn anchored_history_total(&self, history: &ConversationHistory) -> std::result::Result<AnchoredCount, AnchorEnd> {
+    pub fn anchored_history_total(
+        &self,
+        history: &ConversationHistory,
+    ) -> std::result::Result<AnchoredCount, AnchorEnd> {
         match &self.anchor {
             AnchorState::Holding(anchor) if !anchor.whole_history => Err(AnchorEnd::NotWholeHistory),
             _ => self.anchored_total(history, None, None),
@@ -521,5 +524,36 @@ impl Compactor {
     /// Request forms emitted (not served from the cache) so far.
     pub fn forms_emitted(&self) -> u64 {
         self.forms.emitted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn other_tools_or_system_end_the_anchor() {
+        let mut history = ConversationHistory::new(Encoding::O200kBase);
+        history.append_value(json!({"role": "user", "content": "hi"}), crate::message::Format::Anthropic).unwrap();
+        let mut compactor = Compactor::new();
+        let tools = json!([{"name": "Read", "input_schema": {"type": "object"}}]);
+        let sent = crate::tokens::anchor::request_fingerprint(Some(&json!("Be brief.")), Some(&tools), None);
+        // A build given the request's system prompt and tools (the `request` build option).
+        compactor.last_build = Some(BuildMark {
+            tokens: 40,
+            messages: 1,
+            last_id: Some(history.ids()[0].clone()),
+            whole_history: true,
+            request: Some(sent),
+        });
+        let report =
+            compactor.record_usage(&mut history, &json!({"input_tokens": 60}), Some("claude-opus-4-6"), None).unwrap();
+        assert!(report.counted_whole_request && report.calibrated && report.anchored, "{report:?}");
+        assert_eq!(report.calibration.map(|f| f.factor), Some(1.5));
+        assert_eq!(compactor.anchored_total(&history, None, Some(sent)).map(|a| a.tokens), Ok(60));
+        let other = crate::tokens::anchor::request_fingerprint(Some(&json!("Be brief.")), Some(&json!([])), None);
+        assert_eq!(compactor.anchored_total(&history, None, Some(other)), Err(AnchorEnd::OtherRequest));
+        assert_eq!(compactor.anchored_total(&history, None, None).map(|a| a.tokens), Ok(60), "unknown: not checked");
     }
 }

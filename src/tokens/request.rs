@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::chat::{
-    count_message_with, count_messages, count_part, saturate, ChatCount, CountNote, Estimated, ImageCounting, REPLY_PRIMING,
-    TOKENS_PER_MESSAGE,
-};
 use super::anchor::CountBasis;
+use super::chat::{
+    count_message_with, count_messages, count_part, saturate, ChatCount, CountNote, Estimated, ImageCounting,
+    REPLY_PRIMING, TOKENS_PER_MESSAGE,
+};
 use super::images::ImageRule;
 use super::tools::{anthropic_tool_prompt, anthropic_tool_tokens, openai_choice_tokens, openai_tool_tokens, ToolList};
 use super::Encoding;
@@ -584,6 +584,7 @@ mod tests {
         assert_eq!(count.total, count.system + count.messages + count.tools + count.tool_choice + count.reply_priming);
         assert_eq!(count.per_message.iter().map(|n| *n as usize).sum::<usize>(), count.system + count.messages);
         assert!(!count.estimate, "{:?}", count.estimates);
+        assert_eq!(count.basis, CountBasis::Exact);
     }
 
     #[test]
@@ -643,6 +644,31 @@ mod tests {
         assert_eq!(count.per_message.len(), 1);
         assert!(count.system > 0);
         assert_eq!(count.total, count.system + count.messages + count.tools + count.reply_priming);
+    }
+
+    #[test]
+    fn earlier_thinking_is_left_out_for_models_that_drop_it() {
+        let request = json!({"messages": [
+            {"role": "user", "content": "Are there infinitely many primes p with p mod 4 == 3?"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "A nice number theory question; think step by step about Euclid's argument.", "signature": "c2ln"},
+                {"type": "text", "text": "Yes, there are infinitely many."}
+            ]},
+            {"role": "user", "content": "Can you write a formal proof?"}
+        ]});
+        let count = |model: &str| {
+            let options =
+                RequestOptions { format: Format::Anthropic, model: Some(model.into()), ..RequestOptions::default() };
+            count_request(Encoding::O200kBase, request.clone(), &options).unwrap()
+        };
+        let (opus, haiku) = (count("claude-opus-4-6"), count("claude-haiku-4-5"));
+        let thinking = super::super::claude::CLAUDE_RULE.text(
+            Encoding::O200kBase.count("A nice number theory question; think step by step about Euclid's argument."),
+        );
+        assert_eq!(opus.total - haiku.total, thinking);
+        assert!(haiku.estimates.iter().any(|e| e.contains("current turn's thinking")), "{:?}", haiku.estimates);
+        assert!(!opus.estimates.iter().any(|e| e.starts_with("thinking")), "{:?}", opus.estimates);
+        assert_eq!(opus.basis, CountBasis::Estimated);
     }
 
     #[test]
