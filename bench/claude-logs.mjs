@@ -47,7 +47,8 @@ function conversations(file) {
 }
 
 /**
- * Every step of every conversation: `{ conversation, model, id, before, after, billed (D),
+ * Every step of every conversation, in order: `{ conversation, intro (the user message before its
+ * first call), usage (call k's, as logged), model, id, before, after, billed (D),
  * output (the log's output_tokens: a stream-start figure, see claude-count.mjs), response
  * (the assistant message), appended (the user message after it), excluded (why, or null),
  * cacheRead (of the next call) }`.
@@ -57,9 +58,11 @@ export function steps() {
   for (const file of LOGS) {
     for (const [conversation, entries] of conversations(file)) {
       const calls = [];
+      const intro = [];
       let call = null;
       for (const entry of entries) {
         const message = entry.message;
+        if (!call && message && !message.usage) intro.push(...blocksOf(message));
         if (message?.role === "assistant" && message.usage) {
           if (!call || call.id !== message.id) {
             call = { id: message.id, model: message.model, usage: message.usage, prompt: promptOf(message.usage), response: [], after: [], hooks: [], commands: [] };
@@ -90,6 +93,8 @@ export function steps() {
         }
         out.push({
           conversation,
+          intro: { role: "user", content: intro },
+          usage: a.usage,
           model: a.model,
           id: a.id,
           before: a.prompt,
