@@ -16,7 +16,7 @@
 // handed to `recordUsage` leaves them out, and the anchored count estimates the response too: the
 // anchored figures here are the billed prompt plus an estimate of the whole appended part.
 //
-// Counters: this package (Anthropic messages by Claude's rule, `countMessages(…, "anthropic")`),
+// Counters: this package (Anthropic messages by Claude's rule, `countMessages(…, { format: "anthropic" })`),
 // ai-tokenizer's `claude` encoding on the same texts, ai-tokenizer's AI SDK `count` (the messages
 // in AI SDK form, the model's constants for Claude Opus 4.5 / Haiku 4.5), and o200k_base on the
 // raw texts. Targets, on the steps not used for fitting: the appended part within 6% median per
@@ -68,7 +68,7 @@ const sdkModel = (model) => (model.includes("haiku") ? models["anthropic/claude-
 
 /** Each counter's count of a list of Anthropic messages (the messages alone: no request overhead). */
 const counters = {
-  "this package (Claude rule)": (messages) => o200k.countMessages(messages, "anthropic").messages.reduce((n, x) => n + x, 0),
+  "this package (Claude rule)": (messages) => o200k.countMessages(messages, { format: "anthropic" }).messages.reduce((n, x) => n + x, 0),
   "ai-tokenizer, `claude` encoding": (messages) => texts(messages).reduce((n, t) => n + claudeTokenizer.count(t), 0),
   "ai-tokenizer, AI SDK `count`": (messages, model) => {
     const counted = sdkCount({ tokenizer: claudeTokenizer, messages: aiSdkMessages(messages), model: sdkModel(model) });

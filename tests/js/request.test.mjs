@@ -163,9 +163,9 @@ test("reported usage anchors the next counts, and calibrates only against a whol
 
   // Paired with the caller's count of the whole request (here the context was all that was sent),
   // the bill calibrates: budgets use the top of the band.
-  const report = history.recordUsage(response, { counted: before.tokens.total });
-  assert.ok(report.calibrated && report.countedWholeRequest);
-  const factor = report.calibration;
+  const calibrating = history.recordUsage(response, { counted: before.tokens.total });
+  assert.ok(calibrating.calibrated && calibrating.countedWholeRequest);
+  const factor = calibrating.calibration;
   assert.equal(factor.model, "claude-sonnet-4-5");
   assert.equal(factor.observations, 1);
   assert.ok(Math.abs(factor.factor - 1.3) < 0.01 && factor.high > factor.factor && factor.low < factor.factor);
