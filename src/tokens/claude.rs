@@ -8,17 +8,17 @@
 //! appended messages (the system prompt and the tools cancel out). `bench/claude-fit.mjs`
 //! refits them from the shared logs and prints every step's residual: the fit used the 10 steps
 //! of one session's main conversation; on the 6 steps of two other conversations (one of them
-//! Haiku's) the rule was off by a median of 3.4% per step (90th percentile 24%, on steps of a
-//! few hundred tokens) and by −2.5% on their sum. `docs/counting.md` says what the logs can and
-//! cannot tell. To refit: `node bench/claude-fit.mjs` and copy the constants it prints here.
+//! Haiku's) the rule was off by a median of 3.3% per step (90th percentile 23%, on a step of 206
+//! tokens) and by −2.4% on their sum. `docs/counting.md` says what the logs can and cannot
+//! tell. To refit: `node bench/claude-fit.mjs` and copy the constants it prints here.
 //!
 //! What the logs cannot separate is fixed from outside them, and said so: every step appends
-//! two messages, so the per-message framing is set to the 3 tokens of OpenAI's (Anthropic's own
-//! count of a one-message request leaves about that much besides the text); every tool call in
-//! the logs is answered in the next message, so only the sum of a tool-use block's and a
-//! tool-result block's framing is fitted, and a result is given 30 of it (a larger measurement,
-//! on five sessions, put a result's framing at 20 to 40 tokens); the logs' thinking blocks are
-//! too few and short to fit a constant for them, so they cost their scaled text.
+//! two messages, so the per-message framing cannot be told from the rest and is set to the 3
+//! tokens of OpenAI's; every tool call in the logs is answered in the next message, so only the
+//! sum of a tool-use block's and a tool-result block's framing is fitted, and a result is given
+//! 30 of it (a larger measurement, on five sessions, put a result's framing at 20 to 40 tokens);
+//! the logs' thinking blocks are too few and short to fit a constant for them, so they cost their
+//! scaled text.
 
 use serde_json::Value;
 
