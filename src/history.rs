@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, Format, Message, PartKind};
+use crate::tokens::anchor::{AnchoredCount, CountBasis};
 use crate::tokens::calibration::Calibrated;
 use crate::tokens::{self, ChatCount, Encoding, MessageTokens, REPLY_PRIMING};
 
@@ -201,8 +202,16 @@ pub struct TokenReport {
     /// Some message is counted by an estimate (Anthropic messages, images of unknown size, parts
     /// counted as their JSON).
     pub estimate: bool,
-    /// `total` as the provider will likely bill it, once usage was recorded.
+    /// `total` as the provider will likely bill it, once a whole request's usage was recorded.
     pub calibration: Option<Calibrated>,
+    /// What `total` is: exact, estimated, or anchored to the last bill (then `anchored.tokens`,
+    /// which holds the system prompt and tools the bill paid for; `counted` is the messages').
+    pub basis: CountBasis,
+    /// The package's own count of the history (`total` unless anchored).
+    pub counted: usize,
+    pub anchored: Option<AnchoredCount>,
+    /// Why the count is not anchored although usage was recorded.
+    pub unanchored: Option<String>,
 }
 
 impl ConversationHistory {
@@ -579,7 +588,16 @@ impl ConversationHistory {
         self.count_all();
         let messages: Vec<u32> = self.records.iter().map(|r| r.tokens.map_or(0, |t| t.total)).collect();
         let total = messages.iter().map(|n| *n as usize).sum::<usize>() + REPLY_PRIMING;
-        ChatCount { total, messages, tools: 0, reply_priming: REPLY_PRIMING, estimate: self.is_estimate() }
+        let estimate = self.is_estimate();
+        ChatCount {
+            total,
+            messages,
+            tools: 0,
+            reply_priming: REPLY_PRIMING,
+            estimate,
+            basis: CountBasis::of(estimate),
+            anchored: None,
+        }
     }
 
     /// Tokens broken down by role and by part kind.
@@ -611,6 +629,10 @@ impl ConversationHistory {
             by_part,
             estimate,
             calibration,
+            basis: CountBasis::of(estimate),
+            counted: total,
+            anchored: None,
+            unanchored: None,
         }
     }
 

@@ -193,3 +193,49 @@ proptest! {
         replay(&messages, &options(format, budget, low_water, summary, steps))?;
     }
 }
+
+/// Claude's counts are estimates: once a bill is recorded, the trigger is checked against the
+/// billed size of the next request (the bill, the response, the estimate of what was appended),
+/// not against the estimate of the whole context.
+#[test]
+fn the_trigger_follows_the_bill_once_one_is_recorded() {
+    let mut log = ConversationHistory::new(Encoding::O200kBase);
+    let mut compactor = Compactor::new();
+    let turn = |n: usize| {
+        serde_json::json!([
+            {"role": "user", "content": format!("question {n}: {}", "what about the flight? ".repeat(20))},
+            {"role": "assistant", "content": format!("answer {n}: {}", "the flight is on time. ".repeat(20))}
+        ])
+    };
+    for n in 0..6 {
+        log.append_values(turn(n), Format::Anthropic).unwrap();
+    }
+    log.append_value(serde_json::json!({"role": "user", "content": "and now?"}), Format::Anthropic).unwrap();
+    let options = BuildOptions {
+        format: Format::Anthropic,
+        budget: Some(BudgetOptions { max_tokens: Some(4_000), ..BudgetOptions::default() }),
+        ..BuildOptions::default()
+    };
+    let first = compactor.build(&mut log, &options, &[], &[]).unwrap();
+    let counted = first.context.tokens.total;
+    assert!(counted < 2_000 && !first.context.receipt.cache.unwrap().event, "{counted}");
+    // The provider billed far more than we estimated (a system prompt and tools we were not given).
+    compactor
+        .record_usage(
+            &mut log,
+            &serde_json::json!({"input_tokens": 3_980, "output_tokens": 40}),
+            Some("claude-sonnet-4-5"),
+            None,
+        )
+        .unwrap();
+    log.append_value(serde_json::json!({"role": "assistant", "content": "It is."}), Format::Anthropic).unwrap();
+    log.append_value(serde_json::json!({"role": "user", "content": "thanks, and the return?"}), Format::Anthropic)
+        .unwrap();
+    let next = compactor.build(&mut log, &options, &[], &[]).unwrap();
+    let cache = next.context.receipt.cache.unwrap();
+    assert!(cache.event && cache.reason == Some(EventReason::Budget), "{cache:?}");
+    // Without a bill the same context would have been appended to.
+    let mut unbilled = Compactor::new();
+    let frame = unbilled.build(&mut log, &options, &[], &[]).unwrap();
+    assert!(!frame.context.receipt.cache.unwrap().event);
+}

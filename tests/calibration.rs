@@ -4,6 +4,7 @@
 use context_compactor::compact::{BudgetOptions, BuildOptions};
 use context_compactor::message::Format;
 use context_compactor::session::Session;
+use context_compactor::tokens::anchor::{AnchorEnd, CountBasis};
 use context_compactor::tokens::calibration::Calibration;
 use context_compactor::tokens::{self, Encoding, RequestOptions};
 use serde_json::{json, Value};
@@ -92,23 +93,18 @@ fn anthropic_published_counts_replay_within_the_band() {
 }
 
 #[test]
-fn openai_histories_without_their_tools_are_calibrated_to_the_bill() {
-    // A history counts its messages; the API bills the tool definitions too. Calibration learns
-    // the difference from the reported usage.
+fn openai_whole_requests_are_calibrated_to_the_bill() {
+    // Counted whole (messages, tools, tool choice), an OpenAI request is billed what it counts:
+    // the factor stays 1 and no request falls outside the band.
     let requests: Vec<(usize, u64)> = openai_reported()
         .into_iter()
         .map(|(request, reported)| {
-            (
-                tokens::count_message_list(Encoding::Cl100kBase, request["messages"].clone(), Format::OpenAi, None)
-                    .unwrap()
-                    .total,
-                reported,
-            )
+            (tokens::count_request(Encoding::Cl100kBase, request, &RequestOptions::default()).unwrap().total, reported)
         })
         .collect();
     let surprises = replay("gpt-3.5-turbo", &requests);
     eprintln!("openai: {} requests, {surprises} outside the band they met", requests.len());
-    assert!(surprises < requests.len() / 2);
+    assert_eq!(surprises, 0);
 }
 
 #[test]
@@ -160,8 +156,141 @@ fn a_calibrated_history_builds_within_the_billed_budget() {
     assert!(session.record_usage(&json!({"prompt_tokens": "ten"}), Some("m"), None).is_err());
     assert_eq!(session.compactor.calibration().unwrap().observations, 3);
     // A whole response names its model; by default the last build's context is what was sent.
-    let f = session
+    // That count holds the messages alone, not what was sent beside them: the bill anchors later
+    // counts and is not learnt as a ratio.
+    let report = session
         .record_usage(&json!({"model": "claude-sonnet-4-5", "usage": {"input_tokens": 3000}}), None, None)
         .unwrap();
-    assert_eq!(f.observations, 4);
+    assert!(!report.calibrated && report.anchored && !report.counted_whole_request, "{report:?}");
+    assert_eq!(report.counted, built.context.tokens.total);
+    assert!(report.notes.iter().any(|n| n.contains("not calibrated")), "{:?}", report.notes);
+    assert_eq!(report.calibration.map(|f| f.observations), Some(3));
+    assert_eq!(session.compactor.calibration().unwrap().observations, 3);
+}
+
+fn claude_session() -> Session {
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    session
+        .history
+        .append_values(
+            json!([
+                {"role": "user", "content": "Read /etc/hosts and tell me what it maps."},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/etc/hosts"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "127.0.0.1 localhost\n::1 localhost"}]}
+            ]),
+            Format::Anthropic,
+        )
+        .unwrap();
+    session
+}
+
+const RESPONSE: &str = r#"{"role": "assistant", "content": [{"type": "text", "text": "Let me look at the other file too."}, {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "/etc/resolv.conf"}}]}"#;
+const RESULT: &str =
+    r#"{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "nameserver 1.1.1.1"}]}"#;
+
+fn claude_usage() -> Value {
+    json!({"model": "claude-opus-4-6", "usage": {"input_tokens": 10, "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 20000, "output_tokens": 120}})
+}
+
+/// Claude's rule for one stored message (what the anchored count adds for an appended one).
+fn billed(session: &Session, index: usize) -> usize {
+    let record = &session.history.records()[index];
+    tokens::claude::billed(
+        Encoding::O200kBase,
+        &record.message,
+        &tokens::count_message(Encoding::O200kBase, &record.message),
+    ) as usize
+}
+
+#[test]
+fn a_recorded_bill_anchors_the_next_count_of_the_history() {
+    let mut session = claude_session();
+    assert_eq!(session.token_count().basis, CountBasis::Estimated);
+    // The response is appended, then its usage recorded: the bill covers the three messages
+    // before it; its output tokens stand for it.
+    session.history.append_value(serde_json::from_str(RESPONSE).unwrap(), Format::Anthropic).unwrap();
+    let report = session.record_usage(&claude_usage(), None, None).unwrap();
+    assert_eq!(
+        (report.billed_input, report.cache_write, report.cache_read, report.prompt, report.output),
+        (10, 5000, 20000, 25010, Some(120))
+    );
+    assert!(report.anchored && !report.calibrated && !report.counted_whole_request, "{report:?}");
+    assert!(report.notes.iter().any(|n| n.contains("not calibrated")), "{:?}", report.notes);
+    assert!(session.compactor.calibration().is_none(), "a count of the messages alone is never learnt");
+
+    session.history.append_value(serde_json::from_str(RESULT).unwrap(), Format::Anthropic).unwrap();
+    let anchored = session.compactor.anchored_total(&session.history, Some("claude-opus-4-6"), None).unwrap();
+    assert_eq!(anchored.tokens, 25010 + 120 + billed(&session, 4));
+    assert_eq!((anchored.output, anchored.appended, anchored.appended_messages), (Some(120), billed(&session, 4), 2));
+    let count = session.token_count();
+    assert_eq!((count.basis, count.total), (CountBasis::Anchored, anchored.tokens));
+    assert_eq!(count.messages.len(), 5, "the messages keep their own counts");
+    let report = session.token_report();
+    assert_eq!((report.basis, report.total), (CountBasis::Anchored, anchored.tokens));
+    assert!(report.counted < report.total, "the bill holds the system prompt and tools the history does not");
+
+    // Another model, a rewritten history, a compaction event: the anchor no longer holds.
+    assert_eq!(
+        session.compactor.anchored_total(&session.history, Some("claude-haiku-4-5"), None),
+        Err(AnchorEnd::OtherModel { anchored: "claude-opus-4-6".into(), next: "claude-haiku-4-5".into() })
+    );
+    let mut cut = session.history.clone();
+    cut.truncate(2);
+    assert_eq!(session.compactor.anchored_total(&cut, None, None), Err(AnchorEnd::HistoryRewritten));
+    session.compactor.end_anchor();
+    assert_eq!(session.compactor.anchored_total(&session.history, None, None), Err(AnchorEnd::Compacted));
+    let count = session.token_count();
+    assert_eq!(count.basis, CountBasis::Estimated);
+    assert!(session.token_report().unanchored.unwrap().contains("compaction"));
+}
+
+#[test]
+fn usage_recorded_before_the_response_is_appended_anchors_the_same() {
+    let mut session = claude_session();
+    session.record_usage(&claude_usage(), None, None).unwrap();
+    let before = session.compactor.anchored_total(&session.history, None, None).unwrap();
+    assert_eq!((before.tokens, before.output, before.appended_messages), (25010, None, 0), "no response yet");
+    session.history.append_value(serde_json::from_str(RESPONSE).unwrap(), Format::Anthropic).unwrap();
+    session.history.append_value(serde_json::from_str(RESULT).unwrap(), Format::Anthropic).unwrap();
+    let after = session.compactor.anchored_total(&session.history, None, None).unwrap();
+    assert_eq!(after.tokens, 25010 + 120 + billed(&session, 4));
+}
+
+#[test]
+fn openai_output_tokens_do_not_stand_for_the_response() {
+    // Reasoning models bill reasoning as output, and the next prompt does not hold it.
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    session.history.append_value(json!({"role": "user", "content": "hi"}), Format::OpenAi).unwrap();
+    let usage = json!({"model": "o3", "usage": {"prompt_tokens": 900, "completion_tokens": 4000, "prompt_tokens_details": {"cached_tokens": 512}}});
+    let report = session.record_usage(&usage, None, None).unwrap();
+    assert_eq!((report.billed_input, report.cache_read, report.output), (388, 512, Some(4000)));
+    assert!(report.notes.iter().any(|n| n.contains("reasoning")), "{:?}", report.notes);
+    session.history.append_value(json!({"role": "assistant", "content": "Hello!"}), Format::OpenAi).unwrap();
+    let anchored = session.compactor.anchored_total(&session.history, None, None).unwrap();
+    let estimate = tokens::count_message(Encoding::O200kBase, &session.history.records()[1].message).total as usize;
+    assert_eq!((anchored.output, anchored.tokens), (None, 900 + estimate));
+}
+
+#[test]
+fn a_compacted_context_anchors_the_context_not_the_history() {
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    for i in 0..40 {
+        let text = format!("message {i}: {}", "the quick brown fox jumps over the lazy dog ".repeat(6));
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        session.history.append_value(json!({"role": role, "content": text}), Format::Anthropic).unwrap();
+    }
+    let whole = BuildOptions { format: Format::Anthropic, summary: None, ..BuildOptions::default() };
+    session.build(&whole).unwrap();
+    session.record_usage(&claude_usage(), None, None).unwrap();
+    assert_eq!(session.token_count().basis, CountBasis::Anchored, "the whole history was sent");
+
+    let budget = BudgetOptions { context_window: 800, target_ratio: 1.0, ..BudgetOptions::default() };
+    session.build(&BuildOptions { budget: Some(budget), ..whole }).unwrap();
+    session.record_usage(&claude_usage(), None, None).unwrap();
+    assert_eq!(session.token_count().basis, CountBasis::Estimated);
+    assert!(session.token_report().unanchored.unwrap().contains("compacted context"));
+    // The compaction layer's count of the next context (the billed one plus appends) holds.
+    session.history.append_value(json!({"role": "user", "content": "next"}), Format::Anthropic).unwrap();
+    let next = session.compactor.anchored_total(&session.history, None, None).unwrap();
+    assert_eq!((next.prompt, next.appended_messages), (25010, 1));
 }

@@ -17,13 +17,22 @@ export type ChatTokenCount = { total: number, messages: Array<number>, tools: nu
 /**
  * Some part of the count is an estimate (see `RequestCount::estimates` for why).
  */
-estimate: boolean, };
+estimate: boolean, 
+/**
+ * What `total` is: exact, estimated, or (a history's count after usage was recorded)
+ * anchored to the bill, when `total` is `anchored.tokens` rather than the sum of `messages`.
+ */
+basis: CountBasis, anchored?: AnchoredCount, };
 
 export type RequestTokenCount = { total: number, system: number, messages: number, perMessage: Array<number>, tools: number, toolChoice: number, replyPriming: number, images: number, 
 /**
  * Some part is not exact; `estimates` says which and why.
  */
-estimate: boolean, estimates: Array<string>, };
+estimate: boolean, estimates: Array<string>, 
+/**
+ * `exact` (every part by the provider's published rule) or `estimated`.
+ */
+basis: CountBasis, };
 
 export type TokenReport = { total: number, messages: number, replyPriming: number, byRole: Partial<Record<"system" | "developer" | "user" | "assistant" | "tool", number>>, 
 /**
@@ -36,9 +45,22 @@ byPart: Partial<Record<"overhead" | "text" | "image" | "toolCall" | "toolResult"
  */
 estimate: boolean, 
 /**
- * `total` as the provider will likely bill it, once usage was recorded.
+ * `total` as the provider will likely bill it, once a whole request's usage was recorded.
  */
-calibration: CalibratedCount | null, };
+calibration: CalibratedCount | null, 
+/**
+ * What `total` is: exact, estimated, or anchored to the last bill (then `anchored.tokens`,
+ * which holds the system prompt and tools the bill paid for; `counted` is the messages').
+ */
+basis: CountBasis, 
+/**
+ * The package's own count of the history (`total` unless anchored).
+ */
+counted: number, anchored: AnchoredCount | null, 
+/**
+ * Why the count is not anchored although usage was recorded.
+ */
+unanchored: string | null, };
 
 export type RecordUsageOptions = { 
 /**
@@ -46,9 +68,65 @@ export type RecordUsageOptions = {
  */
 model?: string, 
 /**
- * What was counted for that request (default: the last build's context, else the whole history).
+ * Your count of the whole request, system prompt and tools included (`countRequest(...).total`):
+ * with it the bill calibrates later counts. Without it the bill is paired with the last
+ * build's context (else the whole history), which does not hold what was sent beside the
+ * messages, and only anchors later counts.
  */
 counted?: number, };
+
+export type UsageReport = { model: string, 
+/**
+ * Input tokens billed at the full price (neither read from nor written to the cache).
+ */
+billedInput: number, cacheRead: number, cacheWrite: number, 
+/**
+ * The billed size of the prompt: `billedInput + cacheWrite + cacheRead`.
+ */
+prompt: number, 
+/**
+ * The response's tokens, when reported.
+ */
+output: number | null, 
+/**
+ * What the package counted for that request.
+ */
+counted: number, 
+/**
+ * `counted` covers the whole request (system prompt and tools too), not only the messages.
+ */
+countedWholeRequest: boolean, 
+/**
+ * The ratio prompt/counted was learnt, and budgets use the model's calibration.
+ */
+calibrated: boolean, 
+/**
+ * The model's calibration after this usage (null until a whole request was recorded).
+ */
+calibration: CalibrationFactor | null, 
+/**
+ * Later counts of this conversation start from this bill (`AnchoredCount`).
+ */
+anchored: boolean, notes: Array<string>, };
+
+export type CountBasis = "exact" | "anchored" | "estimated";
+
+export type AnchoredCount = { tokens: number, model: string, 
+/**
+ * The billed prompt it starts from.
+ */
+prompt: number, 
+/**
+ * The response's billed output tokens, once the response is in the history (null: not
+ * reported, or not yet appended; then its estimate is in `appended`).
+ */
+output: number | null, 
+/**
+ * The estimate of the messages appended since (the response among them when `output` is null).
+ */
+appended: number, appendedMessages: number, };
+
+export type AnchorEnd = { "kind": "noUsage" } | { "kind": "historyRewritten" } | { "kind": "otherModel", anchored: string, next: string, } | { "kind": "otherRequest" } | { "kind": "compacted" } | { "kind": "notWholeHistory" };
 
 export type AppendOptions = { format?: Format, 
 /**
@@ -479,7 +557,12 @@ lowWaterTokens: number,
 /**
  * What the request's parts sent beside the messages took (`request`).
  */
-requestTokens: number, };
+requestTokens: number, 
+/**
+ * Claude: the next request's billed size, anchored to the last recorded usage
+ * (`recordUsage`), which the trigger was checked against instead of the estimate.
+ */
+billedTokens?: number, };
 
 export type CacheUse = { 
 /**

@@ -54,7 +54,10 @@ pub(crate) struct AppendOneOptions {
 pub(crate) struct RecordUsageOptions {
     /// The model the request went to (else the response's `model`).
     model: Option<String>,
-    /// What was counted for that request (default: the last build's context, else the whole history).
+    /// Your count of the whole request, system prompt and tools included (`countRequest(...).total`):
+    /// with it the bill calibrates later counts. Without it the bill is paired with the last
+    /// build's context (else the whole history), which does not hold what was sent beside the
+    /// messages, and only anchors later counts.
     counted: Option<usize>,
 }
 
@@ -205,9 +208,10 @@ impl ConversationHistory {
     }
 
     /// The history as one prompt; only messages appended since the last count are tokenized.
+    /// Anchored to the last bill (`basis: "anchored"`) while the recorded usage stands for it.
     #[wasm_bindgen(js_name = tokenCount, unchecked_return_type = "ChatTokenCount")]
     pub fn token_count(&self) -> JsResult<JsValue> {
-        let count: ChatCount = self.session.get()?.history.token_count();
+        let count: ChatCount = self.session.get()?.token_count();
         Ok(to_js(&count)?)
     }
 
@@ -219,8 +223,9 @@ impl ConversationHistory {
     }
 
     /// Records what the provider reported for a request (its `usage`, or the whole response):
-    /// calibrates this history's counts for that model; later builds budget with it.
-    #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "CalibrationFactor")]
+    /// later counts start from the bill (anchored), and a count of the whole request (`counted`)
+    /// calibrates this history's counts for that model. Returns what it made of the usage.
+    #[wasm_bindgen(js_name = recordUsage, unchecked_return_type = "UsageReport")]
     pub fn record_usage(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ProviderUsageInput")] usage: JsValue,
@@ -228,8 +233,8 @@ impl ConversationHistory {
     ) -> JsResult<JsValue> {
         let options: RecordUsageOptions = conversion::options(&options, "options")?;
         let usage = conversion::from_js(&usage, "usage")?;
-        let factor = self.session.get()?.record_usage(&usage, options.model.as_deref(), options.counted)?;
-        Ok(to_js(&factor)?)
+        let report = self.session.get()?.record_usage(&usage, options.model.as_deref(), options.counted)?;
+        Ok(to_js(&report)?)
     }
 
     /// The context for the next call: `[system] + [summary] + [recent]`, reduced and checked

@@ -84,14 +84,21 @@ export interface RequestCountOptions {
   strictImages?: boolean;
 }
 /**
- * A usage object as either provider reports it. No index signature: the SDKs' usage interfaces
- * (`CompletionUsage`, Anthropic's `Usage`) are assignable only to a type without one.
+ * A usage object as either provider reports it: Chat Completions', the Responses API's,
+ * Anthropic's. No index signature: the SDKs' usage interfaces (`CompletionUsage`, Anthropic's
+ * `Usage`) are assignable only to a type without one; their other fields are ignored.
  */
 export type ProviderUsage =
-  | { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number | null } | null }
-  | { input_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null };
+  | { prompt_tokens: number; completion_tokens?: number | null; prompt_tokens_details?: { cached_tokens?: number | null } | null }
+  | { input_tokens: number; output_tokens?: number | null; input_tokens_details?: { cached_tokens?: number | null } | null }
+  | { input_tokens: number; output_tokens?: number | null; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null };
+/** A whole response with its `usage` (`ChatCompletion`, `Response`, Anthropic's `Message`). */
+export interface ProviderResponse {
+  model?: string;
+  usage?: ProviderUsage | null;
+}
 /** What `recordUsage` reads: a usage object, or a whole response with its `usage` (and `model`). */
-export type ProviderUsageInput = ProviderUsage | { model?: string; usage?: ProviderUsage | null };
+export type ProviderUsageInput = ProviderUsage | ProviderResponse;
 /**
  * A model's tool call as either SDK types it: OpenAI's function tool call, or Anthropic's
  * `tool_use` block (what `answerRecall` and `answerFileReader` read).

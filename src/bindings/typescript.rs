@@ -32,6 +32,7 @@ use crate::session::{
 use crate::state::{
     AgentState, AppState, Artifact, ArtifactInput, LanguageFallback, SavedArtifact, Todo, TodoStatus, UploadedFile,
 };
+use crate::tokens::anchor::{AnchorEnd, AnchoredCount, CountBasis, UsageReport};
 use crate::tokens::calibration::{Calibrated, Factor};
 use crate::tokens::{ChatCount, RequestCount};
 
@@ -57,6 +58,10 @@ fn declarations() -> String {
         RequestCount::decl(&cfg),
         TokenReport::decl(&cfg),
         RecordUsageOptions::decl(&cfg),
+        UsageReport::decl(&cfg),
+        CountBasis::decl(&cfg),
+        AnchoredCount::decl(&cfg),
+        AnchorEnd::decl(&cfg),
         // Appending.
         AppendOptions::decl(&cfg),
         AppendOneOptions::decl(&cfg),

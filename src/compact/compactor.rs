@@ -16,8 +16,11 @@ use super::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, TokenReport};
+use crate::message::{Format, Role};
+use crate::tokens::anchor::{anchoring_output, Anchor, AnchorEnd, AnchoredCount, CountBasis, UsageReport};
 use crate::tokens::calibration::{Calibration, Factor, ReportedUsage};
-use crate::tokens::Encoding;
+use crate::tokens::claude;
+use crate::tokens::{ChatCount, Encoding};
 
 #[derive(Clone, Debug, Default)]
 pub struct Compactor {
@@ -26,11 +29,14 @@ pub struct Compactor {
     forms: EmitCache,
     /// The last summary request a build proposed (what `begin_summary` can start).
     proposed: Option<PendingSummary>,
-    /// The last build's tokens (its fates, the receipt's entries, are kept with the reductions:
+    /// What the last build sent (its fates, the receipt's entries, are kept with the reductions:
     /// a second reference would have the next build copy them).
-    last_build: Option<usize>,
-    /// Reported usage against our counts, per model (not exported: it is learnt again).
+    last_build: Option<BuildMark>,
+    /// Reported usage against our counts of whole requests, per model.
     calibration: Calibration,
+    /// The last recorded usage, while later counts can start from it (not exported: a restored
+    /// session waits for its next response).
+    anchor: AnchorState,
     /// The history's `rebases` when `reduce` was filled: the cache is by message id, and a
     /// truncated history gives the dropped messages' ids to new ones.
     rebases: u64,
@@ -38,6 +44,35 @@ pub struct Compactor {
     frame: Frame,
     /// The last build's fates, one per stored message (its receipt's entries).
     last_fates: Option<Arc<Vec<Fate>>>,
+}
+
+/// What a build sent, for the usage recorded after it.
+#[derive(Clone, Debug)]
+struct BuildMark {
+    tokens: usize,
+    /// The history's length at the build, and its last message's id.
+    messages: usize,
+    last_id: Option<String>,
+    /// The context was the history whole and verbatim: nothing dropped, reduced or summarised.
+    whole_history: bool,
+    /// The `request_fingerprint` of the parts sent beside the messages (system prompt, tools,
+    /// tool choice), when the build was given them: its count is then the whole request's, and
+    /// usage paired with it calibrates. The build option that gives them sets this; builds that
+    /// see only messages leave it `None`.
+    request: Option<u64>,
+}
+
+/// The last recorded usage, or why later counts cannot start from it.
+#[derive(Clone, Debug)]
+enum AnchorState {
+    Holding(Anchor),
+    Ended(AnchorEnd),
+}
+
+impl Default for AnchorState {
+    fn default() -> Self {
+        AnchorState::Ended(AnchorEnd::NoUsage)
+    }
 }
 
 impl Compactor {
@@ -67,6 +102,20 @@ impl Compactor {
         }
         let items = items_of(history);
         self.frame.recount(&items);
+        // Claude's count is an estimate: where the last bill still stands for the context (no
+        // event since, the same model and request), the next request's size starts from it, in
+        // the budget's own (billed) units.
+        let anchored = match options.format {
+            crate::message::Format::Anthropic => {
+                let parts = options.request.as_ref();
+                let request = parts.map(request_fingerprint);
+                let model = parts.and_then(|p| p.model.as_deref());
+                self.anchored_total(history, model, request)
+                    .ok()
+                    .map(|count| (count.tokens, Limits::of(options).trigger))
+            }
+            _ => None,
+        };
         // Calibrated, a budget is in counted tokens: the billed budget over the top of the band.
         let factor = self.calibration.latest();
         let calibrated;
@@ -125,7 +174,7 @@ impl Compactor {
             false => self.frame.check(&items, &shape, self.summary.generation),
         };
         let mut outcome = match check {
-            Ok(()) => match self.append(&items, encoding, options, &limits, turns, state)? {
+            Ok(()) => match self.append(&items, encoding, options, &limits, anchored, turns, state)? {
                 Ok(outcome) => outcome,
                 Err((reason, seen)) => {
                     self.event(&items, encoding, options, &limits, turns, state, reason, seen, shape.clone())?
@@ -151,7 +200,22 @@ impl Compactor {
         outcome.context.receipt.calibration = factor.map(|f| f.apply(outcome.context.tokens.total));
         outcome.context.marks = options.cache.clone().map(|options| marks(&outcome.context, options));
         let receipt = &outcome.context.receipt;
-        self.last_build = Some(receipt.tokens_after);
+        let whole_history = receipt.fates.iter().all(|f| f.action == super::Action::Kept)
+            && receipt.summary.is_none()
+            && receipt.bridge.is_none()
+            && receipt.memory.is_none()
+            && receipt.state.is_none()
+            && receipt.images.is_none()
+            && receipt.repairs.is_empty()
+            && !receipt.placeholder;
+        let request = options.request.as_ref().map(request_fingerprint);
+        self.last_build = Some(BuildMark {
+            tokens: receipt.tokens_after,
+            messages: history.len(),
+            last_id: history.records().last().map(|r| r.id.clone()),
+            whole_history,
+            request,
+        });
         self.last_fates = Some(Arc::clone(&receipt.fates));
         Ok(outcome)
     }
@@ -159,13 +223,14 @@ impl Compactor {
     /// A build between events: the frame, then what was logged since. `Err` with the reason
     /// when it must be an event instead (and the context the model would have seen, for a
     /// summariser's request that rides the cache).
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn append(
         &mut self,
         items: &[Item],
         encoding: Encoding,
         options: &BuildOptions,
         limits: &Limits,
+        anchored: Option<(usize, Option<usize>)>,
         turns: &[TurnNote],
         state: &[StateNote],
     ) -> Result<std::result::Result<BuildOutcome, (EventReason, Option<Vec<ContextMessage>>)>> {
@@ -178,7 +243,11 @@ impl Compactor {
         let mut messages: Vec<ContextMessage> = self.frame.messages.clone();
         messages.extend(appended.messages.iter().cloned());
         let total = self.frame.tokens + appended.tokens;
-        if limits.trigger.is_some_and(|trigger| total > trigger) {
+        let over = match anchored {
+            Some((billed, trigger)) => trigger.is_some_and(|trigger| billed > trigger),
+            None => limits.trigger.is_some_and(|trigger| total > trigger),
+        };
+        if over {
             return Ok(Err((EventReason::Budget, Some(messages))));
         }
         if let Some(window) = options.max_messages {
@@ -203,6 +272,7 @@ impl Compactor {
         if let Some(budget) = context.receipt.budget.as_mut() {
             budget.max_tokens = limits.max.unwrap_or(budget.max_tokens);
             budget.trigger_tokens = limits.trigger.unwrap_or(budget.trigger_tokens);
+            budget.billed_tokens = anchored.map(|(billed, _)| billed);
         }
         context.receipt.cache = Some(CacheUse {
             event: false,
@@ -318,6 +388,10 @@ impl Compactor {
             events,
         });
         self.frame = Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events);
+        if event {
+            // The next request is not the billed one plus appends.
+            self.end_anchor();
+        }
         Ok(outcome)
     }
 
@@ -433,6 +507,7 @@ impl Compactor {
         std::mem::forget(std::mem::take(&mut self.frame));
         std::mem::forget(self.last_fates.take());
         self.last_build = None;
+        self.anchor = AnchorState::default();
     }
 
     /// Marks the compaction of `request_id` (proposed by the last build) as under way. A second
@@ -500,30 +575,175 @@ impl Compactor {
     }
 
     /// Records what the provider reported for a request (a usage object, or the whole response
-    /// with its `model`): `counted` is what we counted for it, by default the last build's
-    /// context (else the whole history). Returns the model's calibration.
+    /// with its `model`), paired with what was counted for it: `counted`, the caller's count of
+    /// the whole request (system prompt and tools included), else the last build's context, else
+    /// the whole history.
+    ///
+    /// The bill anchors later counts (`anchored_total`): the request it paid for is taken to be
+    /// the last build's context (or, with no build, the history, less a last assistant message:
+    /// the response, appended before its usage). The ratio bill/count is learnt only when the
+    /// count covered the whole request; a count of the messages alone would learn the system
+    /// prompt and tools as a factor on every later count, so it is left out, with a note.
     pub fn record_usage(
         &mut self,
         history: &mut ConversationHistory,
         usage: &Value,
         model: Option<&str>,
         counted: Option<usize>,
-    ) -> Result<Factor> {
+    ) -> Result<UsageReport> {
         let reported = ReportedUsage::read(usage)?;
         let model = model.or(reported.model.as_deref()).ok_or_else(|| {
             Error::invalid_argument("usage must name its model: pass `model`, or the whole response (it has `model`)")
         })?;
-        let counted = match (counted, &self.last_build) {
-            (Some(counted), _) => counted,
-            (None, Some(tokens_after)) => *tokens_after,
-            (None, None) => history.token_count().total,
+        if model.is_empty() {
+            return Err(Error::invalid_argument("usage must name its model (pass `model`, or the whole response)"));
+        }
+        let (counted, whole_request) = match (counted, &self.last_build) {
+            (Some(counted), _) => (counted, true),
+            (None, Some(build)) => (build.tokens, build.request.is_some()),
+            (None, None) => (history.token_count().total, false),
         };
-        // Recorded into a copy put in place whole (a few numbers per model): a wasm trap leaves
-        // the calibration as it was or as it is now.
-        let mut calibration = self.calibration.clone();
-        let factor = calibration.record(model, counted, reported.input_tokens)?;
-        drop(std::mem::replace(&mut self.calibration, calibration));
-        Ok(factor)
+        let mut report = UsageReport::new(&reported, model, counted, whole_request);
+        if whole_request {
+            // Recorded into a copy put in place whole (a few numbers per model): a wasm trap
+            // leaves the calibration as it was or as it is now.
+            let mut calibration = self.calibration.clone();
+            let factor = calibration.record(model, counted, reported.prompt)?;
+            drop(std::mem::replace(&mut self.calibration, calibration));
+            report.calibrated = true;
+            report.calibration = Some(factor);
+        } else {
+            report.notes.push(format!(
+                "not calibrated: the bill ({} tokens) is paired with a count of the messages alone ({counted}), \
+                 without the system prompt and tools sent beside them; pass {{ counted }} with a count of the \
+                 whole request (countRequest) to calibrate",
+                reported.prompt
+            ));
+            report.calibration = self.calibration.factor(model);
+        }
+        let (covered, last_id, whole_history, request) = match &self.last_build {
+            Some(build) => (build.messages, build.last_id.clone(), build.whole_history, build.request),
+            None => {
+                let response = history.records().last().is_some_and(|r| r.message.role == Role::Assistant);
+                let covered = history.len() - usize::from(response);
+                let last_id = covered.checked_sub(1).and_then(|i| history.records().get(i)).map(|r| r.id.clone());
+                (covered, last_id, true, None)
+            }
+        };
+        let output = anchoring_output(&reported);
+        if reported.output.is_some() && output.is_none() {
+            report.notes.push(
+                "the response's output tokens include reasoning the next prompt does not hold: \
+                 anchored counts estimate the response instead"
+                    .into(),
+            );
+        }
+        let anchor = Anchor {
+            model: model.to_string(),
+            prompt: reported.prompt,
+            output,
+            covered,
+            last_id,
+            rebases: history.rebases(),
+            whole_history,
+            request,
+        };
+        self.anchor = AnchorState::Holding(anchor);
+        report.anchored = true;
+        Ok(report)
+    }
+
+    /// The next context's billed size, anchored to the last recorded usage: the billed prompt,
+    /// the response's output tokens (once the response is in the history: the first assistant
+    /// message appended after the billed request), and the estimate of the other messages
+    /// appended since. `model` and `request` (a `request_fingerprint` of the system prompt, tools
+    /// and tool choice) describe the next request where the caller knows them: another model or
+    /// other tools end the anchor. It holds between compaction events: the compaction layer calls
+    /// `end_anchor` at an event. Otherwise it says why not.
+    pub fn anchored_total(
+        &self,
+        history: &ConversationHistory,
+        model: Option<&str>,
+        request: Option<u64>,
+    ) -> std::result::Result<AnchoredCount, AnchorEnd> {
+        let anchor = match &self.anchor {
+            AnchorState::Holding(anchor) => anchor,
+            AnchorState::Ended(why) => return Err(why.clone()),
+        };
+        let records = history.records();
+        let same_history = history.rebases() == anchor.rebases
+            && records.len() >= anchor.covered
+            && anchor.covered.checked_sub(1).and_then(|i| records.get(i)).map(|r| &r.id) == anchor.last_id.as_ref();
+        if !same_history {
+            return Err(AnchorEnd::HistoryRewritten);
+        }
+        if let Some(next) = model.filter(|next| *next != anchor.model) {
+            return Err(AnchorEnd::OtherModel { anchored: anchor.model.clone(), next: next.to_string() });
+        }
+        if let (Some(anchored), Some(next)) = (anchor.request, request) {
+            if anchored != next {
+                return Err(AnchorEnd::OtherRequest);
+            }
+        }
+        let appended = &records[anchor.covered..];
+        let response = appended.iter().position(|r| r.message.role == Role::Assistant);
+        let output = anchor.output.filter(|_| response.is_some());
+        let encoding = history.encoding();
+        let estimate: usize = appended
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| output.is_none() || Some(*i) != response)
+            .map(|(_, r)| {
+                let counted = r.tokens().unwrap_or_else(|| crate::tokens::count_message(encoding, &r.message));
+                match r.message.source {
+                    Format::Anthropic => claude::billed(encoding, &r.message, &counted) as usize,
+                    _ => counted.total as usize,
+                }
+            })
+            .sum();
+        let output = output.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let prompt = usize::try_from(anchor.prompt).unwrap_or(usize::MAX);
+        Ok(AnchoredCount {
+            tokens: prompt.saturating_add(output.unwrap_or(0)).saturating_add(estimate),
+            model: anchor.model.clone(),
+            prompt,
+            output,
+            appended: estimate,
+            appended_messages: appended.len(),
+        })
+    }
+
+    /// The history's own count anchored to the bill: `anchored_total` when the billed request
+    /// held the history whole and verbatim (no compaction), with the next request's model unknown.
+    pub fn anchored_history_total(
+        &self,
+        history: &ConversationHistory,
+    ) -> std::result::Result<AnchoredCount, AnchorEnd> {
+        match &self.anchor {
+            AnchorState::Holding(anchor) if !anchor.whole_history => Err(AnchorEnd::NotWholeHistory),
+            _ => self.anchored_total(history, None, None),
+        }
+    }
+
+    /// Ends the anchor: a compaction event rebuilt the context, so the next request is not the
+    /// billed one plus appends. Later counts are estimates until the next usage is recorded.
+    pub fn end_anchor(&mut self) {
+        if matches!(self.anchor, AnchorState::Holding(_)) {
+            self.anchor = AnchorState::Ended(AnchorEnd::Compacted);
+        }
+    }
+
+    /// `history`'s count (`ConversationHistory::token_count`), anchored to the bill when the last
+    /// recorded usage still stands for the history (`anchored_history_total`): `total` is then
+    /// the anchored figure, and `messages` the estimate of each message as before.
+    pub fn token_count(&self, history: &mut ConversationHistory) -> ChatCount {
+        let mut count = history.token_count();
+        if let Ok(anchored) = self.anchored_history_total(history) {
+            count.total = anchored.tokens;
+            count.basis = CountBasis::Anchored;
+            count.anchored = Some(anchored);
+        }
+        count
     }
 
     /// The calibration budgets use: that of the model usage was last recorded for.
@@ -541,10 +761,22 @@ impl Compactor {
         self.calibration = calibration;
     }
 
-    /// `history`'s token report, with what the provider will likely bill once usage was recorded.
+    /// `history`'s token report, with what the provider will likely bill once usage was recorded:
+    /// anchored to the bill while the last usage stands for the history (`total` is then the
+    /// anchored figure, `counted` the package's own count), else calibrated if a calibration was
+    /// learnt.
     pub fn token_report(&self, history: &mut ConversationHistory) -> TokenReport {
         let mut report = history.token_report();
         report.calibration = self.calibration.latest().map(|f| f.apply(report.total));
+        match self.anchored_history_total(history) {
+            Ok(anchored) => {
+                report.total = anchored.tokens;
+                report.basis = CountBasis::Anchored;
+                report.anchored = Some(anchored);
+            }
+            Err(AnchorEnd::NoUsage) => {}
+            Err(why) => report.unanchored = Some(why.describe()),
+        }
         report
     }
 
@@ -612,6 +844,12 @@ fn request_tokens(
     Ok(count.total.saturating_sub(count.reply_priming))
 }
 
+/// What identifies the request's parts sent beside the messages, for the anchor to the bill.
+fn request_fingerprint(parts: &super::options::RequestParts) -> u64 {
+    let tools = parts.tools.as_ref().map(|tools| serde_json::Value::Array(tools.clone()));
+    crate::tokens::anchor::request_fingerprint(parts.system.as_ref(), tools.as_ref(), parts.tool_choice.as_ref())
+}
+
 /// The history's messages as the pipeline reads them.
 fn items_of(history: &ConversationHistory) -> Vec<Item<'_>> {
     let mut items: Vec<Item> = history
@@ -643,4 +881,35 @@ fn marks(context: &CompactedContext, options: super::request::hints::CacheOption
         .and_then(|cache| cache.first_changed)
         .and_then(|first| first.checked_sub(1));
     super::CacheMarks { options, stable_end, previous_end }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn other_tools_or_system_end_the_anchor() {
+        let mut history = ConversationHistory::new(Encoding::O200kBase);
+        history.append_value(json!({"role": "user", "content": "hi"}), crate::message::Format::Anthropic).unwrap();
+        let mut compactor = Compactor::new();
+        let tools = json!([{"name": "Read", "input_schema": {"type": "object"}}]);
+        let sent = crate::tokens::anchor::request_fingerprint(Some(&json!("Be brief.")), Some(&tools), None);
+        // A build given the request's system prompt and tools (the `request` build option).
+        compactor.last_build = Some(BuildMark {
+            tokens: 40,
+            messages: 1,
+            last_id: Some(history.ids()[0].clone()),
+            whole_history: true,
+            request: Some(sent),
+        });
+        let report =
+            compactor.record_usage(&mut history, &json!({"input_tokens": 60}), Some("claude-opus-4-6"), None).unwrap();
+        assert!(report.counted_whole_request && report.calibrated && report.anchored, "{report:?}");
+        assert_eq!(report.calibration.map(|f| f.factor), Some(1.5));
+        assert_eq!(compactor.anchored_total(&history, None, Some(sent)).map(|a| a.tokens), Ok(60));
+        let other = crate::tokens::anchor::request_fingerprint(Some(&json!("Be brief.")), Some(&json!([])), None);
+        assert_eq!(compactor.anchored_total(&history, None, Some(other)), Err(AnchorEnd::OtherRequest));
+        assert_eq!(compactor.anchored_total(&history, None, None).map(|a| a.tokens), Ok(60), "unknown: not checked");
+    }
 }

@@ -144,6 +144,11 @@ pub struct BudgetReport {
     pub low_water_tokens: usize,
     /// What the request's parts sent beside the messages took (`request`).
     pub request_tokens: usize,
+    /// Claude: the next request's billed size, anchored to the last recorded usage
+    /// (`recordUsage`), which the trigger was checked against instead of the estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub billed_tokens: Option<usize>,
 }
 
 /// The context against the previous build's, for the provider's prompt cache.

@@ -60,6 +60,7 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
         trigger_tokens: max,
         low_water_tokens: max,
         request_tokens: 0,
+        billed_tokens: None,
     });
     Ok(())
 }

@@ -17,7 +17,8 @@ use crate::history::{ConversationHistory, TokenReport};
 use crate::ids::fnv1a;
 use crate::memory::MemoryStore;
 use crate::message::{Content, Format, Message, Role};
-use crate::tokens::calibration::Factor;
+use crate::tokens::anchor::UsageReport;
+use crate::tokens::ChatCount;
 use crate::tokens::Encoding;
 
 pub use export::{HistoryExport, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
@@ -365,9 +366,15 @@ impl Session {
         self.compactor.token_report(&mut self.history)
     }
 
-    /// Calibrates the counts against a provider's reported usage (`Compactor::record_usage`).
-    pub fn record_usage(&mut self, usage: &Value, model: Option<&str>, counted: Option<usize>) -> Result<Factor> {
+    /// Records a provider's reported usage: later counts are anchored to it, and a count of the
+    /// whole request calibrates (`Compactor::record_usage`).
+    pub fn record_usage(&mut self, usage: &Value, model: Option<&str>, counted: Option<usize>) -> Result<UsageReport> {
         self.compactor.record_usage(&mut self.history, usage, model, counted)
+    }
+
+    /// The history as one prompt, anchored to the last bill while it stands for the history.
+    pub fn token_count(&mut self) -> ChatCount {
+        self.compactor.token_count(&mut self.history)
     }
 }
 

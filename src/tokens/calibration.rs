@@ -1,11 +1,14 @@
 //! Calibration against the usage a provider reports.
 //!
-//! Claude's tokenizer is not public: counting Anthropic messages with `o200k_base` misses by a
-//! margin that depends on the content. So each time a provider reports what a request cost
-//! (`input_tokens` plus cache reads and writes; OpenAI's `prompt_tokens`), the ratio of that to
-//! what we counted for the same request is kept, per model, over the last few requests. The
-//! factor is their median; the band their range, widened by 2%. Budgets use the top of the band,
-//! so that what the provider bills stays within them; before any usage, counts are estimates.
+//! Claude's tokenizer is not public: counting Anthropic messages by Claude's rule still misses
+//! by a margin that depends on the content. So each time a provider reports what a request cost
+//! (`input_tokens` plus cache reads and writes; OpenAI's `prompt_tokens`) and the package counted
+//! that whole request (its system prompt and tools too), the ratio of the two is kept, per model,
+//! over the last few requests. The factor is their median; the band their range, widened by 2%.
+//! Budgets use the top of the band, so that what the provider bills stays within them; before
+//! any usage, counts are estimates. A ratio against a count of the messages alone would learn the
+//! size of what the count left out, as a factor on everything: it is never recorded
+//! (`Compactor::record_usage` anchors such a bill instead, see `anchor`).
 
 use std::collections::VecDeque;
 
@@ -23,15 +26,34 @@ pub const BAND_MARGIN: f64 = 0.02;
 /// The lowest billed/counted ratio taken as one request's. A provider bills at least what the
 /// messages hold (our Claude estimate can be high by a few tens of percent), so a usage below a
 /// quarter of the count is another request's, and recording it would scale every later budget up
-/// by that factor. A high ratio is legitimate: tool definitions the count did not include.
+/// by that factor.
 pub const LOWEST_PLAUSIBLE_RATIO: f64 = 0.25;
 
-/// Input tokens a provider reported for one request, and the model it names (if it was given
-/// the whole response).
+/// What a provider reported for one request, and the model it names (if it was given the whole
+/// response).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportedUsage {
-    pub input_tokens: u64,
+    /// The billed size of the prompt: Anthropic's `input_tokens + cache_creation_input_tokens +
+    /// cache_read_input_tokens`, OpenAI's `prompt_tokens` or `input_tokens` (cached included).
+    pub prompt: u64,
+    /// Of `prompt`, the tokens billed at the full input price (neither read from nor written to
+    /// the cache).
+    pub uncached: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// The response's tokens (`output_tokens`, `completion_tokens`), when reported.
+    pub output: Option<u64>,
+    pub provider: UsageShape,
     pub model: Option<String>,
+}
+
+/// Whose usage object it is, by its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UsageShape {
+    /// `input_tokens` with `cache_creation_input_tokens` / `cache_read_input_tokens`.
+    Anthropic,
+    /// Chat Completions' `prompt_tokens`, or the Responses API's `input_tokens` with `input_tokens_details`.
+    OpenAi,
 }
 
 impl ReportedUsage {
@@ -46,8 +68,8 @@ impl ReportedUsage {
         if !usage.is_object() {
             return Err(Error::invalid_argument(format!("usage must be an object, got {}", type_name(usage))));
         }
-        let field = |key: &str| -> Result<Option<u64>> {
-            match usage.get(key) {
+        let number = |value: Option<&Value>, key: &str| -> Result<Option<u64>> {
+            match value {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
                     Error::invalid_argument(format!("usage.{key} must be a whole number of tokens, got {n}"))
@@ -57,20 +79,49 @@ impl ReportedUsage {
                 }
             }
         };
-        let input_tokens = match field("prompt_tokens")? {
-            Some(prompt) => prompt,
-            None => {
-                let Some(input) = field("input_tokens")? else {
-                    return Err(Error::invalid_argument(
-                        "usage has neither `prompt_tokens` (OpenAI) nor `input_tokens` (Anthropic, OpenAI Responses)",
-                    ));
-                };
-                let cache_writes = field("cache_creation_input_tokens")?.unwrap_or(0);
-                let cache_reads = field("cache_read_input_tokens")?.unwrap_or(0);
-                input.saturating_add(cache_writes).saturating_add(cache_reads)
-            }
+        let field = |key: &str| number(usage.get(key), key);
+        let cached = |details: &str| number(usage.get(details).and_then(|d| d.get("cached_tokens")), details);
+        if let Some(prompt) = field("prompt_tokens")? {
+            let cache_read = cached("prompt_tokens_details")?.unwrap_or(0).min(prompt);
+            return Ok(ReportedUsage {
+                prompt,
+                uncached: prompt - cache_read,
+                cache_read,
+                cache_write: 0,
+                output: field("completion_tokens")?,
+                provider: UsageShape::OpenAi,
+                model,
+            });
+        }
+        let Some(input) = field("input_tokens")? else {
+            return Err(Error::invalid_argument(
+                "usage has neither `prompt_tokens` (OpenAI) nor `input_tokens` (Anthropic, OpenAI Responses)",
+            ));
         };
-        Ok(ReportedUsage { input_tokens, model })
+        let output = field("output_tokens")?;
+        if usage.get("input_tokens_details").is_some() || usage.get("output_tokens_details").is_some() {
+            let cache_read = cached("input_tokens_details")?.unwrap_or(0).min(input);
+            return Ok(ReportedUsage {
+                prompt: input,
+                uncached: input - cache_read,
+                cache_read,
+                cache_write: 0,
+                output,
+                provider: UsageShape::OpenAi,
+                model,
+            });
+        }
+        let cache_write = field("cache_creation_input_tokens")?.unwrap_or(0);
+        let cache_read = field("cache_read_input_tokens")?.unwrap_or(0);
+        Ok(ReportedUsage {
+            prompt: input.saturating_add(cache_write).saturating_add(cache_read),
+            uncached: input,
+            cache_read,
+            cache_write,
+            output,
+            provider: UsageShape::Anthropic,
+            model,
+        })
     }
 }
 
@@ -299,20 +350,41 @@ mod tests {
     #[test]
     fn usage_is_read_from_every_provider_shape() {
         let anthropic = json!({"input_tokens": 3, "cache_creation_input_tokens": 13835, "cache_read_input_tokens": 11515, "output_tokens": 13});
-        assert_eq!(ReportedUsage::read(&anthropic).unwrap().input_tokens, 25353);
-        let chat = json!({"model": "gpt-4o-2024-08-06", "usage": {"prompt_tokens": 101, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 0}}});
+        assert_eq!(
+            ReportedUsage::read(&anthropic).unwrap(),
+            ReportedUsage {
+                prompt: 25353,
+                uncached: 3,
+                cache_read: 11515,
+                cache_write: 13835,
+                output: Some(13),
+                provider: UsageShape::Anthropic,
+                model: None
+            }
+        );
+        let chat = json!({"model": "gpt-4o-2024-08-06", "usage": {"prompt_tokens": 101, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 64}}});
         assert_eq!(
             ReportedUsage::read(&chat).unwrap(),
-            ReportedUsage { input_tokens: 101, model: Some("gpt-4o-2024-08-06".into()) }
+            ReportedUsage {
+                prompt: 101,
+                uncached: 37,
+                cache_read: 64,
+                cache_write: 0,
+                output: Some(5),
+                provider: UsageShape::OpenAi,
+                model: Some("gpt-4o-2024-08-06".into())
+            }
         );
         let responses = json!({"input_tokens": 86, "input_tokens_details": {"cached_tokens": 64}, "output_tokens": 25});
-        assert_eq!(ReportedUsage::read(&responses).unwrap().input_tokens, 86);
+        let read = ReportedUsage::read(&responses).unwrap();
+        assert_eq!((read.prompt, read.cache_read, read.output, read.provider), (86, 64, Some(25), UsageShape::OpenAi));
         for (bad, says) in [
             (json!("x"), "must be an object"),
             (json!({"output_tokens": 3}), "neither"),
             (json!({"prompt_tokens": -1}), "whole number"),
             (json!({"input_tokens": "12"}), "must be a number"),
             (json!({"input_tokens": 1.5}), "whole number"),
+            (json!({"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": "x"}}), "prompt_tokens_details"),
         ] {
             let error = ReportedUsage::read(&bad).unwrap_err();
             assert!(error.message.contains(says), "{error}");
@@ -330,7 +402,8 @@ mod tests {
         let factor = calibration.latest().unwrap();
         assert_eq!((factor.factor, factor.observations), (1.01, 1));
         calibration.record("gpt-4o", 1000, 250).unwrap();
-        // Far above is tool definitions the count left out: learnt, not refused.
+        // Far above is learnt: a whole request counted by the "estimate" encoding can be (text
+        // in scripts it splits finely); counts of part of a request never get here.
         calibration.record("gpt-4o", 8, 36).unwrap();
     }
 

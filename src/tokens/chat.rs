@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::anchor::{AnchoredCount, CountBasis};
 use super::images::{base64_image_size, ImageError, ImageRule};
 use super::tools::{openai_tool_tokens, ToolList};
 use super::Encoding;
@@ -51,6 +52,12 @@ pub struct ChatCount {
     pub reply_priming: usize,
     /// Some part of the count is an estimate (see `RequestCount::estimates` for why).
     pub estimate: bool,
+    /// What `total` is: exact, estimated, or (a history's count after usage was recorded)
+    /// anchored to the bill, when `total` is `anchored.tokens` rather than the sum of `messages`.
+    pub basis: CountBasis,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub anchored: Option<AnchoredCount>,
 }
 
 /// How images are counted: the rule (by default, per message: gpt-4o's for OpenAI messages,
@@ -244,11 +251,20 @@ pub(crate) fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// A whole prompt: every message, the tool definitions (OpenAI's rendering), the reply priming.
+/// A whole prompt: every message (an Anthropic message by Claude's rule, `claude::billed`), the
+/// tool definitions (OpenAI's rendering), the reply priming.
 pub fn count_messages(encoding: Encoding, messages: &[Message], tools: Option<&Value>) -> Result<ChatCount> {
     let mut notes = Vec::new();
-    let per_message: Vec<u32> =
-        messages.iter().map(|m| count_message_with(encoding, m, ImageCounting::default(), &mut notes).total).collect();
+    let per_message: Vec<u32> = messages
+        .iter()
+        .map(|m| {
+            let counted = count_message_with(encoding, m, ImageCounting::default(), &mut notes);
+            match m.source {
+                Format::Anthropic => super::claude::billed(encoding, m, &counted),
+                _ => counted.total,
+            }
+        })
+        .collect();
     let tools = match tools {
         Some(tools) => {
             let mut list = ToolList::default();
@@ -259,7 +275,15 @@ pub fn count_messages(encoding: Encoding, messages: &[Message], tools: Option<&V
     };
     let total = per_message.iter().map(|n| *n as usize).sum::<usize>() + tools.tokens + REPLY_PRIMING;
     let estimate = !notes.is_empty() || tools.estimated || messages.iter().any(|m| m.source == Format::Anthropic);
-    Ok(ChatCount { total, messages: per_message, tools: tools.tokens, reply_priming: REPLY_PRIMING, estimate })
+    Ok(ChatCount {
+        total,
+        messages: per_message,
+        tools: tools.tokens,
+        reply_priming: REPLY_PRIMING,
+        estimate,
+        basis: CountBasis::of(estimate),
+        anchored: None,
+    })
 }
 
 /// The text of the first system message: OpenAI appends the tool namespace to it.

@@ -3,8 +3,10 @@
 //! calibration against the usage providers report, and an explicit estimate that is only ever
 //! used when asked for by name.
 
+pub mod anchor;
 pub mod calibration;
 mod chat;
+pub mod claude;
 pub mod images;
 mod request;
 pub mod tools;

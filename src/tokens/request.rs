@@ -11,9 +11,10 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::anchor::CountBasis;
 use super::chat::{
-    count_message_with, count_messages, saturate, ChatCount, CountNote, Estimated, ImageCounting, REPLY_PRIMING,
-    TOKENS_PER_MESSAGE,
+    count_message_with, count_messages, count_part, saturate, ChatCount, CountNote, Estimated, ImageCounting,
+    REPLY_PRIMING, TOKENS_PER_MESSAGE,
 };
 use super::images::ImageRule;
 use super::tools::{anthropic_tool_prompt, anthropic_tool_tokens, openai_choice_tokens, openai_tool_tokens, ToolList};
@@ -135,6 +136,8 @@ pub struct RequestCount {
     /// Some part is not exact; `estimates` says which and why.
     pub estimate: bool,
     pub estimates: Vec<String>,
+    /// `exact` (every part by the provider's published rule) or `estimated`.
+    pub basis: CountBasis,
 }
 
 /// Counts `request`: `{ messages, system?, tools?, tool_choice?, functions?, function_call?, model? }`
@@ -156,6 +159,7 @@ pub fn count_request(encoding: Encoding, request: Value, options: &RequestOption
         Counting { encoding, options, model: model.as_deref() }.responses(&mut request, &mut count)?;
         count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
         count.estimate = !count.estimates.is_empty();
+        count.basis = CountBasis::of(count.estimate);
         return Ok(count);
     }
     let messages = match request.remove("messages") {
@@ -178,6 +182,7 @@ pub fn count_request(encoding: Encoding, request: Value, options: &RequestOption
     }
     count.total = count.system + count.messages + count.tools + count.tool_choice + count.reply_priming;
     count.estimate = !count.estimates.is_empty();
+    count.basis = CountBasis::of(count.estimate);
     Ok(count)
 }
 
@@ -208,6 +213,8 @@ pub fn count_message_list(
                 tools: count.tools,
                 reply_priming: count.reply_priming,
                 estimate: count.estimate,
+                basis: count.basis,
+                anchored: None,
             })
         }
         Format::Anthropic | Format::Responses | Format::AiSdk => {
@@ -396,10 +403,7 @@ impl Counting<'_> {
         messages: Vec<Value>,
         count: &mut RequestCount,
     ) -> Result<()> {
-        count.estimates.push(format!(
-            "Anthropic's tokenizer is not public: counted with {} (calibrate with reported usage)",
-            self.encoding.as_str()
-        ));
+        count.estimates.push(super::claude::estimate_note(self.model));
         let images = ImageCounting { rule: Some(ImageRule::Anthropic), sizes: Some(&self.options.image_sizes) };
         let mut input = Map::new();
         let has_system = request.get("system").is_some_and(|s| !s.is_null());
@@ -408,9 +412,26 @@ impl Counting<'_> {
         }
         input.insert("messages".into(), Value::Array(messages));
         let parsed = message::parse_anthropic(Value::Object(input))?;
+        let family = self.model.and_then(super::claude::family);
+        let unseen = family.map(|family| super::claude::earlier_thinking(&parsed, family)).unwrap_or_default();
+        let mut unseen_thinking = 0;
         for (i, message) in parsed.iter().enumerate() {
             let index = if has_system { i.checked_sub(1) } else { Some(i) };
-            let tokens = self.message(message, index, images, count)?;
+            let mut tokens = self.message(message, index, images, count)?;
+            if unseen.get(i) == Some(&true) {
+                let thinking: usize = message
+                    .content
+                    .parts
+                    .iter()
+                    .filter(|part| super::claude::is_thinking(part))
+                    .map(|part| {
+                        let rule = &super::claude::CLAUDE_RULE;
+                        rule.per_thinking + rule.text(count_part(self.encoding, part, Format::Anthropic))
+                    })
+                    .sum();
+                tokens -= thinking.min(tokens);
+                unseen_thinking += thinking;
+            }
             if index.is_some() {
                 count.per_message.push(saturate(tokens));
             }
@@ -419,6 +440,13 @@ impl Counting<'_> {
             } else {
                 count.messages += tokens;
             }
+        }
+        if let (true, Some(family)) = (unseen_thinking > 0, family) {
+            count.estimates.push(format!(
+                "thinking: {unseen_thinking} tokens of thinking before the last user message are not counted \
+                 ({} keeps only the current turn's thinking)",
+                family.name
+            ));
         }
         let choice = request.get("tool_choice").filter(|c| !c.is_null());
         if let Some(tools) = request.get("tools").filter(|t| !t.is_null()) {
@@ -447,7 +475,10 @@ impl Counting<'_> {
         for note in notes {
             self.note(note, index, count)?;
         }
-        Ok(tokens.total as usize)
+        Ok(match message.source {
+            Format::Anthropic => super::claude::billed(self.encoding, message, &tokens) as usize,
+            _ => tokens.total as usize,
+        })
     }
 
     fn note(&self, note: CountNote, index: Option<usize>, count: &mut RequestCount) -> Result<()> {
@@ -547,6 +578,7 @@ mod tests {
         assert_eq!(count.total, count.system + count.messages + count.tools + count.tool_choice + count.reply_priming);
         assert_eq!(count.per_message.iter().map(|n| *n as usize).sum::<usize>(), count.system + count.messages);
         assert!(!count.estimate, "{:?}", count.estimates);
+        assert_eq!(count.basis, CountBasis::Exact);
     }
 
     #[test]
@@ -606,6 +638,31 @@ mod tests {
         assert_eq!(count.per_message.len(), 1);
         assert!(count.system > 0);
         assert_eq!(count.total, count.system + count.messages + count.tools + count.reply_priming);
+    }
+
+    #[test]
+    fn earlier_thinking_is_left_out_for_models_that_drop_it() {
+        let request = json!({"messages": [
+            {"role": "user", "content": "Are there infinitely many primes p with p mod 4 == 3?"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "A nice number theory question; think step by step about Euclid's argument.", "signature": "c2ln"},
+                {"type": "text", "text": "Yes, there are infinitely many."}
+            ]},
+            {"role": "user", "content": "Can you write a formal proof?"}
+        ]});
+        let count = |model: &str| {
+            let options =
+                RequestOptions { format: Format::Anthropic, model: Some(model.into()), ..RequestOptions::default() };
+            count_request(Encoding::O200kBase, request.clone(), &options).unwrap()
+        };
+        let (opus, haiku) = (count("claude-opus-4-6"), count("claude-haiku-4-5"));
+        let thinking = super::super::claude::CLAUDE_RULE.text(
+            Encoding::O200kBase.count("A nice number theory question; think step by step about Euclid's argument."),
+        );
+        assert_eq!(opus.total - haiku.total, thinking);
+        assert!(haiku.estimates.iter().any(|e| e.contains("current turn's thinking")), "{:?}", haiku.estimates);
+        assert!(!opus.estimates.iter().any(|e| e.starts_with("thinking")), "{:?}", opus.estimates);
+        assert_eq!(opus.basis, CountBasis::Estimated);
     }
 
     #[test]

@@ -10,7 +10,8 @@ const book = cookbook();
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 function checkShape(count, n) {
-  assert.deepEqual(Object.keys(count).sort(), ["estimate", "messages", "replyPriming", "tools", "total"]);
+  assert.deepEqual(Object.keys(count).sort(), ["basis", "estimate", "messages", "replyPriming", "tools", "total"]);
+  assert.equal(count.basis, "exact");
   assert.equal(count.messages.length, n);
   assert.equal(count.replyPriming, 3);
   assert.equal(count.total, sum(count.messages) + count.tools + count.replyPriming, "total = messages + tools + priming");

@@ -131,7 +131,7 @@ test("bad requests and options are typed errors", () => {
   assert.equal(tok.countRequest(hello).total, tok.countMessages(hello).total);
 });
 
-test("a history calibrated by reported usage budgets with the top of the band", () => {
+test("reported usage anchors the next counts, and calibrates only against a whole request", () => {
   const history = new ConversationHistory({ format: "anthropic" });
   // About 2,600 tokens: whole within the 3,000-token window, too much once the window is
   // counted at the calibrated factor (3,000 / 1.3).
@@ -148,7 +148,24 @@ test("a history calibrated by reported usage budgets with the top of the band", 
 
   // What an Anthropic response reports: input, cache writes and cache reads together are the bill.
   const response = { model: "claude-sonnet-4-5", usage: { input_tokens: 40, cache_creation_input_tokens: 0, cache_read_input_tokens: Math.round(before.tokens.total * 1.3) - 40, output_tokens: 12 } };
-  const factor = history.recordUsage(response);
+  // Paired with the context's messages alone (the default), the bill anchors the next counts
+  // and is not learnt: it may hold a system prompt and tools the count never saw.
+  const anchored = history.recordUsage(response);
+  assert.deepEqual(
+    [anchored.calibrated, anchored.anchored, anchored.countedWholeRequest, anchored.prompt, anchored.billedInput, anchored.output, anchored.counted],
+    [false, true, false, Math.round(before.tokens.total * 1.3), 40, 12, before.tokens.total],
+  );
+  assert.match(anchored.notes[0], /not calibrated/);
+  const count = history.tokenCount();
+  assert.deepEqual([count.basis, count.total, count.anchored.prompt], ["anchored", anchored.prompt, anchored.prompt]);
+  assert.equal(history.tokenReport().basis, "anchored");
+  assert.equal(history.build(options).receipt.calibration, null, "nothing learnt");
+
+  // Paired with the caller's count of the whole request (here the context was all that was sent),
+  // the bill calibrates: budgets use the top of the band.
+  const calibrating = history.recordUsage(response, { counted: before.tokens.total });
+  assert.ok(calibrating.calibrated && calibrating.countedWholeRequest);
+  const factor = calibrating.calibration;
   assert.equal(factor.model, "claude-sonnet-4-5");
   assert.equal(factor.observations, 1);
   assert.ok(Math.abs(factor.factor - 1.3) < 0.01 && factor.high > factor.factor && factor.low < factor.factor);
@@ -158,7 +175,7 @@ test("a history calibrated by reported usage budgets with the top of the band", 
   assert.equal(calibration.model, "claude-sonnet-4-5");
   assert.ok(withinBudget && calibration.upper <= 3000, `billed at most ${calibration.upper} of 3000`);
   assert.ok(budget.maxTokens < 3000 / 1.3, `counted budget ${budget.maxTokens}`);
-  assert.equal(before.tokens.total, history.tokenCount().total, "uncalibrated, the history fits whole");
+  assert.equal(before.tokens.total, history.tokenReport().counted, "uncalibrated, the history fits whole");
   assert.ok(after.tokens.total < before.tokens.total && after.tokens.total <= budget.maxTokens);
   assert.ok(after.tokens.total >= 0.9 * budget.maxTokens, `the counted budget is used: ${after.tokens.total} of ${budget.maxTokens}`);
   assert.equal(history.tokenReport().calibration.model, "claude-sonnet-4-5");
@@ -167,5 +184,5 @@ test("a history calibrated by reported usage budgets with the top of the band", 
   assert.throws(() => history.recordUsage({ output_tokens: 10 }, { model: "m" }), InvalidArgumentError);
   assert.throws(() => history.recordUsage({ input_tokens: 10 }, { model: "m", counted: -3 }), /options: counted must be a whole number, 0 or more, got -3/);
   assert.throws(() => history.recordUsage({ prompt_tokens: 10 }, { modle: "m" }), /unknown field "modle"/);
-  assert.equal(history.recordUsage({ prompt_tokens: 500 }, { model: "gpt-4o", counted: 400 }).factor, 1.25);
+  assert.equal(history.recordUsage({ prompt_tokens: 500 }, { model: "gpt-4o", counted: 400 }).calibration.factor, 1.25);
 });

@@ -4,7 +4,7 @@ import type OpenAI from "openai";
 import type Anthropic from "@anthropic-ai/sdk";
 import { ConversationHistory, Session, Tokenizer, compact, recallContextTool, answerRecall, fileReaderTool } from "context-compactor";
 import type { AppState, SavedArtifact } from "context-compactor";
-import type { RequestTokenCount } from "context-compactor";
+import type { RequestTokenCount, UsageReport } from "context-compactor";
 
 const history = new ConversationHistory({ format: "openai" });
 
@@ -66,3 +66,16 @@ const lenient = history.appendMany([{ role: "tool", tool_call_id: "cut", content
 const repairKinds: string[] = lenient.repairs.map((r) => `${r.index} ${r.kind} ${r.what}`);
 const layoutOfSystem: readonly string[] | undefined = forAnthropic.systemLayout?.sources;
 void [strictIds, withFormat, lenient.ids, repairKinds, layoutOfSystem];
+
+// recordUsage takes what the SDKs return, as typed, under --strict: the whole response (its
+// `usage` is optional in OpenAI's types) or its usage with the model; it reports what it made of it.
+declare const claudeReply: Anthropic.Message;
+declare const chatReply: OpenAI.Chat.Completions.ChatCompletion;
+declare const responsesReply: OpenAI.Responses.Response;
+const usageReport: UsageReport = history.recordUsage(claudeReply);
+history.recordUsage(claudeReply.usage, { model: claudeReply.model });
+history.recordUsage(chatReply);
+history.recordUsage(responsesReply);
+if (chatReply.usage) history.recordUsage(chatReply.usage, { model: chatReply.model, counted: openAICount.total });
+const basis: "exact" | "anchored" | "estimated" = history.tokenCount().basis;
+void [usageReport.cacheRead, usageReport.anchored, basis];
