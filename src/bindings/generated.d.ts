@@ -395,6 +395,18 @@ tools: ReadonlyArray<ToolDefinition | object>, toolChoice: ToolChoice,
  */
 model?: string, };
 
+export type CacheOptions = { 
+/**
+ * How long Anthropic keeps the entries (`"5m"`, the default, or `"1h"`).
+ */
+ttl?: CacheTtl, 
+/**
+ * At most this many breakpoints (1 to 4; default 4): leave room for your own on tools.
+ */
+maxBreakpoints?: number, };
+
+export type CacheTtl = "5m" | "1h";
+
 export type Profile = { name: string, contextWindow: number, 
 /**
  * Compaction is due past this fraction of the window (Init 0.75, Execute 0.70).

@@ -12,6 +12,7 @@ use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch
 use crate::compact::profile::Profile;
 use crate::compact::receipt::CacheUse;
 use crate::compact::reduce::compress::TextMode;
+use crate::compact::request::hints::{CacheOptions, CacheTtl};
 use crate::compact::{
     Action, BridgeUse, BudgetReport, DropReason, MemoryOptions, MemoryUse, PendingSummary, PinRole, PinUse, Receipt,
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
@@ -91,6 +92,8 @@ fn declarations() -> String {
         MemoryOptions::decl(&cfg),
         StateOptions::decl(&cfg),
         RequestParts::decl(&cfg),
+        CacheOptions::decl(&cfg),
+        CacheTtl::decl(&cfg),
         Profile::decl(&cfg),
         // Build results.
         BuildResult::decl(&cfg),

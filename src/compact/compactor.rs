@@ -11,8 +11,8 @@ use super::frame::{self, Change, EventReason, Frame, FrameState, Limits};
 use super::plan::Ctx;
 use super::receipt::{CacheUse, Fate, Section};
 use super::{
-    pipeline, Assembled, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item, PendingSummary,
-    ReceiptEntry, ReduceCache, StateNote, SummaryRecord, SummarySource, SummaryState, TurnNote,
+    pipeline, Assembled, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item, ReceiptEntry,
+    ReduceCache, StateNote, SummaryRecord, SummaryRequest, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, TokenReport};
@@ -27,8 +27,10 @@ pub struct Compactor {
     summary: SummaryState,
     reduce: ReduceCache,
     forms: EmitCache,
-    /// The last summary request a build proposed (what `begin_summary` can start).
-    proposed: Option<PendingSummary>,
+    /// The last summary request a compaction event proposed (what `begin_summary` can start):
+    /// proposed again by the builds after it until it is completed or another event replaces it,
+    /// so that a summariser that failed (or a caller that only looked) gets it again.
+    proposed: Option<SummaryRequest>,
     /// What the last build sent (its fates, the receipt's entries, are kept with the reductions:
     /// a second reference would have the next build copy them).
     last_build: Option<BuildMark>,
@@ -42,6 +44,9 @@ pub struct Compactor {
     rebases: u64,
     /// The context as the last build made it, which the next build appends to between events.
     frame: Frame,
+    /// The frames of builds with other options that shape messages (another format, say): a
+    /// history built in two ways keeps each one's prefix. The most recent first, a few.
+    parked: Vec<Frame>,
     /// The last build's fates, one per stored message (its receipt's entries).
     last_fates: Option<Arc<Vec<Fate>>>,
 }
@@ -98,6 +103,7 @@ impl Compactor {
         if history.rebases() != self.rebases {
             self.reduce = ReduceCache::default();
             self.frame = Frame::default();
+            self.parked.clear();
             self.rebases = history.rebases();
         }
         let items = items_of(history);
@@ -169,6 +175,7 @@ impl Compactor {
         // The reductions' cache is for one set of reducer options (the pipeline would empty it
         // under a structure this build already holds).
         self.reduce.prepare(options.fingerprint(encoding));
+        self.switch_frame(&shape);
         let check = match options.compact_now {
             true => Err(EventReason::Requested),
             false => self.frame.check(&items, &shape, self.summary.generation),
@@ -236,10 +243,25 @@ impl Compactor {
     ) -> Result<std::result::Result<BuildOutcome, (EventReason, Option<Vec<ContextMessage>>)>> {
         let ctx = Ctx { items, encoding, options, turns, state };
         let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce);
-        let appended = match self.frame.appended(&ctx, &mut self.reduce, &structure) {
+        let mut appended = match self.frame.appended(&ctx, &mut self.reduce, &structure) {
             Ok(appended) => appended?,
             Err(reason) => return Ok(Err((reason, None))),
         };
+        // A state that changed since it was shown is shown again at the end (not while a unit
+        // is open there: the next build shows it).
+        let fixed = frame::system_tokens(items, &structure);
+        let room = limits.max.map_or(usize::MAX, |max| max.saturating_sub(fixed) / 4);
+        let mut state = None;
+        if appended.closed == appended.messages.len() {
+            if let Some((update, texts, used)) = self.frame.state_update(&ctx, &mut self.reduce, room) {
+                if let Some(update) = update {
+                    appended.tokens += update.tokens as usize;
+                    appended.messages.push(update);
+                    appended.closed += 1;
+                }
+                state = Some((texts, used));
+            }
+        }
         let mut messages: Vec<ContextMessage> = self.frame.messages.clone();
         messages.extend(appended.messages.iter().cloned());
         let total = self.frame.tokens + appended.tokens;
@@ -283,9 +305,19 @@ impl Compactor {
             first_changed: (!unchanged).then_some(prefix_messages),
             events: self.frame.events,
         });
+        if let Some((texts, mut used)) = state {
+            used.tokens = context.tokens.state;
+            context.receipt.state = Some(used);
+            if let Some(budget) = context.receipt.budget.as_mut() {
+                budget.state_tokens = context.tokens.state;
+            }
+            self.frame.state_shown = Some(texts);
+        }
         self.frame.take(&appended, items);
         self.frame.last_sent = context.messages.clone();
-        Ok(Ok(BuildOutcome { context, summary_request: None, new_summary: None }))
+        // The event's request stands until its summary comes (not while one is being made).
+        let summary_request = self.proposed.clone().filter(|_| self.summary.in_progress.is_none());
+        Ok(Ok(BuildOutcome { context, summary_request, new_summary: None }))
     }
 
     /// A compaction event: the pipeline down to the low-water mark, frozen for the builds after.
@@ -368,7 +400,7 @@ impl Compactor {
         if let (Some(request), Some(seen)) = (outcome.summary_request.as_mut(), seen.as_ref()) {
             super::summarise::ride_the_cache(request, seen, options.format)?;
         }
-        self.proposed = outcome.summary_request.as_ref().map(|r| r.pending());
+        self.proposed = outcome.summary_request.clone();
         let receipt = &mut outcome.context.receipt;
         if let Some(budget) = receipt.budget.as_mut() {
             budget.max_tokens = limits.max.unwrap_or(budget.max_tokens);
@@ -467,6 +499,18 @@ impl Compactor {
         Ok(())
     }
 
+    /// Makes the frame of `shape` the current one (a new one if there is none), parking the other.
+    fn switch_frame(&mut self, shape: &str) {
+        if self.frame.shape == shape || self.frame.shape.is_empty() {
+            return;
+        }
+        let found = self.parked.iter().position(|frame| frame.shape == shape);
+        let next = found.map_or_else(Frame::default, |at| self.parked.remove(at));
+        let current = std::mem::replace(&mut self.frame, next);
+        self.parked.insert(0, current);
+        self.parked.truncate(PARKED_FRAMES);
+    }
+
     /// The frame the next build appends to, as storage keeps it (`None` before the first build).
     pub fn frame_state(&self, history: &ConversationHistory) -> Option<FrameState> {
         // A history truncated since is another history: the next build starts afresh.
@@ -505,6 +549,7 @@ impl Compactor {
         std::mem::forget(std::mem::take(&mut self.forms));
         std::mem::forget(self.proposed.take());
         std::mem::forget(std::mem::take(&mut self.frame));
+        std::mem::forget(std::mem::take(&mut self.parked));
         std::mem::forget(self.last_fates.take());
         self.last_build = None;
         self.anchor = AnchorState::default();
@@ -519,7 +564,7 @@ impl Compactor {
                 pending.request_id
             )));
         }
-        match &self.proposed {
+        match self.proposed.as_ref().map(SummaryRequest::pending) {
             Some(pending) if pending.request_id == request_id => {
                 let state = SummaryState { in_progress: Some(pending.clone()), ..self.summary.clone() };
                 self.replace_summary(state);
@@ -538,7 +583,8 @@ impl Compactor {
         created_at: Option<String>,
         encoding: Encoding,
     ) -> Result<SummaryRecord> {
-        let pending = match (&self.summary.in_progress, &self.proposed) {
+        let proposed = self.proposed.as_ref().map(SummaryRequest::pending);
+        let pending = match (&self.summary.in_progress, &proposed) {
             (Some(pending), _) if pending.request_id == request_id => pending.clone(),
             (Some(pending), _) => {
                 return Err(Error::conflict(format!(
@@ -843,6 +889,9 @@ fn request_tokens(
         .map_err(|e| Error::invalid_argument(format!("build option `request`: {}", e.message)))?;
     Ok(count.total.saturating_sub(count.reply_priming))
 }
+
+/// Frames kept for other shapes of build besides the current one.
+const PARKED_FRAMES: usize = 3;
 
 /// What identifies the request's parts sent beside the messages, for the anchor to the bill.
 fn request_fingerprint(parts: &super::options::RequestParts) -> u64 {

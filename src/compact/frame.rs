@@ -92,6 +92,9 @@ pub struct Frame {
     /// Read back from storage: the fates' tokens as stored are taken from the history at the
     /// next build (counted by then).
     pub(crate) restored: bool,
+    /// The session's state as the context last showed it, section by section (its text): a state
+    /// that changed between events is shown again after the last message, not rewritten in place.
+    pub(crate) state_shown: Option<Vec<String>>,
 }
 
 /// Why a build cannot append to the frame.
@@ -258,6 +261,7 @@ impl Frame {
             events,
             last_sent: context.messages.clone(),
             restored: false,
+            state_shown: shown_state(&context.messages),
         }
     }
 
@@ -272,6 +276,52 @@ impl Frame {
         self.restored = false;
     }
 
+    /// The session's state, when it changed since the context last showed it: a message that
+    /// shows it again, for the end of the context (with its sections' texts and what it holds).
+    /// Instructions in the middle of a conversation are system messages where the provider takes
+    /// them there (OpenAI), and a `<system-reminder>` in the user's turn where it does not
+    /// (Anthropic, the AI SDK).
+    pub(crate) fn state_update(
+        &self,
+        ctx: &Ctx,
+        cache: &mut ReduceCache,
+        room: usize,
+    ) -> Option<(Option<ContextMessage>, Vec<String>, super::StateUse)> {
+        let options = ctx.options.state.as_ref()?;
+        let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize).min(room);
+        let format = ctx.options.format;
+        let (messages, used) =
+            super::state::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.line_tokens)?;
+        let texts: Vec<String> = messages.iter().map(|m| m.content.joined_text()).collect();
+        if texts.is_empty() || self.state_shown.as_ref() == Some(&texts) {
+            return Some((None, texts, used));
+        }
+        let body = texts.join("\n\n");
+        let message = match format {
+            Format::Anthropic | Format::AiSdk => crate::message::Message::new(
+                Role::User,
+                crate::message::Content::text(format!(
+                    "<system-reminder>\nThe state now:\n\n{body}\n</system-reminder>"
+                )),
+                format,
+            ),
+            _ => crate::message::Message::new(
+                Role::System,
+                crate::message::Content::text(format!("The state now:\n\n{body}")),
+                format,
+            ),
+        };
+        let tokens = u32::try_from(super::plan::made_up_tokens(ctx, cache, &message)).unwrap_or(u32::MAX);
+        let update = ContextMessage {
+            message: Arc::new(message),
+            sources: Vec::new(),
+            section: Section::State,
+            action: Action::Kept,
+            tokens,
+        };
+        Some((Some(update), texts, used))
+    }
+
     /// Takes the closed part of `appended` into the frame.
     pub(crate) fn take(&mut self, appended: &Appended, items: &[Item]) {
         self.messages.extend(appended.messages.iter().take(appended.closed).cloned());
@@ -284,6 +334,11 @@ impl Frame {
             self.settled_id = items.get(settled - 1).map(|item| item.id.to_string());
         }
     }
+}
+
+/// The texts of the state sections an event's context shows, right after the system prompt.
+fn shown_state(messages: &[ContextMessage]) -> Option<Vec<String>> {
+    Some(messages.iter().filter(|m| m.section == Section::State).map(|m| m.message.content.joined_text()).collect())
 }
 
 /// Where the open tail of the history starts: the last run of assistant messages, when one of
@@ -584,6 +639,10 @@ pub struct FrameState {
     pub messages: Vec<FrozenMessage>,
     pub fates: Vec<FrozenFates>,
     pub receipt: FrozenReceipt,
+    /// The session's state as the context last showed it, section by section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub state_shown: Option<Vec<String>>,
 }
 
 impl Frame {
@@ -642,6 +701,7 @@ impl Frame {
             messages,
             fates,
             receipt: receipt.unwrap_or_default(),
+            state_shown: self.state_shown.clone(),
         })
     }
 
@@ -739,6 +799,7 @@ impl Frame {
             last_sent: Vec::new(),
             messages,
             restored: true,
+            state_shown: state.state_shown,
         })
     }
 }

@@ -216,13 +216,18 @@ test("prepareStep from an AI SDK outside ai 5-7 is a clear InvalidArgumentError,
 test("compactMessages appends what the list holds beyond the history, then builds", () => {
   const history = new ConversationHistory({ format: "ai-sdk" });
   const conversation = [{ role: "user", content: "hi" }];
+  // The pinned task (which survives compaction events) and the last message carry the cache hint
+  // Anthropic's provider reads; the rest is as given.
+  const hinted = (list) =>
+    list.map((m, i) => (i === 0 || i === list.length - 1 ? { ...m, providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } } } : m));
   const first = compactMessages(history, conversation);
   assert.equal(history.length, 1);
-  assert.deepEqual(first.messages, conversation);
+  assert.deepEqual(first.messages, hinted(conversation));
   conversation.push({ role: "assistant", content: "hello" }, { role: "user", content: "again" });
   const second = compactMessages(history, conversation);
   assert.equal(history.length, 3);
-  assert.deepEqual(second.messages, conversation);
+  assert.deepEqual(second.messages, hinted(conversation));
+  assert.deepEqual(compactMessages(history, conversation, { cache: null }).messages, conversation, "hints off on request");
   assert.equal(second.receipt.runs.length, 1);
   history.free();
 });

@@ -176,8 +176,11 @@ test("reported usage anchors the next counts, and calibrates only against a whol
   assert.ok(withinBudget && calibration.upper <= 3000, `billed at most ${calibration.upper} of 3000`);
   assert.ok(budget.maxTokens < 3000 / 1.3, `counted budget ${budget.maxTokens}`);
   assert.equal(before.tokens.total, history.tokenReport().counted, "uncalibrated, the history fits whole");
+  // The context sent before no longer fits the calibrated budget: a compaction event, down to
+  // the low-water mark (and not below it).
+  assert.ok(after.receipt.cache.event && after.receipt.cache.reason === "budget", JSON.stringify(after.receipt.cache));
   assert.ok(after.tokens.total < before.tokens.total && after.tokens.total <= budget.maxTokens);
-  assert.ok(after.tokens.total >= 0.9 * budget.maxTokens, `the counted budget is used: ${after.tokens.total} of ${budget.maxTokens}`);
+  assert.ok(after.tokens.total >= budget.lowWaterTokens, `down to the mark: ${after.tokens.total} of ${budget.lowWaterTokens}`);
   assert.equal(history.tokenReport().calibration.model, "claude-sonnet-4-5");
 
   assert.throws(() => history.recordUsage({ input_tokens: 10 }), /model/);
