@@ -419,7 +419,9 @@ impl Compactor {
             first_changed: Some(prefix_messages),
             events,
         });
+        let revision = self.frame.revision + 1;
         self.frame = Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events);
+        self.frame.revision = revision;
         if event {
             // The next request is not the billed one plus appends.
             self.end_anchor();
@@ -497,6 +499,12 @@ impl Compactor {
         self.replace_summary(state);
         self.proposed = None;
         Ok(())
+    }
+
+    /// A number that changes whenever what storage keeps of the frame (`frame_state`) changed:
+    /// a save writes the frame again only then.
+    pub fn frame_revision(&self) -> (u64, &str) {
+        (self.frame.revision, &self.frame.shape)
     }
 
     /// Makes the frame of `shape` the current one (a new one if there is none), parking the other.

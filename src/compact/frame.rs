@@ -95,6 +95,9 @@ pub struct Frame {
     /// The session's state as the context last showed it, section by section (its text): a state
     /// that changed between events is shown again after the last message, not rewritten in place.
     pub(crate) state_shown: Option<Vec<String>>,
+    /// Changes to what storage must keep of the frame: an event, and a state shown again (the
+    /// messages appended between them are the history's, and need no record).
+    pub(crate) revision: u64,
 }
 
 /// Why a build cannot append to the frame.
@@ -262,6 +265,7 @@ impl Frame {
             last_sent: context.messages.clone(),
             restored: false,
             state_shown: shown_state(&context.messages),
+            revision: 0,
         }
     }
 
@@ -324,6 +328,9 @@ impl Frame {
 
     /// Takes the closed part of `appended` into the frame.
     pub(crate) fn take(&mut self, appended: &Appended, items: &[Item]) {
+        if appended.messages.iter().take(appended.closed).any(|m| m.sources.is_empty()) {
+            self.revision += 1;
+        }
         self.messages.extend(appended.messages.iter().take(appended.closed).cloned());
         self.tokens += appended.messages.iter().take(appended.closed).map(|m| m.tokens as usize).sum::<usize>();
         let settled = appended.settled;
@@ -800,6 +807,7 @@ impl Frame {
             messages,
             restored: true,
             state_shown: state.state_shown,
+            revision: 0,
         })
     }
 }
