@@ -450,7 +450,13 @@ summaryRequest: SummaryRequest | null,
 /**
  * The summary the extractive summariser made during this build, if it did.
  */
-newSummary: SummaryRecord | null, };
+newSummary: SummaryRecord | null, 
+/**
+ * A `prompt_cache_key` for OpenAI (which routes requests with the same key to the same
+ * cache): the session's id and a hash of its first message, the same for every call of one
+ * conversation.
+ */
+promptCacheKey: string, };
 
 export type LayoutEntry = { 
 /**

@@ -87,6 +87,10 @@ pub(crate) struct BuildResult<'a> {
     summary_request: &'a Option<SummaryRequest>,
     /// The summary the extractive summariser made during this build, if it did.
     new_summary: &'a Option<SummaryRecord>,
+    /// A `prompt_cache_key` for OpenAI (which routes requests with the same key to the same
+    /// cache): the session's id and a hash of its first message, the same for every call of one
+    /// conversation.
+    prompt_cache_key: String,
 }
 
 #[wasm_bindgen]
@@ -324,6 +328,10 @@ impl ConversationHistory {
         let mut session = self.session.get()?;
         let options = spec.resolve(session.history.encoding(), session.format)?;
         let BuildOutcome { mut context, summary_request, new_summary } = session.build(&options)?;
+        // The session's id with a hash of the first message: two conversations of the default
+        // session id ("main") do not share a key.
+        let first = session.history.records().first().map(|r| r.message.content.joined_text()).unwrap_or_default();
+        let prompt_cache_key = format!("{}-{:016x}", session.id(), crate::ids::fnv1a64(&[first.as_bytes()]));
         let mut cache = self.session.request_cache()?;
         let assembled = session.compactor.request(&context)?;
         let messages = cache.request_js(&assembled, session.compactor.forms())?;
@@ -352,6 +360,7 @@ impl ConversationHistory {
         let runs = cache.runs_js(std::mem::take(&mut context.receipt.runs))?;
         let repairs = cache.repairs_js(std::mem::take(&mut context.receipt.repairs))?;
         let result = BuildResult {
+            prompt_cache_key,
             messages: (),
             layout: (),
             system_layout,
