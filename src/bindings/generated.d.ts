@@ -305,11 +305,16 @@ compactNow?: boolean,
  */
 cache?: CacheOptions | null, };
 
-export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, lowWaterRatio?: number, 
+export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, 
 /**
  * The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
  */
-maxTokens?: number, };
+maxTokens?: number, 
+/**
+ * What a compaction event compacts down to: the system prompt and this share of what the
+ * budget leaves beside it (default: a quarter, at most 1,500 tokens, at least a tenth).
+ */
+lowWaterRatio?: number, };
 
 export type CompressOptions = { maxTokens?: number, arrayKeep?: number, stringMaxChars?: number, maxDepth?: number, textMode?: TextMode, textMaxChars?: number, textHead?: number, textTail?: number, };
 
@@ -577,8 +582,9 @@ lowWaterTokens: number,
  */
 requestTokens: number, 
 /**
- * Claude: the next request's billed size, anchored to the last recorded usage
- * (`recordUsage`), which the trigger was checked against instead of the estimate.
+ * Claude: the context's size as billed, which the trigger was checked against: anchored to
+ * the last recorded usage (`recordUsage`) when it still stands, else Claude's rule on the
+ * messages (an estimate).
  */
 billedTokens?: number, };
 
