@@ -195,6 +195,24 @@ export interface CompactingInputFilter extends CallModelInputFilter {
 const itemKey = (item: AgentInputItem): string => JSON.stringify(item);
 
 /**
+ * A handoff as the function tool the model is sent: a `Handoff` says it; an agent given as a
+ * handoff gets the SDK's default one (its `handoff(agent)`: the same name, description and empty
+ * strict schema; tests/js/adapters.test.mjs counts both alike).
+ */
+function handoffTool(value: unknown): unknown[] {
+  const h = value as { getHandoffAsFunctionTool?: () => unknown; name?: unknown; handoffDescription?: unknown } | null;
+  if (typeof h?.getHandoffAsFunctionTool === "function") return [h.getHandoffAsFunctionTool()];
+  if (typeof h?.name !== "string") return [];
+  return [{
+    type: "function",
+    name: `transfer_to_${h.name.replace(/[^a-zA-Z0-9]/g, "_")}`,
+    description: `Handoff to the ${h.name} agent to handle the request. ${typeof h.handoffDescription === "string" ? h.handoffDescription : ""}`,
+    parameters: { type: "object", properties: {}, required: [], additionalProperties: false },
+    strict: true,
+  }];
+}
+
+/**
  * The request's parts sent beside the input as the agent's OpenAI model sends them: the
  * instructions, the function tools and the handoffs (as their function tools). Hosted and MCP
  * tools have no definition here (`build.request.tools` can give them).
@@ -202,10 +220,7 @@ const itemKey = (item: AgentInputItem): string => JSON.stringify(item);
 function agentRequest(instructions: unknown, agent: CallModelInputFilterArgs["agent"] | undefined): RequestParts {
   const request: RequestParts = {};
   if (typeof instructions === "string" && instructions.length > 0) request.system = instructions;
-  const handoffs = ((agent?.handoffs ?? []) as unknown[]).flatMap((h) => {
-    const handoff = h as { getHandoffAsFunctionTool?: () => unknown } | null;
-    return typeof handoff?.getHandoffAsFunctionTool === "function" ? [handoff.getHandoffAsFunctionTool()] : [];
-  });
+  const handoffs = ((agent?.handoffs ?? []) as unknown[]).flatMap(handoffTool);
   const tools = [...agentToolDefinitions(agent?.tools ?? []), ...agentToolDefinitions(handoffs)];
   if (tools.length > 0) request.tools = tools;
   return request;

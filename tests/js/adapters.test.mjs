@@ -426,7 +426,7 @@ for (const streamed of [false, true]) {
       // The whole request as its OpenAI model sends it: the instructions, the input and the tool
       // definitions (the agent's function tool and its handoff), by the Responses counting rule.
       const tools = [...request.tools.map((t) => convertTool(t).tool), ...request.handoffs.map((h) => convertHandoffTool(h))];
-      assert.deepEqual(tools.map((t) => t.name), ["search", "transfer_to_billing"]);
+      assert.deepEqual(tools.map((t) => t.name), ["search", "transfer_to_billing", "transfer_to_returns_desk"]);
       const counted = tokenizer.countRequest(
         { instructions: request.systemInstructions, input: input.filter((i) => i.type !== "reasoning"), tools },
         { format: "openai-responses" },
@@ -466,7 +466,9 @@ for (const streamed of [false, true]) {
       execute: async ({ order }) => lookup(order),
     });
     const billing = handoff(new Agent({ name: "billing", instructions: "Bills.", model }));
-    const agent = new Agent({ name: "clerk", instructions: INSTRUCTIONS, model, tools: [search], handoffs: [billing] });
+    // A handoff made with handoff(), and an agent given as one (the SDK makes its handoff).
+    const returns = new Agent({ name: "returns desk", handoffDescription: "Takes returned orders back.", instructions: "Returns.", model });
+    const agent = new Agent({ name: "clerk", instructions: INSTRUCTIONS, model, tools: [search], handoffs: [billing, returns] });
     const runner = new Runner({ tracingDisabled: true, callModelInputFilter, modelSettings: { providerData: callModelInputFilter.providerData } });
     const result = await runner.run(agent, "Look up every order.", { maxTurns: STEPS + 1, stream: streamed });
     if (streamed) await result.completed;
