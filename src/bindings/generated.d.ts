@@ -389,12 +389,12 @@ export type RequestParts = {
  * Instructions sent apart from the history: the AI SDK's `system`, the Agents SDK's
  * `instructions`, Anthropic's top-level `system` (a string, or Anthropic's text blocks).
  */
-system: string | ReadonlyArray<{ type: "text"; text: string }>, 
+system?: string | ReadonlyArray<{ type: "text"; text: string }>, 
 /**
  * The tool definitions as sent: OpenAI Chat's `{ type: "function", function }`, Responses'
  * flat function tools, or Anthropic's `{ name, input_schema }`.
  */
-tools: ReadonlyArray<ToolDefinition | object>, toolChoice: ToolChoice, 
+tools?: ReadonlyArray<ToolDefinition | object>, toolChoice?: ToolChoice, 
 /**
  * The model (Anthropic's tool-use system prompt depends on it).
  */

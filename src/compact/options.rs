@@ -161,13 +161,13 @@ pub struct BuildOptions {
 pub struct RequestParts {
     /// Instructions sent apart from the history: the AI SDK's `system`, the Agents SDK's
     /// `instructions`, Anthropic's top-level `system` (a string, or Anthropic's text blocks).
-    #[cfg_attr(test, ts(type = "string | ReadonlyArray<{ type: \"text\"; text: string }>"))]
+    #[cfg_attr(test, ts(optional, type = "string | ReadonlyArray<{ type: \"text\"; text: string }>"))]
     pub system: Option<Value>,
     /// The tool definitions as sent: OpenAI Chat's `{ type: "function", function }`, Responses'
     /// flat function tools, or Anthropic's `{ name, input_schema }`.
-    #[cfg_attr(test, ts(type = "ReadonlyArray<ToolDefinition | object>"))]
+    #[cfg_attr(test, ts(optional, type = "ReadonlyArray<ToolDefinition | object>"))]
     pub tools: Option<Vec<Value>>,
-    #[cfg_attr(test, ts(type = "ToolChoice"))]
+    #[cfg_attr(test, ts(optional, type = "ToolChoice"))]
     pub tool_choice: Option<Value>,
     /// The model (Anthropic's tool-use system prompt depends on it).
     pub model: Option<String>,
