@@ -196,7 +196,8 @@ impl Compactor {
         // What the trigger is checked against: the bill (anchored), Claude's rule on the messages
         // (billed units), or the count.
         let billed_trigger = billed_trigger.map(|trigger| trigger.saturating_sub(request_tokens));
-        let billed_units = anchored.is_some() || rule.is_some();
+        // Calibrated, the receipt's budget is in counted tokens (`receipt.calibration` says the bill).
+        let billed_units = factor.is_none() && (anchored.is_some() || rule.is_some());
         let measure = match (anchored, rule) {
             (Some(billed), _) => Measure::Anchored {
                 billed: billed + request_tokens,
@@ -514,7 +515,11 @@ impl Compactor {
             events,
         });
         let revision = self.frame.revision + 1;
-        self.frame = Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events);
+        // An empty history's context is a placeholder alone: nothing a later build may extend.
+        self.frame = match items.is_empty() {
+            true => Frame::default(),
+            false => Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events),
+        };
         self.frame.revision = revision;
         if event {
             // The next request is not the billed one plus appends.
@@ -752,23 +757,6 @@ impl Compactor {
             (None, None) => (history.token_count().total, false),
         };
         let mut report = UsageReport::new(&reported, model, counted, whole_request);
-        if let Some(predicted) = self.last_build.as_ref().and_then(|build| build.cost.clone()) {
-            let off = reported.cache_read.abs_diff(predicted.cached_tokens as u64);
-            // Counts are estimates for Claude: only a gap past a tenth of the prompt is news.
-            if off * 10 > reported.prompt.max(1) {
-                report.notes.push(format!(
-                    "the provider read {} tokens from its cache where the receipt predicted {}: {}",
-                    reported.cache_read,
-                    predicted.cached_tokens,
-                    if reported.cache_read < predicted.cached_tokens as u64 {
-                        "the cache entry may have expired, been evicted, or been written under another key (promptCacheKey)"
-                    } else {
-                        "the provider cached more than the request's breakpoints promised"
-                    }
-                ));
-            }
-            report.predicted = Some(predicted);
-        }
         if whole_request {
             // Recorded into a copy put in place whole (a few numbers per model): a wasm trap
             // leaves the calibration as it was or as it is now.
@@ -815,6 +803,23 @@ impl Compactor {
         };
         self.anchor = AnchorState::Holding(anchor);
         report.anchored = true;
+        if let Some(predicted) = self.last_build.as_ref().and_then(|build| build.cost.clone()) {
+            let off = reported.cache_read.abs_diff(predicted.cached_tokens as u64);
+            // Counts are estimates for Claude: only a gap past a tenth of the prompt is news.
+            if off * 10 > reported.prompt.max(1) {
+                report.notes.push(format!(
+                    "the provider read {} tokens from its cache where the receipt predicted {}: {}",
+                    reported.cache_read,
+                    predicted.cached_tokens,
+                    if reported.cache_read < predicted.cached_tokens as u64 {
+                        "the cache entry may have expired, been evicted, or been written under another key (promptCacheKey)"
+                    } else {
+                        "the provider cached more than the request's breakpoints promised"
+                    }
+                ));
+            }
+            report.predicted = Some(predicted);
+        }
         Ok(report)
     }
 
@@ -1150,6 +1155,22 @@ fn marks(context: &CompactedContext, options: super::request::hints::CacheOption
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_empty_historys_placeholder_is_not_extended() {
+        let mut history = ConversationHistory::new(Encoding::O200kBase);
+        let mut compactor = Compactor::new();
+        let options = BuildOptions { format: crate::message::Format::Anthropic, ..BuildOptions::default() };
+        let empty = compactor.build(&mut history, &options, &[], &[]).unwrap();
+        assert!(empty.context.receipt.placeholder);
+        history
+            .append_value(json!({"role": "system", "content": "Be brief."}), crate::message::Format::OpenAi)
+            .unwrap();
+        history.append_value(json!({"role": "user", "content": "hi"}), crate::message::Format::OpenAi).unwrap();
+        let next = compactor.build(&mut history, &options, &[], &[]).unwrap();
+        assert!(!next.context.receipt.placeholder, "{:?}", next.context.messages);
+        assert_eq!(next.context.messages.len(), 2);
+    }
 
     #[test]
     fn other_tools_or_system_end_the_anchor() {

@@ -92,9 +92,12 @@ impl Pricing {
     /// `model`: the options' model, else the request's, else none.
     pub(crate) fn resolve(options: &PricingOptions, format: Format, model: Option<&str>) -> Pricing {
         let model = options.model.as_deref().or(model).map(str::to_ascii_lowercase);
+        // A model of another name (a profile of one's own) goes by the format's provider.
+        let openai = ["gpt-", "o1", "o3", "o4", "chatgpt", "codex"];
         let claude = match &model {
-            Some(model) => model.starts_with("claude"),
-            None => format == Format::Anthropic,
+            Some(model) if model.starts_with("claude") => true,
+            Some(model) if openai.iter().any(|p| model.starts_with(p)) => false,
+            _ => format == Format::Anthropic,
         };
         let published = if claude {
             let min_tokens = match model.as_deref() {
@@ -231,6 +234,9 @@ mod tests {
         assert_eq!((cost.cached_tokens, cost.written_tokens, cost.uncached_tokens), (0, 0, 900));
         let cost = estimate(&pricing, &Sent { hinted: false, ..sent(6_000, 5_000, vec![5_000]) });
         assert_eq!((cost.cached_tokens, cost.uncached_tokens), (0, 6_000));
+        // A profile of one's own name goes by its format.
+        let own = Pricing::resolve(&PricingOptions::default(), Format::Anthropic, Some("budget 3000"));
+        assert_eq!(own.rules, CacheRules::Breakpoints);
         // A later Haiku caches from 4,096 tokens.
         let haiku = Pricing::resolve(&PricingOptions::default(), Format::Anthropic, Some("claude-haiku-4-5-20251001"));
         assert_eq!(estimate(&haiku, &sent(4_000, 3_500, vec![3_500])).cached_tokens, 0);

@@ -213,18 +213,20 @@ for (const kind of ["postgres", "sqlite"]) {
     assert.deepEqual(lines(log).filter((l) => !l.startsWith("summarising")).map((l) => l.split(" ")[0] + " " + l.split(" ")[1]), ["refused LeaseHeldError", "compacted with-summary"]);
 
     // A holder killed while its model works: the others are refused until its lease lapses, then
-    // one compacts, cancelling the compaction the dead one left under way.
+    // one compacts, cancelling the compaction the dead one left under way. The lease outlasts a
+    // process start on a loaded machine (the refused run starts one).
+    const LAPSE_MS = 6_000;
     await makeSession(where, "lease-killed", 40, " with a longer text to count, so that the history is well over the budget of this build");
     const log2 = join(scratch, `log2-${serial}`);
-    const holder = run({ ...where, role: "compact", session: "lease-killed", id: "dead", log: log2, options, releaseFile: join(scratch, "never"), leaseMs: 2_000 });
+    const holder = run({ ...where, role: "compact", session: "lease-killed", id: "dead", log: log2, options, releaseFile: join(scratch, "never"), leaseMs: LAPSE_MS });
     await until(() => lines(log2).includes("summarising"), holder, "the holder asked for its summary");
     holder.process.kill("SIGKILL");
     await holder;
-    const refused = await run({ ...where, role: "compact", session: "lease-killed", id: "early", log: log2, options, leaseMs: 2_000 });
+    const refused = await run({ ...where, role: "compact", session: "lease-killed", id: "early", log: log2, options, leaseMs: LAPSE_MS });
     assert.equal(refused.code, 0, refused.stderr);
     assert.match(lines(log2).at(-1), /^refused LeaseHeldError/);
-    await sleep(2_100);
-    const later = await run({ ...where, role: "compact", session: "lease-killed", id: "later", log: log2, options, leaseMs: 2_000 });
+    await sleep(LAPSE_MS + 100);
+    const later = await run({ ...where, role: "compact", session: "lease-killed", id: "later", log: log2, options, leaseMs: LAPSE_MS });
     assert.equal(later.code, 0, later.stderr);
     assert.equal(lines(log2).at(-2), "summarising");
     assert.match(lines(log2).at(-1), /^compacted with-summary /);
