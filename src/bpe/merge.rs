@@ -37,6 +37,9 @@ impl BpeEncoder {
             return;
         }
         if piece.len() >= 100 {
+            // Through `dyn`: one copy of the long-piece merges for every kind of `emit` (each
+            // was compiled into every copy of this function), at an indirect call per token of
+            // a piece this long.
             if piece.len() > Windows::DEFAULT.len {
                 return self.bpe_long(piece, Windows::DEFAULT, emit);
             }
@@ -90,7 +93,7 @@ impl BpeEncoder {
     /// A part the merge loop produced is a token by construction (a single byte, or a merge
     /// found in the map). Should that ever fail, emit its bytes' ranks instead of panicking.
     #[inline(always)]
-    pub(super) fn emit_part(&self, part: Option<&[u8]>, emit: &mut impl FnMut(u32)) {
+    pub(super) fn emit_part(&self, part: Option<&[u8]>, emit: &mut (impl FnMut(u32) + ?Sized)) {
         let Some(part) = part else { return };
         if let [b] = part {
             return emit(self.byte_rank[*b as usize]);
@@ -103,7 +106,8 @@ impl BpeEncoder {
 
     /// tiktoken's `_byte_pair_merge_large` (pieces of 100+ bytes): the same merges, found
     /// with a heap (lowest rank, then leftmost) over a linked list of parts.
-    pub(super) fn bpe_large(&self, piece: &[u8], emit: &mut impl FnMut(u32)) {
+    #[inline(never)]
+    pub(super) fn bpe_large(&self, piece: &[u8], emit: &mut dyn FnMut(u32)) {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let n = piece.len();
@@ -172,7 +176,8 @@ impl BpeEncoder {
     /// not, the cut moves back a token and the window is merged again. Should that fail
     /// `backtrack` times in a row, the rest of the piece goes out a byte a token (its count an
     /// upper bound, noted: `count_exact`) rather than take memory without bound.
-    pub(crate) fn bpe_long(&self, piece: &[u8], windows: Windows, emit: &mut impl FnMut(u32)) {
+    #[inline(never)]
+    pub(crate) fn bpe_long(&self, piece: &[u8], windows: Windows, emit: &mut dyn FnMut(u32)) {
         let n = piece.len();
         // Kept tokens (rank, length) not emitted yet: the cut can move back over them.
         let mut held: VecDeque<(u32, usize)> = VecDeque::new();
