@@ -29,7 +29,9 @@ impl BpeEncoder {
     }
 
     /// tiktoken's `byte_pair_encode` for a piece that is not itself a token: emits the ranks.
-    pub(super) fn bpe(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut impl FnMut(u32)) {
+    /// (`emit` through `dyn`: one copy of the merge for every caller's kind of `emit`, at an
+    /// indirect call per token of a piece that is neither a token nor in the cache.)
+    pub(super) fn bpe(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut dyn FnMut(u32)) {
         if piece.len() < 2 {
             if let [b] = piece {
                 emit(self.byte_rank[*b as usize]);
@@ -37,9 +39,6 @@ impl BpeEncoder {
             return;
         }
         if piece.len() >= 100 {
-            // Through `dyn`: one copy of the long-piece merges for every kind of `emit` (each
-            // was compiled into every copy of this function), at an indirect call per token of
-            // a piece this long.
             if piece.len() > Windows::DEFAULT.len {
                 return self.bpe_long(piece, Windows::DEFAULT, emit);
             }
