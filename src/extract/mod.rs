@@ -441,8 +441,8 @@ pub(crate) fn extract_pinned<M: std::borrow::Borrow<Message>>(
 }
 
 /// `extract_pinned`'s work, compiled once for the callers' kinds of message list.
-fn extract_from<'m>(
-    messages: &mut dyn Iterator<Item = &'m Message>,
+fn extract_from(
+    messages: &mut dyn Iterator<Item = &Message>,
     previous: Option<&str>,
     pinned: Option<PinnedTask>,
 ) -> Extract {

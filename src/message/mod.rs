@@ -90,7 +90,7 @@ pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format)
 
 /// `emit`'s work, compiled once for its callers' kinds of message list (each format's emitter
 /// was compiled again for each of them).
-pub(crate) fn emit_each<'a>(messages: &mut dyn Iterator<Item = &'a Message>, format: Format) -> Value {
+pub(crate) fn emit_each(messages: &mut dyn Iterator<Item = &Message>, format: Format) -> Value {
     // A message holding only another format's opaque parts (reasoning items, encrypted thinking,
     // compaction items) has nothing the target can carry: it is left out, not emptied.
     let messages = messages.filter(move |m| m.source == format || !m.is_opaque());

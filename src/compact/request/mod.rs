@@ -32,7 +32,7 @@ pub fn emit_request<'a>(messages: impl IntoIterator<Item = &'a Message>, format:
 }
 
 /// `emit_request`'s work, compiled once for its callers' kinds of message list.
-fn emit_request_each<'a>(messages: &mut dyn Iterator<Item = &'a Message>, format: Format) -> Result<Value> {
+fn emit_request_each(messages: &mut dyn Iterator<Item = &Message>, format: Format) -> Result<Value> {
     let value = message::emit_each(messages, format);
     Ok(match format {
         Format::OpenAi => sanitize_openai(value),
