@@ -370,10 +370,6 @@ impl ConversationHistory {
             new_summary: &new_summary,
         };
         let value = to_js(&result)?;
-        let set = |target: &JsValue, key: &str, value: &JsValue| {
-            js_sys::Reflect::set(target, &key.into(), value)
-                .map_err(|_| Error::internal(format!("could not set the result's {key}")))
-        };
         set(&value, "messages", &messages)?;
         set(&value, "layout", &layout)?;
         let receipt = js_sys::Reflect::get(&value, &"receipt".into())
@@ -382,6 +378,14 @@ impl ConversationHistory {
         set(&receipt, "repairs", &repairs)?;
         Ok(value)
     }
+}
+
+/// Sets `key` of a result object (a function, not a closure: a closure was compiled into each
+/// of its four calls).
+fn set(target: &JsValue, key: &str, value: &JsValue) -> Result<()> {
+    js_sys::Reflect::set(target, &key.into(), value)
+        .map(|_| ())
+        .map_err(|_| Error::internal(format!("could not set the result's {key}")))
 }
 
 /// Puts the context's provider cache hints on the request `value` (the objects `request_js` made):

@@ -428,7 +428,7 @@ impl<'de> Deserialize<'de> for ProfileRef {
             Value::String(name) => Ok(ProfileRef::Named(name)),
             other => Profile::from_value(other)
                 .map(|p| ProfileRef::Custom(Box::new(p)))
-                .map_err(|e| serde::de::Error::custom(e.message)),
+                .map_err(|e| serde::de::Error::custom(&e.message)),
         }
     }
 }

@@ -437,6 +437,15 @@ pub(crate) fn extract_pinned<M: std::borrow::Borrow<Message>>(
     previous: Option<&str>,
     pinned: Option<PinnedTask>,
 ) -> Extract {
+    extract_from(&mut messages.iter().map(std::borrow::Borrow::borrow), previous, pinned)
+}
+
+/// `extract_pinned`'s work, compiled once for the callers' kinds of message list.
+fn extract_from(
+    messages: &mut dyn Iterator<Item = &Message>,
+    previous: Option<&str>,
+    pinned: Option<PinnedTask>,
+) -> Extract {
     let mut ex = Extract::default();
     if let Some(previous) = previous {
         fold_previous(&mut ex, previous);
@@ -453,8 +462,7 @@ pub(crate) fn extract_pinned<M: std::borrow::Borrow<Message>>(
     let mut calls: crate::fasthash::FastMap<String, (String, usize)> = Default::default();
     let mut current: Vec<String> = Vec::new();
     let mut open_file: Option<String> = None;
-    for (i, message) in messages.iter().enumerate() {
-        let message: &Message = message.borrow();
+    for (i, message) in messages.enumerate() {
         match message.role {
             Role::User | Role::Tool => {
                 let mut text = String::new();

@@ -493,7 +493,7 @@ mod tests {
         let mut orphans = exported.clone();
         orphans["contexts"].as_array_mut().unwrap().truncate(1);
         let first_orphan = exported["summaries"][1]["id"].as_str().unwrap().to_owned();
-        let error = other.import(orphans).unwrap_err().message;
+        let error = other.import(orphans).unwrap_err().into_details().message;
         assert!(error.contains(&format!("summary {first_orphan} belongs to no snapshot")), "{error}");
         assert!(other.import(serde_json::json!({"format": "something-else"})).is_err());
         assert!(other.import(serde_json::json!("{not json")).is_err());

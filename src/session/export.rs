@@ -195,7 +195,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Value)| {
             let mut value = exported.clone();
             edit(&mut value);
-            Session::import(value).unwrap_err().message
+            Session::import(value).unwrap_err().into_details().message
         };
         assert!(with(&|v| v["version"] = 2.into()).contains("newer than this library"));
         assert!(with(&|v| v["format"] = "x".into()).contains("not a session export"));
@@ -248,7 +248,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Value)| {
             let mut value = exported.clone();
             edit(&mut value);
-            Session::import(value).unwrap_err().message
+            Session::import(value).unwrap_err().into_details().message
         };
         let current = |v: &mut Value| v["history"]["summary"]["current"].clone();
         assert!(with(&|v| v["history"]["summary"]["current"]["text"] = "".into()).contains("the summary is empty"));
