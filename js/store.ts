@@ -14,7 +14,7 @@
 import { Session } from "./guarded.js";
 import type { SessionOptions, StoredRecord } from "./wasm.js";
 import { ConflictError, ContextCompactorError, InvalidArgumentError, NotFoundError, StorageError } from "./errors.js";
-import type { StorageAdapter } from "./storage/adapter.js";
+import type { StorageAdapter, StorageKey } from "./storage/adapter.js";
 import { withLock } from "./storage/locks.js";
 import { SaveAnnouncements, type StoreMessage } from "./store-announce.js";
 import { readSessionFile, sameExport, sessionFile } from "./store-files.js";
@@ -143,6 +143,14 @@ export class SessionStore {
       }
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
+  }
+
+  /**
+   * @internal The records of `keys` up to the first absent one (a session's tail), read together
+   * (`readOn` of `store-io.ts`).
+   */
+  readOn(keys: StorageKey[]): Promise<StoredRecord[]> {
+    return readOn(this.io, keys);
   }
 
   /** A new session (`new Session(options)`) with a title, saved at once. Its id must not be stored yet (default: a random one). */
@@ -317,7 +325,7 @@ export class SessionStore {
     // (Damaged since: kept, as the listing keeps one with a `problem`.)
     const updatedSince = async (meta: StoredRecord) => {
       try {
-        return Session.info(meta, await readOn(this.io, Session.tailKeys(meta))).updatedAt >= cutoff;
+        return Session.info(meta, await this.readOn(Session.tailKeys(meta))).updatedAt >= cutoff;
       } catch (error) {
         if (error instanceof ContextCompactorError) return true;
         throw error;

@@ -8,7 +8,7 @@ import type { Session } from "./guarded.js";
 import { ConflictError, ContextCompactorError, InvalidArgumentError, LeaseHeldError, NotFoundError } from "./errors.js";
 import { compact, type CompactOptions } from "./summarize.js";
 import { appendKey, LEASE_MS, leaseKey, markKey, metaKey, newId } from "./store-records.js";
-import { readOn, write, writeChecked } from "./store-io.js";
+import { write, writeChecked } from "./store-io.js";
 import type { SessionStore } from "./store.js";
 
 export type StoredSessionEvent =
@@ -242,7 +242,7 @@ export class StoredSession {
         const value = await adapter.load(named);
         if (value !== undefined) records.push({ key: named, value });
       }
-      const tail = await readOn(adapter, plan.tail);
+      const tail = await this.store.readOn(plan.tail);
       if (!plan.current || tail.length > 0) {
         const before = this.#raw.savedCommit;
         const pulled = this.#raw.pull([...records, ...tail, { key, value: meta }]);
