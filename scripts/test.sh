@@ -4,7 +4,7 @@
 # and the demo (scripts/build-demo.sh: www/dist), checks the sizes the docs state
 # (scripts/sizes.mjs) and the generated options reference (scripts/reference.sh --check),
 # type-checks the TypeScript layer, tests/types, www and the README's blocks
-# (tsc --noEmit; scripts/readme-types.mjs), then runs
+# (tsc --noEmit; scripts/readme-types.mjs), checks js/ for import cycles (dpdm), then runs
 #   1. cargo test                        the Rust core, natively
 #   2. node --test tests/js/             the package's Node entry against the shared fixtures
 #      tests/browser/ tests/pack/        the browser entry and the demo in headless Chromium, and npm pack
@@ -46,6 +46,11 @@ node_modules/.bin/tsc -p tests/types/tsconfig.ai-v6.json
 node_modules/.bin/tsc -p www/tsconfig.json
 # Every TypeScript block of the README, as a user pastes it, against openai 7 and 6.
 node scripts/readme-types.mjs
+
+# No import cycle among js/'s modules: in one, a module can run before what it imports is
+# defined. Type-only imports are left out (--transform): they are erased from the JS.
+echo "test: no import cycles in js/ (dpdm)"
+node_modules/.bin/dpdm --transform --no-tree --no-warning --exit-code circular:1 'js/**/*.ts'
 
 echo "test: cargo test"
 cargo test ${CARGO_TEST_ARGS:-}

@@ -168,15 +168,15 @@ impl std::error::Error for Error {}
 /// A value of a typed shape read from JSON, or an `InvalidArgument` error that names `what` and
 /// the field at fault in plain words: `invalid options: counted must be a whole number, 0 or more, got -3`.
 pub fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> Result<T> {
-    crate::json_de::from_value(value).map_err(|error| unreadable(&error, what))
+    crate::util::json_de::from_value(value).map_err(|error| unreadable(&error, what))
 }
 
 /// `from_json`'s error, compiled once rather than for each of the shapes read: where and what, in
 /// plain words (`budget.maxTokens must be a whole number from 0 to 4294967295, got -1`) when the
 /// read says them (`json_de::Plain`), else in its own.
 #[cold]
-fn unreadable(error: &crate::json_de::PathError, what: &str) -> Error {
-    use crate::json_de::Plain;
+fn unreadable(error: &crate::util::json_de::PathError, what: &str) -> Error {
+    use crate::util::json_de::Plain;
     let at = |path: String| if path == "." { what.to_string() } else { format!("{what}: {path}") };
     let quoted = |names: &[&str]| names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
     let message = match error.plain() {
@@ -211,7 +211,7 @@ mod tests {
     fn option_errors_say_what_the_option_must_be_in_plain_words() {
         let error =
             |value| super::from_json::<BuildSpec>(value, "invalid build options").unwrap_err().into_details().message;
-        let nan = format!("{}NaN", crate::json_de::NON_FINITE);
+        let nan = format!("{}NaN", crate::util::json_de::NON_FINITE);
         let cases = [
             (json!({"budget": {"maxTokens": -1}}), "invalid build options: budget.maxTokens must be a whole number from 0 to 4294967295, got -1"),
             (json!({"budget": {"maxTokens": 1.5}}), "invalid build options: budget.maxTokens must be a whole number from 0 to 4294967295, got 1.5"),

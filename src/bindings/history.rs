@@ -331,7 +331,7 @@ impl ConversationHistory {
         // The session's id with a hash of the first message: two conversations of the default
         // session id ("main") do not share a key.
         let first = session.history.records().first().map(|r| r.message.content.joined_text()).unwrap_or_default();
-        let prompt_cache_key = format!("{}-{:016x}", session.id(), crate::ids::fnv1a64(&[first.as_bytes()]));
+        let prompt_cache_key = format!("{}-{:016x}", session.id(), crate::util::ids::fnv1a64(&[first.as_bytes()]));
         let mut cache = self.session.request_cache()?;
         let assembled = session.compactor.request(&context)?;
         let messages = cache.request_js(&assembled, session.compactor.forms())?;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::reduce::ReduceCache;
-use crate::fasthash::{FastMap, FastSet, FxHasher};
+use crate::util::fasthash::{FastMap, FastSet, FxHasher};
 
 use crate::message::{Message, Part, Role};
 

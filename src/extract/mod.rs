@@ -241,7 +241,7 @@ fn describe_call(call: &ToolCall, input: Option<&Value>, paths: &[(String, FileO
         (None, Some((path, _))) => path.clone(),
         (None, None) => match input {
             Some(Value::Object(map)) if map.is_empty() => String::new(),
-            Some(value) => squash(&crate::json_text::value_text(value), 80),
+            Some(value) => squash(&crate::util::json_text::value_text(value), 80),
             None => String::new(),
         },
     };
@@ -459,7 +459,7 @@ fn extract_from(
     }
     let after = pinned.as_ref().map_or(0, |p| p.after);
     // Per call id: its description, and the index of its line under `currentWork`.
-    let mut calls: crate::fasthash::FastMap<String, (String, usize)> = Default::default();
+    let mut calls: crate::util::fasthash::FastMap<String, (String, usize)> = Default::default();
     let mut current: Vec<String> = Vec::new();
     let mut open_file: Option<String> = None;
     for (i, message) in messages.enumerate() {

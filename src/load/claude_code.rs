@@ -521,7 +521,7 @@ impl Builder {
                 return Err(at.error(
                     ErrorKind::InvalidMessage,
                     "message.role",
-                    format!("a {role} record's message has role {}", crate::json_text::value_text(other)),
+                    format!("a {role} record's message has role {}", crate::util::json_text::value_text(other)),
                 ))
             }
         }

@@ -249,8 +249,8 @@ fn every_format_reads_back_each_objects_keys_in_the_order_given() {
                 let message = parse_one(original.clone(), format, i).unwrap();
                 let emitted = emit_one(&message, format).unwrap();
                 assert_eq!(
-                    crate::json_text::value_text(&emitted),
-                    crate::json_text::value_text(original),
+                    crate::util::json_text::value_text(&emitted),
+                    crate::util::json_text::value_text(original),
                     "{format:?}, keys {by:?}, message {i}"
                 );
             }

@@ -333,7 +333,7 @@ impl ToolInput {
     pub fn to_text(&self) -> String {
         match self {
             ToolInput::Text(text) => text.clone(),
-            ToolInput::Json(value) => crate::json_text::value_text(value),
+            ToolInput::Json(value) => crate::util::json_text::value_text(value),
         }
     }
 }

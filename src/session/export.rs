@@ -97,7 +97,7 @@ impl Session {
     /// A session from its export, checked whole before anything is built: a corrupt, truncated
     /// or newer export is an error that names what is wrong.
     pub fn import(value: Value) -> Result<Session> {
-        crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
+        crate::util::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
         let export: SessionExport = crate::error::from_json(value, "corrupt session export")?;
         Session::from_export(export)
     }
@@ -168,7 +168,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::compact::{BuildOptions, SummaryOptions};
-    use crate::session::memory::tests::agent_with_two_turns;
+    use crate::session::turn_memory::tests::agent_with_two_turns;
     use serde_json::json;
 
     #[test]

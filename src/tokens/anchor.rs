@@ -118,10 +118,10 @@ pub struct AnchoredCount {
 /// or tool choice between two requests changes it.
 pub fn request_fingerprint(system: Option<&Value>, tools: Option<&Value>, tool_choice: Option<&Value>) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut hasher = crate::fasthash::FxHasher::default();
+    let mut hasher = crate::util::fasthash::FxHasher::default();
     for part in [system, tools, tool_choice] {
         match part {
-            Some(value) => crate::json_text::value_text(value).hash(&mut hasher),
+            Some(value) => crate::util::json_text::value_text(value).hash(&mut hasher),
             None => 0u8.hash(&mut hasher),
         }
     }

@@ -87,13 +87,13 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     // token splits chosen by cost) took it to 1,042,942, and table format 4 (the right part coded by contexts of two
     // byte classes, #14) from 1,046,426 to 1,030,769; 1,036,007 after other merges, then 999,024 with binaryen on the
     // lite wasm (-O1 and more, its functions in an order where alike code is within gzip's window: scripts/build.sh),
-    // zopfli allowed 60 blocks, ASCII case maps where only ASCII is matched, and sorts of positions through src/sort.rs;
+    // zopfli allowed 60 blocks, ASCII case maps where only ASCII is matched, and sorts of positions through src/util/sort.rs;
     // 997,100 with table format 5 (frequency tables as log-scale codes, more contexts: the table -2,444, the wasm +520);
     // 999,681 after the warm build's kept receipt (+4.1 KB) and system messages hashed without Debug (-1.6 KB).
     // 999,620 with the allocator's 16 MB steps past 256 MB; 1,004,704 with the tail saves, then 999,513 with the
     // function order by likeness to the last four placed and short import and export names (scripts/short-names.mjs);
-    // 992,235 with one JSON serializer (src/json_text.rs), json_de's accessors' shared work compiled once and lower
-    // case from runs rather than core's table (src/lowercase.rs); 993,066 with the store's review fixes and the loaders'
+    // 992,235 with one JSON serializer (src/util/json_text.rs), json_de's accessors' shared work compiled once and lower
+    // case from runs rather than core's table (src/util/lowercase.rs); 993,066 with the store's review fixes and the loaders'
     // new shapes; 994,689 with record version 3 (XXH64 checksums, the summary's counting tag); 995,916 with the first
     // build's cheaper passes (issue #13: arguments parsed once, compression in place, analyze's flags in vectors);
     // 994,876 after is_listed in src/extract/files.rs (raw wasm -25 B, gzipped -1,040 B); 996,596 with

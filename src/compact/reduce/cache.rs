@@ -1,7 +1,7 @@
 //! The reductions and token counts of earlier builds, by record id, so that a warm build
 //! computes only what is new.
 
-use crate::fasthash::FastMap;
+use crate::util::fasthash::FastMap;
 
 /// Per-part results, computed at most once.
 #[derive(Clone, Debug, Default)]

@@ -58,10 +58,10 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
-use crate::ids::fnv1a64;
 use crate::memory::{ContextSnapshot, MemorySummary};
 use crate::message::Format;
 use crate::tokens::Encoding;
+use crate::util::ids::fnv1a64;
 
 pub use load::{settings_key, tail_keys, SessionInfo};
 pub use pull::{PullPlan, PullReport, Renumbered};
@@ -204,7 +204,7 @@ pub(crate) fn parse_key(key: &[String]) -> Result<Place> {
 
 /// A key as the errors show it: `["r","main","m","000000000012"]`.
 pub(crate) fn show(key: &[String]) -> String {
-    crate::json_text::to_text(key).unwrap_or_else(|_| key.join("/"))
+    crate::util::json_text::to_text(key).unwrap_or_else(|_| key.join("/"))
 }
 
 /// The checksum of a record: a hash of its key, its version and its body's exact text (and, in
@@ -240,7 +240,8 @@ pub(crate) fn seal<T: Serialize>(key: Vec<String>, kind: Kind, body: &T) -> Resu
     // other character anywhere in it makes the whole string two bytes a character: a chunk of a
     // thousand messages then takes twice the bytes in IndexedDB's copies, and its conversion to
     // UTF-8 on its way into the wasm is twice as slow (in Chromium).
-    let body = crate::json_text::ascii_escaped(crate::json_text::to_text(body).map_err(|e| unwritable(&e))?);
+    let body =
+        crate::util::json_text::ascii_escaped(crate::util::json_text::to_text(body).map_err(|e| unwritable(&e))?);
     let sum = checksum(&key, RECORD_VERSION, kind, &body);
     let value = format!(r#"{{"v":{RECORD_VERSION},"sum":"{sum:016x}","body":{body}}}"#);
     Ok(StoredRecord { key, value })

@@ -12,13 +12,13 @@ use super::save::{unpack_tokens, Part};
 use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, TailMark, Turn, CHUNK};
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
-use crate::ids::fnv1a;
 use crate::memory::{MemoryExport, MessageRange};
 use crate::message::{self, Message};
 use crate::session::Session;
 use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
 use crate::tokens::REPLY_PRIMING;
+use crate::util::ids::fnv1a;
 
 /// What to read to catch up with a stored meta record.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::compact::{BuildOptions, SummaryOptions};
 use crate::error::ErrorKind;
-use crate::session::memory::tests::agent_with_two_turns;
+use crate::session::turn_memory::tests::agent_with_two_turns;
 use crate::session::{Session, TurnInput};
 use crate::tokens::Encoding;
 
