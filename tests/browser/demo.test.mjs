@@ -49,6 +49,21 @@ const shot = async (page, name, fullPage = true) => {
   console.log(`# screenshot: ${path}`);
 };
 
+const n = (value) => value.toLocaleString("en-US");
+const text = (value) => value.replace(/\s+/g, " ");
+
+/** The cost chart's bars, as numbers. */
+const chartSteps = (page) => page.$$eval(".cost-chart g.step", (els) => els.map((e) => ({
+  step: Number(e.dataset.step),
+  input: Number(e.dataset.input),
+  cached: Number(e.dataset.cached),
+  written: Number(e.dataset.written),
+  uncached: Number(e.dataset.uncached),
+  units: Number(e.dataset.units),
+  uncompactedUnits: Number(e.dataset.uncompactedUnits),
+  event: e.dataset.event,
+})));
+
 /** The fixture's run 0, built for a 3,000-token budget (small enough to compact). */
 async function loadFixtureOnBudget(page) {
   await page.selectOption("#fixture", FIXTURE);
@@ -117,6 +132,26 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     await page.dispatchEvent("#budget", "change");
     await shot(page, "demo-loaded");
 
+    // Nothing built yet: no bar, and the budget's values wait for the receipt of a build.
+    await page.waitForFunction(() => /Step 0 of/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"));
+    assert.equal(await page.$$eval(".cost-chart g.step", (els) => els.length), 0, "no call yet");
+    assert.match(await page.textContent("#budget-info"), /from the receipt of the first build/);
+
+    // Two steps: one bar each; the second call reads the first's context from the cache.
+    for (const expected of [1, 2]) {
+      await page.click("#step");
+      await page.waitForFunction((count) => document.querySelectorAll(".cost-chart g.step").length === count && !document.body.hasAttribute("aria-busy"), expected);
+    }
+    // The budget as the build resolved it: the receipt's trigger and low-water mark, not the page's arithmetic.
+    const budgetInfo = await page.textContent("#budget-info");
+    console.log(`# ${budgetInfo}`);
+    assert.match(budgetInfo, /a compaction event when the next context would pass 3,000 \(the trigger\), down to [\d,]+ \(the low-water mark\)/);
+    assert.doesNotMatch(`${await page.textContent("#profile-info")} ${budgetInfo}`, /aim/, "no target of the page's own");
+    const early = await chartSteps(page);
+    assert.equal(early[0].cached, 0, "nothing cached at the first call");
+    assert.ok(early[1].cached > 0 && early[1].cached < early[1].input, `the second call reads a prefix from the cache: ${JSON.stringify(early[1])}`);
+    assert.equal(early[1].input, Number(await page.getAttribute(".bar-total", "data-total")), "the bar is the context shown");
+
     // Step until a compaction happens.
     await page.click("#to-compaction");
     await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
@@ -141,6 +176,29 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     assert.ok(await page.$("#context-list li.section-summary"), "the context has a summary section");
     assert.ok((await page.textContent("#summary-text pre.summary")).length > 20, "the summary text is shown");
     await shot(page, "demo-compaction");
+
+    // The cost chart: one bar per step, the compaction marked; the running cost is the sum of the bars' and is below no compaction's.
+    const steps = await chartSteps(page);
+    const stepped = Number(progress.match(/^Step (\d+)/)[1]);
+    assert.deepEqual(steps.map((s) => s.step), Array.from({ length: stepped }, (_, i) => i + 1), "one bar per step");
+    for (const s of steps) assert.equal(s.cached + s.written + s.uncached, s.input, `step ${s.step}: the parts add up`);
+    assert.equal(steps.at(-1).input, total, "the last bar is the context shown");
+    // The low-water mark of the last build (it counts the system prompt, which the first build had not seen).
+    const lowWater = Number((await page.textContent("#budget-info")).match(/down to ([\d,]+) \(the low-water mark\)/)[1].replace(/,/g, ""));
+    const events = steps.filter((s) => s.event);
+    assert.deepEqual(events.map((s) => s.step), [stepped], "the compaction's step is marked as an event");
+    assert.ok(events[0].input >= lowWater && events[0].input <= 3000, `the event compacts to between the low-water mark ${lowWater} and the trigger: ${events[0].input}`);
+    assert.ok(steps.slice(1).filter((s) => !s.event).every((s) => s.cached > 0), "every call after the first that is not an event reads from the cache");
+    const cost = await page.$eval(".cost-total", (e) => ({ text: e.textContent, calls: Number(e.dataset.calls), units: Number(e.dataset.units), uncompacted: Number(e.dataset.uncompactedUnits) }));
+    console.log(`# ${cost.text}`);
+    const sum = (key) => steps.reduce((a, s) => a + s[key], 0);
+    assert.equal(cost.calls, steps.length);
+    assert.ok(Math.abs(cost.units - sum("units")) < 1e-6 && Math.abs(cost.uncompacted - sum("uncompactedUnits")) < 1e-6, "the total is the bars' sum");
+    // OpenAI format: no cache writes; a read costs 0.1× an uncached token.
+    for (const s of steps) assert.ok(s.written === 0 && Math.abs(s.units - (0.1 * s.cached + s.uncached)) < 1e-6, `step ${s.step}: priced at 0.1× cached + 1× uncached`);
+    assert.ok(text(cost.text).includes(`Cost so far ${n(Math.round(cost.units))}`) && text(cost.text).includes(`${(cost.units / cost.uncompacted).toFixed(2)}×`), cost.text);
+    await page.$eval("#cost", (el) => el.scrollIntoView());
+    await shot(page, "demo-cost", false);
 
     // recall_context on a compacted turn brings its messages back.
     await page.waitForSelector("#recall-turn:not([disabled])");
