@@ -54,8 +54,8 @@ const COMMON_HELP = `  --run N              tau-bench run lists: which run (defa
 
 const BUILD_HELP = `  --profile NAME       a built-in profile, or a model name resolved to one (gpt-4o-2024-08-06 is gpt-4o);
                        default: gpt-4o for OpenAI files, claude-sonnet-4 for Anthropic ones
-  --budget N           at most N tokens in the context (instead of a profile): budget.maxTokens = N,
-                       compaction due past N, summary and recent turns aiming at 0.6 N
+  --budget N           at most N tokens in the context (instead of a profile): budget.maxTokens = N;
+                       the trigger, low-water mark and split the build resolves are printed
   --summary KIND       extractive (default: the built-in summary of what is left out) | none
   --format FORMAT      openai | anthropic: the context's format (default: the file's)`;
 
@@ -423,9 +423,9 @@ function buildPlan(args: Args, fileFormat: Format): Plan {
       encoding,
       options: {
         format,
-        budget: { contextWindow: budget, targetRatio: 1 },
+        budget: { maxTokens: budget },
         thin: true,
-        summary: summaryKind === "none" ? null : { summariser: "extractive", triggerTokens: budget, targetTokens: Math.floor(budget * 0.6) },
+        summary: summaryKind === "none" ? null : { summariser: "extractive" },
       },
       describe: `budget ${n(budget)} tokens, ${encoding}`,
     };
@@ -437,7 +437,7 @@ function buildPlan(args: Args, fileFormat: Format): Plan {
   return {
     encoding,
     options: { profile, format, ...(summaryKind === "none" ? { summary: null } : {}) },
-    describe: `profile ${profile.name}${profileName === undefined ? " (the default for the format; --profile or --budget to choose)" : ""}: budget ${n(Math.floor(profile.contextWindow * profile.triggerFraction))} tokens of a ${n(profile.contextWindow)} window, ${counted}`,
+    describe: `profile ${profile.name}${profileName === undefined ? " (the default for the format; --profile or --budget to choose)" : ""}: a ${n(profile.contextWindow)}-token window, ${counted}`,
   };
 }
 
@@ -481,6 +481,21 @@ const EVENT_REASONS: Record<EventReason, string> = {
   system: "a system message was logged since",
 };
 
+/** The budget as the build resolved the options (`receipt.budget`): the CLI computes none of it. */
+function budgetLine(receipt: Receipt): string | undefined {
+  const { budget } = receipt;
+  if (!budget) return undefined;
+  const split = [
+    `system ${n(budget.systemTokens)}`,
+    ...(budget.stateTokens > 0 ? [`state ${n(budget.stateTokens)}`] : []),
+    ...(budget.pinnedTokens > 0 ? [`pinned ${n(budget.pinnedTokens)}`] : []),
+    ...(budget.requestTokens > 0 ? [`request ${n(budget.requestTokens)}`] : []),
+    `summary up to ${n(budget.summaryBudget)}`,
+    `recent ${n(budget.recentBudget)}`,
+  ];
+  return `budget: ${n(budget.maxTokens)} tokens, trigger ${n(budget.triggerTokens)}, low-water mark ${n(budget.lowWaterTokens)}; split: ${split.join(", ")}`;
+}
+
 /**
  * How full the context is and why, from the receipt: a compaction event compacts toward the
  * low-water mark, and later calls append until the trigger, so any fill between them is normal.
@@ -501,7 +516,8 @@ function fillLine(receipt: Receipt): string | undefined {
 
 function receiptText(loaded: Loaded, plan: Plan, result: BuildResultIn<Format>): string {
   const { receipt } = result;
-  const lines = [describeLoaded(loaded), ...repairLines(loaded), plan.describe, ""];
+  const resolved = budgetLine(receipt);
+  const lines = [describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(resolved ? [resolved] : []), ""];
   const rows = [["messages", "count", "action", "reason", "tokens before", "after"]];
   for (const run of receipt.runs.slice(0, MAX_RUNS)) {
     rows.push([run.from === run.to ? run.from : `${run.from}–${run.to}`, n(run.count), run.action, run.reason ?? "", n(run.tokensBefore), n(run.tokensAfter)]);
@@ -651,7 +667,8 @@ function inspectCommand(args: Args, progress: Progress): void {
   });
   process.stdout.write(`${table(cells, [2, 3])}\n`);
   const fill = fillLine(receipt);
-  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(fill ? [fill] : [])].join("\n")}\n`);
+  const resolved = budgetLine(receipt);
+  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(resolved ? [resolved] : []), ...(fill ? [fill] : [])].join("\n")}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
