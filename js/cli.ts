@@ -423,11 +423,11 @@ function buildPlan(args: Args, fileFormat: Format): Plan {
       encoding,
       options: {
         format,
-        budget: { maxTokens: budget },
+        budget: { contextWindow: budget, targetRatio: 1 },
         thin: true,
-        summary: summaryKind === "none" ? null : { summariser: "extractive" },
+        summary: summaryKind === "none" ? null : { summariser: "extractive", triggerTokens: budget },
       },
-      describe: `budget ${n(budget)} tokens, ${encoding}`,
+      describe: `--budget ${n(budget)}, ${encoding}`,
     };
   }
   const chosen = findProfile(profileName ?? (format === "anthropic" ? "claude-sonnet-4" : "gpt-4o"));
