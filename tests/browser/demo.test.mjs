@@ -465,6 +465,9 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       await page.click("#to-end");
       await page.waitForSelector("#chat:not([hidden])");
       const before = api.requests.length;
+      // One bar per step whose context was built: the step whose summariser failed sent nothing.
+      const replayed = (await chartSteps(page)).length;
+      assert.equal(replayed, 15, "16 steps, one of them failed");
       await page.fill("#chat-input", "Which flight did I ask about?");
       await page.click('#chat button[type="submit"]');
       await page.waitForFunction(() => /\+ 1 chatted/.test(document.querySelector("#progress")?.textContent ?? ""));
