@@ -224,6 +224,17 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     await page.click("#to-end");
     await page.waitForFunction(() => /Step (\d+) of \1/.test(document.querySelector("#progress")?.textContent ?? ""));
 
+    // The same steps in Anthropic's format: written to the cache (1.25×) up to each call's breakpoint, read (0.1×) up to the last call's.
+    await page.selectOption("#format", "anthropic");
+    await page.waitForFunction(() => !document.body.hasAttribute("aria-busy") && document.querySelectorAll(".cost-chart g.step").length === 31 &&
+      document.querySelector(".cost-chart g.step")?.dataset.written !== "0");
+    const anthropic = await chartSteps(page);
+    assert.ok(anthropic.some((s) => s.written > 0) && anthropic.some((s) => s.cached > 0), "Anthropic calls write and read the cache");
+    for (const s of anthropic) assert.ok(Math.abs(s.units - (0.1 * s.cached + 1.25 * s.written + s.uncached)) < 1e-6, `step ${s.step}: ${JSON.stringify(s)}`);
+    console.log(`# anthropic: ${await page.textContent(".cost-total")}`);
+    await page.$eval("#cost", (el) => el.scrollIntoView());
+    await shot(page, "demo-cost-anthropic", false);
+
     // A malformed Claude Code log, dropped on the page: the loader's error names the line and field.
     const bad = [
       JSON.stringify({ type: "user", uuid: "a", message: { role: "user", content: "hello" } }),
@@ -278,6 +289,10 @@ test("demo: served without the shared fixtures, the picker is hidden and pasted 
       assert.equal(await page.$$eval("#history-list li.message", (els) => els.length), 3);
       // Anthropic messages counted with o200k_base: the package says it is an estimate.
       assert.match(await page.textContent(".bar-total"), /estimate/);
+      // One call, shorter than the shortest prefix a provider caches: nothing read or written, all at the base price.
+      const [call] = await chartSteps(page);
+      assert.ok(call.input > 0 && call.input < 1024, JSON.stringify(call));
+      assert.deepEqual([call.cached, call.written, call.uncached, call.units], [0, 0, call.input, call.input]);
       assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
     });
   } finally {
@@ -325,6 +340,8 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
         summary: document.querySelector("#summary-text pre.summary")?.textContent,
         budget: document.querySelector("#budget").value,
         mode: document.querySelector('input[name="mode"]:checked').value,
+        costs: all(".cost-chart g.step", (e) => JSON.stringify(e.dataset)),
+        cost: document.querySelector(".cost-total")?.textContent,
       };
     });
     const before = await seen();
@@ -333,6 +350,7 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     console.log(`# before the reload: ${before.step}, context ${before.total} tokens, ${before.compactions.length} compaction(s); sidebar: ${entry}`);
     assert.match(entry, /tau-bench-gpt-4o-airline\.json, run 0[\d,]+ messages · [\d,]+ tokens/);
     assert.equal(before.compactions.length, 1);
+    assert.equal(before.costs.length, Number(before.step.match(/^Step (\d+)/)[1]), "one bar per step");
     assert.ok(before.history.length > 0 && before.context.length > 0 && Number(before.total) > 0);
     assert.equal(await page.isDisabled("#step"), false, "a step is left");
 
@@ -356,6 +374,7 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     await page.waitForFunction((b) => document.querySelector("#progress")?.textContent.match(/^Step ([\d,]+)/)?.[1] !== b.match(/^Step ([\d,]+)/)[1] && !document.body.hasAttribute("aria-busy"), before.step);
     const stepped = await seen();
     assert.ok(stepped.history.length > before.history.length, "messages appended");
+    assert.deepEqual(stepped.costs.slice(0, -1), before.costs, "the stored calls' bars, and one more");
     assert.deepEqual(stepped.history.slice(0, before.history.length).map((h) => h.split(" ")[0]), before.history.map((h) => h.split(" ")[0]), "after the same messages");
     // The sidebar is listed again from the store once the step is saved, after the page stops being busy.
     await page.waitForFunction(([i, count]) => document.querySelector(`#sessions [data-session="${i}"] button.session`)?.textContent.includes(`${count} messages`), [id, stepped.history.length.toLocaleString("en-US")]);
@@ -476,6 +495,9 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       assert.deepEqual(chat.violations, [], "the context sent is valid for the API");
       assert.ok(chat.body.tools.some((t) => t.function?.name === "recall_context"), "recall_context is offered");
       assert.equal(chat.body.messages.at(-1).content, "Which flight did I ask about?");
+      // Each live call is a bar of its own, after the replayed steps'.
+      const calls = api.requests.slice(before).filter((r) => r.body.tools).length;
+      assert.equal((await chartSteps(page)).length, replayed + calls, `${replayed} steps and ${calls} chat call(s)`);
       const last = await page.$$eval("#history-list li.message", (els) => els.slice(-2).map((e) => e.textContent));
       assert.match(last[0], /Which flight did I ask about\?/);
       assert.match(last[1], /The customer wants to change a flight/);

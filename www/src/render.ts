@@ -1,7 +1,7 @@
 /** DOM for the page's panels, from the package's results. No state here: each call redraws one panel. */
 import type { Action, BudgetReport, LayoutEntry, Message, Profile, ReceiptEntry, RecallResult, Receipt } from "context-compactor/lite";
 import { preview } from "./conversation";
-import { sessionCost, type StepCost } from "./cost";
+import { pricingFor, sessionCost, type StepCost } from "./cost";
 import type { Built, Compaction, StoredMessage } from "./replay";
 
 type Child = Node | string | null | undefined | false;
@@ -217,9 +217,11 @@ const CHART_HEIGHT = 200;
  * One bar per model call: its input tokens, the part read from the cache, written to it and sent
  * uncached stacked; compaction events banded; the whole history each call would send without
  * compaction as a dashed line; the trigger and low-water mark of the last call as rules.
- * Plain SVG: a charting library would weigh more than the page's whole script.
+ * Plain SVG, about 2 KB of script gzipped: the smallest charting libraries (uPlot, some 50 KB
+ * minified) would weigh more than the whole feature.
  */
 export function costChart(steps: readonly StepCost[]): HTMLElement {
+  const anthropic = pricingFor("anthropic");
   const last = steps.at(-1);
   const top = Math.max(1, ...steps.map((s) => Math.max(s.input, s.uncompactedInput)), last?.triggerTokens ?? 0) * 1.05;
   const y = (tokens: number) => CHART_HEIGHT * (1 - tokens / top);
@@ -270,10 +272,10 @@ export function costChart(steps: readonly StepCost[]): HTMLElement {
     label("trigger", last?.triggerTokens, "trigger"),
     label("low-water", last?.lowWaterTokens, "low-water mark")),
     h("p.bar-legend", {},
-      swatch("cached", "read from the cache (0.1×)"),
-      swatch("written", "written to the cache (1.25×, Anthropic)"),
+      swatch("cached", `read from the cache (${anthropic.read}×)`),
+      swatch("written", `written to the cache (${anthropic.write5m}×, Anthropic)`),
       swatch("uncached", "uncached (1×)"),
-      swatch("uncompacted", "the whole history, sent every call without compaction"),
+      swatch("uncompacted", `the whole history, sent every call without compaction${steps.some((s) => s.uncompactedScaled) ? " (in Claude's billed tokens by the context's own ratio: an estimate)" : ""}`),
       swatch("event", "compaction event")));
 }
 

@@ -25,7 +25,7 @@ import {
   type SessionOptions,
 } from "context-compactor/lite";
 import type { Conversation } from "./conversation";
-import { stepCost, type StepCost } from "./cost";
+import { pricingFor, stepCost, type StepCost } from "./cost";
 
 /** What the page's controls choose: a built-in profile, or a budget of our own. */
 export interface Settings {
@@ -46,7 +46,8 @@ export function profileOf(settings: Settings): Profile {
 }
 
 export function buildOptions(settings: Settings, fileFormat: Format): BuildOptions & { format: Format } {
-  return { profile: profileOf(settings), format: settings.format === "file" ? fileFormat : settings.format };
+  const format = settings.format === "file" ? fileFormat : settings.format;
+  return { profile: profileOf(settings), format, pricing: pricingFor(format) };
 }
 
 /** A build's result, its messages typed for the provider they are for. */
@@ -235,7 +236,7 @@ export class Replay {
     this.last = last;
     this.buildMs = performance.now() - started;
     this.entries = history.receiptEntries();
-    if (call) this.costs.push(stepCost(this.position, last.receipt, last.tokens, options.format, this.costs.at(-1)));
+    if (call) this.costs.push(stepCost(this.position, last, options.format, this.costs.at(-1)));
     const state = history.summaryState();
     if (state.generation === before || !state.current) return undefined;
     const compaction = { step: this.position, receipt: last.receipt, summary: state.current };
