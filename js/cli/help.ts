@@ -18,8 +18,8 @@ const COMMON_HELP = `  --run N              tau-bench run lists: which run (defa
 
 const BUILD_HELP = `  --profile NAME       a built-in profile, or a model name resolved to one (gpt-4o-2024-08-06 is gpt-4o);
                        default: gpt-4o for OpenAI files, claude-sonnet-4 for Anthropic ones
-  --budget N           at most N tokens in the context (instead of a profile): budget.maxTokens = N,
-                       compaction due past N, summary and recent turns aiming at 0.6 N
+  --budget N           at most N tokens in the context (instead of a profile): budget.maxTokens = N;
+                       the trigger, low-water mark and split the build resolves are printed
   --summary KIND       extractive (default: the built-in summary of what is left out) | none
   --format FORMAT      openai | anthropic: the context's format (default: the file's)`;
 export const HELP: Record<string, string> = {

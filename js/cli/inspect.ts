@@ -2,7 +2,7 @@
 import type { ReceiptEntry } from "../node.js";
 import type { Args } from "./args.js";
 import { loadHistory } from "./input.js";
-import { describeLoaded, fillLine, preview, repairLines } from "./output.js";
+import { budgetLine, describeLoaded, fillLine, preview, repairLines } from "./output.js";
 import { build, buildPlan, encodingOf } from "./plan.js";
 import type { Progress } from "./progress.js";
 import { n, table } from "./text.js";
@@ -33,5 +33,6 @@ export function inspectCommand(args: Args, progress: Progress): void {
   });
   process.stdout.write(`${table(cells, [2, 3])}\n`);
   const fill = fillLine(receipt);
-  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(fill ? [fill] : [])].join("\n")}\n`);
+  const resolved = budgetLine(receipt);
+  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(resolved ? [resolved] : []), ...(fill ? [fill] : [])].join("\n")}\n`);
 }

@@ -47,6 +47,21 @@ const EVENT_REASONS: Record<EventReason, string> = {
   system: "a system message was logged since",
 };
 
+/** The budget as the build resolved the options (`receipt.budget`): the CLI computes none of it. */
+export function budgetLine(receipt: Receipt): string | undefined {
+  const { budget } = receipt;
+  if (!budget) return undefined;
+  const split = [
+    `system ${n(budget.systemTokens)}`,
+    ...(budget.stateTokens > 0 ? [`state ${n(budget.stateTokens)}`] : []),
+    ...(budget.pinnedTokens > 0 ? [`pinned ${n(budget.pinnedTokens)}`] : []),
+    ...(budget.requestTokens > 0 ? [`request ${n(budget.requestTokens)}`] : []),
+    `summary up to ${n(budget.summaryBudget)}`,
+    `recent ${n(budget.recentBudget)}`,
+  ];
+  return `budget: ${n(budget.maxTokens)} tokens, trigger ${n(budget.triggerTokens)}, low-water mark ${n(budget.lowWaterTokens)}; split: ${split.join(", ")}`;
+}
+
 /**
  * How full the context is and why, from the receipt: a compaction event compacts toward the
  * low-water mark, and later calls append until the trigger, so any fill between them is normal.
@@ -67,7 +82,8 @@ export function fillLine(receipt: Receipt): string | undefined {
 
 export function receiptText(loaded: Loaded, plan: Plan, result: BuildResultIn<Format>): string {
   const { receipt } = result;
-  const lines = [describeLoaded(loaded), ...repairLines(loaded), plan.describe, ""];
+  const resolved = budgetLine(receipt);
+  const lines = [describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(resolved ? [resolved] : []), ""];
   const rows = [["messages", "count", "action", "reason", "tokens before", "after"]];
   for (const run of receipt.runs.slice(0, MAX_RUNS)) {
     rows.push([run.from === run.to ? run.from : `${run.from}–${run.to}`, n(run.count), run.action, run.reason ?? "", n(run.tokensBefore), n(run.tokensAfter)]);

@@ -53,9 +53,9 @@ export function buildPlan(args: Args, fileFormat: Format): Plan {
         format,
         budget: { contextWindow: budget, targetRatio: 1 },
         thin: true,
-        summary: summaryKind === "none" ? null : { summariser: "extractive", triggerTokens: budget, targetTokens: Math.floor(budget * 0.6) },
+        summary: summaryKind === "none" ? null : { summariser: "extractive", triggerTokens: budget },
       },
-      describe: `budget ${n(budget)} tokens, ${encoding}`,
+      describe: `--budget ${n(budget)}, ${encoding}`,
     };
   }
   const chosen = findProfile(profileName ?? (format === "anthropic" ? "claude-sonnet-4" : "gpt-4o"));
@@ -65,7 +65,7 @@ export function buildPlan(args: Args, fileFormat: Format): Plan {
   return {
     encoding,
     options: { profile, format, ...(summaryKind === "none" ? { summary: null } : {}) },
-    describe: `profile ${profile.name}${profileName === undefined ? " (the default for the format; --profile or --budget to choose)" : ""}: budget ${n(Math.floor(profile.contextWindow * profile.triggerFraction))} tokens of a ${n(profile.contextWindow)} window, ${counted}`,
+    describe: `profile ${profile.name}${profileName === undefined ? " (the default for the format; --profile or --budget to choose)" : ""}: a ${n(profile.contextWindow)}-token window, ${counted}`,
   };
 }
 

@@ -49,6 +49,21 @@ const shot = async (page, name, fullPage = true) => {
   console.log(`# screenshot: ${path}`);
 };
 
+const n = (value) => value.toLocaleString("en-US");
+const text = (value) => value.replace(/\s+/g, " ");
+
+/** The cost chart's bars, as numbers. */
+const chartSteps = (page) => page.$$eval(".cost-chart g.step", (els) => els.map((e) => ({
+  step: Number(e.dataset.step),
+  input: Number(e.dataset.input),
+  cached: Number(e.dataset.cached),
+  written: Number(e.dataset.written),
+  uncached: Number(e.dataset.uncached),
+  units: Number(e.dataset.units),
+  uncompactedUnits: Number(e.dataset.uncompactedUnits),
+  event: e.dataset.event,
+})));
+
 /** The fixture's run 0, built for a 3,000-token budget (small enough to compact). */
 async function loadFixtureOnBudget(page) {
   await page.selectOption("#fixture", FIXTURE);
@@ -117,6 +132,26 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     await page.dispatchEvent("#budget", "change");
     await shot(page, "demo-loaded");
 
+    // Nothing built yet: no bar, and the budget's values wait for the receipt of a build.
+    await page.waitForFunction(() => /Step 0 of/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"));
+    assert.equal(await page.$$eval(".cost-chart g.step", (els) => els.length), 0, "no call yet");
+    assert.match(await page.textContent("#budget-info"), /from the receipt of the first build/);
+
+    // Two steps: one bar each; the second call reads the first's context from the cache.
+    for (const expected of [1, 2]) {
+      await page.click("#step");
+      await page.waitForFunction((count) => document.querySelectorAll(".cost-chart g.step").length === count && !document.body.hasAttribute("aria-busy"), expected);
+    }
+    // The budget as the build resolved it: the receipt's trigger and low-water mark, not the page's arithmetic.
+    const budgetInfo = await page.textContent("#budget-info");
+    console.log(`# ${budgetInfo}`);
+    assert.match(budgetInfo, /a compaction event when the next context would pass 3,000 \(the trigger\), down to [\d,]+ \(the low-water mark\)/);
+    assert.doesNotMatch(`${await page.textContent("#profile-info")} ${budgetInfo}`, /aim/, "no target of the page's own");
+    const early = await chartSteps(page);
+    assert.equal(early[0].cached, 0, "nothing cached at the first call");
+    assert.ok(early[1].cached > 0 && early[1].cached < early[1].input, `the second call reads a prefix from the cache: ${JSON.stringify(early[1])}`);
+    assert.equal(early[1].input, Number(await page.getAttribute(".bar-total", "data-total")), "the bar is the context shown");
+
     // Step until a compaction happens.
     await page.click("#to-compaction");
     await page.waitForSelector("#compaction-list details.compaction", { timeout: 30_000 });
@@ -142,6 +177,29 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     assert.ok((await page.textContent("#summary-text pre.summary")).length > 20, "the summary text is shown");
     await shot(page, "demo-compaction");
 
+    // The cost chart: one bar per step, the compaction marked; the running cost is the sum of the bars' and is below no compaction's.
+    const steps = await chartSteps(page);
+    const stepped = Number(progress.match(/^Step (\d+)/)[1]);
+    assert.deepEqual(steps.map((s) => s.step), Array.from({ length: stepped }, (_, i) => i + 1), "one bar per step");
+    for (const s of steps) assert.equal(s.cached + s.written + s.uncached, s.input, `step ${s.step}: the parts add up`);
+    assert.equal(steps.at(-1).input, total, "the last bar is the context shown");
+    // The low-water mark of the last build (it counts the system prompt, which the first build had not seen).
+    const lowWater = Number((await page.textContent("#budget-info")).match(/down to ([\d,]+) \(the low-water mark\)/)[1].replace(/,/g, ""));
+    const events = steps.filter((s) => s.event);
+    assert.deepEqual(events.map((s) => s.step), [stepped], "the compaction's step is marked as an event");
+    assert.ok(events[0].input >= lowWater && events[0].input <= 3000, `the event compacts to between the low-water mark ${lowWater} and the trigger: ${events[0].input}`);
+    assert.ok(steps.slice(1).filter((s) => !s.event).every((s) => s.cached > 0), "every call after the first that is not an event reads from the cache");
+    const cost = await page.$eval(".cost-total", (e) => ({ text: e.textContent, calls: Number(e.dataset.calls), units: Number(e.dataset.units), uncompacted: Number(e.dataset.uncompactedUnits) }));
+    console.log(`# ${cost.text}`);
+    const sum = (key) => steps.reduce((a, s) => a + s[key], 0);
+    assert.equal(cost.calls, steps.length);
+    assert.ok(Math.abs(cost.units - sum("units")) < 1e-6 && Math.abs(cost.uncompacted - sum("uncompactedUnits")) < 1e-6, "the total is the bars' sum");
+    // OpenAI format: no cache writes; a read costs 0.1× an uncached token.
+    for (const s of steps) assert.ok(s.written === 0 && Math.abs(s.units - (0.1 * s.cached + s.uncached)) < 1e-6, `step ${s.step}: priced at 0.1× cached + 1× uncached`);
+    assert.ok(text(cost.text).includes(`Cost so far ${n(Math.round(cost.units))}`) && text(cost.text).includes(`${(cost.units / cost.uncompacted).toFixed(2)}×`), cost.text);
+    await page.$eval("#cost", (el) => el.scrollIntoView());
+    await shot(page, "demo-cost", false);
+
     // recall_context on a compacted turn brings its messages back.
     await page.waitForSelector("#recall-turn:not([disabled])");
     const turn = await page.$eval("#recall-turn", (s) => s.value);
@@ -165,6 +223,17 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     // To the end: every step appended, the page still answers.
     await page.click("#to-end");
     await page.waitForFunction(() => /Step (\d+) of \1/.test(document.querySelector("#progress")?.textContent ?? ""));
+
+    // The same steps in Anthropic's format: written to the cache (1.25×) up to each call's breakpoint, read (0.1×) up to the last call's.
+    await page.selectOption("#format", "anthropic");
+    await page.waitForFunction(() => !document.body.hasAttribute("aria-busy") && document.querySelectorAll(".cost-chart g.step").length === 31 &&
+      document.querySelector(".cost-chart g.step")?.dataset.written !== "0");
+    const anthropic = await chartSteps(page);
+    assert.ok(anthropic.some((s) => s.written > 0) && anthropic.some((s) => s.cached > 0), "Anthropic calls write and read the cache");
+    for (const s of anthropic) assert.ok(Math.abs(s.units - (0.1 * s.cached + 1.25 * s.written + s.uncached)) < 1e-6, `step ${s.step}: ${JSON.stringify(s)}`);
+    console.log(`# anthropic: ${await page.textContent(".cost-total")}`);
+    await page.$eval("#cost", (el) => el.scrollIntoView());
+    await shot(page, "demo-cost-anthropic", false);
 
     // A malformed Claude Code log, dropped on the page: the loader's error names the line and field.
     const bad = [
@@ -220,6 +289,10 @@ test("demo: served without the shared fixtures, the picker is hidden and pasted 
       assert.equal(await page.$$eval("#history-list li.message", (els) => els.length), 3);
       // Anthropic messages counted with o200k_base: the package says it is an estimate.
       assert.match(await page.textContent(".bar-total"), /estimate/);
+      // One call, shorter than the shortest prefix a provider caches: nothing read or written, all at the base price.
+      const [call] = await chartSteps(page);
+      assert.ok(call.input > 0 && call.input < 1024, JSON.stringify(call));
+      assert.deepEqual([call.cached, call.written, call.uncached, call.units], [0, 0, call.input, call.input]);
       assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
     });
   } finally {
@@ -267,6 +340,8 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
         summary: document.querySelector("#summary-text pre.summary")?.textContent,
         budget: document.querySelector("#budget").value,
         mode: document.querySelector('input[name="mode"]:checked').value,
+        costs: all(".cost-chart g.step", (e) => JSON.stringify(e.dataset)),
+        cost: document.querySelector(".cost-total")?.textContent,
       };
     });
     const before = await seen();
@@ -275,6 +350,7 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     console.log(`# before the reload: ${before.step}, context ${before.total} tokens, ${before.compactions.length} compaction(s); sidebar: ${entry}`);
     assert.match(entry, /tau-bench-gpt-4o-airline\.json, run 0[\d,]+ messages · [\d,]+ tokens/);
     assert.equal(before.compactions.length, 1);
+    assert.equal(before.costs.length, Number(before.step.match(/^Step (\d+)/)[1]), "one bar per step");
     assert.ok(before.history.length > 0 && before.context.length > 0 && Number(before.total) > 0);
     assert.equal(await page.isDisabled("#step"), false, "a step is left");
 
@@ -298,6 +374,7 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     await page.waitForFunction((b) => document.querySelector("#progress")?.textContent.match(/^Step ([\d,]+)/)?.[1] !== b.match(/^Step ([\d,]+)/)[1] && !document.body.hasAttribute("aria-busy"), before.step);
     const stepped = await seen();
     assert.ok(stepped.history.length > before.history.length, "messages appended");
+    assert.deepEqual(stepped.costs.slice(0, -1), before.costs, "the stored calls' bars, and one more");
     assert.deepEqual(stepped.history.slice(0, before.history.length).map((h) => h.split(" ")[0]), before.history.map((h) => h.split(" ")[0]), "after the same messages");
     // The sidebar is listed again from the store once the step is saved, after the page stops being busy.
     await page.waitForFunction(([i, count]) => document.querySelector(`#sessions [data-session="${i}"] button.session`)?.textContent.includes(`${count} messages`), [id, stepped.history.length.toLocaleString("en-US")]);
@@ -407,6 +484,9 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       await page.click("#to-end");
       await page.waitForSelector("#chat:not([hidden])");
       const before = api.requests.length;
+      // One bar per step whose context was built: the step whose summariser failed sent nothing.
+      const replayed = (await chartSteps(page)).length;
+      assert.equal(replayed, 15, "16 steps, one of them failed");
       await page.fill("#chat-input", "Which flight did I ask about?");
       await page.click('#chat button[type="submit"]');
       await page.waitForFunction(() => /\+ 1 chatted/.test(document.querySelector("#progress")?.textContent ?? ""));
@@ -415,6 +495,9 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       assert.deepEqual(chat.violations, [], "the context sent is valid for the API");
       assert.ok(chat.body.tools.some((t) => t.function?.name === "recall_context"), "recall_context is offered");
       assert.equal(chat.body.messages.at(-1).content, "Which flight did I ask about?");
+      // Each live call is a bar of its own, after the replayed steps'.
+      const calls = api.requests.slice(before).filter((r) => r.body.tools).length;
+      assert.equal((await chartSteps(page)).length, replayed + calls, `${replayed} steps and ${calls} chat call(s)`);
       const last = await page.$$eval("#history-list li.message", (els) => els.slice(-2).map((e) => e.textContent));
       assert.match(last[0], /Which flight did I ask about\?/);
       assert.match(last[1], /The customer wants to change a flight/);

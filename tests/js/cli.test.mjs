@@ -103,7 +103,7 @@ test("compact --profile, --summary none, --out", () => {
   assert.equal(profiled.stdout, "", "the context went to --out");
   const context = JSON.parse(readFileSync(out, "utf8"));
   assert.deepEqual(validateMessages(context, "openai"), []);
-  assert.match(profiled.stderr, /profile gpt-4: budget 6,144 tokens of a 8,192 window, cl100k_base/);
+  assert.match(profiled.stderr, /^profile gpt-4: a 8,192-token window, cl100k_base$/m);
   assert.ok(new Tokenizer("cl100k_base").countMessages(context).total <= 6144);
   // A budget below what is left after thinning: the summary is due.
   const summarised = cli(["compact", FILES.tau, "--run", "3", "--budget", "3000"]);
@@ -147,6 +147,31 @@ test("compact and inspect --budget: how full the context is and why, as the rece
     `context: ${n(roomy.tokensAfter)} of 30,000 tokens: no compaction event; later calls append until 30,000, ` +
     `where an event compacts toward the low-water mark ${n(roomy.budget.lowWaterTokens)}`;
   assert.ok(cli(["compact", FILES.tau, "--run", "3", "--budget", "30000"]).stderr.split("\n").includes(appending));
+});
+
+test("compact and inspect: the budget line is the receipt's resolved budget, and --budget N is the library's budget of N", () => {
+  const n = (value) => value.toLocaleString("en-US");
+  const line = (b) => `budget: ${n(b.maxTokens)} tokens, trigger ${n(b.triggerTokens)}, low-water mark ${n(b.lowWaterTokens)}; split: ` +
+    [`system ${n(b.systemTokens)}`, b.stateTokens ? `state ${n(b.stateTokens)}` : "", b.pinnedTokens ? `pinned ${n(b.pinnedTokens)}` : "",
+      b.requestTokens ? `request ${n(b.requestTokens)}` : "", `summary up to ${n(b.summaryBudget)}`, `recent ${n(b.recentBudget)}`].filter(Boolean).join(", ");
+  for (const args of [["--run", "3", "--budget", "3000"], ["--run", "3", "--budget", "30000"], ["--run", "3", "--profile", "gpt-4"]]) {
+    const { receipt } = JSON.parse(cli(["compact", FILES.tau, ...args, "--json"]).stdout);
+    const expected = line(receipt.budget);
+    for (const command of ["compact", "inspect"]) {
+      const { status, stderr } = cli([command, FILES.tau, ...args]);
+      assert.equal(status, 0, stderr);
+      assert.ok(stderr.split("\n").includes(expected), `${command} ${args.join(" ")}: ${expected}\n${stderr}`);
+    }
+  }
+  // The trigger and low-water mark are the library's own for a budget of N: the CLI adds no target of its own.
+  const loaded = loadConversation(readFileSync(FILES.tau, "utf8"), { run: 3 });
+  const history = new ConversationHistory({ format: loaded.format });
+  history.appendMany(loaded.messages);
+  const library = history.build({ budget: { maxTokens: 3000 }, format: loaded.format, thin: true, summary: { summarizer: "extractive" } }).receipt.budget;
+  const printed = JSON.parse(cli(["compact", FILES.tau, "--run", "3", "--budget", "3000", "--json"]).stdout).receipt.budget;
+  assert.deepEqual(printed, library);
+  assert.match(cli(["compact", "--help"]).stdout, /the trigger, low-water mark and split the build resolves are printed/);
+  assert.doesNotMatch(cli(["compact", "--help"]).stdout, /0\.6 N/);
 });
 
 test("count: tokens by role and by part, as history.tokenReport() gives them", () => {
