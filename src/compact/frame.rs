@@ -95,9 +95,16 @@ pub struct Frame {
     /// The session's state as the context last showed it, section by section (its text): a state
     /// that changed between events is shown again after the last message, not rewritten in place.
     pub(crate) state_shown: Option<Vec<String>>,
-    /// Changes to what storage must keep of the frame: an event, and a state shown again (the
-    /// messages appended between them are the history's, and need no record).
+    /// Changes to what storage must keep of the frame: an event, a state shown again, a message
+    /// taken in a form the history alone does not give (made up, reduced, or left out by repair).
+    /// Unique within a compactor, so that a save can tell any change by it.
     pub(crate) revision: u64,
+    /// How far the frame reached at its revision, in messages and settled messages: what storage
+    /// keeps. The messages taken after it are stored messages whole, made again from the history.
+    pub(crate) revised: (usize, usize),
+    /// The receipt's pins as the messages taken since the revision leave them (the latest
+    /// request among them), when they changed: the event receipt's once the frame is revised.
+    pub(crate) pins_taken: Option<Vec<receipt::PinUse>>,
 }
 
 /// Why a build cannot append to the frame.
@@ -154,12 +161,14 @@ impl Frame {
         let settled = self.settled;
         let items = ctx.items;
         // Units reaching past the settled point: every unit after it, and at most the last unit
-        // before it, which new messages may only extend at its end.
-        let start = structure.units.partition_point(|unit| unit.last() < settled);
+        // before it, which new messages may only extend at its end. (Units are in the order of
+        // their first messages, not their last: a late result joins an earlier unit, so every
+        // unit is looked at, by a field of its own.)
+        let begun_after = structure.units.partition_point(|unit| unit.first < settled);
         let mut members: Vec<(usize, Option<Vec<usize>>, Section)> = Vec::new();
-        for (u, unit) in structure.units.iter().enumerate().skip(start) {
+        for (u, unit) in structure.units.iter().enumerate().filter(|(_, unit)| unit.last() >= settled) {
             if unit.first < settled {
-                let extends_last = u + 1 == structure.units.partition_point(|unit| unit.first < settled);
+                let extends_last = u + 1 == begun_after;
                 let old_then_new = unit.members.iter().skip_while(|m| m.msg < settled).all(|m| m.msg >= settled);
                 if !(extends_last && old_then_new) {
                     return Err(EventReason::Repair);
@@ -266,6 +275,8 @@ impl Frame {
             restored: false,
             state_shown: shown_state(&context.messages),
             revision: 0,
+            revised: (frozen, open_from),
+            pins_taken: None,
         }
     }
 
@@ -326,12 +337,23 @@ impl Frame {
         Some((Some(update), texts, used))
     }
 
-    /// Takes the closed part of `appended` into the frame.
-    pub(crate) fn take(&mut self, appended: &Appended, items: &[Item]) {
-        if appended.messages.iter().take(appended.closed).any(|m| m.sources.is_empty()) {
-            self.revision += 1;
+    /// Takes the closed part of `appended` into the frame; `true` when storage must keep what it
+    /// took: a message the history alone does not give (made up by the build, sent in another
+    /// form than the stored message whole, or a stored message left out), which a frame made
+    /// again from the history later (a late tool result joining its unit) would not match.
+    pub(crate) fn take(&mut self, appended: &Appended, items: &[Item]) -> bool {
+        let taken = &appended.messages[..appended.closed.min(appended.messages.len())];
+        let whole = |m: &ContextMessage| {
+            let stored = m.sources.first().and_then(|id| items.iter().rev().find(|item| item.id == id));
+            stored.is_some_and(|item| Arc::ptr_eq(item.message, &m.message))
+        };
+        let newly_settled = appended.fates.iter().take(appended.settled.saturating_sub(self.settled));
+        let keep = !taken.iter().all(whole) || newly_settled.into_iter().any(|f| f.action != Action::Kept);
+        if taken.iter().any(is_request) {
+            let pins = self.pins_taken.take().or_else(|| self.event_receipt.as_ref().map(|r| r.pinned.clone()));
+            self.pins_taken = Some(latest_pinned(pins.unwrap_or_default(), taken));
         }
-        self.messages.extend(appended.messages.iter().take(appended.closed).cloned());
+        self.messages.extend(taken.iter().cloned());
         self.tokens += appended.messages.iter().take(appended.closed).map(|m| m.tokens as usize).sum::<usize>();
         let settled = appended.settled;
         if settled > self.settled {
@@ -340,6 +362,16 @@ impl Frame {
             self.settled = settled;
             self.settled_id = items.get(settled - 1).map(|item| item.id.to_string());
         }
+        keep
+    }
+
+    /// Marks what the frame holds now as what storage keeps, under `revision`.
+    pub(crate) fn revise(&mut self, revision: u64) {
+        if let (Some(pins), Some(receipt)) = (self.pins_taken.take(), self.event_receipt.as_mut()) {
+            receipt.pinned = pins;
+        }
+        self.revision = revision;
+        self.revised = (self.messages.len(), self.settled);
     }
 }
 
@@ -539,7 +571,10 @@ impl Frame {
             runs,
             fates: Arc::new(fates),
             repairs: super::repair::reported(structure, cache),
-            pinned: latest_pinned(base.map(|r| r.pinned.clone()).unwrap_or_default(), appended),
+            pinned: latest_pinned(
+                self.pins_taken.clone().or_else(|| base.map(|r| r.pinned.clone())).unwrap_or_default(),
+                &appended.messages,
+            ),
             summary: base.and_then(|r| r.summary.clone()).map(|summary| super::SummaryUse { fresh: false, ..summary }),
             bridge: base.and_then(|r| r.bridge.clone()),
             memory: base.and_then(|r| r.memory.clone()),
@@ -554,13 +589,15 @@ impl Frame {
     }
 }
 
-/// The pins of the event's receipt, with the latest request now among the appended messages.
-fn latest_pinned(mut pinned: Vec<receipt::PinUse>, appended: &Appended) -> Vec<receipt::PinUse> {
-    let request = |m: &&ContextMessage| {
-        m.message.role == Role::User
-            && m.message.content.parts.iter().any(|p| matches!(p, Part::Text { text, .. } if !text.trim().is_empty()))
-    };
-    if let Some(latest) = appended.messages.iter().rev().find(request) {
+/// Whether a context message is a request the receipt pins as the latest.
+fn is_request(m: &ContextMessage) -> bool {
+    m.message.role == Role::User
+        && m.message.content.parts.iter().any(|p| matches!(p, Part::Text { text, .. } if !text.trim().is_empty()))
+}
+
+/// `pinned`, with the latest request among `messages` (appended since) as the latest pin.
+fn latest_pinned(mut pinned: Vec<receipt::PinUse>, messages: &[ContextMessage]) -> Vec<receipt::PinUse> {
+    if let Some(latest) = messages.iter().rev().find(|m| is_request(m)) {
         let tokens = latest.tokens as usize;
         pinned.retain(|pin| pin.role != super::PinRole::Latest);
         pinned.push(receipt::PinUse {
@@ -661,8 +698,8 @@ impl Frame {
         }
         let position: std::collections::HashMap<&str, usize> =
             items.iter().enumerate().map(|(i, item)| (item.id, i)).collect();
-        let messages = self
-            .messages
+        let (kept, settled) = self.revised;
+        let messages = self.messages[..kept.min(self.messages.len())]
             .iter()
             .map(|m| {
                 let id = m.sources.first().cloned();
@@ -679,8 +716,7 @@ impl Frame {
                 }
             })
             .collect();
-        let fates = self
-            .fates
+        let fates = self.fates[..settled.min(self.fates.len())]
             .chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason))
             .map(|run| FrozenFates {
                 count: run.len(),
@@ -703,8 +739,8 @@ impl Frame {
             shape: self.shape.clone(),
             summary_generation: self.summary_generation,
             events: self.events,
-            settled: self.settled,
-            settled_id: self.settled_id.clone(),
+            settled,
+            settled_id: settled.checked_sub(1).and_then(|i| items.get(i)).map(|item| item.id.to_string()),
             messages,
             fates,
             receipt: receipt.unwrap_or_default(),
@@ -793,6 +829,7 @@ impl Frame {
             calibration: None,
             cache: None,
         };
+        let kept = messages.len();
         Ok(Frame {
             shape: state.shape,
             summary_generation: state.summary_generation,
@@ -808,6 +845,8 @@ impl Frame {
             restored: true,
             state_shown: state.state_shown,
             revision: 0,
+            revised: (kept, state.settled),
+            pins_taken: None,
         })
     }
 }
