@@ -532,9 +532,9 @@ impl Compactor {
         self.parked.truncate(PARKED_FRAMES);
     }
 
-    /// The frame the next build appends to, as storage keeps it (`None` before the first build):
-    /// as it was at its last revision, which `frame_revision` names. The messages it took since
-    /// are stored messages whole, which a restored frame takes again from the history.
+    /// The frame the next build appends to, as storage keeps it (`None` before the first build).
+    /// Storage writes it when `frame_revision` changed: a frame restored from an earlier state of
+    /// the same revision takes the messages taken since (stored messages whole) from the history.
     pub fn frame_state(&self, history: &ConversationHistory) -> Option<FrameState> {
         // A history truncated since is another history: the next build starts afresh.
         if history.rebases() != self.rebases {

@@ -97,11 +97,10 @@ pub struct Frame {
     pub(crate) state_shown: Option<Vec<String>>,
     /// Changes to what storage must keep of the frame: an event, a state shown again, a message
     /// taken in a form the history alone does not give (made up, reduced, or left out by repair).
-    /// Unique within a compactor, so that a save can tell any change by it.
+    /// Between them the frame takes stored messages whole, which a frame restored from an earlier
+    /// state takes again from the history. Unique within a compactor, so that a save can tell
+    /// any change by it.
     pub(crate) revision: u64,
-    /// How far the frame reached at its revision, in messages and settled messages: what storage
-    /// keeps. The messages taken after it are stored messages whole, made again from the history.
-    pub(crate) revised: (usize, usize),
     /// The receipt's pins as the messages taken since the revision leave them (the latest
     /// request among them), when they changed: the event receipt's once the frame is revised.
     pub(crate) pins_taken: Option<Vec<receipt::PinUse>>,
@@ -275,7 +274,6 @@ impl Frame {
             restored: false,
             state_shown: shown_state(&context.messages),
             revision: 0,
-            revised: (frozen, open_from),
             pins_taken: None,
         }
     }
@@ -365,13 +363,12 @@ impl Frame {
         keep
     }
 
-    /// Marks what the frame holds now as what storage keeps, under `revision`.
+    /// Gives the frame `revision`: what storage keeps of it changed.
     pub(crate) fn revise(&mut self, revision: u64) {
         if let (Some(pins), Some(receipt)) = (self.pins_taken.take(), self.event_receipt.as_mut()) {
             receipt.pinned = pins;
         }
         self.revision = revision;
-        self.revised = (self.messages.len(), self.settled);
     }
 }
 
@@ -698,8 +695,8 @@ impl Frame {
         }
         let position: std::collections::HashMap<&str, usize> =
             items.iter().enumerate().map(|(i, item)| (item.id, i)).collect();
-        let (kept, settled) = self.revised;
-        let messages = self.messages[..kept.min(self.messages.len())]
+        let messages = self
+            .messages
             .iter()
             .map(|m| {
                 let id = m.sources.first().cloned();
@@ -716,7 +713,8 @@ impl Frame {
                 }
             })
             .collect();
-        let fates = self.fates[..settled.min(self.fates.len())]
+        let fates = self
+            .fates
             .chunk_by(|a, b| (a.action, a.reason) == (b.action, b.reason))
             .map(|run| FrozenFates {
                 count: run.len(),
@@ -726,7 +724,7 @@ impl Frame {
             .collect();
         let receipt = self.event_receipt.as_ref().map(|r| FrozenReceipt {
             budget: r.budget,
-            pinned: r.pinned.clone(),
+            pinned: self.pins_taken.clone().unwrap_or_else(|| r.pinned.clone()),
             summary: r.summary.clone(),
             bridge: r.bridge.clone(),
             memory: r.memory.clone(),
@@ -739,8 +737,8 @@ impl Frame {
             shape: self.shape.clone(),
             summary_generation: self.summary_generation,
             events: self.events,
-            settled,
-            settled_id: settled.checked_sub(1).and_then(|i| items.get(i)).map(|item| item.id.to_string()),
+            settled: self.settled,
+            settled_id: self.settled_id.clone(),
             messages,
             fates,
             receipt: receipt.unwrap_or_default(),
@@ -829,7 +827,6 @@ impl Frame {
             calibration: None,
             cache: None,
         };
-        let kept = messages.len();
         Ok(Frame {
             shape: state.shape,
             summary_generation: state.summary_generation,
@@ -845,7 +842,6 @@ impl Frame {
             restored: true,
             state_shown: state.state_shown,
             revision: 0,
-            revised: (kept, state.settled),
             pins_taken: None,
         })
     }
