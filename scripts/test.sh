@@ -2,7 +2,8 @@
 # `npm test`: every test. Installs what it needs first (scripts/ensure-tools.sh --browser --postgres), checks
 # the habits (cargo fmt --check, cargo clippy -D warnings), builds the package (scripts/build.sh)
 # and the demo (scripts/build-demo.sh: www/dist), checks the sizes the docs state
-# (scripts/sizes.mjs), type-checks the TypeScript layer, tests/types, www and the README's blocks
+# (scripts/sizes.mjs) and the generated options reference (scripts/reference.sh --check),
+# type-checks the TypeScript layer, tests/types, www and the README's blocks
 # (tsc --noEmit; scripts/readme-types.mjs), then runs
 #   1. cargo test                        the Rust core, natively
 #   2. node --test tests/js/             the package's Node entry against the shared fixtures
@@ -30,6 +31,9 @@ bash scripts/build-demo.sh
 # The download sizes the docs state are the build's (scripts/sizes.mjs --write updates them).
 echo "test: download sizes in the docs"
 node scripts/sizes.mjs --check
+# The options reference in docs/reference/ is TypeDoc's output over the built declarations.
+echo "test: the options reference (docs/reference/) matches the types"
+bash scripts/reference.sh --check
 
 # The TypeScript layer (the build compiled it; this checks it on its own) and what a consumer
 # types against the providers' SDKs (tests/types, through the built package).

@@ -10,6 +10,7 @@ use ts_rs::{Config, TS};
 
 use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, RequestParts, SummaryPatch};
 use crate::compact::profile::Profile;
+use crate::compact::cost::{CostEstimate, PricingOptions};
 use crate::compact::receipt::CacheUse;
 use crate::compact::reduce::compress::TextMode;
 use crate::compact::request::hints::{CacheOptions, CacheTtl};
@@ -107,6 +108,8 @@ fn declarations() -> String {
         ReceiptEntry::decl(&cfg),
         BudgetReport::decl(&cfg),
         CacheUse::decl(&cfg),
+        CostEstimate::decl(&cfg),
+        PricingOptions::decl(&cfg),
         EventReason::decl(&cfg),
         Change::decl(&cfg),
         Repair::decl(&cfg),

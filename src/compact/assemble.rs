@@ -466,6 +466,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         notes: std::mem::take(&mut pass.notes),
         calibration: None,
         cache: None,
+        cost: None,
     };
     let context = CompactedContext { format, messages, tokens, receipt, marks: None };
     Ok(BuildOutcome { context, summary_request: pass.summary_request.take(), new_summary: None })

@@ -599,6 +599,7 @@ impl Frame {
             notes: base.map(|r| r.notes.clone()).unwrap_or_default(),
             calibration: None,
             cache: None,
+            cost: None,
         };
         Ok(CompactedContext { format, messages, tokens, receipt, marks: None })
     }
@@ -844,6 +845,7 @@ impl Frame {
             notes: r.notes,
             calibration: None,
             cache: None,
+            cost: None,
         };
         Ok(Frame {
             shape: state.shape,

@@ -19,6 +19,7 @@
 
 pub mod assemble;
 pub mod compactor;
+pub mod cost;
 pub mod frame;
 pub mod images;
 pub(crate) mod lines;
@@ -43,6 +44,7 @@ use plan::{Ctx, Pass};
 
 pub use assemble::{BuildOutcome, CacheMarks, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
+pub use cost::{CostEstimate, PricingOptions};
 pub use frame::{Change, EventReason, FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 pub use images::{ImagePlaceholder, ImagesUse};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};

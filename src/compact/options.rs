@@ -150,6 +150,8 @@ pub struct BuildOptions {
     pub compact_now: bool,
     /// The provider cache hints the request carries (`None`: none).
     pub cache: Option<super::request::hints::CacheOptions>,
+    /// The input pricing `receipt.cost` uses (left out: the provider's for the model).
+    pub pricing: super::cost::PricingOptions,
 }
 
 /// The parts of a request sent beside the messages, which the provider bills with them: the
@@ -192,6 +194,7 @@ impl Default for BuildOptions {
             request: None,
             compact_now: false,
             cache: Some(super::request::hints::CacheOptions::default()),
+            pricing: super::cost::PricingOptions::default(),
         }
     }
 }
@@ -218,6 +221,7 @@ impl BuildOptions {
         if let Some(now) = &self.now {
             super::summary::check_created_at(now, "now")?;
         }
+        self.pricing.validate()?;
         if let Some(cache) = &self.cache {
             cache.validate()?;
         }
@@ -491,6 +495,11 @@ pub struct BuildSpec {
     /// provider options. `null` leaves them out.
     #[cfg_attr(test, ts(as = "Option<super::request::hints::CacheOptions>", optional = nullable))]
     pub cache: Patch<super::request::hints::CacheOptions>,
+    /// The input pricing `receipt.cost` is estimated with: cache read and write multipliers, the
+    /// shortest cached prefix, and a price per million input tokens for dollars. What is left out
+    /// is the provider's published pricing for the model (`pricing.model`, `request.model` or the
+    /// profile's).
+    pub pricing: Option<super::cost::PricingOptions>,
 }
 
 impl BuildSpec {
@@ -565,6 +574,9 @@ impl BuildSpec {
             options.compact_now = now;
         }
         options.cache = self.cache.merge(options.cache, |given, cache| *cache = given);
+        if let Some(pricing) = self.pricing {
+            options.pricing = pricing.or(&options.pricing);
+        }
         options.validate()?;
         Ok(options)
     }

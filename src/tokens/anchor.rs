@@ -154,6 +154,9 @@ pub struct UsageReport {
     pub calibration: Option<Factor>,
     /// Later counts of this conversation start from this bill (`AnchoredCount`).
     pub anchored: bool,
+    /// What the last build's receipt predicted for this request (`receipt.cost`), to set beside
+    /// `cacheRead` and `cacheWrite`.
+    pub predicted: Option<crate::compact::CostEstimate>,
     pub notes: Vec<String>,
 }
 
@@ -171,6 +174,7 @@ impl UsageReport {
             calibrated: false,
             calibration: None,
             anchored: false,
+            predicted: None,
             notes: Vec::new(),
         }
     }

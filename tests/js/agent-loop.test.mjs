@@ -1,4 +1,4 @@
-// The README's agent loop, replayed: 200 turns of the shared tau-bench conversations go through
+// The agent loop of docs/sessions.md, replayed: 200 turns of the shared tau-bench conversations go through
 // a session's history, memory and compaction with the built-in summariser. Every context built
 // must pass the provider's rules and fit the budget, and recall_context must bring back every
 // turn the last context left out.

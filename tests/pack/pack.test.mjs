@@ -44,7 +44,7 @@ test("the tarball holds the package and nothing else", () => {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   for (const f of files) {
-    assert.match(f, /^(package\.json|README\.md|LICENSE.*|docs\/(demo\.png|[\w-]+\.md)|dist\/(lite\/|storage\/|adapters\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
+    assert.match(f, /^(package\.json|README\.md|LICENSE.*|docs\/(demo\.png|(reference\/)?[\w-]+\.md)|dist\/(lite\/|storage\/|adapters\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
   }
   const installed = join(project, "node_modules/context-compactor");
   assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
