@@ -117,6 +117,7 @@ fn replay(messages: &[Message], options: &BuildOptions, reopen: &[bool]) -> Resu
                     let cache = outcome.context.receipt.cache.take().expect("every build reports the cache");
                     seen.events += usize::from(cache.event);
                     other.context.receipt.cache = None;
+                    (outcome.context.receipt.cost, other.context.receipt.cost) = (None, None);
                     if (request != other_request || outcome != other) && cache.reason == Some(EventReason::Repair) {
                         // The exception above: valid and within budget, then on from the live records.
                         prop_assert!(other.context.tokens.total <= max, "call {}: over budget", calls);

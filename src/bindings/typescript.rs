@@ -8,9 +8,9 @@
 
 use ts_rs::{Config, TS};
 
+use crate::compact::cost::{CostEstimate, PricingOptions};
 use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, RequestParts, SummaryPatch};
 use crate::compact::profile::Profile;
-use crate::compact::cost::{CostEstimate, PricingOptions};
 use crate::compact::receipt::CacheUse;
 use crate::compact::reduce::compress::TextMode;
 use crate::compact::request::hints::{CacheOptions, CacheTtl};

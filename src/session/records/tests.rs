@@ -1094,6 +1094,7 @@ fn built(session: &mut Session, options: &BuildOptions) -> (String, crate::compa
     let mut outcome = session.build(options).unwrap();
     let request = session.compactor.request_value(&outcome.context).unwrap();
     outcome.context.receipt.cache = None;
+    outcome.context.receipt.cost = None;
     outcome.context.marks = None;
     (serde_json::to_string(&request).unwrap(), outcome)
 }
