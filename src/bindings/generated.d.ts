@@ -993,7 +993,45 @@ export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMess
 /**
  * The ids of the messages pinned explicitly (absent: none).
  */
-pinned?: Array<string>, };
+pinned?: Array<string>, 
+/**
+ * The context the last build sent, which the next build extends (absent: none was made, or
+ * an export from before frames were kept). One that does not fit the messages is not
+ * restored: the next build then starts afresh, and its receipt's notes say so.
+ */
+frame?: FrameState, };
+
+export type FrameState = { 
+/**
+ * What the frame was made with (the options that shape messages), opaque.
+ */
+shape: string, summaryGeneration: number, 
+/**
+ * Compaction events so far.
+ */
+events: number, 
+/**
+ * Stored messages accounted for, and the id of the last.
+ */
+settled: number, settledId?: string, messages: Array<FrozenMessage>, fates: Array<FrozenFates>, receipt: FrozenReceipt, 
+/**
+ * The session's state as the context last showed it, section by section.
+ */
+stateShown?: Array<string>, };
+
+export type FrozenMessage = { 
+/**
+ * The stored message it carries (none: made up by the build).
+ */
+id?: string, section: Section, action: Action, tokens: number, 
+/**
+ * Its form as sent (in `format`), when it is not the stored message whole.
+ */
+form?: unknown, format?: Format, };
+
+export type FrozenFates = { count: number, action: Action, reason?: DropReason, };
+
+export type FrozenReceipt = { budget: BudgetReport | null, pinned: Array<PinUse>, summary: SummaryUse | null, bridge: BridgeUse | null, memory: MemoryUse | null, state: StateUse | null, images: ImagesUse | null, placeholder: boolean, notes: Array<string>, };
 
 export type LoggedMessage = { id: string, format: Format, message: Message, };
 
@@ -1046,7 +1084,9 @@ renumberedTurns: Array<[number, number]>,
 /**
  * Unsaved changes of this session that gave way to the other writer's (`"summary"`: a
  * summary made here over messages that are no longer where it covered them, or while the
- * other writer stored its own).
+ * other writer stored its own; `"frame"`: the context this session's last build sent, when
+ * the other writer stored the context its own build sent since, or when it covered unsaved
+ * messages that moved: the next build extends the other writer's, or starts afresh).
  */
 superseded: Array<string>, };
 

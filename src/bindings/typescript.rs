@@ -19,7 +19,7 @@ use crate::compact::{
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
     SummarySource, SummaryState, SummaryUse, TokensByPart, Violation,
 };
-use crate::compact::{Change, EventReason};
+use crate::compact::{Change, EventReason, FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 use crate::compact::{ImagePlaceholder, ImagesUse, StateOptions, StatePart, StateSectionUse, StateUse};
 use crate::history::{LoggedMessage, TokenReport};
 use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
@@ -159,6 +159,10 @@ fn declarations() -> String {
         MemoryExport::decl(&cfg),
         SessionExport::decl(&cfg),
         HistoryExport::decl(&cfg),
+        FrameState::decl(&cfg),
+        FrozenMessage::decl(&cfg),
+        FrozenFates::decl(&cfg),
+        FrozenReceipt::decl(&cfg),
         LoggedMessage::decl(&cfg),
         // Stored sessions.
         StoredRecord::decl(&cfg),

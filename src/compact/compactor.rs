@@ -52,6 +52,9 @@ pub struct Compactor {
     parked: Vec<Frame>,
     /// The last build's fates, one per stored message (its receipt's entries).
     last_fates: Option<Arc<Vec<Fate>>>,
+    /// Frame revisions given so far (`frame_revision`): a number is never given twice, whatever
+    /// frame holds it (one made again after a truncate, another shape's, one restored).
+    revisions: u64,
 }
 
 /// What a build sent, for the usage recorded after it.
@@ -379,15 +382,20 @@ impl Compactor {
             first_changed: (!unchanged).then_some(prefix_messages),
             events: self.frame.events,
         });
+        let mut revised = false;
         if let Some((texts, mut used)) = state {
             used.tokens = context.tokens.state;
             context.receipt.state = Some(used);
             if let Some(budget) = context.receipt.budget.as_mut() {
                 budget.state_tokens = context.tokens.state;
             }
+            revised |= self.frame.state_shown.as_ref() != Some(&texts);
             self.frame.state_shown = Some(texts);
         }
-        self.frame.take(&appended, items);
+        revised |= self.frame.take(&appended, items);
+        if revised {
+            self.revise_frame();
+        }
         self.frame.last_sent = context.messages.clone();
         // The event's request stands until its summary comes (not while one is being made).
         let summary_request = self.proposed.clone().filter(|_| self.summary.in_progress.is_none());
@@ -514,13 +522,12 @@ impl Compactor {
             first_changed: Some(prefix_messages),
             events,
         });
-        let revision = self.frame.revision + 1;
         // An empty history's context is a placeholder alone: nothing a later build may extend.
         self.frame = match items.is_empty() {
             true => Frame::default(),
             false => Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events),
         };
-        self.frame.revision = revision;
+        self.revise_frame();
         if event {
             // The next request is not the billed one plus appends.
             self.end_anchor();
@@ -606,6 +613,12 @@ impl Compactor {
         (self.frame.revision, &self.frame.shape)
     }
 
+    /// Gives the frame the next revision: what storage keeps of it changed.
+    fn revise_frame(&mut self) {
+        self.revisions += 1;
+        self.frame.revise(self.revisions);
+    }
+
     /// Makes the frame of `shape` the current one (a new one if there is none), parking the other.
     fn switch_frame(&mut self, shape: &str) {
         if self.frame.shape == shape || self.frame.shape.is_empty() {
@@ -619,6 +632,8 @@ impl Compactor {
     }
 
     /// The frame the next build appends to, as storage keeps it (`None` before the first build).
+    /// Storage writes it when `frame_revision` changed: a frame restored from an earlier state of
+    /// the same revision takes the messages taken since (stored messages whole) from the history.
     pub fn frame_state(&self, history: &ConversationHistory) -> Option<FrameState> {
         // A history truncated since is another history: the next build starts afresh.
         if history.rebases() != self.rebases {
@@ -638,6 +653,7 @@ impl Compactor {
             self.rebases = history.rebases();
         }
         drop(std::mem::replace(&mut self.frame, frame));
+        self.revise_frame();
         Ok(())
     }
 

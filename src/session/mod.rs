@@ -337,7 +337,11 @@ impl Session {
             Some(_) => crate::state::notes(&self.agent, &self.artifacts),
             None => Vec::new(),
         };
-        self.compactor.build(&mut self.history, options, &turns, &notes)
+        let mut outcome = self.compactor.build(&mut self.history, options, &turns, &notes)?;
+        if let Some(note) = self.persist.frame_note.take() {
+            outcome.context.receipt.notes.push(note);
+        }
+        Ok(outcome)
     }
 
     /// The last build's receipt message by message; empty before the first build.

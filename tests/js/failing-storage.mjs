@@ -42,7 +42,7 @@ function xxh64(bytes) {
 }
 
 /** The record version the core writes (`RECORD_VERSION`). */
-export const CURRENT_VERSION = 4;
+export const CURRENT_VERSION = 5;
 
 /** A record of the current version at `key` holding `body`, with a checksum that verifies. */
 export function sealCurrent(key, body) {

@@ -233,7 +233,42 @@ for (const kind of ["postgres", "sqlite"]) {
   });
 }
 
-test.skip("postgres: a turn served by another process sends the byte-identical prefix (needs the build's frozen context stored with the session)", () => {});
+for (const kind of ["postgres", "sqlite"]) {
+  test(`${kind}: a turn served by another process sends the byte-identical prefix`, async () => {
+    const where = place(kind);
+    // Over the budget: the first build is a compaction event, which drops the early chains.
+    await makeSession(where, "served", 30, " with a longer text to count, so that the history passes the budget");
+    const options = { format: "openai", budget: { maxTokens: 1_500 }, keepRecentSteps: 1 };
+    const adapter = await openAdapter(where);
+    const store = await SessionStore.open(adapter, { autosave: false, broadcast: false });
+    try {
+      const chat = await store.open("served");
+      const first = chat.history.build(options);
+      assert.equal(first.receipt.cache.event, true, "the history passes the budget");
+      await chat.flush();
+      // The next turns are served by other processes, each opening the session afresh.
+      const log = join(scratch, `log-${serial}`);
+      let before = first.messages;
+      for (const id of ["b", "c"]) {
+        const served = await run({ ...where, role: "serve", session: "served", id, options, log });
+        assert.equal(served.code, 0, served.stderr);
+        const built = JSON.parse(lines(log).at(-1).replace(/^built /, ""));
+        assert.equal(built.event, false, `${id}: an append to the context sent before, not a compaction event`);
+        assert.deepEqual(built.notes, []);
+        assert.equal(JSON.stringify(built.messages.slice(0, before.length)), JSON.stringify(before), `${id}: the prefix sent before, byte for byte`);
+        assert.ok(built.messages.length > before.length);
+        // What this process, had it served the turn, would have sent.
+        await chat.sync();
+        const here = chat.history.build(options);
+        assert.equal(JSON.stringify(here.messages), JSON.stringify(built.messages), `${id}: the live session's request`);
+        before = built.messages;
+      }
+    } finally {
+      await store.close();
+      await adapter.close();
+    }
+  });
+}
 
 test("postgres: the server restarted mid-run: typed errors, nothing half-written, every append stored once", async () => {
   const where = place("postgres");

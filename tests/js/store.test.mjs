@@ -353,6 +353,29 @@ for (const [kind, storage] of Object.entries(storages)) {
     await store.close();
   });
 
+  test(`${kind}: the context a build sent travels with exportSession and importSession: the next build extends it`, async () => {
+    const open = storage();
+    const store = await SessionStore.open(await open());
+    const chat = await store.create({ id: "framed" });
+    chat.history.appendMany(messages.slice(0, 25));
+    const options = { format: "anthropic", budget: { maxTokens: 4_000, lowWaterRatio: 0.5 } };
+    assert.equal(chat.history.build(options).receipt.cache.event, true, "the history passes the budget");
+    await chat.flush();
+    const file = await store.exportSession("framed");
+    // As the stored records, and as the Session.export() document.
+    const files = [file, JSON.stringify(chat.session.export())];
+    const copies = await Promise.all(files.map(async (text) => (await SessionStore.open(new MemoryStorageAdapter())).importSession(text)));
+    for (const session of [chat, ...copies]) session.history.appendMany(messages.slice(25, 27));
+    const live = chat.history.build(options);
+    for (const [i, copy] of copies.entries()) {
+      const built = copy.history.build(options);
+      assert.equal(built.receipt.cache.event, false, `file ${i}: an append to the context sent before`);
+      assert.deepEqual(built.receipt.notes, []);
+      assert.equal(JSON.stringify(built.messages), JSON.stringify(live.messages), `file ${i}: the live session's request`);
+    }
+    await store.close();
+  });
+
   test(`${kind}: a session deleted elsewhere is a NotFoundError on the next save, its changes kept in memory`, async () => {
     const open = storage();
     const first = await SessionStore.open(await open(), { autosave: false });
