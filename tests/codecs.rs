@@ -9,21 +9,21 @@ fn round_trip(messages: &Value, format: Format) -> Value {
 }
 
 #[test]
-fn every_tau_bench_run_round_trips_losslessly() {
-    let runs = common::tau_bench();
-    assert_eq!(runs.len(), 200);
+fn every_airline_run_round_trips_losslessly() {
+    let runs = common::airline_runs();
+    assert_eq!(runs.len(), 40);
     let mut total = 0;
     for run in &runs {
         assert_eq!(&round_trip(run, Format::OpenAi), run);
         total += run.as_array().map_or(0, Vec::len);
     }
-    assert_eq!(total, 5308);
+    assert_eq!(total, 1435);
 }
 
 #[test]
 fn swe_agent_trajectory_round_trips_with_its_extra_fields() {
     let history = common::swe_agent();
-    assert_eq!(history.as_array().map(Vec::len), Some(24));
+    assert_eq!(history.as_array().map(Vec::len), Some(22));
     assert_eq!(round_trip(&history, Format::OpenAi), history);
     let parsed = message::parse(history, Format::OpenAi).unwrap();
     assert!(parsed[0].extra.contains_key("message_type"), "unknown fields are kept");
@@ -82,8 +82,8 @@ fn anthropic_request_keeps_its_system_blocks() {
 }
 
 #[test]
-fn tau_bench_converts_to_anthropic_and_back_keeping_roles_texts_and_tool_ids() {
-    for run in common::tau_bench().iter().take(50) {
+fn airline_converts_to_anthropic_and_back_keeping_roles_texts_and_tool_ids() {
+    for run in common::airline_runs().iter().take(50) {
         let anthropic = message::convert(run.clone(), Format::OpenAi, Format::Anthropic).unwrap();
         let messages = anthropic["messages"].as_array().unwrap();
         // Alternation holds after conversion: tool results merge into user turns.

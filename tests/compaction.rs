@@ -467,7 +467,7 @@ fn options_parse_from_camel_case_json() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The shared fixtures.
+// The fixtures: generated agent sessions in the shapes of real ones.
 
 fn check_all_formats(h: &mut Session, options: &BuildOptions) {
     for format in [Format::OpenAi, Format::Anthropic] {
@@ -500,7 +500,7 @@ fn check_all_formats(h: &mut Session, options: &BuildOptions) {
 }
 
 #[test]
-fn every_tau_bench_run_builds_a_valid_context() {
+fn every_airline_run_builds_a_valid_context() {
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 8000, ..BudgetOptions::default() }),
         summary: Some(SummaryOptions {
@@ -511,7 +511,7 @@ fn every_tau_bench_run_builds_a_valid_context() {
         thin: true,
         ..BuildOptions::default()
     };
-    for (i, run) in common::tau_bench().into_iter().enumerate() {
+    for (i, run) in common::airline_runs().into_iter().enumerate() {
         let mut h = Session::with_encoding(Encoding::O200kBase);
         h.history.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
         check_all_formats(&mut h, &options);
@@ -567,7 +567,7 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
         .filter(|t| t.starts_with("[file read]"))
         .collect();
     assert!(
-        digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")),
+        digests.iter().any(|d| d.starts_with("[file read] ledger.ts (typescript, ")),
         "{digests:?} {:?} {:?}",
         context.receipt.tokens_before,
         context.receipt.runs
@@ -582,18 +582,18 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
     let outcome = h.build(&options).unwrap();
     let summary: Value = serde_json::from_str(&outcome.new_summary.unwrap().text).unwrap();
     let files = summary["files"].to_string();
-    assert!(files.contains("/home/marco/projects/spotter/assets/js/app.js"), "{files}");
+    assert!(files.contains("/home/dev/projects/ledger/src/ledger.ts"), "{files}");
     assert!(summary["toolsUsed"]["Bash"].as_u64().unwrap() >= 1);
 }
 
-/// The 200 tau-bench runs as one 5,308-message conversation, built to 100k tokens.
+/// The 40 airline runs as one 1,435-message conversation (~117k tokens), built to 100k tokens.
 #[test]
-fn tau_bench_concatenated_to_a_100k_budget() {
+fn airline_concatenated_to_a_100k_budget() {
     let mut h = Session::with_encoding(Encoding::O200kBase);
-    for run in common::tau_bench() {
+    for run in common::airline_runs() {
         h.history.append_values(run, Format::OpenAi).unwrap();
     }
-    assert_eq!(h.history.len(), 5308);
+    assert_eq!(h.history.len(), 1435);
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
         ..BuildOptions::default()
@@ -601,12 +601,12 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     let outcome = h.build(&options).unwrap();
     let context = &outcome.context;
     assert!(context.tokens.total <= 100_000);
-    assert_eq!(context.receipt.fates.len(), 5308);
-    // 199 copies of the same system prompt are kept once.
-    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 199);
+    assert_eq!(context.receipt.fates.len(), 1435);
+    // 39 copies of the same system prompt are kept once.
+    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 39);
     let summary = outcome.new_summary.as_ref().expect("past 50k: the extractive summary");
     let value: Value = serde_json::from_str(&summary.text).unwrap();
-    assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 100);
+    assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 40);
     assert!(context.to_request().is_ok());
     // Warm, and after one append: only the new message is counted and no old reduction redone.
     let computed = h.compactor.reductions_computed();
@@ -621,7 +621,7 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     assert_eq!(appended.context.receipt.fates.last().unwrap().action, Action::Kept);
 }
 
-/// The shared Claude Code logs and the SWE-agent trajectory at 60k, 30k, 6k and 3k tokens, budget
+/// The Claude Code logs and the SWE-agent trajectory at 60k, 30k, 6k and 3k tokens, budget
 /// only, with the summary, and with thinning. Every context is valid, within budget, holds the
 /// task and the latest request (pinned, in the context), is compacted by an event down to the
 /// low-water mark (and not below it) when the history is larger, leaves nothing uncovered while

@@ -108,7 +108,7 @@ fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history()
 
 #[test]
 fn a_warm_build_makes_the_fates_and_runs_of_what_changed_not_of_the_history() {
-    // Issue #18 item 4: 30,000 tau-bench messages have thousands of receipt runs (one per stretch
+    // Issue #18 item 4: 30,000 airline-run messages have thousands of receipt runs (one per stretch
     // between repaired messages); a build after one append remakes only those near the end.
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages = common::long_conversation(30_000);
@@ -179,7 +179,7 @@ fn a_first_build_needs_little_memory_beside_a_long_history() {
 fn a_logged_message_takes_at_most_twice_its_json() {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages: Vec<Value> =
-        common::tau_bench().into_iter().flat_map(|run| run.as_array().cloned().unwrap_or_default()).collect();
+        common::airline_runs().into_iter().flat_map(|run| run.as_array().cloned().unwrap_or_default()).collect();
     let json: usize = messages.iter().map(|m| m.to_string().len()).sum();
     let texts: Vec<String> = messages.iter().map(Value::to_string).collect();
     drop(messages);
