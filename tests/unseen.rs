@@ -488,7 +488,7 @@ fn swe_agent_0x_trajectory() {
 
 /// tau-bench runs from a litellm model: `function_call: null`, null content with calls.
 #[test]
-fn airline_run_with_null_legacy_fields() {
+fn tau_bench_run_with_null_legacy_fields() {
     let runs = json!([{"task_id": 3, "reward": 1.0, "info": {"task": {"user_id": "u"}}, "traj": [
         {"role": "system", "content": "# Airline Agent Policy"},
         {"role": "user", "content": "Hi"},
