@@ -17,7 +17,7 @@ fn every_airline_run_round_trips_losslessly() {
         assert_eq!(&round_trip(run, Format::OpenAi), run);
         total += run.as_array().map_or(0, Vec::len);
     }
-    assert_eq!(total, 1435);
+    assert_eq!(total, 1780);
 }
 
 #[test]

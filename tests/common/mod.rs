@@ -12,11 +12,18 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Where the shared real-world fixtures would be: `$CC_SHARED/fixtures` when it is set, else
-/// `../shared/fixtures` beside the repository.
+/// Where the shared real-world fixtures would be: `CC_SHARED` when it is set (that folder, or its
+/// `fixtures/`), else `../shared/fixtures` beside the repository.
 pub fn shared_fixtures_path() -> PathBuf {
     match std::env::var_os("CC_SHARED") {
-        Some(dir) => PathBuf::from(dir).join("fixtures"),
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.join("fixtures").is_dir() {
+                dir.join("fixtures")
+            } else {
+                dir
+            }
+        }
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"),
     }
 }

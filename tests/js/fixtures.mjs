@@ -9,10 +9,13 @@ const read = (path) => readFileSync(new URL(path, FIXTURES), "utf8");
 export const AIRLINE_RUNS = "openai/airline-runs.json";
 export const SWE_AGENT = "openai/swe-agent-trajectory.traj";
 
-/** `$CC_SHARED/fixtures/` when CC_SHARED is set, else `../shared/fixtures/` beside the repository. */
-export const SHARED_FIXTURES = process.env.CC_SHARED
-  ? pathToFileURL(`${process.env.CC_SHARED.replace(/\/?$/, "/")}fixtures/`)
-  : new URL("../../../shared/fixtures/", import.meta.url);
+/** CC_SHARED when it is set (that folder, or its `fixtures/`), else `../shared/fixtures/` beside the repository. */
+export const SHARED_FIXTURES = (() => {
+  const dir = process.env.CC_SHARED;
+  if (!dir) return new URL("../../../shared/fixtures/", import.meta.url);
+  const base = pathToFileURL(dir.replace(/\/?$/, "/"));
+  return existsSync(new URL("fixtures/", base)) ? new URL("fixtures/", base) : base;
+})();
 export const sharedPresent = () => existsSync(SHARED_FIXTURES);
 
 /** Token vectors in gpt-tokenizer's TestPlans layout: `EncodingName:` / `Sample:` (may span lines) / `Encoded: [...]`. */
