@@ -10,8 +10,8 @@
 # in one node test run, so that its summary closes the output. Every suite runs on the project's
 # own fixtures (tests/fixtures/, checked against their generator first). The shared real-world
 # fixtures (../shared/fixtures beside the repository, or CC_SHARED: that folder or the one that
-# holds it) add one more suite, tests/shared.rs and tests/shared/, when they are there; when they
-# are not, the last line says so.
+# holds it) add one more suite when they are there (tests/shared.rs, tests/shared/, and the
+# memory bounds of tests/memory.rs, measured on real messages); when not, the last line says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -19,7 +19,7 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 shared_fixtures=../shared/fixtures
 if [[ -n "${CC_SHARED:-}" ]]; then
   shared_fixtures=$CC_SHARED
-  [[ -d $CC_SHARED/fixtures ]] && shared_fixtures=$CC_SHARED/fixtures
+  if [[ -d $CC_SHARED/fixtures ]]; then shared_fixtures=$CC_SHARED/fixtures; fi
 fi
 shared_tests=()
 if [[ -d $shared_fixtures ]]; then
@@ -28,11 +28,11 @@ if [[ -d $shared_fixtures ]]; then
 else
   shared_present=0
   # The Rust tests of the suite are #[ignore]d for a plain `cargo test`; the Node ones skip.
-  shared_count=$(( $(grep -c '^#\[ignore = "reads the shared fixtures"\]' tests/shared.rs) + $(cat tests/shared/*.test.mjs | grep -c '{ skip }') ))
+  shared_count=$(( $(cat tests/shared.rs tests/memory.rs | grep -c '^#\[ignore = "reads the shared fixtures"\]') + $(cat tests/shared/*.test.mjs | grep -c '{ skip }') ))
 fi
 shared_note() {
   if [[ $shared_present == 0 ]]; then
-    echo "test: shared fixtures not found at $shared_fixtures: $shared_count tests skipped (tests/shared.rs, tests/shared/; set CC_SHARED or put shared/ beside the repository)"
+    echo "test: shared fixtures not found at $shared_fixtures: $shared_count tests skipped (tests/shared.rs, tests/memory.rs, tests/shared/; set CC_SHARED or put shared/ beside the repository)"
   fi
 }
 # Said last, whatever the outcome, so that it is not lost above the summaries.
@@ -70,8 +70,8 @@ node tests/fixtures/agents.mjs --check
 echo "test: cargo test"
 cargo test ${CARGO_TEST_ARGS:-}
 if [[ $shared_present == 1 ]]; then
-  echo "test: cargo test --test shared -- --ignored (the shared fixtures at $shared_fixtures)"
-  cargo test --test shared -- --ignored
+  echo "test: cargo test --test shared --test memory -- --ignored (the shared fixtures at $shared_fixtures)"
+  cargo test --test shared --test memory -- --ignored
 fi
 
 echo "test: node --test (Node entry, browser entry in Chromium, npm pack${shared_tests:+, the shared fixtures})"

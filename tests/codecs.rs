@@ -129,8 +129,8 @@ fn claude_code_converts_to_openai_with_tool_messages() {
         .flat_map(|m| m.tool_results())
         .map(|r| r.call_id.as_str())
         .collect();
-    assert_eq!(calls.len(), 6);
-    assert_eq!(results.len(), 6);
+    assert_eq!(calls.len(), 9);
+    assert_eq!(results.len(), 9);
     for id in &results {
         assert!(calls.contains(id));
     }

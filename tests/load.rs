@@ -64,11 +64,9 @@ fn swe_agent_trajectory() {
     let session = append_and_build(&loaded);
     assert_eq!(session.history.len(), 22);
     // The name is only a hint: the same content under another name loads the same.
-    let renamed = load(
-        &read(common::SWE_AGENT_FILE),
-        &LoadOptions { name: Some("x.json".into()), ..LoadOptions::default() },
-    )
-    .unwrap();
+    let renamed =
+        load(&read(common::SWE_AGENT_FILE), &LoadOptions { name: Some("x.json".into()), ..LoadOptions::default() })
+            .unwrap();
     assert_eq!(renamed.messages, loaded.messages);
 }
 
@@ -76,7 +74,7 @@ fn swe_agent_trajectory() {
 fn claude_code_logs() {
     // (file, lines, messages after merging, assistant records merged away, skipped lines)
     for (name, lines, messages, merged, skipped) in
-        [("claude-code-short.jsonl", 15, 5, 4, 6), ("claude-code-tool-heavy.jsonl", 36, 21, 4, 11)]
+        [("claude-code-short.jsonl", 15, 5, 4, 6), ("claude-code-tool-heavy.jsonl", 38, 23, 4, 11)]
     {
         let loaded = load_fixture(&format!("anthropic/{name}"), None);
         assert_eq!((loaded.source, loaded.format), (Source::ClaudeCode, Format::Anthropic), "{name}");

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use context_compactor::bpe::BpeEncoding;
-use context_compactor::compact::{validate, BudgetOptions, BuildOptions, RepairKind};
+use context_compactor::compact::{validate, BudgetOptions, BuildOptions, RepairKind, SummaryOptions};
 use context_compactor::load::{load, LoadOptions, MarkKind, Source};
 use context_compactor::message::{self, Format};
 use context_compactor::session::Session;
@@ -136,23 +136,25 @@ fn swe_agent_marshmallow_trajectory() {
 #[test]
 #[ignore = "reads the shared fixtures"]
 fn claude_code_real_logs() {
-    // (file, lines, messages after merging, assistant records merged away, skipped lines)
-    for (name, lines, messages, merged, skipped) in [
-        ("claude-code-short.jsonl", 15, 5, 4, 6),
-        ("claude-code-tool-heavy.jsonl", 39, 17, 5, 17),
-        ("claude-code-subagent.jsonl", 0, 0, 0, 0),
+    // (file, (lines, messages after merging, assistant records merged away, skipped lines))
+    for (name, expected) in [
+        ("claude-code-short.jsonl", Some((15, 5, 4, 6))),
+        ("claude-code-tool-heavy.jsonl", Some((39, 17, 5, 17))),
+        ("claude-code-subagent.jsonl", None),
     ] {
         let path = shared(&format!("anthropic/{name}"));
-        let loaded =
-            load(&read(&format!("anthropic/{name}")), &LoadOptions { name: Some(name.into()), ..LoadOptions::default() })
-                .unwrap();
+        let loaded = load(
+            &read(&format!("anthropic/{name}")),
+            &LoadOptions { name: Some(name.into()), ..LoadOptions::default() },
+        )
+        .unwrap();
         assert_eq!((loaded.source, loaded.format), (Source::ClaudeCode, Format::Anthropic), "{name}");
         let records = claude_code_at(&path);
         for (i, record) in records.iter().enumerate() {
             let parsed = message::parse_anthropic_message(record.clone(), i).expect("record parses");
             assert_eq!(message::emit(&[parsed], Format::Anthropic)["messages"][0], *record, "{name} record {i}");
         }
-        if lines > 0 {
+        if let Some((lines, messages, merged, skipped)) = expected {
             let list = loaded.messages["messages"].as_array().unwrap();
             assert_eq!((list.len(), records.len(), loaded.skipped.len()), (messages, messages + merged, skipped));
             assert_eq!(loaded.skipped.len() + records.len(), lines);
@@ -166,4 +168,39 @@ fn claude_code_real_logs() {
         [(MarkKind::Meta, Some(20)), (MarkKind::LocalCommand, Some(21)), (MarkKind::LocalCommand, Some(22))]
     );
     assert!(heavy.origins.iter().any(|o| o.lines.as_deref() == Some(&[34, 37][..])), "lines 34 and 37 merged");
+}
+
+#[test]
+#[ignore = "reads the shared fixtures"]
+fn claude_code_file_reads_are_digested_within_the_last_turn() {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    let log = claude_code_at(&shared("anthropic/claude-code-tool-heavy.jsonl"));
+    h.history.append_values(Value::Array(log), Format::Anthropic).unwrap();
+    // One user turn: reads are digested within it once the history does not fit. 2,447 tokens
+    // whole; the read of app.js (962) digested leaves ~1,530, at least 90% of 1,650.
+    let budget = BudgetOptions { max_tokens: Some(1_650), ..BudgetOptions::default() };
+    let options = BuildOptions {
+        format: Format::Anthropic,
+        keep_recent_steps: 1,
+        budget: Some(budget),
+        summary: None,
+        ..BuildOptions::default()
+    };
+    let context = h.build(&options).unwrap().context;
+    let digests: Vec<String> = context
+        .messages
+        .iter()
+        .flat_map(|m| m.message.tool_results().map(|r| r.content.joined_text()).collect::<Vec<_>>())
+        .filter(|t| t.starts_with("[file read]"))
+        .collect();
+    assert!(digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")), "{digests:?}");
+    let mut options = BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..BuildOptions::default() };
+    options.summary = Some(SummaryOptions {
+        trigger_tokens: Some(200),
+        target_tokens: Some(100),
+        min_messages: 5,
+        ..SummaryOptions::default()
+    });
+    let summary: Value = serde_json::from_str(&h.build(&options).unwrap().new_summary.unwrap().text).unwrap();
+    assert!(summary["files"].to_string().contains("/home/marco/projects/spotter/assets/js/app.js"));
 }

@@ -65,8 +65,29 @@ pub fn runs_of(file: Value) -> Vec<Value> {
 /// A conversation of `n` messages: the airline runs' messages over and over, tool-call ids made
 /// unique per lap. What the scale benchmarks and tests build on.
 pub fn long_conversation(n: usize) -> Vec<Value> {
+    laps_of(airline_runs(), n)
+}
+
+/// The shared tau-bench runs (200 real GPT-4o runs, 5,308 messages), for the tests whose bounds
+/// were measured on real messages' sizes.
+pub fn shared_tau_bench() -> Vec<Value> {
+    runs_of(read_json_at(&shared_fixtures().join("openai/tau-bench-gpt-4o-airline.json")))
+}
+
+/// `long_conversation` over the shared tau-bench runs.
+pub fn shared_long_conversation(n: usize) -> Vec<Value> {
+    laps_of(shared_tau_bench(), n)
+}
+
+fn read_json_at(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+/// `n` messages: the runs' messages over and over, tool-call ids made unique per lap.
+pub fn laps_of(runs: Vec<Value>, n: usize) -> Vec<Value> {
     let templates: Vec<Value> =
-        airline_runs().into_iter().flat_map(|run| if let Value::Array(list) = run { list } else { vec![] }).collect();
+        runs.into_iter().flat_map(|run| if let Value::Array(list) = run { list } else { vec![] }).collect();
     (0..n)
         .map(|i| {
             let lap = i / templates.len();
@@ -114,8 +135,8 @@ pub fn token_vectors() -> Vec<(String, String, Vec<u32>)> {
 /// after "Sample: " up to the line that starts with "Encoded: " (it may span lines).
 pub fn test_plans_at(path: &std::path::Path) -> Vec<(String, String, Vec<u32>)> {
     // Every block starts a line; a leading comment (`#` lines) is not a block.
-    let text = "\n".to_string()
-        + &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text =
+        "\n".to_string() + &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let mut plans = Vec::new();
     for block in text.split("\nEncodingName: ").skip(1) {
         let (name, rest) = block.split_once('\n').unwrap();

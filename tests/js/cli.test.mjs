@@ -170,12 +170,12 @@ test("inspect: one line per stored message with what the build does to it", () =
   assert.equal(status, 0, stderr);
   const lines = stdout.trimEnd().split("\n");
   assert.match(lines[0], /^id\s+role\s+tokens\s+after\s+action\s+preview$/);
-  assert.equal(lines.length - 1, 21, "a line per message");
+  assert.equal(lines.length - 1, 23, "a line per message");
   assert.match(lines[1], /^m1\s+user\s/);
   assert.ok(lines.some((l) => /\b(dropped|summarised|thinned|compressed)\b/.test(l)), "something had to give");
   assert.ok(lines.some((l) => /\[meta\] <local-command-caveat>/.test(l)), "marks are shown");
   const json = JSON.parse(cli(["inspect", FILES.heavy, "--budget", "1500", "--json"]).stdout);
-  assert.equal(json.length, 21);
+  assert.equal(json.length, 23);
   for (const key of ["action", "id", "origin", "preview", "role", "tokensAfter", "tokensBefore"]) assert.ok(key in json[0], key);
   // With a summary configured nothing leaves the context uncovered (#11): no drops, so no drop reasons.
   assert.deepEqual(json.filter((entry) => entry.action === "dropped"), []);

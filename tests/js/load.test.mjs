@@ -57,7 +57,7 @@ test("SWE-agent: tool_call_ids read as tool_call_id, every other key kept", () =
 test("Claude Code: split responses merged, noise skipped with its line, meta messages marked", () => {
   const loaded = loadConversation(read("anthropic/claude-code-tool-heavy.jsonl"));
   const list = loaded.messages.messages;
-  assert.equal(list.length, 21);
+  assert.equal(list.length, 23);
   assert.equal(new Set(list.filter((m) => m.id).map((m) => m.id)).size, list.filter((m) => m.id).length, "one message per API response");
   assert.ok(loaded.skipped.every((s) => Number.isInteger(s.line) && s.reason.length > 0));
   assert.deepEqual(loaded.marks.map((m) => [m.kind, m.line]), [["meta", 23], ["localCommand", 24], ["localCommand", 25]]);
