@@ -171,7 +171,7 @@ pub fn claude_code(name: &str) -> Vec<Value> {
 }
 
 pub fn claude_code_at(path: &std::path::Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str::<Value>(line).expect("a JSON record a line"))
