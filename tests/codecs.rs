@@ -203,3 +203,22 @@ fn broken_inline_image_data_is_refused_with_its_path() {
         }
     }
 }
+
+/// The generated coding session as Responses input items and as AI SDK model messages: read and
+/// written back as they were, and converted to OpenAI Chat with every call and its result.
+#[test]
+fn responses_and_ai_sdk_sessions_round_trip_and_convert() {
+    for (file, format) in
+        [("responses/coding-session.json", Format::Responses), ("ai-sdk/coding-session.json", Format::AiSdk)]
+    {
+        let session = common::read_json(file);
+        assert_eq!(round_trip(&session, format), session, "{file}");
+        let openai = message::convert(session, format, Format::OpenAi).unwrap();
+        let parsed = message::parse(openai, Format::OpenAi).expect("valid OpenAI input");
+        let calls: Vec<&str> = parsed.iter().flat_map(|m| m.tool_calls()).map(|c| c.id.as_str()).collect();
+        let results: Vec<&str> = parsed.iter().flat_map(|m| m.tool_results()).map(|r| r.call_id.as_str()).collect();
+        assert_eq!((calls.len(), &results), (5, &calls), "{file}");
+        let images = parsed.iter().flat_map(|m| &m.content.parts).filter(|p| matches!(p, Part::Image { .. })).count();
+        assert_eq!(images, 1, "{file}: the screenshot");
+    }
+}
