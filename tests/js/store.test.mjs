@@ -21,7 +21,7 @@ import {
   persist,
 } from "context-compactor";
 import { FileSystemAdapter } from "context-compactor/storage/fs";
-import { tauBench } from "./fixtures.mjs";
+import { airlineRuns } from "./fixtures.mjs";
 
 const roots = [];
 after(() => roots.forEach((root) => rmSync(root, { recursive: true, force: true })));
@@ -31,7 +31,7 @@ const freshRoot = () => {
   return root;
 };
 
-const messages = tauBench().flatMap((run) => run.traj).slice(0, 120);
+const messages = airlineRuns().flatMap((run) => run.traj).slice(0, 120);
 
 /** Two kinds of storage, each opened twice as two "tabs" or two runs of the app would. */
 const storages = {

@@ -65,7 +65,7 @@ test("the README's links and pictures work where npm shows it: absolute, or a fi
 test("the context-compactor command runs from the installed tarball (node_modules/.bin)", () => {
   const bin = join(project, "node_modules/.bin/context-compactor");
   assert.ok(existsSync(bin), "npm linked the bin");
-  const fixture = fileURLToPath(new URL("../../../shared/fixtures/anthropic/claude-code-short.jsonl", import.meta.url));
+  const fixture = fileURLToPath(new URL("../fixtures/anthropic/claude-code-short.jsonl", import.meta.url));
   const count = JSON.parse(run(bin, ["count", fixture, "--json"], project));
   assert.equal(count.loaded.source, "claude-code");
   assert.ok(count.total > 0);
