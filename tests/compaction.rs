@@ -28,10 +28,10 @@ fn no_summary() -> BuildOptions {
     BuildOptions { summary: None, ..BuildOptions::default() }
 }
 
-/// Seed 000's example: 50 messages, keep_recent 10; the system message and a tool chain whose
-/// result lies inside the window are kept, the rest of the older messages dropped. Unlike the
-/// seed, the chain is kept whole: the seed keeps the AIMessage at idx 2 but drops its ToolMessage
-/// at idx 3, which is the very list its `clean_message_history` exists to prevent.
+/// A count window: 50 messages, the last 10 kept; the system message and a tool chain whose
+/// result lies inside the window are kept, the rest of the older messages dropped. The chain is
+/// kept whole: a window that kept the assistant message at idx 2 but dropped its tool result at
+/// idx 3 would hand the provider an unanswered call, which it rejects.
 #[test]
 fn seed_000_count_window_keeps_system_and_whole_chains() {
     let mut list =
@@ -60,7 +60,7 @@ fn seed_000_count_window_keeps_system_and_whole_chains() {
     let options = BuildOptions { max_messages: Some(10), compress: None, ..no_summary() };
     let outcome = h.build(&options).unwrap();
     let context = outcome.context;
-    // m2, the task, is pinned (issue #11): it stays whatever the window.
+    // m2, the task, is pinned: it stays whatever the window.
     let mut expected: Vec<String> = vec!["m1".into(), "m2".into(), "m3".into(), "m4".into(), "m46".into()];
     expected.extend((41..=50).filter(|i| *i != 46).map(|i| format!("m{i}")));
     assert_eq!(ids(&context), expected);
@@ -133,7 +133,7 @@ fn seed_001_budget_split_and_tool_output_compression() {
     // The pinned task and latest request come first; the summary section's share is of the rest.
     let avail = avail - report.pinned_tokens;
     assert_eq!(report.summary_budget, (avail as f64 * 0.26) as usize);
-    // Everything fits: the context is the history as it is (issue #11: nothing is compacted while
+    // Everything fits: the context is the history as it is (nothing is compacted while
     // the history fits).
     assert!(context.receipt.fates.iter().all(|e| e.action == Action::Kept));
     assert_eq!(context.receipt.tokens_after, context.receipt.tokens_before);
@@ -189,7 +189,7 @@ fn seed_001_no_optimisation_up_to_ten_messages() {
     let options = BuildOptions { budget: Some(BudgetOptions::default()), ..no_summary() };
     let context = h.build(&options).unwrap().context;
     assert!(context.receipt.fates.iter().all(|e| e.action == Action::Kept));
-    // Twelve messages that fit are not optimised either (issue #11: compaction starts past the
+    // Twelve messages that fit are not optimised either (compaction starts past the
     // budget); twelve that do not are.
     let mut h = seed_001_history(3); // 12
     let context = h.build(&options).unwrap().context;
@@ -199,7 +199,7 @@ fn seed_001_no_optimisation_up_to_ten_messages() {
     assert!(context.receipt.fates.iter().any(|e| e.action == Action::Compressed));
 }
 
-/// Seed 002: a file read in one turn is a one-line digest from the next compaction event on.
+/// A file read in one turn is a one-line digest from the next compaction event on.
 #[test]
 fn seed_002_file_reads_become_digests_in_later_turns() {
     let code = "import pandas as pd\n\ndef load_data(path):\n    return pd.read_csv(path)\n\ndef clean_data(df):\n    return df.dropna()\n\ndef visualize(df):\n    df.plot()\n".repeat(3);
@@ -234,7 +234,8 @@ fn seed_004_history(rounds: usize) -> Session {
     seed_004_history_with(rounds, "Read", 300)
 }
 
-/// Seed 004's Init agent: rounds of "read a trace", the tool result, "found a problem".
+/// An exploring agent's history (as the `init` profile serves): rounds of "read a trace", the
+/// tool result, "found a problem".
 fn seed_004_history_with(rounds: usize, tool: &str, repeat: usize) -> Session {
     let mut h = Session::with_encoding(Encoding::O200kBase);
     let mut list = vec![
@@ -257,8 +258,8 @@ fn seed_004_profile() -> Profile {
     Profile::from_value(json!({"name": "init-small", "contextWindow": 8000, "triggerFraction": 0.75, "keepRecentSteps": 3, "encoding": "o200k_base", "format": "anthropic"})).unwrap()
 }
 
-/// Seed 004: past the trigger, a summary request; the summary comes back from "the model"; the
-/// context becomes [compact prompt (user), summary (assistant), last N steps], alternating.
+/// Past the trigger, a summary request; the summary comes back from "the model"; the context
+/// becomes [task and summary (user), last N steps], alternating, and bad summaries are refused.
 #[test]
 fn seed_004_compaction_before_and_after() {
     // Traces read with a shell tool (a file-read tool's output would become a digest).
@@ -317,7 +318,7 @@ fn seed_004_compaction_before_and_after() {
     let context = &after.context;
     let request_json = context.to_request().unwrap();
     let messages = request_json["messages"].as_array().unwrap();
-    // Issue #11: the task stays first, and the summary goes in a user message, never an
+    // The task stays first, and the summary goes in a user message, never an
     // assistant one (here merged with the task, which it follows).
     assert_eq!(messages[0]["role"], "user");
     assert_eq!(

@@ -1,4 +1,4 @@
-//! What a long history costs in memory (issue #18, defect 3): the log's heap bytes against the
+//! What a long history costs in memory: the log's heap bytes against the
 //! messages' own JSON, and what its first build needs beside it, counted by this test's
 //! allocator. Natively pointers are twice the wasm's, so a bound that holds here holds with room
 //! in the wasm build (`bench/scale.mjs` measures that). The bounds were measured on real
@@ -111,7 +111,7 @@ fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history()
 
 #[test]
 fn a_warm_build_makes_the_fates_and_runs_of_what_changed_not_of_the_history() {
-    // Issue #18 item 4: 30,000 airline-run messages have over a thousand of receipt runs (one per stretch
+    // 30,000 airline-run messages have over a thousand of receipt runs (one per stretch
     // between repaired messages); a build after one append remakes only those near the end.
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages = common::long_conversation(30_000);

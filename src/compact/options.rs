@@ -15,13 +15,14 @@ use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;
 
-/// Seed 001's token budget.
+/// The token budget: the window, the share of it the context may use, and its split between
+/// the summary and the recent messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct BudgetOptions {
     /// The model's context window, in tokens.
     pub context_window: u32,
-    /// Share of the window the context may use (seed 001: 0.6).
+    /// Share of the window the context may use (default 0.6).
     pub target_ratio: f64,
     /// The most tokens the context may have, given directly (instead of the window × the ratio).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,24 +124,24 @@ impl BudgetOptions {
 pub struct BuildOptions {
     /// The format of the context (and of a summary request's messages).
     pub format: Format,
-    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    /// A count window: the last N messages (10 to 100), tool chains whole.
     pub max_messages: Option<usize>,
-    /// Seed 001's token budget.
+    /// The token budget.
     pub budget: Option<BudgetOptions>,
-    /// Seed 004: the last N steps stay whole (no thinning, no digests) and are never summarised.
+    /// The last N steps stay whole (no thinning, no digests) and are never summarised.
     pub keep_recent_steps: usize,
     /// Identical system messages are kept once.
     pub dedupe_system: bool,
     pub compress: Option<CompressOptions>,
     pub digest: Option<DigestOptions>,
-    /// Seed 004's history thinning of older turns.
+    /// History thinning of older turns.
     pub thin: bool,
     pub summary: Option<SummaryOptions>,
     /// A session's memory: summaries of recorded turns not wholly in the context (`None`: left out).
     pub memory: Option<MemoryOptions>,
     /// A session's state (skill, todos, artifacts, uploads) after the system prompt (`None`: left out).
     pub state: Option<StateOptions>,
-    /// Seed 000: images of turns before the latest go in as a one-line placeholder.
+    /// Images of turns before the latest go in as a one-line placeholder.
     pub images_sent_once: bool,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,
@@ -373,7 +374,7 @@ pub struct SummaryPatch {
     /// @deprecated Spelled `summarizer` now; still read.
     pub summariser: Option<Summarizer>,
     /// Compaction is due past this many tokens (default: the budget's `maxTokens`; without a
-    /// budget, seed 001's 50,000).
+    /// budget, 50,000).
     pub trigger_tokens: Option<u32>,
     /// After compaction the context aims below this (default: the budget's `maxTokens`, the recent
     /// messages filling what the summary leaves; without a budget, 0.6 × the trigger).
@@ -386,7 +387,7 @@ pub struct SummaryPatch {
     pub new_token_ratio: Option<f64>,
     /// The most tokens a summary may have (4,000).
     pub max_tokens: Option<u32>,
-    /// The compact instruction; seed 004's by default.
+    /// The compact instruction; the built-in one by default.
     pub prompt: Option<String>,
     /// Words a summary must contain (case-insensitive).
     pub required_keys: Option<Vec<String>>,
@@ -447,13 +448,13 @@ pub struct BuildSpec {
     pub profile: Option<ProfileRef>,
     /// The format of the context (default: the history's; with a profile, the profile's).
     pub format: Option<Format>,
-    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    /// A count window: the last N messages (10 to 100), tool chains whole.
     #[cfg_attr(test, ts(as = "Option<usize>", optional = nullable))]
     pub max_messages: Patch<usize>,
-    /// Seed 001's token budget.
+    /// The token budget.
     #[cfg_attr(test, ts(as = "Option<BudgetPatch>", optional = nullable))]
     pub budget: Patch<BudgetPatch>,
-    /// Seed 004: the last N steps stay whole and are never summarised (default 3).
+    /// The last N steps stay whole and are never summarised (default 3).
     pub keep_recent_steps: Option<usize>,
     /// Identical system messages are kept once (default true).
     pub dedupe_system: Option<bool>,
@@ -463,7 +464,7 @@ pub struct BuildSpec {
     /// File-read digests in later turns (on by default).
     #[cfg_attr(test, ts(as = "Option<DigestPatch>", optional = nullable))]
     pub digest: Patch<DigestPatch>,
-    /// Seed 004's history thinning of older turns (default false; profiles turn it on).
+    /// History thinning of older turns (default false; profiles turn it on).
     pub thin: Option<bool>,
     /// Summary compaction (on by default, with the extractive summariser).
     #[cfg_attr(test, ts(as = "Option<SummaryPatch>", optional = nullable))]
@@ -473,11 +474,11 @@ pub struct BuildSpec {
     /// them out.
     #[cfg_attr(test, ts(as = "Option<MemoryOptions>", optional = nullable))]
     pub memory: Patch<MemoryOptions>,
-    /// A session's state after the system prompt, in seed 002's order: the active skill, the open
+    /// A session's state after the system prompt, in this order: the active skill, the open
     /// todos, the available artifacts (with `<code_ref>`), the uploaded files; `null` leaves it out.
     #[cfg_attr(test, ts(as = "Option<StateOptions>", optional = nullable))]
     pub state: Patch<StateOptions>,
-    /// Seed 000: once an image was sent in an earlier turn, the context shows it as a one-line
+    /// Once an image was sent in an earlier turn, the context shows it as a one-line
     /// placeholder (`[image: png, 1024×768, sent in turn 3, message m5]`; default false). The
     /// stored message keeps the image.
     pub images_sent_once: Option<bool>,
@@ -625,7 +626,7 @@ mod tests {
             (summary.trigger_tokens, summary.min_messages),
             (Some(10_000), SummaryOptions::default().min_messages)
         );
-        // Without a budget, seed 001's 50k/30k; an explicit trigger alone keeps its 0.6.
+        // Without a budget, 50k/30k; an explicit trigger alone keeps its 0.6.
         assert_eq!((SummaryOptions::default().trigger(None), SummaryOptions::default().target(None)), (50_000, 30_000));
         let only_trigger = SummaryOptions { trigger_tokens: Some(10_000), ..SummaryOptions::default() };
         assert_eq!((only_trigger.target(None), only_trigger.target(Some(60_000))), (6_000, 10_000));

@@ -1,4 +1,4 @@
-//! Select: what the context has room for. `allot` does the budget arithmetic (seed 001): the
+//! Select: what the context has room for. `allot` does the budget arithmetic: the
 //! system prompt, the pinned requests, the summary section's share; `measure` finds the recent
 //! steps kept whole and what the history costs as it is; `select` takes units newest first within
 //! a room; `fill` makes the recent section when not everything fits: a suffix covered before it by
@@ -118,7 +118,7 @@ fn cut_summary(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, text: &str, 
     Ok(())
 }
 
-/// The recent steps kept whole (seed 004), the active messages and their tokens as stored, and
+/// The recent steps kept whole, the active messages and their tokens as stored, and
 /// whether the history as it is would need a placeholder user message first.
 pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;

@@ -104,11 +104,11 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     const page1 = responses.reduce((sum, r) => sum + (r.bytes > 0 ? r.bytes : 0), 0);
     console.log(`# network: wasm ${wasm[0].bytes} + o200k_base ${tables[0].bytes} = ${codeAndTable} bytes gzipped; ` +
       `the whole page ${page1} bytes in ${responses.length} responses; first count at ${firstCount} ms`);
-    // Issue #14's target: at most 1.0 MB. Since the session store (#13), the Responses and AI SDK formats (#15)
-    // trap recovery (#18) and #11's pins and handoff summaries joined the lite build it was 1,082,347 bytes;
+    // The target: at most 1.0 MB. Since the session store, the Responses and AI SDK formats,
+    // trap recovery and the pins and handoff summaries joined the lite build it was 1,082,347 bytes;
     // the size work of 2026-11-24 (one typed-JSON deserializer, one compiled stable sort, fewer BTreeMaps,
     // token splits chosen by cost) took it to 1,042,942, and table format 4 (the right part coded by contexts of two
-    // byte classes, #14) from 1,046,426 to 1,030,769; 1,036,007 after other merges, then 999,024 with binaryen on the
+    // byte classes) from 1,046,426 to 1,030,769; 1,036,007 after other merges, then 999,024 with binaryen on the
     // lite wasm (-O1 and more, its functions in an order where alike code is within gzip's window: scripts/build.sh),
     // zopfli allowed 60 blocks, ASCII case maps where only ASCII is matched, and sorts of positions through src/util/sort.rs;
     // 997,100 with table format 5 (frequency tables as log-scale codes, more contexts: the table -2,444, the wasm +520);
@@ -118,7 +118,7 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     // 992,235 with one JSON serializer (src/util/json_text.rs), json_de's accessors' shared work compiled once and lower
     // case from runs rather than core's table (src/util/lowercase.rs); 993,066 with the store's review fixes and the loaders'
     // new shapes; 994,689 with record version 3 (XXH64 checksums, the summary's counting tag); 995,916 with the first
-    // build's cheaper passes (issue #13: arguments parsed once, compression in place, analyze's flags in vectors);
+    // build's cheaper passes (arguments parsed once, compression in place, analyze's flags in vectors);
     // 994,876 after is_listed in src/extract/files.rs (raw wasm -25 B, gzipped -1,040 B); 996,596 with
     // SessionExport's turnStart as u64 (raw wasm -25 B, gzipped +1,720 B); 995,959 with record version 4 (a message
     // record keeps its count: raw wasm +2,003 B, gzipped -637 B).

@@ -100,7 +100,7 @@ for (const [kind, storage] of Object.entries(storages)) {
     assert.equal(info.tokens, again.history.tokenCount().total);
     assert.equal(info.createdAt, 1_000);
 
-    // Seed 000's cleanup: sessions not updated for 7 days go, with their sub-agents; open ones stay.
+    // Cleanup: sessions not updated for 7 days go, with their sub-agents; open ones stay.
     assert.deepEqual(await reloaded.cleanup(), ["old"]);
     await reloaded.rename(child.id, "Baggage");
     assert.equal((await reloaded.list()).find((s) => s.id === child.id).title, "Baggage");
