@@ -153,6 +153,7 @@ fn a_warm_build_makes_the_fates_and_runs_of_what_changed_not_of_the_history() {
             let scratch = fresh.build(&budget_build(summary)).expect("a fresh build");
             let without_cache = |receipt: &context_compactor::compact::Receipt| context_compactor::compact::Receipt {
                 cache: None,
+                cost: None,
                 ..receipt.clone()
             };
             assert_eq!(without_cache(&scratch.context.receipt), without_cache(&outcome.context.receipt));
