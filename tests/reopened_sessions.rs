@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use context_compactor::compact::{BudgetOptions, BuildOptions, BuildOutcome, EventReason, Summarizer, SummaryOptions};
+use context_compactor::compact::{BudgetOptions, BuildOptions, BuildOutcome, EventReason};
 use context_compactor::message::{Format, Message, Role};
 use context_compactor::session::records::StoredRecord;
 use context_compactor::session::Session;
@@ -24,7 +24,7 @@ use context_compactor::tokens::Encoding;
 use proptest::prelude::*;
 
 mod random_histories;
-use random_histories::{event, history};
+use random_histories::{event, history, replay_options as options};
 
 /// A key-value storage, written as the session store writes it: the records, then the removals.
 #[derive(Clone, Default)]
@@ -47,28 +47,6 @@ impl Storage {
         let records: Vec<StoredRecord> =
             self.0.iter().map(|(key, value)| StoredRecord { key: key.clone(), value: value.clone() }).collect();
         Session::load(&records).map_err(|e| TestCaseError::fail(format!("load: {e}")))
-    }
-}
-
-fn options(format: Format, budget: u32, low_water: f64, summary: u8, steps: usize) -> BuildOptions {
-    BuildOptions {
-        format,
-        budget: Some(BudgetOptions {
-            max_tokens: Some(budget),
-            low_water_ratio: Some(low_water),
-            ..BudgetOptions::default()
-        }),
-        keep_recent_steps: steps,
-        summary: match summary {
-            0 => None,
-            n => Some(SummaryOptions {
-                summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
-                min_messages: 8,
-                min_new_messages: 4,
-                ..SummaryOptions::default()
-            }),
-        },
-        ..BuildOptions::default()
     }
 }
 
