@@ -53,10 +53,11 @@ export const runList = () => JSON.parse(readFixture("tau-bench"));
 
 /**
  * For a figure that only means something on the shared fixtures: without them, one line on
- * stderr saying what `what` needs and how to provide it, and exit code 2.
+ * stderr saying what `what` needs and how to provide it (`otherwise`: another way, if the script
+ * has one), and exit code 2.
  */
-export function requireShared(what) {
+export function requireShared(what, otherwise) {
   if (sharedPresent) return;
-  console.error(`${what}: shared fixtures not found at ${fileURLToPath(SHARED)}: set CC_SHARED to the shared fixtures folder (or the folder holding it), or put shared/fixtures beside the repository`);
+  console.error(`${what}: shared fixtures not found at ${fileURLToPath(SHARED)}: set CC_SHARED to the shared fixtures folder (or the folder holding it), or put shared/fixtures beside the repository${otherwise ? `, or ${otherwise}` : ""}`);
   process.exit(2);
 }
