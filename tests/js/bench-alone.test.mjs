@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CHROMIUM } from "../browser/harness.mjs";
 
@@ -66,6 +66,16 @@ test("the Claude rule's fit and counts need the billed usage of the shared logs:
   needsShared(["bench/claude-count.mjs"], "claude-count");
   needsShared(["bench/claude-fit.mjs"], "claude-fit");
   needsShared(["tests/fixtures/generate.mjs", "--measure"], "generate.mjs --measure");
+});
+
+test("bench/cache-cost.mjs replays the generated sessions and leaves the published tables alone", () => {
+  const docs = new URL("../../docs/benchmarks.md", import.meta.url);
+  const published = readFileSync(docs, "utf8");
+  const { status, stdout, stderr } = run(["bench/cache-cost.mjs"]);
+  assert.equal(status, 0, stderr);
+  assert.match(stdout, /^The shared fixtures are absent \(looked for .*no-shared-fixtures-here.*\)(.*\n)*^### Long sessions, budget 30,000: 5 sessions/m);
+  assert.match(stderr, /^cache-cost: tables not written to docs\/benchmarks\.md: the published ones include the shared fixtures, absent here$/m);
+  assert.equal(readFileSync(docs, "utf8"), published);
 });
 
 const noChromium = existsSync(CHROMIUM) ? false : `no chromium at ${CHROMIUM}`;
