@@ -156,7 +156,7 @@ impl Compactor {
         let encoding = history.encoding();
         // The request's other parts take their share of the budget first.
         let request_tokens = match &options.request {
-            Some(parts) => request_tokens(encoding, parts, options.format)?,
+            Some(parts) => request_tokens(encoding, parts, options.format, first_system(history).as_deref())?,
             None => 0,
         };
         let beside;
@@ -994,26 +994,40 @@ impl Compactor {
     }
 }
 
+/// The text of the history's first system message: OpenAI renders tool definitions into it,
+/// which costs fewer tokens than the system message they make when there is none.
+fn first_system(history: &ConversationHistory) -> Option<String> {
+    history.records().iter().find(|r| r.message.role == Role::System).map(|r| r.message.content.joined_text())
+}
+
 /// The tokens of the request's parts sent beside the messages, by `countRequest`'s rules for
-/// `format` (AI SDK lists as OpenAI Chat).
+/// `format` (AI SDK lists as OpenAI Chat). `first_system` is the context's first system message,
+/// counted with the messages: only what the parts add beside it is theirs.
 fn request_tokens(
     encoding: Encoding,
     parts: &super::options::RequestParts,
     format: crate::message::Format,
+    first_system: Option<&str>,
 ) -> Result<usize> {
     use crate::message::Format;
-    use serde_json::{Map, Value};
+    use serde_json::{json, Map, Value};
     let format = if format == Format::AiSdk { Format::OpenAi } else { format };
     let mut request = Map::new();
+    // Where the parts carry no system prompt, the context's own is what tools join.
+    let system_message = match (format, &parts.system, first_system) {
+        (Format::OpenAi | Format::Responses, None, Some(text)) => vec![json!({"role": "system", "content": text})],
+        _ => Vec::new(),
+    };
+    let beside_the_parts = system_message.len();
     match format {
         Format::Responses => {
-            request.insert("input".into(), Value::Array(Vec::new()));
+            request.insert("input".into(), Value::Array(system_message));
             if let Some(system) = &parts.system {
                 request.insert("instructions".into(), system.clone());
             }
         }
         _ => {
-            request.insert("messages".into(), Value::Array(Vec::new()));
+            request.insert("messages".into(), Value::Array(system_message));
             if let Some(system) = &parts.system {
                 request.insert("system".into(), system.clone());
             }
@@ -1028,7 +1042,8 @@ fn request_tokens(
     let options = crate::tokens::RequestOptions { format, model: parts.model.clone(), ..Default::default() };
     let count = crate::tokens::count_request(encoding, Value::Object(request), &options)
         .map_err(|e| Error::invalid_argument(format!("build option `request`: {}", e.message)))?;
-    Ok(count.total.saturating_sub(count.reply_priming))
+    let context_system: usize = count.per_message.iter().take(beside_the_parts).map(|&n| n as usize).sum();
+    Ok(count.total.saturating_sub(count.reply_priming + context_system))
 }
 
 /// How much more than its count Claude bills this history's messages, by the Claude rule
