@@ -800,3 +800,26 @@ fn a_build_counts_its_tools_as_count_request_counts_the_request() {
         }
     }
 }
+
+/// A context compacted under a small budget is made again when the budget grows by half or more:
+/// what it cut may fit now. A budget that moves a little keeps the context (and its cache).
+#[test]
+fn a_grown_budget_makes_the_cut_context_again() {
+    use context_compactor::compact::EventReason;
+    let request = format!("Plan a trip to Rome. {}", "Include museums, food and transport. ".repeat(100));
+    let mut h = history(json!([{"role": "user", "content": request}, {"role": "assistant", "content": "Sure."}]));
+    let at = |max: u32| BuildOptions {
+        budget: Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() }),
+        ..no_summary()
+    };
+    let small = h.build(&at(100)).unwrap().context;
+    assert!(small.tokens.total <= 100);
+    let slightly = h.build(&at(140)).unwrap().context;
+    assert_eq!(slightly.receipt.cache.as_ref().map(|c| c.event), Some(false), "a budget 40% larger keeps the context");
+    let large = h.build(&at(100_000)).unwrap().context;
+    let cache = large.receipt.cache.as_ref().unwrap();
+    assert_eq!((cache.event, cache.reason), (true, Some(EventReason::Grown)));
+    assert_eq!(large.messages[0].message.content.joined_text(), request, "the request whole again");
+    let unbounded = h.build(&at(1_000_000)).unwrap().context;
+    assert_eq!(unbounded.receipt.cache.as_ref().map(|c| c.event), Some(false), "nothing was cut: nothing to remake");
+}
