@@ -823,3 +823,32 @@ fn a_grown_budget_makes_the_cut_context_again() {
     let unbounded = h.build(&at(1_000_000)).unwrap().context;
     assert_eq!(unbounded.receipt.cache.as_ref().map(|c| c.event), Some(false), "nothing was cut: nothing to remake");
 }
+
+/// Another provider's block in a message is refused when it is appended; a part type this library
+/// does not know travels in its own format and, left out of another, is named in the notes.
+#[test]
+fn foreign_and_unknown_content_parts_are_refused_or_named() {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    let tool_result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "r"}]});
+    let error = h.history.append_value(tool_result, Format::OpenAi).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::InvalidMessage);
+    assert!(error.message.contains("\"tool_result\" is an Anthropic content block"), "{}", error.message);
+    let image_url = json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}]});
+    assert!(h.history.append_value(image_url, Format::Anthropic).unwrap_err().message.contains("OpenAI content part"));
+    assert_eq!(h.history.len(), 0, "nothing appended");
+
+    let mut h = history(json!([
+        {"role": "user", "content": "hi"},
+        {"role": "user", "content": [{"type": "text", "text": "and"}, {"type": "foo", "data": 1}]},
+        {"role": "assistant", "content": "ok"}
+    ]));
+    let native = h.build(&no_summary()).unwrap().context;
+    assert!(native.receipt.notes.is_empty(), "{:?}", native.receipt.notes);
+    let options = BuildOptions { format: Format::Anthropic, ..no_summary() };
+    let foreign = h.build(&options).unwrap().context;
+    assert!(
+        foreign.receipt.notes.iter().any(|n| n == "content parts of type foo in m2 have no anthropic form and are not sent"),
+        "{:?}",
+        foreign.receipt.notes
+    );
+}

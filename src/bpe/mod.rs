@@ -178,7 +178,7 @@ pub fn load_ranks(enc: BpeEncoding, table: &[u8]) -> Result<(), BpeError> {
         };
         return Err(BpeError::new(
             BpeErrorKind::InvalidTable,
-            format!("load_ranks({}): not this build's rank table: {what}", enc.name()),
+            format!("loadRanks({}): not this build's rank table: {what}", enc.name()),
         ));
     }
     if let Some(Ok(_)) = cell(enc).get() {
@@ -364,7 +364,7 @@ impl BpeEncoder {
         let r = cell(enc).get().ok_or_else(|| {
             BpeError::new(
                 BpeErrorKind::RanksNotLoaded,
-                format!("no {} ranks in this build: pass them to load_ranks first", enc.name()),
+                format!("no {} ranks in this build: pass them to loadRanks first", enc.name()),
             )
         })?;
         r.as_ref().map_err(Clone::clone)

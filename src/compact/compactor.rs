@@ -293,6 +293,9 @@ impl Compactor {
         let written = self.estimate_cost(&mut outcome.context, options, request_tokens, same_request == Some(true));
         self.written_before = written;
         let cost = outcome.context.receipt.cost.clone();
+        if let Some(note) = parts_left_out(&outcome.context.messages, options.format) {
+            outcome.context.receipt.notes.push(note);
+        }
         let receipt = &outcome.context.receipt;
         let whole_history = receipt.fates.iter().all(|f| f.action == super::Action::Kept)
             && receipt.summary.is_none()
@@ -1037,6 +1040,41 @@ impl Compactor {
     pub fn forms_emitted(&self) -> u64 {
         self.forms.emitted
     }
+}
+
+/// A note naming the content parts of `messages` that `format` has no form for (another
+/// provider's, or unknown to this library): the emitters leave them out, which the runs (whole
+/// messages) would not say.
+fn parts_left_out(messages: &[ContextMessage], format: Format) -> Option<String> {
+    use crate::message::Part;
+    let mut kinds: Vec<&str> = Vec::new();
+    let mut ids: Vec<&str> = Vec::new();
+    for m in messages.iter().filter(|m| m.message.source != format) {
+        for part in &m.message.content.parts {
+            let Part::Other(value) = part else { continue };
+            let kind = value.get("type").and_then(serde_json::Value::as_str).unwrap_or("(untyped)");
+            // A refusal is sent as its text.
+            if kind == "refusal"
+                && value.get("refusal").and_then(serde_json::Value::as_str).is_some_and(|t| !t.is_empty())
+            {
+                continue;
+            }
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+            if let Some(id) = m.sources.first().filter(|id| !ids.contains(&id.as_str())) {
+                ids.push(id);
+            }
+        }
+    }
+    (!kinds.is_empty()).then(|| {
+        format!(
+            "content parts of type {} in {} have no {} form and are not sent",
+            kinds.join(", "),
+            ids.join(", "),
+            format.as_str()
+        )
+    })
 }
 
 /// The text of the history's first system message: OpenAI renders tool definitions into it,

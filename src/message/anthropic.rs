@@ -206,6 +206,14 @@ fn parse_block(value: Value, index: usize, base: Base, role: Role) -> Result<Par
             let data = fields.required_str("data")?;
             Ok(Part::RedactedThinking { data, extra: fields.rest_in(&["type", "data"]) })
         }
+        // Another format's part in an Anthropic message is a mistake the API would refuse.
+        "image_url" | "input_audio" | "input_text" | "input_image" | "output_text" => Err(fields.error(
+            "type",
+            format!(
+                "{kind:?} is an OpenAI content part, not an Anthropic content block (text, image, document, \
+                 tool_use, tool_result, thinking, …): append OpenAI messages with format \"openai\" or \"responses\""
+            ),
+        )),
         _ => Ok(Part::Other(original)),
     }
 }

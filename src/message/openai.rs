@@ -151,6 +151,14 @@ fn parse_part(value: Value, index: usize, base: Base) -> Result<Part> {
                 source_extra: inner.rest_in(&["url", "detail"]),
             })
         }
+        // Another format's part in a Chat message is a mistake the API would refuse.
+        "tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "image" | "document" => Err(fields.error(
+            "type",
+            format!(
+                "{kind:?} is an Anthropic content block, not an OpenAI Chat content part (text, image_url, \
+                 input_audio, file, refusal): append Anthropic messages with format \"anthropic\""
+            ),
+        )),
         // Refusals, audio, files and future part types travel verbatim.
         _ => Ok(Part::Other(original)),
     }
