@@ -6,7 +6,7 @@
 import type { ConversationHistory, MemoryModule, PullReport, StoredRecord, BuildResult, Format, MessageInput } from "./wasm.js";
 import type { Session } from "./guarded.js";
 import { ConflictError, ContextCompactorError, InvalidArgumentError, LeaseHeldError, NotFoundError } from "./errors.js";
-import { compact, type CompactOptions } from "./summarize.js";
+import { compact, summaryTimeout, type CompactOptions } from "./summarize.js";
 import { appendKey, LEASE_MS, leaseKey, markKey, metaKey, newId } from "./store-records.js";
 import { write, writeChecked } from "./store-io.js";
 import type { SessionStore } from "./store.js";
@@ -320,15 +320,17 @@ export class StoredSession {
   async compact(options: CompactOptions & { leaseMs?: number } = {}): Promise<BuildResult> {
     const { leaseMs = LEASE_MS, ...rest } = options ?? {};
     if (!(typeof leaseMs === "number" && leaseMs > 0 && Number.isFinite(leaseMs))) throw new InvalidArgumentError(`leaseMs must be a positive number of milliseconds, got ${String(leaseMs)}`);
+    // The JS-only options are checked here, as compact() checks them, and kept from the core's build.
+    const { summarize, summaryTimeoutMs, ...build } = rest;
+    if (summarize !== undefined && typeof summarize !== "function") throw new InvalidArgumentError(`compact's summarize must be a function, got ${summarize === null ? "null" : typeof summarize}`);
+    summaryTimeout(summaryTimeoutMs, "compact");
     await this.sync();
-    const summarize = rest.summarize;
     if (!summarize) {
       const result = compact(this.history, rest);
       await this.flush();
       return result;
     }
     // Most turns need no summary: then no lease is taken (a build, as compact() makes first).
-    const { summarize: _, ...build } = rest;
     const probe = this.history.build({ ...build, summary: { ...(build.summary ?? {}), summarizer: "external" } });
     if (!probe.summaryRequest) {
       await this.flush();
@@ -378,8 +380,8 @@ export class StoredSession {
     try {
       const result = await compact(this.history, {
         ...rest,
-        summarize: async (request) => {
-          const text = await summarize(request);
+        summarize: async (request, call) => {
+          const text = await summarize(request, call);
           // Stored only while the lease is this call's: renewed now, or refused.
           if (lost) throw lost;
           await claim(false);

@@ -147,7 +147,7 @@ test("a summariser that never answers: compact() times out with a SummarizerErro
 });
 
 // The timeout alone keeps Node running: a script whose summariser never answers gets its error.
-for (const how of ["compact"]) {
+for (const how of ["compact", "stored"]) {
   test(`a plain script whose summariser never answers gets the SummarizerError (${how})`, async () => {
     const child = fileURLToPath(new URL("./hung-summarizer-child.mjs", import.meta.url));
     const { code, stdout } = await new Promise((resolve) =>
