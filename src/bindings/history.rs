@@ -148,7 +148,8 @@ impl ConversationHistory {
     #[wasm_bindgen(js_name = appendMany, unchecked_return_type = "string[]")]
     pub fn append_many(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "AnthropicMessagesInput | ReadonlyArray<MessageInput>")]
+        messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format")] options: JsValue,
     ) -> JsResult<JsValue> {
         let value = from_js(&messages, "messages")?;
