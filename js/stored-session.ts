@@ -6,7 +6,7 @@
 import type { ConversationHistory, MemoryModule, PullReport, StoredRecord, BuildResult, Format, MessageInput } from "./wasm.js";
 import type { Session } from "./guarded.js";
 import { ConflictError, ContextCompactorError, InvalidArgumentError, LeaseHeldError, NotFoundError } from "./errors.js";
-import { compact, type CompactOptions } from "./summarize.js";
+import { compact, summaryTimeout, type CompactOptions } from "./summarize.js";
 import { appendKey, LEASE_MS, leaseKey, markKey, metaKey, newId } from "./store-records.js";
 import { write, writeChecked } from "./store-io.js";
 import type { SessionStore } from "./store.js";
@@ -18,6 +18,29 @@ export type StoredSessionEvent =
   | { type: "pulled"; report: PullReport }
   /** The session was deleted from the storage (here or elsewhere). */
   | { type: "deleted" };
+
+/** This process, as a lease names its holder's process: a lease held here is not "another process's". */
+const THIS_PROCESS = newId().replace(/^s-/, "p-");
+
+/**
+ * The compactions of this process, by storage and session, each waiting for the one before: one
+ * process's calls on a session queue here instead of refusing each other at the lease, which
+ * keeps other processes (and handles of other storages' names) out.
+ */
+const compactionTurns = new Map<string, Promise<void>>();
+
+function inTurn<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const run = (compactionTurns.get(key) ?? Promise.resolve()).then(fn);
+  const done = run.then(
+    () => {},
+    () => {},
+  );
+  compactionTurns.set(key, done);
+  void done.then(() => {
+    if (compactionTurns.get(key) === done) compactionTurns.delete(key);
+  });
+  return run;
+}
 
 /** A proxy of `target` that calls `changed` after each method call and property set. */
 function autosaving<T extends object>(target: T, changed: () => void, nested: Record<string, () => unknown> = {}): T {
@@ -310,7 +333,8 @@ export class StoredSession {
   /**
    * `compact(history, options)` (a build that asks `options.summarize` for a summary when one is
    * due, and stores it) holding the session's compaction lease: no other process or store runs a
-   * compaction of this session meanwhile. A lease held elsewhere is a `LeaseHeldError`. It lasts
+   * compaction of this session meanwhile. This process's calls on the session wait their turn
+   * (one after the other); a lease held elsewhere is a `LeaseHeldError`. It lasts
    * `leaseMs` (default 60 s) and is renewed every third of that while the summariser works, so a
    * holder that died blocks the others for at most `leaseMs`; a compaction its holder left
    * under way is cancelled by the next one. Without `summarize` (the built-in extractive summary,
@@ -320,15 +344,22 @@ export class StoredSession {
   async compact(options: CompactOptions & { leaseMs?: number } = {}): Promise<BuildResult> {
     const { leaseMs = LEASE_MS, ...rest } = options ?? {};
     if (!(typeof leaseMs === "number" && leaseMs > 0 && Number.isFinite(leaseMs))) throw new InvalidArgumentError(`leaseMs must be a positive number of milliseconds, got ${String(leaseMs)}`);
+    // The JS-only options are checked here, as compact() checks them, and kept from the core's build.
+    const { summarize, summaryTimeoutMs } = rest;
+    if (summarize !== undefined && typeof summarize !== "function") throw new InvalidArgumentError(`compact's summarize must be a function, got ${summarize === null ? "null" : typeof summarize}`);
+    summaryTimeout(summaryTimeoutMs, "compact");
+    return inTurn(`${this.store.name}\u0000${this.id}`, () => this.#compactInTurn(rest, leaseMs));
+  }
+
+  async #compactInTurn(rest: CompactOptions, leaseMs: number): Promise<BuildResult> {
+    const { summarize, summaryTimeoutMs: _, ...build } = rest;
     await this.sync();
-    const summarize = rest.summarize;
     if (!summarize) {
       const result = compact(this.history, rest);
       await this.flush();
       return result;
     }
     // Most turns need no summary: then no lease is taken (a build, as compact() makes first).
-    const { summarize: _, ...build } = rest;
     const probe = this.history.build({ ...build, summary: { ...(build.summary ?? {}), summarizer: "external" } });
     if (!probe.summaryRequest) {
       await this.flush();
@@ -343,7 +374,7 @@ export class StoredSession {
         this.store.locked(this.id, async () => {
           if (this.#closed) throw new ConflictError(`session ${JSON.stringify(this.id)} is ${this.#closed}`);
           const now = this.store.now();
-          let current: { holder?: unknown; until?: unknown } | undefined;
+          let current: { holder?: unknown; process?: unknown; until?: unknown } | undefined;
           try {
             const text = await io.load(leaseKey(this.id));
             current = text === undefined ? undefined : JSON.parse(text);
@@ -353,7 +384,9 @@ export class StoredSession {
           }
           const until = typeof current?.until === "number" ? current.until : 0;
           if (current && current.holder !== holder && until > now) {
-            throw new LeaseHeldError(`session ${JSON.stringify(this.id)} is being compacted by another process (its lease lasts until ${new Date(until).toISOString()})`, until);
+            // (A lease of this process: a handle of this session under another storage name.)
+            const who = typeof current.process !== "string" ? "another holder" : current.process === THIS_PROCESS ? "another holder in this process" : "another process";
+            throw new LeaseHeldError(`session ${JSON.stringify(this.id)} is being compacted by ${who} (its lease lasts until ${new Date(until).toISOString()})`, until);
           }
           if (!first && current?.holder !== holder) throw new LeaseHeldError(`the compaction lease of session ${JSON.stringify(this.id)} lapsed and was taken over`, until);
           if (first) {
@@ -365,7 +398,7 @@ export class StoredSession {
               this.changed();
             }
           }
-          await write(io, [{ key: leaseKey(this.id), value: JSON.stringify({ holder, until: now + leaseMs }) }], `taking the compaction lease of session ${this.id}`);
+          await write(io, [{ key: leaseKey(this.id), value: JSON.stringify({ holder, process: THIS_PROCESS, until: now + leaseMs }) }], `taking the compaction lease of session ${this.id}`);
         }),
       );
     await claim(true);
@@ -378,8 +411,8 @@ export class StoredSession {
     try {
       const result = await compact(this.history, {
         ...rest,
-        summarize: async (request) => {
-          const text = await summarize(request);
+        summarize: async (request, call) => {
+          const text = await summarize(request, call);
           // Stored only while the lease is this call's: renewed now, or refused.
           if (lost) throw lost;
           await claim(false);

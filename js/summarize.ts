@@ -74,8 +74,8 @@ export async function summarizeWithin(summarize: Summarizer, request: SummaryReq
       controller.abort(error);
       reject(error);
     }, timeoutMs);
-    // The wait alone does not keep a Node process alive (the summariser's own work does).
-    (timer as { unref?: () => void }).unref?.();
+    // Kept ref'd: a summariser whose work keeps nothing alive (a promise that never settles)
+    // would otherwise let Node exit mid-await, the caller's error never thrown. Cleared below.
   });
   try {
     return await Promise.race([summarize(request, { signal: controller.signal }), timedOut]);

@@ -12,6 +12,7 @@
 import type { ModelMessage, PrepareStepResult, SystemModelMessage, ToolSet, UIMessage } from "ai";
 import type { BuildOptions, BuildResult, ConversationHistory, Receipt, RequestParts } from "../api.js";
 import { InvalidArgumentError, InvalidMessageError } from "../errors.js";
+import { appendContinuation, checkHeldPrefix } from "./held-prefix.js";
 
 /** Build options for the AI SDK (the format is always `"ai-sdk"`). */
 export type AiSdkCompactOptions = Omit<BuildOptions, "format">;
@@ -25,21 +26,64 @@ export interface CompactedMessages {
   result: BuildResult;
 }
 
+export interface CompactMessagesOptions extends AiSdkCompactOptions {
+  /**
+   * The system prompt of the call (what `generateText`/`streamText` take as `system`, `ai` 7 as
+   * `instructions`): counted into the budget, and returned as `system` with its Anthropic cache
+   * breakpoint (send that one).
+   */
+  system?: SystemPrompt;
+  /** The call's tools (`tools` of `generateText`/`streamText`): their definitions are counted into the budget. */
+  tools?: ToolSet;
+}
+
 /**
- * Appends the messages of `conversation` the history does not hold yet (the history must hold a
- * prefix of it: the helper owns the history) and returns the compacted list.
+ * Appends the messages of `conversation` the history does not hold yet and returns the compacted
+ * list. The history must hold the list's first messages as they are (the helper owns the history):
+ * a list whose held part was edited or regenerated is an `InvalidArgumentError` naming the first
+ * message that differs, and nothing is appended.
  */
 export function compactMessages(
   history: ConversationHistory,
   conversation: readonly ModelMessage[],
-  options: AiSdkCompactOptions = {},
-): CompactedMessages {
-  const held = history.length;
-  if (conversation.length > held) history.appendMany(conversation.slice(held), "ai-sdk");
-  const result = history.build({ ...options, format: "ai-sdk" });
+  options: CompactMessagesOptions = {},
+): CompactedMessages & { system?: SystemModelMessage[] } {
+  const { system, tools, ...build } = options ?? {};
+  const prompt = system === undefined ? undefined : systemMessages(system, "compactMessages: system");
+  const definitions = tools === undefined ? undefined : toolDefinitions(tools);
+  appendContinuation(history, conversation, "ai-sdk", "compactMessages");
+  return buildStep(history, build, prompt, definitions, true);
+}
+
+/**
+ * The build of a step: the system prompt and tool definitions counted into the budget, and the
+ * system prompt returned with the cache breakpoint the build put on its messages when `markable`
+ * (the SDK takes system messages, not only a string).
+ */
+function buildStep(
+  history: ConversationHistory,
+  build: AiSdkCompactOptions,
+  prompt: SystemModelMessage[] | undefined,
+  definitions: FunctionToolDefinition[] | undefined,
+  markable: boolean,
+): CompactedMessages & { system?: SystemModelMessage[] } {
+  const request: RequestParts = {
+    ...(prompt !== undefined ? { system: systemForCount(prompt) } : {}),
+    ...(definitions !== undefined ? { tools: definitions } : {}),
+    ...build.request,
+  };
+  const systemCache = prompt !== undefined && markable ? leaveOneForSystem(build.cache) : undefined;
+  const result = history.build({
+    ...build,
+    format: "ai-sdk",
+    ...(Object.keys(request).length > 0 ? { request } : {}),
+    ...(systemCache !== undefined ? { cache: systemCache } : {}),
+  });
   // The package's ModelMessage type is a subset of the SDK's (tests/types/formats.ts checks it).
   const messages: ModelMessage[] = result.messages;
-  return { messages, receipt: result.receipt, result };
+  const out: CompactedMessages & { system?: SystemModelMessage[] } = { messages, receipt: result.receipt, result };
+  if (prompt !== undefined) out.system = (systemCache !== undefined ? markedSystem(prompt, messages) : undefined) ?? prompt;
+  return out;
 }
 
 /** The AI SDK (`ai`) majors the adapter supports: the `peerDependencies` range says the same. */
@@ -187,33 +231,24 @@ export function compactingPrepareStep(history: ConversationHistory, options: Com
   // How many of the run's initial (ai 5, 6: all) and response messages the history holds.
   let seen: { initial: number; responses: number } | undefined;
   const prepare = (input: PrepareStepInput): PreparedStep => {
+    if (seen === undefined) {
+      // The run's first messages repeat what the history holds: checked as compactMessages checks them.
+      const initial = isList(input?.initialMessages) ? input.initialMessages : input?.messages;
+      if (isList(initial)) checkHeldPrefix(history, initial, "ai-sdk", "compactingPrepareStep");
+    }
     seen ??= { initial: history.length, responses: 0 };
     const { added, major } = addedInStep(input, seen);
     if (added.length > 0) history.appendMany(added, "ai-sdk");
     let prompt = given ?? (major === 7 && input.initialInstructions != null ? systemMessages(input.initialInstructions, "prepareStep: initialInstructions") : undefined);
     // ai 5 takes the system prompt as a string only: its texts, joined, are what is sent and counted.
     if (prompt !== undefined && major === 5 && prompt.length > 1) prompt = [{ role: "system", content: prompt.map((m) => m.content).join("\n") }];
-    const request: RequestParts = {
-      ...(prompt !== undefined ? { system: systemForCount(prompt) } : {}),
-      ...(definitions !== undefined ? { tools: definitions } : {}),
-      ...build.request,
-    };
     // ai 5's string cannot carry a breakpoint.
-    const systemCache = prompt !== undefined && major !== 5 ? leaveOneForSystem(build.cache) : undefined;
-    const result = history.build({
-      ...build,
-      format: "ai-sdk",
-      ...(Object.keys(request).length > 0 ? { request } : {}),
-      ...(systemCache !== undefined ? { cache: systemCache } : {}),
-    });
-    // The package's ModelMessage type is a subset of the SDK's (tests/types/formats.ts checks it).
-    const messages: ModelMessage[] = result.messages;
-    last = { messages, receipt: result.receipt, result };
+    const { system: marked, ...built } = buildStep(history, build, prompt, definitions, major !== 5);
+    last = built;
     onStep?.(last, input.stepNumber);
-    const step: PreparedStep = { messages };
-    if (prompt === undefined || (given === undefined && systemCache === undefined)) return step;
+    const step: PreparedStep = { messages: built.messages };
+    if (prompt === undefined || (given === undefined && (major === 5 || leaveOneForSystem(build.cache) === undefined))) return step;
     // The system prompt counted is the one sent: returned for the step, marked where the SDK takes a mark.
-    const marked = systemCache !== undefined ? markedSystem(prompt, messages) : undefined;
     const out = marked ?? prompt;
     const value = (out.length === 1 ? out[0] : out) as never;
     if (major === 7) step.instructions = value;

@@ -247,18 +247,28 @@ export function compactingInputFilter(history: ConversationHistory, options: Com
   const build = options.build ?? {};
   const onBuild = options.onBuild;
   let lastBuild: BuildResult | undefined;
-  // The input items the history holds from the filter's input, counted from its start, and the last one.
-  let fed = 0;
-  let lastFed: string | undefined;
+  // The input items the history holds from the filter's input, from its start (as JSON text).
+  let fed: string[] = [];
   const filter = ({ modelData, agent }: CallModelInputFilterArgs): ModelInputData => {
     const input = modelData?.input;
     if (!Array.isArray(input)) throw new InvalidArgumentError("compactingInputFilter: the SDK's modelData.input is not a list of items");
     const request = { ...agentRequest(modelData.instructions, agent), ...build.request };
-    const repeats = fed > 0 && input.length >= fed && itemKey(input[fed - 1]) === lastFed;
-    const added = repeats ? input.slice(fed) : input;
+    const keys = input.map(itemKey);
+    const repeats = fed.length > 0 && input.length >= fed.length && keys[fed.length - 1] === fed[fed.length - 1];
+    if (repeats) {
+      // A repeat of the conversation so far must repeat all of it: an item edited or regenerated
+      // before the last one fed would otherwise be dropped unseen.
+      const differs = fed.findIndex((key, i) => keys[i] !== key);
+      if (differs >= 0) {
+        throw new InvalidArgumentError(
+          `compactingInputFilter: input item ${differs} differs from the one this filter fed to the history there (an edited or regenerated conversation?); ` +
+            "the history only appends what follows: start a new ConversationHistory and filter for the edited conversation",
+        );
+      }
+    }
+    const added = repeats ? input.slice(fed.length) : input;
     if (added.length > 0) history.appendMany(added.map(toResponsesItem), "openai-responses");
-    fed = input.length;
-    lastFed = input.length > 0 ? itemKey(input[input.length - 1]) : undefined;
+    fed = keys;
     const result = history.build({ ...build, format: "openai-responses", ...(Object.keys(request).length > 0 ? { request } : {}) });
     lastBuild = result;
     onBuild?.(result);

@@ -1,4 +1,5 @@
 /** The command line: which command, which FILE, which options, each checked. */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { UsageError } from "./errors.js";
 import { HELP } from "./help.js";
@@ -20,6 +21,7 @@ const OPTIONS = {
   encoding: { type: "string" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "v" },
   profile: { type: "string" },
   budget: { type: "string" },
   summary: { type: "string" },
@@ -35,7 +37,12 @@ const ALLOWED: Record<Args["command"], readonly string[]> = {
   inspect: ["run", "encoding", "json", "help", "profile", "budget", "summary", "format", "repair"],
 };
 
-/** Parses the command line; `null` when help was printed. */
+/** The package's version, from its package.json (shipped beside dist/). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+}
+
+/** Parses the command line; `null` when help (or the version) was printed. */
 export function parseCommandLine(argv: string[]): Args | null {
   let parsed;
   try {
@@ -44,6 +51,10 @@ export function parseCommandLine(argv: string[]): Args | null {
     throw new UsageError(error instanceof Error ? error.message.replace(/\. To specify a positional.*$/s, "") : String(error));
   }
   const [command, ...rest] = parsed.positionals;
+  if (parsed.values.version && command === undefined) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return null;
+  }
   if (command === undefined || command === "help") {
     if (parsed.values.help || command === "help") {
       process.stdout.write(`${HELP[rest[0] ?? "main"] ?? HELP.main}\n`);

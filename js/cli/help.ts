@@ -32,7 +32,7 @@ Commands:
 
 ${FILE_HELP}
 
-Run "${TOOL} <command> --help" for a command's options.
+Run "${TOOL} <command> --help" for a command's options; "${TOOL} --version" prints the version.
 Exit codes: 0 ok, 1 bad input or file, 2 usage.`,
   compact: `Usage: ${TOOL} compact FILE [--profile NAME | --budget N] [--summary extractive|none]
                           [--format openai|anthropic] [--out FILE] [--json]

@@ -9,7 +9,7 @@ use super::errors::JsResult;
 use super::interning::LayoutEntry;
 use super::session::Shared;
 use crate::compact::{BuildOutcome, BuildSpec, Receipt, SummaryRecord, SummaryRequest, SummaryState, TokensByPart};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorDetails, ErrorKind, Result};
 use crate::history::TokenReport;
 use crate::session::{HistoryOptions, Session as CoreSession, SessionOptions};
 use crate::tokens::ChatCount;
@@ -133,6 +133,16 @@ impl ConversationHistory {
         #[wasm_bindgen(unchecked_param_type = "MessageInput")] message: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format | AppendOneOptions")] options: JsValue,
     ) -> JsResult<String> {
+        if message.is_undefined() {
+            // A message that is not an object, as `null` or a number is: the same error class.
+            let details = ErrorDetails {
+                kind: ErrorKind::InvalidMessage,
+                message: "a message must be an object, got undefined".into(),
+                index: None,
+                path: Some("message".into()),
+            };
+            return Err(Error::from(details).into());
+        }
         let value = from_js(&message, "message")?;
         let mut session = self.session.get()?;
         let AppendOneOptions { format, pin } = match options.is_object() {
@@ -148,7 +158,8 @@ impl ConversationHistory {
     #[wasm_bindgen(js_name = appendMany, unchecked_return_type = "string[]")]
     pub fn append_many(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "AnthropicMessagesInput | ReadonlyArray<MessageInput>")]
+        messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "Format")] options: JsValue,
     ) -> JsResult<JsValue> {
         let value = from_js(&messages, "messages")?;

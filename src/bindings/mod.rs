@@ -48,7 +48,7 @@ const TYPES: &'static str = include_str!("types.d.ts");
 /// Every rule of the provider's API that a message list breaks (empty when it is valid).
 #[wasm_bindgen(js_name = validateMessages, unchecked_return_type = "Violation[]")]
 pub fn validate_messages(
-    #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "AnthropicMessagesInput | ReadonlyArray<MessageInput>")] messages: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Format")] format: JsValue,
 ) -> JsResult<JsValue> {
     let format = Format::parse(&string_arg(&format, "the format")?)?;
@@ -92,7 +92,7 @@ const MAX_RANK_TABLE_BYTES: usize = 16 << 20;
 /// Converts a message list between formats, for what both can express.
 #[wasm_bindgen(js_name = convertMessages, unchecked_return_type = "AnyMessages")]
 pub fn convert_messages(
-    #[wasm_bindgen(unchecked_param_type = "AnthropicRequest | ReadonlyArray<MessageInput>")] messages: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "AnthropicMessagesInput | ReadonlyArray<MessageInput>")] messages: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Format")] from: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Format")] to: JsValue,
 ) -> JsResult<JsValue> {

@@ -56,7 +56,9 @@ impl Tokenizer {
     #[wasm_bindgen(js_name = countMessages, unchecked_return_type = "ChatTokenCount")]
     pub fn count_messages(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "CountableMessage[] | AnthropicRequest | ReadonlyArray<MessageInput>")]
+        #[wasm_bindgen(
+            unchecked_param_type = "CountableMessage[] | AnthropicMessagesInput | ReadonlyArray<MessageInput>"
+        )]
         messages: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CountOptions")] options: JsValue,
     ) -> JsResult<JsValue> {

@@ -22,6 +22,8 @@ export interface AnthropicRedactedThinkingBlock { type: "redacted_thinking"; dat
 export type AnthropicBlock = AnthropicTextBlock | AnthropicImageBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
 export interface AnthropicMessage { role: "user" | "assistant"; content: string | AnthropicBlock[]; [key: string]: unknown }
 export interface AnthropicRequest { system?: string | AnthropicTextBlock[]; messages: AnthropicMessage[] }
+/** Anthropic's `{ system?, messages }` as the SDK's params type it, or as a build hands it over. */
+export type AnthropicMessagesInput = AnthropicRequest | AnthropicOutputRequest;
 
 export type Message = OpenAIMessage | AnthropicMessage;
 /** A message in any of the formats: OpenAI Chat, Anthropic, an OpenAI Responses item, an AI SDK `ModelMessage`. */
@@ -204,11 +206,11 @@ export interface ConversationHistory {
   /** Every message, typed for the named format. */
   messages<F extends Format>(format: F): MessagesIn<F>;
   /** Lenient: what the strict append refuses is repaired, and the repairs are returned. */
-  appendMany(messages: AnthropicRequest | ReadonlyArray<MessageInput>, options: AppendOptions & { repair: true }): RepairedAppend;
-  appendMany(messages: AnthropicRequest | ReadonlyArray<MessageInput>, options?: Format | AppendOptions): string[];
+  appendMany(messages: AnthropicMessagesInput | ReadonlyArray<MessageInput>, options: AppendOptions & { repair: true }): RepairedAppend;
+  appendMany(messages: AnthropicMessagesInput | ReadonlyArray<MessageInput>, options?: Format | AppendOptions): string[];
 }
 /** Converts a message list between formats, typed for the target. */
-export function convertMessages<F extends Format>(messages: AnthropicRequest | ReadonlyArray<MessageInput>, from: Format, to: F): MessagesIn<F>;
+export function convertMessages<F extends Format>(messages: AnthropicMessagesInput | ReadonlyArray<MessageInput>, from: Format, to: F): MessagesIn<F>;
 export type RecallInput = { turnNumbers: number[] } | { query: string; limit?: number };
 export interface RecallContextToolOpenAI { type: "function"; function: { name: "recall_context"; description: string; parameters: { [key: string]: unknown } } }
 export interface RecallContextToolAnthropic { name: "recall_context"; description: string; input_schema: { type: "object"; [key: string]: unknown } }

@@ -330,6 +330,78 @@ test("compactMessages appends what the list holds beyond the history, then build
   history.free();
 });
 
+test("compactMessages refuses an edited or regenerated list, naming the first message that differs", () => {
+  const history = new ConversationHistory({ format: "ai-sdk" });
+  const paris = [{ role: "user", content: "Book Paris" }, { role: "assistant", content: "Booked Paris" }];
+  compactMessages(history, paris);
+  const rome = [{ role: "user", content: "Book Rome" }, { role: "assistant", content: "Booked Rome" }, { role: "user", content: "Confirm it" }];
+  assert.throws(() => compactMessages(history, rome), (e) => e instanceof InvalidArgumentError && /message 0 of the list differs/.test(e.message) && /new ConversationHistory/.test(e.message));
+  // An edit anywhere, not only at the end; a list cut short; nothing appended.
+  const long = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i}` }));
+  const h2 = new ConversationHistory({ format: "ai-sdk" });
+  compactMessages(h2, long);
+  const edited = long.map((m, i) => (i === 7 ? { ...m, content: "turn 7, edited" } : m));
+  assert.throws(() => compactMessages(h2, [...edited, { role: "user", content: "more" }]), (e) => e instanceof InvalidArgumentError && /message 7 of/.test(e.message));
+  assert.throws(() => compactMessages(h2, long.slice(0, 39)), (e) => e instanceof InvalidArgumentError && /fewer than the 40/.test(e.message));
+  assert.throws(() => compactMessages(h2, "nope"), InvalidArgumentError);
+  assert.equal(h2.length, 40, "nothing appended");
+  assert.equal(history.length, 2);
+  // The same messages made again (new objects, keys in another order) continue the history.
+  const again = [...long.map((m) => ({ content: m.content, role: m.role })), { role: "user", content: "more" }];
+  assert.equal(compactMessages(h2, again).messages.at(-1).content, "more");
+  assert.equal(h2.length, 41);
+  // The caller's own objects changed in place are seen too; a key set to undefined is no change.
+  again[3].content = "turn 3, changed in place";
+  assert.throws(() => compactMessages(h2, again), (e) => e instanceof InvalidArgumentError && /message 3 of/.test(e.message));
+  again[3].content = "turn 3";
+  again[5].providerOptions = undefined;
+  compactMessages(h2, again);
+  // A history fed elsewhere (another process's, loaded) is checked in its own form.
+  const loaded = new ConversationHistory({ format: "ai-sdk" });
+  loaded.appendMany(paris, "ai-sdk");
+  assert.throws(() => compactMessages(loaded, rome), (e) => e instanceof InvalidArgumentError && /message 0 of/.test(e.message));
+  compactMessages(loaded, [...paris, { role: "user", content: "thanks" }]);
+  assert.equal(loaded.length, 3);
+  for (const h of [history, h2, loaded]) h.free();
+});
+
+test("compactingPrepareStep checks the run's first messages against the history, as compactMessages does", () => {
+  const history = new ConversationHistory({ format: "ai-sdk" });
+  history.appendMany([{ role: "user", content: "Book Paris" }, { role: "assistant", content: "Booked Paris" }], "ai-sdk");
+  const prepare = compactingPrepareStep(history);
+  const messages = [{ role: "user", content: "Book Rome" }, { role: "assistant", content: "Booked Rome" }, { role: "user", content: "Confirm it" }];
+  assert.throws(() => prepare({ stepNumber: 0, messages }), (e) => e instanceof InvalidArgumentError && /compactingPrepareStep: message 0 of/.test(e.message));
+  assert.equal(history.length, 2);
+  history.free();
+});
+
+test("compactingInputFilter refuses a repeated conversation whose earlier items were edited", () => {
+  const history = new ConversationHistory({ format: "openai-responses" });
+  const filter = compactingInputFilter(history);
+  const first = [{ role: "user", content: "Book Paris" }, { role: "assistant", content: "Booked Paris" }, { role: "user", content: "Thanks" }];
+  filter({ modelData: { input: first, instructions: "" } });
+  const edited = [{ role: "user", content: "Book Rome" }, ...first.slice(1), { role: "user", content: "Confirm it" }];
+  assert.throws(() => filter({ modelData: { input: edited, instructions: "" } }), (e) => e instanceof InvalidArgumentError && /input item 0 differs/.test(e.message));
+  assert.equal(history.length, 3, "nothing appended");
+  filter({ modelData: { input: [...first, { role: "user", content: "Confirm it" }], instructions: "" } });
+  assert.equal(history.length, 4);
+  history.free();
+});
+
+test("compactMessages takes the system prompt and tools compactingPrepareStep takes, and counts them", () => {
+  const history = new ConversationHistory({ format: "ai-sdk" });
+  const list = [{ role: "user", content: "hi" }];
+  const plain = compactMessages(history, list);
+  const system = "You are a travel agent. ".repeat(20);
+  const withSystem = compactMessages(history, list, { system });
+  assert.ok(withSystem.result.tokens.request > plain.result.tokens.request + 100, "the system prompt is counted");
+  assert.equal(withSystem.system[0].content, system);
+  assert.deepEqual(withSystem.system[0].providerOptions, { anthropic: { cacheControl: { type: "ephemeral" } } }, "marked for Anthropic's cache");
+  const prepared = compactingPrepareStep(new ConversationHistory({ format: "ai-sdk" }), { system })({ stepNumber: 0, messages: list, experimental_context: undefined });
+  assert.equal(prepared.messages.length, withSystem.messages.length);
+  history.free();
+});
+
 test("Agents SDK items map to Responses items and back unchanged", () => {
   const items = [
     { role: "user", content: "hi" },

@@ -316,6 +316,15 @@ test("usage: exit code 2, and --help for the tool and each command", () => {
   assert.match(profiles, /^Profiles: .*\bclaude-sonnet-4\b/m);
 });
 
+test("--version prints the package's version", () => {
+  const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+  for (const args of [["--version"], ["-v"]]) {
+    const { status, stdout } = cli(args);
+    assert.equal(status, 0, args[0]);
+    assert.equal(stdout, `${version}\n`);
+  }
+});
+
 test("progress: drawn on stderr only for a terminal (forced here), and cleared", () => {
   // Progress shows from 1 MB on: the airline runs three times over, as one run list.
   const long = join(work, "long-runs.json");

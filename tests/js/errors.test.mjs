@@ -137,7 +137,8 @@ test("invalid arguments", () => {
   expectError(() => h.append(ok, "gemini"), InvalidArgumentError, /gemini/);
   expectError(() => h.messages("gemini"), InvalidArgumentError, /gemini/);
   expectError(() => h.get(1), InvalidArgumentError, /id/);
-  expectError(() => h.append(undefined), InvalidArgumentError, /missing/);
+  // A message that is not an object is an invalid message, whatever it is.
+  for (const notAnObject of [undefined, null, 5, "hi"]) expectError(() => h.append(notAnObject), InvalidMessageError, /a message must be an object/);
 });
 
 test("values JSON cannot hold are refused by name", () => {

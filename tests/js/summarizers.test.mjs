@@ -15,6 +15,8 @@ import {
   Session,
   recordTurn,
 } from "context-compactor";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { startFakeProviders } from "../support/fake-providers.mjs";
 import { airlineRuns, claudeCode } from "./fixtures.mjs";
 
@@ -144,19 +146,35 @@ test("a summariser that never answers: compact() times out with a SummarizerErro
   assert.ok(JSON.stringify(result.messages).includes("rebooked two flights"));
 });
 
+// The timeout alone keeps Node running: a script whose summariser never answers gets its error.
+for (const how of ["compact", "stored"]) {
+  test(`a plain script whose summariser never answers gets the SummarizerError (${how})`, async () => {
+    const child = fileURLToPath(new URL("./hung-summarizer-child.mjs", import.meta.url));
+    const { code, stdout } = await new Promise((resolve) =>
+      execFile(process.execPath, [child, how], (error, stdout) => resolve({ code: error ? error.code : 0, stdout })),
+    );
+    assert.match(stdout, /^SummarizerError the summariser did not answer within 300 ms/);
+    assert.equal(code, 1, "the script's own exit code");
+  });
+}
+
 test("compact() waits two minutes by default, and summaryTimeoutMs is checked", async () => {
   const history = longHistory();
+  let answer;
+  const signals = [];
+  const summarize = (request, { signal }) => (signals.push(signal), new Promise((resolve) => (answer = resolve)));
   const hung = neverAnswers();
   const started = Date.now();
-  const pending = compact(history, { ...options, summarize: hung.summarize });
+  const pending = compact(history, { ...options, summarize });
   await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.equal(hung.signals[0].aborted, false, "still waiting");
+  assert.equal(signals[0].aborted, false, "still waiting");
   assert.equal(DEFAULT_SUMMARY_TIMEOUT_MS, 120_000);
   for (const bad of [0, -1, NaN, "10"]) {
     await assert.rejects(compact(history, { ...options, summarize: hung.summarize, summaryTimeoutMs: bad }), (e) => e instanceof InvalidArgumentError && /summaryTimeoutMs/.test(e.message));
   }
-  // Let the pending call go (a short timeout would have ended it; this one waits 2 minutes).
-  void pending.catch(() => {});
+  // The summariser answers: its 2-minute timer is cleared (it would keep the process alive).
+  answer("The user rebooked two flights.");
+  await pending;
   assert.ok(Date.now() - started < 120_000);
 });
 

@@ -31,3 +31,16 @@ const counted: RequestTokenCount = new Tokenizer("o200k_base").countRequest(requ
 const wrong: ModelMessage[] = forResponses.messages;
 
 void [modelMessages, input, request, stored, items, converted, wrong, counted];
+
+// What a build hands over, in every format, is what validateMessages, appendMany and
+// convertMessages take back.
+import { validateMessages, type Format } from "context-compactor";
+for (const format of ["openai", "anthropic", "openai-responses", "ai-sdk"] as const satisfies readonly Format[]) {
+  validateMessages(history.build({ format }).messages, format);
+}
+const builtAnthropic = history.build({ format: "anthropic", profile: "claude-sonnet-4" });
+validateMessages(builtAnthropic.messages, "anthropic");
+history.appendMany(builtAnthropic.messages, "anthropic");
+convertMessages(builtAnthropic.messages, "anthropic", "openai");
+validateMessages(history.build({ format: "openai" }).messages, "openai");
+validateMessages(history.messages("anthropic"), "anthropic");
