@@ -45,6 +45,7 @@ const EVENT_REASONS: Record<EventReason, string> = {
   repair: "a message logged since changes how earlier ones are sent",
   requested: "asked for",
   system: "a system message was logged since",
+  grown: "the budget grew since the last context was cut to fit",
 };
 
 /** The budget as the build resolved the options (`receipt.budget`): the CLI computes none of it. */
