@@ -13,12 +13,12 @@ use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensB
 use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::hints::{self, CacheOptions};
-use super::request::{self, PLACEHOLDER_TEXT};
+use super::request::{self, placeholder};
 use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
-use crate::message::{self, Content, Format, Message, Part, Role};
+use crate::message::{self, Format, Message, Part, Role};
 use crate::tokens::REPLY_PRIMING;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -146,11 +146,6 @@ pub struct BuildOutcome {
     pub summary_request: Option<SummaryRequest>,
     /// A summary made during this build (the extractive summariser); the history stores it.
     pub new_summary: Option<SummaryRecord>,
-}
-
-/// The user message put first when the provider needs one and none is left.
-pub(crate) fn placeholder(format: Format) -> Message {
-    Message::new(Role::User, Content::text(PLACEHOLDER_TEXT), format)
 }
 
 /// Which stored messages a context holds whole enough to count as there (thinned ones do not).

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::frame::{self, Change, EventReason, Frame, FrameState, Limits};
+use super::frame::{self, Frame, FrameState, Limits};
 use super::plan::Ctx;
-use super::receipt::{CacheUse, Fate, Section};
+use super::receipt::{CacheUse, Change, EventReason, Fate, Section};
 use super::{
     pipeline, Assembled, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item, ReceiptEntry,
     ReduceCache, StateNote, SummaryRecord, SummaryRequest, SummarySource, SummaryState, TurnNote,

@@ -13,54 +13,13 @@ use serde::Serialize;
 
 use super::assemble::ContextMessage;
 use super::plan::{Ctx, MemberPlan};
-use super::receipt::{self, Action, DropReason, Fate, ReceiptRun, Section};
+use super::receipt::{self, Action, DropReason, EventReason, Fate, ReceiptRun, Section};
 use super::reduce::ReduceCache;
 use super::repair::{Item, Structure, UnitKind};
 use super::{BuildOptions, CompactedContext};
 use crate::error::Result;
 use crate::message::{Format, Part, Role};
 use crate::tokens::REPLY_PRIMING;
-
-/// Why a build was a compaction event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum EventReason {
-    /// The first build over the budget: nothing was sent before.
-    First,
-    /// The next context would pass the budget (or the trigger).
-    Budget,
-    /// The next context would pass the count window (`maxMessages`).
-    Window,
-    /// Options that shape the messages changed (format, reductions, summary placement, …).
-    Options,
-    /// Another summary came into force (`completeSummary`, a restored state).
-    Summary,
-    /// The history is not the one the frame was made from (truncated, replaced).
-    History,
-    /// A message logged since changes how earlier ones must be sent (a late tool result).
-    Repair,
-    /// The caller asked for one (`compactNow`).
-    Requested,
-    /// A system message was logged since, in a format that sends instructions apart (Anthropic's
-    /// `system`): the prefix breaks anyway.
-    System,
-}
-
-/// What became of the previous build's context, for the prompt cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum Change {
-    /// The previous context whole, then what was logged since.
-    Appended,
-    /// Nothing new: the same context.
-    Unchanged,
-    /// A compaction event rebuilt it from its first changed message on.
-    Event,
-    /// No previous context.
-    New,
-}
 
 /// The frozen context: what the last build sent, up to the last unit that cannot change any more.
 #[derive(Clone, Debug, Default)]

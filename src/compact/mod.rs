@@ -31,7 +31,9 @@ pub mod receipt;
 pub mod reduce;
 pub mod repair;
 pub mod request;
+pub(crate) mod section;
 pub(crate) mod select;
+pub mod spec;
 pub mod state;
 pub(crate) mod summarise;
 pub mod summary;
@@ -43,20 +45,20 @@ use plan::{Ctx, Pass};
 
 pub use assemble::{BuildOutcome, CacheMarks, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
-pub use frame::{Change, EventReason, FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
+pub use frame::{FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 pub use images::{ImagePlaceholder, ImagesUse};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};
-pub use options::{BudgetOptions, BuildOptions, BuildSpec, Patch, ProfileRef};
-pub use plan::PinRole;
+pub use options::{BudgetOptions, BuildOptions};
 pub use receipt::{
-    Action, BridgeUse, BudgetReport, DropReason, Fate, PinUse, Receipt, ReceiptEntry, ReceiptRun, Section, SummaryUse,
-    TokensByPart,
+    Action, BridgeUse, BudgetReport, Change, DropReason, EventReason, Fate, PinRole, PinUse, Receipt, ReceiptEntry,
+    ReceiptRun, Section, SummaryUse, TokensByPart,
 };
 pub use reduce::compress::{CompressOptions, TextMode};
 pub use reduce::{DigestOptions, ReduceCache};
 pub use repair::{Item, Repair, RepairKind, UnitKind};
 pub use request::emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
+pub use spec::{BuildSpec, Patch, ProfileRef};
 pub use state::{StateNote, StateOptions, StatePart, StateSectionUse, StateUse};
 pub use summary::{
     PendingSummary, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,

@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use super::plan::{base_members, part_indices, Ctx, MemberPlan, Pass, Pin, PinRole};
+use super::plan::{base_members, part_indices, Ctx, MemberPlan, Pass, Pin};
+use super::receipt::PinRole;
 use super::reduce::ReduceCache;
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};

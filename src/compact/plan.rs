@@ -6,10 +6,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
-use super::receipt::{Action, BridgeUse, BudgetReport, DropReason};
+use super::receipt::{Action, BridgeUse, BudgetReport, DropReason, PinRole};
 use super::reduce::ReduceCache;
 use super::repair::{Item, Structure, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
@@ -82,20 +81,6 @@ pub(crate) struct Plan {
     pub(crate) dropped: Option<DropReason>,
     /// Counted in its current form (`member_tokens` and `tokens` are up to date).
     pub(crate) counted: bool,
-}
-
-/// Why a request is pinned (a unit can be both).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum PinRole {
-    /// The first user message with text (and the first that is not harness text, if later),
-    /// when no message is pinned explicitly.
-    Task,
-    /// The last user message with text (and the last that is not harness text, if earlier).
-    Latest,
-    /// Pinned explicitly (`ConversationHistory::pin`); then the task is not pinned besides.
-    Pinned,
 }
 
 /// A pinned user request: always in the context, whole or cut to its head and tail.

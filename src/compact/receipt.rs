@@ -151,6 +151,47 @@ pub struct BudgetReport {
     pub billed_tokens: Option<usize>,
 }
 
+/// Why a build was a compaction event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum EventReason {
+    /// The first build over the budget: nothing was sent before.
+    First,
+    /// The next context would pass the budget (or the trigger).
+    Budget,
+    /// The next context would pass the count window (`maxMessages`).
+    Window,
+    /// Options that shape the messages changed (format, reductions, summary placement, …).
+    Options,
+    /// Another summary came into force (`completeSummary`, a restored state).
+    Summary,
+    /// The history is not the one the frame was made from (truncated, replaced).
+    History,
+    /// A message logged since changes how earlier ones must be sent (a late tool result).
+    Repair,
+    /// The caller asked for one (`compactNow`).
+    Requested,
+    /// A system message was logged since, in a format that sends instructions apart (Anthropic's
+    /// `system`): the prefix breaks anyway.
+    System,
+}
+
+/// What became of the previous build's context, for the prompt cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Change {
+    /// The previous context whole, then what was logged since.
+    Appended,
+    /// Nothing new: the same context.
+    Unchanged,
+    /// A compaction event rebuilt it from its first changed message on.
+    Event,
+    /// No previous context.
+    New,
+}
+
 /// The context against the previous build's, for the provider's prompt cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -160,8 +201,8 @@ pub struct CacheUse {
     pub event: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
-    pub reason: Option<super::frame::EventReason>,
-    pub change: super::frame::Change,
+    pub reason: Option<EventReason>,
+    pub change: Change,
     /// The leading messages identical to the previous build's, and their tokens.
     pub prefix_messages: usize,
     pub prefix_tokens: usize,
@@ -173,13 +214,27 @@ pub struct CacheUse {
     pub events: u64,
 }
 
+/// Why a request is pinned (a unit can be both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum PinRole {
+    /// The first user message with text (and the first that is not harness text, if later),
+    /// when no message is pinned explicitly.
+    Task,
+    /// The last user message with text (and the last that is not harness text, if earlier).
+    Latest,
+    /// Pinned explicitly (`ConversationHistory::pin`); then the task is not pinned besides.
+    Pinned,
+}
+
 /// A pinned request in the receipt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PinUse {
     pub id: String,
-    pub role: super::plan::PinRole,
+    pub role: PinRole,
     /// Cut to fit half of what the system prompt leaves: its texts to their head and tail, a
     /// request of many parts to its first and last parts.
     pub truncated: bool,

@@ -6,12 +6,13 @@
 //! taken after one that does not). Whatever the summary section does not use goes to the recent
 //! messages.
 
-use super::assemble::placeholder;
 use super::plan::{made_up_tokens, Ctx, Mode, Pass, Plan, Reduction};
 use super::receipt::{BudgetReport, DropReason};
 use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
 use super::reduce::ReduceCache;
-use super::summarise::{self, summary_messages};
+use super::request::placeholder;
+use super::section::summary_messages;
+use super::summarise;
 use crate::error::{Error, Result};
 use crate::message::{Part, Role};
 use crate::tokens::REPLY_PRIMING;

@@ -9,17 +9,14 @@
 
 use std::sync::Arc;
 
-use super::assemble::placeholder;
-use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass, PinRole};
-use super::receipt::BridgeUse;
+use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass};
+use super::receipt::{BridgeUse, PinRole};
 use super::reduce::ReduceCache;
 use super::repair::{Unit, UnitKind};
-use super::request::emit_request;
+use super::request::{emit_request, placeholder};
+use super::section::{section_message, summary_messages};
 use super::select::{base_room, select, select_with};
-use super::summary::{
-    self, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource, SummaryState,
-};
-use super::BuildOptions;
+use super::summary::{self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState};
 use crate::error::{Error, Result};
 use crate::message::{Content, Format, Message, Role};
 
@@ -438,33 +435,6 @@ pub(crate) fn ride_the_cache(
     let messages = seen.iter().map(|m| &*m.message).chain(std::iter::once(&prompt));
     request.messages = emit_request(messages, format)?;
     Ok(())
-}
-
-/// The summary in force as the context carries it: a system message (OpenAI; or wherever
-/// `placement: "system"` asks), a user message (Anthropic: never an assistant message, which the
-/// recent messages could merge into), or with `placement: "exchange"` seed 004's compact prompt
-/// and the summary as a user/assistant exchange.
-pub(crate) fn summary_messages(options: &BuildOptions, text: &str, until: &str) -> Vec<Message> {
-    let placement = options.summary.as_ref().map_or(SummaryPlacement::Auto, |s| s.placement);
-    if placement == SummaryPlacement::Exchange {
-        let prompt = options.summary.as_ref().map_or(summary::DEFAULT_COMPACT_PROMPT, |s| s.prompt());
-        return vec![
-            Message::new(Role::User, Content::text(prompt), options.format),
-            Message::new(Role::Assistant, Content::text(text.to_string()), options.format),
-        ];
-    }
-    vec![section_message(options, format!("Summary of the earlier conversation (up to message {until}):\n{text}"))]
-}
-
-/// A message of the summary section: a system message, or for Anthropic (unless `placement` is
-/// `system`) a user message.
-fn section_message(options: &BuildOptions, text: String) -> Message {
-    let placement = options.summary.as_ref().map_or(SummaryPlacement::Auto, |s| s.placement);
-    let role = match (placement, options.format) {
-        (SummaryPlacement::System, _) | (_, Format::OpenAi) => Role::System,
-        _ => Role::User,
-    };
-    Message::new(role, Content::text(text), options.format)
 }
 
 #[cfg(test)]

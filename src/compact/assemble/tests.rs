@@ -4,7 +4,7 @@ use super::*;
 use crate::compact::plan::testing::{through_fill, turns, Log, ENCODING};
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::{SummaryOptions, SummaryState};
-use crate::compact::{BudgetOptions, BuildOptions, PinRole};
+use crate::compact::{BudgetOptions, BuildOptions, PinRole, PLACEHOLDER_TEXT};
 
 fn budget(max: u32) -> Option<BudgetOptions> {
     Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() })

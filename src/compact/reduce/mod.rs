@@ -13,36 +13,13 @@ pub(crate) mod index;
 pub(crate) mod stages;
 pub(crate) mod thin;
 
-use serde::{Deserialize, Serialize};
-
 pub use cache::ReduceCache;
+pub use digest::DigestOptions;
 
 use super::plan::{part_indices, Ctx, MemberPlan, Mode, Pass, Plan, Plans, Reduction};
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
 use crate::message::{Content, Part, Role, ToolResult};
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct DigestOptions {
-    /// Names of the tools that read files (compared without case).
-    pub tools: Vec<String>,
-}
-
-impl Default for DigestOptions {
-    fn default() -> Self {
-        DigestOptions { tools: digest::DEFAULT_FILE_READ_TOOLS.iter().map(|s| s.to_string()).collect() }
-    }
-}
-
-impl DigestOptions {
-    pub fn validate(&self) -> Result<()> {
-        if self.tools.iter().any(|t| t.trim().is_empty()) {
-            return Err(Error::invalid_argument("digest.tools must not contain empty names"));
-        }
-        Ok(())
-    }
-}
 
 /// The plans of the active units. With a budget or a summary none is made here: the later stages
 /// plan a unit when they reach it (`Pass::plan_at`, `Pass::plan_from`), so a long history's

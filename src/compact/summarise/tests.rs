@@ -4,7 +4,7 @@ use super::*;
 use crate::compact::plan::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::PendingSummary;
-use crate::compact::BudgetOptions;
+use crate::compact::{BudgetOptions, BuildOptions};
 
 fn options(summarizer: Summarizer, max: Option<u32>) -> BuildOptions {
     let summary = SummaryOptions { summarizer, ..SummaryOptions::default() };
@@ -146,29 +146,6 @@ fn the_bridge_fills_the_gap_and_the_context_its_budget() {
     assert_eq!(bridge.from, format!("m{}", until + 3));
     let view = pass.view(true);
     assert!((1_350..=1_500).contains(&view), "{view}");
-}
-
-#[test]
-fn the_summary_is_a_system_message_a_user_message_or_an_exchange() {
-    let openai = summary_messages(&BuildOptions::default(), "{\"done\": 1}", "m4");
-    assert_eq!(openai.len(), 1);
-    assert_eq!(openai[0].role, Role::System);
-    assert!(openai[0].content.joined_text().contains("(up to message m4)"));
-    let anthropic = BuildOptions { format: Format::Anthropic, ..BuildOptions::default() };
-    let list = summary_messages(&anthropic, "{\"done\": 1}", "m4");
-    assert_eq!(list.iter().map(|m| m.role).collect::<Vec<_>>(), [Role::User], "never an assistant message");
-    let system = BuildOptions {
-        summary: Some(SummaryOptions { placement: SummaryPlacement::System, ..SummaryOptions::default() }),
-        ..anthropic.clone()
-    };
-    assert_eq!(summary_messages(&system, "x", "m4")[0].role, Role::System);
-    let exchange = BuildOptions {
-        summary: Some(SummaryOptions { placement: SummaryPlacement::Exchange, ..SummaryOptions::default() }),
-        ..anthropic
-    };
-    let list = summary_messages(&exchange, "{\"done\": 1}", "m4");
-    assert_eq!(list.iter().map(|m| m.role).collect::<Vec<_>>(), [Role::User, Role::Assistant]);
-    assert_eq!(list[1].content.joined_text(), "{\"done\": 1}");
 }
 
 #[test]
