@@ -7,16 +7,17 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::forms::{made_up_tokens, Ctx, Plan};
 use super::memory::{self, MemoryUse};
-use super::plan::{made_up_tokens, Ctx, Pass, Plan};
+use super::plan::Pass;
 use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
-use super::reduce::ReduceCache;
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::hints::{self, CacheOptions};
 use super::request::{self, placeholder};
 use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
+use super::BuildCache;
 use crate::error::{Error, Result};
 use crate::message::{self, Format, Message, Part, Role};
 use crate::tokens::REPLY_PRIMING;
@@ -165,7 +166,7 @@ fn present(len: usize, plans: impl IntoIterator<Item = impl std::borrow::Borrow<
 /// `room` tokens and the memory's own cap.
 fn memory_section(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     present: &[bool],
     room: usize,
 ) -> Option<(Option<Message>, MemoryUse)> {
@@ -175,13 +176,13 @@ fn memory_section(
     }
     let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
     let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.line_tokens)
+    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.texts.lines)
 }
 
 /// The tokens the memory's turn summaries take beside `selection` (for `select::fill`).
 pub(crate) fn memory_tokens_for(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     selection: &Selection,
     room: usize,
@@ -239,8 +240,8 @@ fn is_reasoning(message: &Message) -> bool {
 }
 
 /// A message the build made up (summary, state, placeholder), counted once by its text.
-fn context_message(ctx: &Ctx, cache: &mut ReduceCache, message: Message, section: Section) -> ContextMessage {
-    let tokens = u32::try_from(made_up_tokens(ctx, cache, &message)).unwrap_or(u32::MAX);
+fn context_message(ctx: &Ctx, cache: &mut BuildCache, message: Message, section: Section) -> ContextMessage {
+    let tokens = u32::try_from(made_up_tokens(ctx, &mut cache.texts, &message)).unwrap_or(u32::MAX);
     ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept, tokens }
 }
 
@@ -248,7 +249,7 @@ fn context_message(ctx: &Ctx, cache: &mut ReduceCache, message: Message, section
 /// and pinned requests where they were, then the summary section (the summary in force, the
 /// bridge, the memory's turn summaries), then the recent messages; a pinned request among the
 /// recent messages stays in its place.
-pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Result<BuildOutcome> {
+pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Result<BuildOutcome> {
     let items = ctx.items;
     let format = ctx.options.format;
     let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
@@ -317,7 +318,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
             }
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
-            let mut message = ctx.materialize(cache, member)?;
+            let mut message = ctx.materialize(&mut cache.forms, member)?;
             let id = ctx.item(member.msg)?.id.to_string();
             // A Responses item the model produced after reasoning names itself by its id
             // (`msg_…`, `fc_…`); sent without that reasoning right before it, the API refuses
@@ -408,7 +409,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         turns: ctx.turns,
         memory_turns: memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     };
-    let (fates, runs) = receipt::fates_and_runs(&inputs, cache);
+    let (fates, runs) = receipt::fates_and_runs(&inputs, &mut cache.fates);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
@@ -444,7 +445,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         within_budget,
         runs,
         fates,
-        repairs: super::repair::reported(&pass.structure, cache),
+        repairs: super::repair::reported(&pass.structure, &mut cache.structure),
         pinned,
         summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
             request_id: s.request_id.clone(),

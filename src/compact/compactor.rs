@@ -7,12 +7,12 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
+use super::forms::Ctx;
 use super::frame::{self, Frame, FrameState, Limits};
-use super::plan::Ctx;
 use super::receipt::{CacheUse, Change, EventReason, Fate, Section};
 use super::{
-    pipeline, Assembled, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item, ReceiptEntry,
-    ReduceCache, StateNote, SummaryRecord, SummaryRequest, SummarySource, SummaryState, TurnNote,
+    pipeline, Assembled, BuildCache, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item,
+    ReceiptEntry, StateNote, SummaryRecord, SummaryRequest, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, TokenReport};
@@ -25,7 +25,7 @@ use crate::tokens::{ChatCount, Encoding};
 #[derive(Clone, Debug, Default)]
 pub struct Compactor {
     summary: SummaryState,
-    reduce: ReduceCache,
+    reduce: BuildCache,
     forms: EmitCache,
     /// The last summary request a compaction event proposed (what `begin_summary` can start):
     /// proposed again by the builds after it until it is completed or another event replaces it,
@@ -101,7 +101,7 @@ impl Compactor {
         options.validate()?;
         history.count_all();
         if history.rebases() != self.rebases {
-            self.reduce = ReduceCache::default();
+            self.reduce = BuildCache::default();
             self.frame = Frame::default();
             self.parked.clear();
             self.rebases = history.rebases();
@@ -242,7 +242,7 @@ impl Compactor {
         state: &[StateNote],
     ) -> Result<std::result::Result<BuildOutcome, (EventReason, Option<Vec<ContextMessage>>)>> {
         let ctx = Ctx { items, encoding, options, turns, state };
-        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce);
+        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce.structure);
         let mut appended = match self.frame.appended(&ctx, &mut self.reduce, &structure) {
             Ok(appended) => appended?,
             Err(reason) => return Ok(Err((reason, None))),
@@ -337,7 +337,7 @@ impl Compactor {
     ) -> Result<BuildOutcome> {
         let previous = std::mem::take(&mut self.frame.last_sent);
         let fresh = matches!(reason, EventReason::First | EventReason::Options | EventReason::History);
-        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce);
+        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce.structure);
         let fixed = frame::system_tokens(items, &structure);
         // The pipeline fills at least 90% of what it aims at: aimed a little above the low-water
         // mark, an event leaves the context at the mark or above it.
@@ -535,7 +535,7 @@ impl Compactor {
         let items = items_of(history);
         let frame = Frame::restore(state, &items)?;
         if history.rebases() != self.rebases {
-            self.reduce = ReduceCache::default();
+            self.reduce = BuildCache::default();
             self.rebases = history.rebases();
         }
         drop(std::mem::replace(&mut self.frame, frame));
@@ -836,23 +836,23 @@ impl Compactor {
 
     /// Reductions computed (not served from the cache) so far.
     pub fn reductions_computed(&self) -> u64 {
-        self.reduce.computed
+        self.reduce.reductions_computed()
     }
 
     /// Unit plans made so far: a build plans the units its context may hold, not the history's.
     pub fn units_planned(&self) -> u64 {
-        self.reduce.planned
+        self.reduce.units_planned()
     }
 
     /// Stored messages' fates made (not kept from the build before) so far: a warm build makes
     /// those of the messages near the end, not the history's.
     pub fn fates_made(&self) -> u64 {
-        self.reduce.fates_made
+        self.reduce.fates_made()
     }
 
     /// Receipt runs made (not kept from the build before) so far.
     pub fn runs_made(&self) -> u64 {
-        self.reduce.runs_made
+        self.reduce.runs_made()
     }
 
     /// Request forms emitted (not served from the cache) so far.

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::assemble::ContextMessage;
-use super::plan::{Ctx, MemberPlan};
+use super::forms::{Ctx, MemberPlan};
 use super::receipt::{self, Action, DropReason, EventReason, Fate, ReceiptRun, Section};
-use super::reduce::ReduceCache;
 use super::repair::{Item, Structure, UnitKind};
+use super::BuildCache;
 use super::{BuildOptions, CompactedContext};
 use crate::error::Result;
 use crate::message::{Format, Part, Role};
@@ -107,7 +107,7 @@ impl Frame {
     pub(crate) fn appended(
         &self,
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         structure: &Structure,
     ) -> std::result::Result<Result<Appended>, Refusal> {
         let settled = self.settled;
@@ -137,7 +137,7 @@ impl Frame {
     fn render(
         &self,
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         members: &[(usize, Option<Vec<usize>>, Section)],
         open_from: usize,
     ) -> Result<Appended> {
@@ -148,8 +148,8 @@ impl Frame {
         let mut after: Vec<Option<u32>> = vec![None; items.len().saturating_sub(self.settled)];
         for (msg, parts, section) in members {
             let member = MemberPlan::of(*msg, parts.clone());
-            let message = ctx.materialize(cache, &member)?;
-            let n = ctx.member_tokens(cache, &member)?;
+            let message = ctx.materialize(&mut cache.forms, &member)?;
+            let n = ctx.member_tokens(&mut cache.forms, &member)?;
             let item = ctx.item(*msg)?;
             if *msg < open_from {
                 closed += 1;
@@ -247,14 +247,14 @@ impl Frame {
     pub(crate) fn state_update(
         &self,
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         room: usize,
     ) -> Option<(Option<ContextMessage>, Vec<String>, super::StateUse)> {
         let options = ctx.options.state.as_ref()?;
         let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize).min(room);
         let format = ctx.options.format;
         let (messages, used) =
-            super::state::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.line_tokens)?;
+            super::state::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.texts.lines)?;
         let texts: Vec<String> = messages.iter().map(|m| m.content.joined_text()).collect();
         if texts.is_empty() || self.state_shown.as_ref() == Some(&texts) {
             return Some((None, texts, used));
@@ -274,7 +274,7 @@ impl Frame {
                 format,
             ),
         };
-        let tokens = u32::try_from(super::plan::made_up_tokens(ctx, cache, &message)).unwrap_or(u32::MAX);
+        let tokens = u32::try_from(super::forms::made_up_tokens(ctx, &mut cache.texts, &message)).unwrap_or(u32::MAX);
         let update = ContextMessage {
             message: Arc::new(message),
             sources: Vec::new(),
@@ -458,7 +458,7 @@ impl Frame {
         &mut self,
         items: &[Item],
         structure: &Structure,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         messages: Vec<ContextMessage>,
         appended: &Appended,
         limits: &Limits,
@@ -497,7 +497,7 @@ impl Frame {
             within_budget: limits.max.is_none_or(|max| tokens.total <= max),
             runs,
             fates: Arc::new(fates),
-            repairs: super::repair::reported(structure, cache),
+            repairs: super::repair::reported(structure, &mut cache.structure),
             pinned: latest_pinned(base.map(|r| r.pinned.clone()).unwrap_or_default(), appended),
             summary: base.and_then(|r| r.summary.clone()).map(|summary| super::SummaryUse { fresh: false, ..summary }),
             bridge: base.and_then(|r| r.bridge.clone()),

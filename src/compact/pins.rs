@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use super::plan::{base_members, part_indices, Ctx, MemberPlan, Pass, Pin};
+use super::forms::{base_members, part_indices, Ctx, Forms, MemberPlan, Plan};
+use super::plan::{Pass, Pin};
 use super::receipt::PinRole;
-use super::reduce::ReduceCache;
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
 use crate::extract::is_injected;
@@ -111,7 +111,7 @@ struct Cut {
 /// when even the shortest is too long (a request of thousands of parts), to as many first and
 /// last parts as fit. A budget too small for even one part at each end is an error that says the
 /// numbers.
-pub(crate) fn size(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: usize) -> Result<()> {
+pub(crate) fn size(ctx: &Ctx, forms: &mut Forms, pass: &mut Pass, room: usize) -> Result<()> {
     let whole: usize = pass.pins.iter().map(|p| p.whole).sum();
     if whole <= room {
         pass.pins_tokens = whole;
@@ -121,7 +121,7 @@ pub(crate) fn size(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: us
     let mut total_at = |cut: Cut, pass: &mut Pass| -> Result<usize> {
         let mut total = 0;
         for pin in pass.pins.iter_mut() {
-            cut_pin(ctx, cache, &structure, pin, cut)?;
+            cut_pin(ctx, forms, &structure, pin, cut)?;
             total += pin.plan.tokens;
         }
         Ok(total)
@@ -177,7 +177,7 @@ fn longest(low: usize, high: usize, mut fits: impl FnMut(usize) -> Result<bool>)
 }
 
 /// Plans `pin` cut by `cut`, or whole if the cut leaves it as it is.
-fn cut_pin(ctx: &Ctx, cache: &mut ReduceCache, structure: &Structure, pin: &mut Pin, cut: Cut) -> Result<()> {
+fn cut_pin(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin, cut: Cut) -> Result<()> {
     let unit = structure.units.get(pin.plan.unit).ok_or_else(|| Error::internal("a pin's unit is missing"))?;
     let mut members = base_members(unit);
     let mut parts_cut = false;
@@ -194,27 +194,27 @@ fn cut_pin(ctx: &Ctx, cache: &mut ReduceCache, structure: &Structure, pin: &mut 
         }
     }
     pin.plan.members = members;
-    ctx.plan_tokens(cache, &mut pin.plan)?;
+    ctx.plan_tokens(forms, &mut pin.plan)?;
     // Short enough already: whole (the same message as stored).
     if !parts_cut && (pin.plan.tokens >= pin.whole || fits_whole(ctx, &pin.plan, cut.chars)) {
-        uncut(ctx, cache, structure, pin)?;
+        uncut(ctx, forms, structure, pin)?;
     }
     Ok(())
 }
 
 /// Plans `pin` whole, as stored.
-pub(crate) fn uncut(ctx: &Ctx, cache: &mut ReduceCache, structure: &Structure, pin: &mut Pin) -> Result<()> {
+pub(crate) fn uncut(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin) -> Result<()> {
     let unit = structure.units.get(pin.plan.unit).ok_or_else(|| Error::internal("a pin's unit is missing"))?;
     let members = base_members(unit);
     if pin.plan.members != members {
         pin.plan.members = members;
-        ctx.plan_tokens(cache, &mut pin.plan)?;
+        ctx.plan_tokens(forms, &mut pin.plan)?;
     }
     Ok(())
 }
 
 /// Whether cutting to `chars` at each end leaves the unit as it is (only text, and short).
-fn fits_whole(ctx: &Ctx, plan: &super::plan::Plan, chars: u32) -> bool {
+fn fits_whole(ctx: &Ctx, plan: &Plan, chars: u32) -> bool {
     plan.members.iter().all(|member: &MemberPlan| {
         let Some(message) = ctx.items.get(member.msg).map(|i| i.message) else { return false };
         part_indices(message, member).iter().all(|j| match message.content.parts.get(*j) {
@@ -228,17 +228,17 @@ fn fits_whole(ctx: &Ctx, plan: &super::plan::Plan, chars: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::plan::testing::{Log, ENCODING};
     use crate::compact::repair::structure_for;
-    use crate::compact::BuildOptions;
+    use crate::compact::testing::{Log, ENCODING};
+    use crate::compact::{BuildCache, BuildOptions};
     use serde_json::json;
 
     fn pins_of(log: &Log) -> Vec<(usize, Vec<PinRole>)> {
         let items = log.items();
         let options = BuildOptions::default();
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
-        let structure = structure_for(&items, true, &mut cache);
+        let mut cache = BuildCache::default();
+        let structure = structure_for(&items, true, &mut cache.structure);
         find(&ctx, &structure, 0).into_iter().map(|(u, roles)| (structure.units[u].first, roles)).collect()
     }
 
@@ -290,8 +290,8 @@ mod tests {
 
     #[test]
     fn a_pinned_request_of_many_parts_is_cut_to_its_first_and_last_parts() {
-        use crate::compact::plan::testing::through_reduce;
         use crate::compact::summary::SummaryState;
+        use crate::compact::testing::through_reduce;
         use crate::compact::BudgetOptions;
         let parts: Vec<serde_json::Value> =
             (0..5_000).map(|i| json!({"type": "text", "text": format!("part {i} of the task")})).collect();
@@ -308,7 +308,7 @@ mod tests {
             ..BuildOptions::default()
         };
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
+        let mut cache = BuildCache::default();
         let state = SummaryState::default();
         let pass = through_reduce(&ctx, &mut cache, &state);
         let room = (2_000 - pass.system_tokens - crate::tokens::REPLY_PRIMING) / 2;
@@ -318,7 +318,7 @@ mod tests {
         let (kept, left_out) = member.gap.expect("parts left out");
         assert_eq!(member.parts.as_ref().map(Vec::len), Some(2 * kept));
         assert_eq!(left_out, 5_000 - 2 * kept);
-        let text = ctx.materialize(&mut cache, member).unwrap().content.joined_text();
+        let text = ctx.materialize(&mut cache.forms, member).unwrap().content.joined_text();
         assert!(text.starts_with("part 0 of the task"), "{}", &text[..40]);
         assert!(text.ends_with("part 4999 of the task"));
         assert!(text.contains(&format!("[... {left_out} parts omitted ...]")));

@@ -6,82 +6,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
-use super::receipt::{Action, BridgeUse, BudgetReport, DropReason, PinRole};
-use super::reduce::ReduceCache;
-use super::repair::{Item, Structure, Unit, UnitKind};
+use super::forms::{Ctx, Plan};
+use super::receipt::{BridgeUse, BudgetReport, DropReason, PinRole};
+use super::repair::{Structure, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
-use super::{BuildOptions, StateNote, StateUse, TurnNote};
-use crate::error::{Error, Result};
-use crate::message::{Content, ContentForm, Format, Message, Part};
-use crate::tokens::{self, Encoding};
-
-// ---------------------------------------------------------------------------------------------
-
-/// How a tool result is reduced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reduction {
-    /// A file's contents become their one-line digest (seed 002).
-    Digest,
-    /// Long output compressed (JSON-aware, or head and tail).
-    Compress,
-    /// Head and tail of this many characters each: the reduction sized to what the budget needs.
-    Cut(u32),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct MemberPlan {
-    pub(crate) msg: usize,
-    pub(crate) parts: Option<Vec<usize>>,
-    /// Result parts replaced by their reduced form.
-    pub(crate) replace: Vec<(usize, Reduction)>,
-    /// Only the text parts (history thinning).
-    pub(crate) text_only: bool,
-    /// Text parts cut to their head and tail of this many characters each, images and documents
-    /// left out, tool calls and thinking whole (a pinned request or the oldest recent unit that
-    /// does not fit whole).
-    pub(crate) cut_text: Option<u32>,
-    /// Parts left out of the middle (a pinned request of thousands of parts, cut to its first and
-    /// last): after this many of `parts`, this many, said by a text part in their place.
-    pub(crate) gap: Option<(usize, usize)>,
-}
-
-impl MemberPlan {
-    pub(crate) fn of(msg: usize, parts: Option<Vec<usize>>) -> MemberPlan {
-        MemberPlan { msg, parts, replace: Vec::new(), text_only: false, cut_text: None, gap: None }
-    }
-
-    pub(crate) fn whole(&self) -> bool {
-        self.parts.is_none() && self.replace.is_empty() && !self.text_only && self.cut_text.is_none()
-    }
-
-    pub(crate) fn action(&self) -> Action {
-        if self.text_only {
-            Action::Thinned
-        } else if self.cut_text.is_some() || self.replace.iter().any(|(_, r)| *r != Reduction::Digest) {
-            Action::Compressed
-        } else if !self.replace.is_empty() {
-            Action::Digested
-        } else {
-            Action::Kept
-        }
-    }
-}
-
-/// A plan's members, inline up to two (a step's call and its result).
-pub(crate) type Members = SmallVec<[MemberPlan; 2]>;
-
-#[derive(Clone, Debug)]
-pub(crate) struct Plan {
-    pub(crate) unit: usize,
-    pub(crate) members: Members,
-    pub(crate) member_tokens: SmallVec<[u32; 4]>,
-    pub(crate) tokens: usize,
-    pub(crate) dropped: Option<DropReason>,
-    /// Counted in its current form (`member_tokens` and `tokens` are up to date).
-    pub(crate) counted: bool,
-}
+use super::BuildCache;
+use super::StateUse;
+use crate::error::Result;
+use crate::message::Message;
+use crate::tokens;
 
 /// A pinned user request: always in the context, whole or cut to its head and tail.
 #[derive(Clone, Debug)]
@@ -90,218 +23,6 @@ pub(crate) struct Pin {
     pub(crate) plan: Plan,
     /// Tokens whole, as stored.
     pub(crate) whole: usize,
-}
-
-/// What stays the same during a build.
-pub(crate) struct Ctx<'a, 'b> {
-    pub(crate) items: &'a [Item<'b>],
-    pub(crate) encoding: Encoding,
-    pub(crate) options: &'a BuildOptions,
-    /// A session's recorded turns (`memory`), whose summaries stand in for turns not held whole.
-    pub(crate) turns: &'a [TurnNote<'b>],
-    /// A session's state (`state`): the sections after the system prompt.
-    pub(crate) state: &'a [StateNote],
-}
-
-pub(crate) fn part_indices(message: &Message, member: &MemberPlan) -> Vec<usize> {
-    match &member.parts {
-        Some(list) => list.clone(),
-        None => (0..message.content.parts.len()).collect(),
-    }
-}
-
-impl Ctx<'_, '_> {
-    /// The agent's open todos, from the state's todo section (`- ` list lines).
-    pub(crate) fn open_todos(&self) -> Vec<String> {
-        self.state
-            .iter()
-            .filter(|n| n.part == super::StatePart::Todos)
-            .flat_map(|n| n.lines.iter().map(|l| l.strip_prefix("- ").unwrap_or(l).to_string()))
-            .collect()
-    }
-
-    pub(crate) fn item(&self, msg: usize) -> Result<&Item<'_>> {
-        self.items.get(msg).ok_or_else(|| Error::internal(format!("message index {msg} out of range")))
-    }
-
-    pub(crate) fn overhead(&self, cache: &mut ReduceCache, msg: usize) -> Result<u32> {
-        let item = self.item(msg)?;
-        if let Some(n) = cache.overheads.get(item.id) {
-            return Ok(*n);
-        }
-        let n = u32::try_from(tokens::message_overhead(self.encoding, item.message)).unwrap_or(u32::MAX);
-        cache.overheads.insert(item.id.to_string(), n);
-        Ok(n)
-    }
-
-    pub(crate) fn part_tokens(&self, cache: &mut ReduceCache, msg: usize, j: usize) -> Result<u32> {
-        let item = *self.item(msg)?;
-        let len = item.message.content.parts.len();
-        if let Some(n) = cache.part(item.id, j, len).tokens {
-            return Ok(n);
-        }
-        let n = if len == 1 {
-            item.tokens.saturating_sub(self.overhead(cache, msg)?)
-        } else {
-            let part = item.message.content.parts.get(j).ok_or_else(|| Error::internal("part index out of range"))?;
-            u32::try_from(tokens::count_part(self.encoding, part, item.message.source)).unwrap_or(u32::MAX)
-        };
-        cache.part(item.id, j, len).tokens = Some(n);
-        Ok(n)
-    }
-
-    pub(crate) fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Arc<Message>> {
-        let item = *self.item(member.msg)?;
-        if member.whole() {
-            return Ok(Arc::clone(item.message));
-        }
-        // The same variant is the same `Arc` build after build: its request form is kept by
-        // identity (`EmitCache`).
-        let key = member_key(item.id, member);
-        let builds = cache.builds;
-        if let Some((used, message)) = cache.materialized.get_mut(&key) {
-            *used = builds;
-            return Ok(Arc::clone(message));
-        }
-        let source = item.message;
-        let mut parts = Vec::new();
-        for (k, j) in part_indices(source, member).into_iter().enumerate() {
-            if let Some((_, left_out)) = member.gap.filter(|(at, _)| *at == k) {
-                parts.push(Part::text(format!("[... {left_out} parts omitted ...]")));
-            }
-            let Some(original) = source.content.parts.get(j) else { continue };
-            if member.text_only && !matches!(original, Part::Text { .. }) {
-                continue;
-            }
-            let replaced = match member.replace.iter().find(|(k, _)| *k == j) {
-                Some((_, reduction)) => self.reduced(cache, member.msg, j, *reduction)?,
-                None => None,
-            };
-            let part = match (replaced, member.cut_text, original) {
-                (Some(part), _, _) => part,
-                (None, Some(chars), Part::Text { text, extra }) => Part::Text {
-                    text: crate::extract::head_tail(text, chars as usize, chars as usize),
-                    extra: extra.clone(),
-                },
-                // Cut short, a message keeps its calls, results and thinking, not its images;
-                // its opaque parts (AI SDK approvals…) stay, but a Responses item that is
-                // opaque whole (reasoning) goes: it must precede its item unchanged.
-                (None, Some(_), Part::Image { .. }) => continue,
-                (None, Some(_), Part::Other(_))
-                    if !original.is_opaque() || (source.source == Format::Responses && source.is_opaque()) =>
-                {
-                    continue
-                }
-                (None, _, original) => original.clone(),
-            };
-            parts.push(part);
-        }
-        let form = if member.parts.is_none() && !member.text_only && member.cut_text.is_none() {
-            source.content.form
-        } else if source.content.form == ContentForm::Text && parts.iter().all(|p| matches!(p, Part::Text { .. })) {
-            ContentForm::Text
-        } else if parts.is_empty() && matches!(source.content.form, ContentForm::Null | ContentForm::Absent) {
-            source.content.form
-        } else {
-            ContentForm::Parts
-        };
-        let message = Arc::new(Message {
-            role: source.role,
-            content: Content { form, parts },
-            name: source.name.clone(),
-            extra: source.extra.clone(),
-            source: source.source,
-        });
-        cache.materialized.insert(key, (builds, Arc::clone(&message)));
-        Ok(message)
-    }
-
-    pub(crate) fn member_tokens(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<u32> {
-        let item = *self.item(member.msg)?;
-        if member.whole() {
-            return Ok(item.tokens);
-        }
-        let key = member_key(item.id, member);
-        if let Some(n) = cache.members.get(&key) {
-            return Ok(*n);
-        }
-        let message = self.materialize(cache, member)?;
-        let n = tokens::count_message(self.encoding, &message).total;
-        cache.members.insert(key, n);
-        Ok(n)
-    }
-
-    pub(crate) fn plan_tokens(&self, cache: &mut ReduceCache, plan: &mut Plan) -> Result<()> {
-        plan.member_tokens.clear();
-        let mut total = 0usize;
-        for member in &plan.members {
-            let n = self.member_tokens(cache, member)?;
-            plan.member_tokens.push(n);
-            total += n as usize;
-        }
-        plan.tokens = total;
-        plan.counted = true;
-        Ok(())
-    }
-}
-
-/// A cache key for a member's variant: the id, the parts, the reductions, text-only or cut.
-pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
-    use std::fmt::Write;
-    let mut key = String::with_capacity(id.len() + 16);
-    key.push_str(id);
-    key.push('|');
-    if let Some(parts) = &member.parts {
-        for j in parts {
-            let _ = write!(key, "{j},");
-        }
-    } else {
-        key.push('*');
-    }
-    key.push('|');
-    for (j, reduction) in &member.replace {
-        let _ = match reduction {
-            Reduction::Digest => write!(key, "{j}d"),
-            Reduction::Compress => write!(key, "{j}c"),
-            Reduction::Cut(n) => write!(key, "{j}x{n}"),
-        };
-    }
-    if member.text_only {
-        key.push_str("|t");
-    }
-    if let Some(n) = member.cut_text {
-        let _ = write!(key, "|k{n}");
-    }
-    if let Some((at, left_out)) = member.gap {
-        let _ = write!(key, "|g{at},{left_out}");
-    }
-    key
-}
-
-pub(crate) fn base_members(unit: &Unit) -> Members {
-    unit.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()
-}
-
-pub(crate) fn has_text(message: &Message, member: &MemberPlan) -> bool {
-    part_indices(message, member)
-        .iter()
-        .any(|j| matches!(message.content.parts.get(*j), Some(Part::Text { text, .. }) if !text.trim().is_empty()))
-}
-
-/// The tokens of a message the build makes up (summary, placeholder, prompt), counted once.
-pub(crate) fn made_up_tokens(ctx: &Ctx, cache: &mut ReduceCache, message: &Message) -> usize {
-    let text = message.content.joined_text();
-    let key = (message.role, message.source, text);
-    if let Some(n) = cache.made_up.get(&key) {
-        return *n as usize;
-    }
-    let n = tokens::count_message(ctx.encoding, message).total;
-    // Summaries come and go; a few dozen texts is all a history ever needs at once.
-    if cache.made_up.len() >= 64 {
-        cache.made_up.clear();
-    }
-    cache.made_up.insert(key, n);
-    n as usize
 }
 
 /// How the recent messages were chosen.
@@ -377,7 +98,7 @@ impl<'s> Pass<'s> {
     /// active.
     pub(crate) fn new(
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         structure: Arc<Structure>,
         state: &'s SummaryState,
     ) -> Result<Pass<'s>> {
@@ -395,7 +116,7 @@ impl<'s> Pass<'s> {
             unit.kind == UnitKind::System
                 && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
         };
-        let systems = super::repair::system_units(&structure, cache).to_vec();
+        let systems = super::repair::system_units(&structure, &mut cache.structure).to_vec();
         let unit_at = |u: usize| structure.units.get(u);
         let compaction =
             systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
@@ -425,7 +146,7 @@ impl<'s> Pass<'s> {
             next = u + 1;
             let Some(unit) = unit_at(u) else { continue };
             let mut plan = Plan::of(u, unit);
-            ctx.plan_tokens(cache, &mut plan)?;
+            ctx.plan_tokens(&mut cache.forms, &mut plan)?;
             match pinned.iter().find(|(p, _)| *p == u).filter(|_| !systems.contains(&u)) {
                 Some((_, roles)) => pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan }),
                 None => system.push(plan),
@@ -612,123 +333,13 @@ impl Pass<'_> {
     }
 }
 
-impl Plan {
-    /// The unit whole: every member as the repair stage formed it, not yet counted.
-    pub(crate) fn of(u: usize, unit: &Unit) -> Plan {
-        Plan {
-            unit: u,
-            members: base_members(unit),
-            member_tokens: SmallVec::new(),
-            tokens: 0,
-            dropped: None,
-            counted: false,
-        }
-    }
-}
-
-/// Stored messages and a way to run the stages one by one, for the stages' own tests.
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::sync::Arc;
-
-    use serde_json::Value;
-
-    use super::{Ctx, Pass};
-    use crate::compact::reduce::ReduceCache;
-    use crate::compact::repair::{structure_for, Item};
-    use crate::compact::summary::SummaryState;
-    use crate::compact::{reduce, select, summarise};
-    use crate::message::{parse, Format, Message};
-    use crate::tokens::{count_message, Encoding};
-
-    pub(crate) const ENCODING: Encoding = Encoding::O200kBase;
-
-    /// A stored history: ids `m1`, `m2`, … and each message's tokens.
-    pub(crate) struct Log {
-        ids: Vec<String>,
-        messages: Vec<Arc<Message>>,
-        tokens: Vec<u32>,
-        /// The positions of the messages pinned explicitly.
-        pub(crate) pinned: Vec<usize>,
-    }
-
-    impl Log {
-        pub(crate) fn openai(value: Value) -> Log {
-            Log::parsed(value, Format::OpenAi)
-        }
-
-        pub(crate) fn anthropic(value: Value) -> Log {
-            Log::parsed(value, Format::Anthropic)
-        }
-
-        fn parsed(value: Value, format: Format) -> Log {
-            let messages: Vec<Arc<Message>> =
-                parse(value, format).expect("valid messages").into_iter().map(Arc::new).collect();
-            let tokens = messages.iter().map(|m| count_message(ENCODING, m).total).collect();
-            let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-            Log { ids, messages, tokens, pinned: Vec::new() }
-        }
-
-        pub(crate) fn items(&self) -> Vec<Item<'_>> {
-            (0..self.ids.len())
-                .map(|i| Item {
-                    id: &self.ids[i],
-                    message: &self.messages[i],
-                    tokens: self.tokens[i],
-                    pinned: self.pinned.contains(&i),
-                })
-                .collect()
-        }
-    }
-
-    /// The stages before summarise, as `build_once` runs them.
-    pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
-        let structure = structure_for(ctx.items, ctx.options.dedupe_system, cache);
-        let mut pass = Pass::new(ctx, cache, structure, state).expect("plan");
-        select::allot(ctx, cache, &mut pass).expect("allot");
-        select::measure(ctx, cache, &mut pass).expect("measure");
-        reduce::plan_active(ctx, cache, &mut pass).expect("plans");
-        reduce::fit(ctx, cache, &mut pass).expect("fit");
-        pass
-    }
-
-    /// Every stage but assemble, the summary stage not allowed to summarise.
-    pub(crate) fn through_fill<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
-        let mut pass = through_reduce(ctx, cache, state);
-        assert!(summarise::summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
-        select::fill(ctx, cache, &mut pass).expect("fill");
-        pass
-    }
-
-    /// A user request, then `steps` tool steps (a call, its result of `result_words` words) and
-    /// a closing answer: one turn.
-    pub(crate) fn turn(n: usize, steps: usize, result_words: usize) -> Vec<Value> {
-        let mut out = vec![serde_json::json!({"role": "user", "content": format!("request {n}")})];
-        for s in 0..steps {
-            let id = format!("c{n}_{s}");
-            out.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\": \"/src/f{n}_{s}.rs\"}}")}}]}));
-            out.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": format!("line {n} {s} ").repeat(result_words)}));
-        }
-        out.push(serde_json::json!({"role": "assistant", "content": format!("answer {n}")}));
-        out
-    }
-
-    pub(crate) fn turns(count: usize, steps: usize, result_words: usize) -> Log {
-        let mut all = vec![serde_json::json!({"role": "system", "content": "Be brief."})];
-        for n in 1..=count {
-            all.extend(turn(n, steps, result_words));
-        }
-        Log::openai(Value::Array(all))
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::testing::{turns, Log, ENCODING};
     use super::*;
     use crate::compact::repair::structure_for;
     use crate::compact::summary::{SummarySource, SummaryState};
-    use serde_json::json;
+    use crate::compact::testing::{turns, ENCODING};
+    use crate::compact::{BuildCache, BuildOptions};
 
     fn record(until: &str, until_index: usize) -> SummaryRecord {
         let pending = crate::compact::summary::PendingSummary {
@@ -749,10 +360,10 @@ mod tests {
         let items = log.items();
         let options = BuildOptions::default();
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
+        let mut cache = BuildCache::default();
         // The summary covers the first turn (m2..m5).
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
-        let structure = structure_for(&items, true, &mut cache);
+        let structure = structure_for(&items, true, &mut cache.structure);
         let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
         assert!(pass.summary.is_some() && pass.notes.is_empty());
         assert_eq!(pass.system.len(), 1);
@@ -766,7 +377,7 @@ mod tests {
 
         // A summary of another history is ignored, and said so.
         let stale = SummaryState { current: Some(record("m9", 4)), ..Default::default() };
-        let structure = structure_for(&items, true, &mut cache);
+        let structure = structure_for(&items, true, &mut cache.structure);
         let pass = Pass::new(&ctx, &mut cache, structure, &stale).unwrap();
         assert!(pass.summary.is_none() && pass.covered.is_empty());
         assert!(pass.notes[0].contains("does not match"));
@@ -778,32 +389,10 @@ mod tests {
         let items = log.items();
         let options = BuildOptions { summary: None, ..BuildOptions::default() };
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
+        let mut cache = BuildCache::default();
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
-        let structure = structure_for(&items, true, &mut cache);
+        let structure = structure_for(&items, true, &mut cache.structure);
         let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
         assert!(pass.summary.is_none() && pass.covered.is_empty() && pass.notes.is_empty());
-    }
-
-    #[test]
-    fn a_member_materialises_its_parts_and_counts_them_exactly() {
-        let log = Log::openai(json!([
-            {"role": "user", "content": "go"},
-            {"role": "assistant", "content": "reading", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "a", "content": "ok"}
-        ]));
-        let items = log.items();
-        let options = BuildOptions::default();
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
-        let text_only = MemberPlan { text_only: true, ..MemberPlan::of(1, None) };
-        let message = ctx.materialize(&mut cache, &text_only).unwrap();
-        assert_eq!(message.content.joined_text(), "reading");
-        assert!(message.tool_calls().next().is_none());
-        assert_eq!(ctx.member_tokens(&mut cache, &text_only).unwrap(), tokens::count_message(ENCODING, &message).total);
-        let again = ctx.materialize(&mut cache, &text_only).unwrap();
-        assert!(Arc::ptr_eq(&message, &again), "the same variant is the same message build after build");
-        let whole = MemberPlan::of(1, None);
-        assert!(Arc::ptr_eq(&ctx.materialize(&mut cache, &whole).unwrap(), items[1].message));
     }
 }

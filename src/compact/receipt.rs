@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::memory::MemoryUse;
 use super::plan::Plans;
-use super::reduce::ReduceCache;
 use super::repair::{Item, Repair, Structure, Unit};
 use super::TurnNote;
 
@@ -435,7 +434,7 @@ impl Background {
 /// append changes the fates of the messages near the end only, and remakes only those (and the
 /// runs from the first that changed).
 #[derive(Clone, Debug)]
-pub(crate) struct Kept {
+struct Kept {
     /// Shared with the receipt (and unshared by the time the next build starts: it is then
     /// changed in place).
     fates: Arc<Vec<Fate>>,
@@ -452,7 +451,7 @@ pub(crate) struct Kept {
 
 impl Kept {
     /// Fates a build patched after `fates_and_runs` made them: kept for the entries, not reused.
-    pub(crate) fn patched(fates: Arc<Vec<Fate>>) -> Kept {
+    fn patched(fates: Arc<Vec<Fate>>) -> Kept {
         Kept {
             fates,
             runs: Arc::default(),
@@ -464,14 +463,51 @@ impl Kept {
     }
 }
 
+/// What the fates of the last build leave to the next one, kept with the structure they were
+/// made on (`repair::StructureCache::epoch`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FateCache {
+    epoch: u64,
+    /// The last build's fates and receipt runs, which the next build's start from.
+    kept: Option<Kept>,
+    /// How far the units of the structure reach.
+    reach: Reach,
+    /// How many stored messages' fates builds made (not kept from the build before), and how
+    /// many receipt runs: for tests and benchmarks.
+    pub(crate) made: u64,
+    pub(crate) runs_made: u64,
+}
+
+impl FateCache {
+    /// Starts afresh unless what it keeps is of the structure of `epoch`.
+    pub(crate) fn sync(&mut self, epoch: u64) {
+        if self.epoch != epoch {
+            self.epoch = epoch;
+            self.kept = None;
+            self.reach = Reach::default();
+        }
+    }
+
+    /// Forgets the last build's fates: the next build makes all of them.
+    pub(crate) fn forget(&mut self) {
+        self.kept = None;
+    }
+
+    /// Keeps `fates`, patched after `fates_and_runs` made them, for the entries only: the next
+    /// build makes its own.
+    pub(crate) fn keep_patched(&mut self, fates: Arc<Vec<Fate>>) {
+        self.kept = Some(Kept::patched(fates));
+    }
+}
+
 /// Units per block of `Reach`.
 const REACH_BLOCK: usize = 64;
 
 /// The greatest last message of the units up to the end of each block of `REACH_BLOCK` units,
-/// kept with the structure (`ReduceCache::structure`): units are in order of their first message,
+/// kept with the structure (`FateCache`): units are in order of their first message,
 /// and this finds the first that reaches a message, however late its last result came.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Reach {
+struct Reach {
     blocks: Vec<usize>,
 }
 
@@ -509,8 +545,8 @@ pub(crate) struct FateInputs<'a, 'b> {
 
 /// The fates and the runs of a build, those of the last build (`kept`, where these are kept in
 /// turn) reused up to the first message whose fate may differ.
-pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (Arc<Vec<Fate>>, Arc<Vec<ReceiptRun>>) {
-    let kept = &mut cache.runs;
+pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut FateCache) -> (Arc<Vec<Fate>>, Arc<Vec<ReceiptRun>>) {
+    let kept = &mut cache.kept;
     let FateInputs { items, structure, active, plans, after, .. } = *inputs;
     // The ranges of the turns whose summaries are in the context: a handful, looked up once per
     // message left out (of a long history, most messages).
@@ -562,11 +598,11 @@ pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (A
     fates.truncate(from);
     fill_fates(inputs, &background, fates, from, cache.reach.first_reaching(structure, from));
     let (runs, reused) = runs_reusing(items, fates, last_runs.as_deref().map(|r| (from, r.as_slice())));
-    cache.fates_made += (fates.len() - from) as u64;
+    cache.made += (fates.len() - from) as u64;
     cache.runs_made += (runs.len() - reused) as u64;
     drop(last_runs);
     let runs = Arc::new(runs);
-    cache.runs = Some(Kept {
+    cache.kept = Some(Kept {
         fates: Arc::clone(&shared),
         runs: Arc::clone(&runs),
         background,
@@ -655,7 +691,7 @@ fn fill_fates(inputs: &FateInputs, background: &Background, fates: &mut Vec<Fate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::plan::testing::Log;
+    use crate::compact::testing::Log;
     use serde_json::json;
 
     #[test]

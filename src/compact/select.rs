@@ -6,13 +6,14 @@
 //! taken after one that does not). Whatever the summary section does not use goes to the recent
 //! messages.
 
-use super::plan::{made_up_tokens, Ctx, Mode, Pass, Plan, Reduction};
+use super::forms::{made_up_tokens, part_indices, Ctx, Plan, Reduction};
+use super::plan::{Mode, Pass};
 use super::receipt::{BudgetReport, DropReason};
 use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
-use super::reduce::ReduceCache;
 use super::request::placeholder;
 use super::section::summary_messages;
 use super::summarise;
+use super::BuildCache;
 use crate::error::{Error, Result};
 use crate::message::{Part, Role};
 use crate::tokens::REPLY_PRIMING;
@@ -21,12 +22,12 @@ use crate::tokens::REPLY_PRIMING;
 /// the system prompt leaves, the summary section's share of the rest (`budget.summaryRatio`), and
 /// the summary in force as the context shows it (cut to the share if it is longer). A budget too
 /// small for the system prompt is an error.
-pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn allot(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;
-    pass.placeholder_tokens = made_up_tokens(ctx, cache, &placeholder(options.format));
+    pass.placeholder_tokens = made_up_tokens(ctx, &mut cache.texts, &placeholder(options.format));
     if let Some(summary) = pass.summary {
         pass.summary_messages = summary_messages(options, &summary.text, &summary.summarised_until);
-        pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
+        pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
     }
     let Some(budget) = &options.budget else {
         state_section(ctx, cache, pass, usize::MAX);
@@ -45,7 +46,7 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
     // The state's sections: at most a quarter of what the system prompt leaves.
     state_section(ctx, cache, pass, (max - floor) / 4);
     let floor = floor + pass.state_tokens;
-    super::pins::size(ctx, cache, pass, (max - pass.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2)?;
+    super::pins::size(ctx, &mut cache.forms, pass, (max - pass.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2)?;
     let avail = max.saturating_sub(floor + pass.pins_tokens);
     pass.share = (avail as f64 * budget.summary_ratio).floor() as usize;
     if let Some(summary) = pass.summary.filter(|_| pass.summary_tokens > pass.share) {
@@ -67,11 +68,11 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Resu
 }
 
 /// The state's sections (`compact::state`) within their cap and `room`.
-fn state_section(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: usize) {
+fn state_section(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, room: usize) {
     let Some(options) = ctx.options.state.as_ref() else { return };
     let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize);
     if let Some((messages, used)) =
-        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut cache.line_tokens)
+        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut cache.texts.lines)
     {
         pass.state_messages = messages;
         pass.state_tokens = used.tokens;
@@ -80,11 +81,11 @@ fn state_section(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: usiz
 }
 
 /// The summary in force, longer than its share: its head and tail, as long as the share allows.
-fn cut_summary(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, text: &str, until: &str) -> Result<()> {
-    let tokens_at = |chars: usize, cache: &mut ReduceCache| -> (Vec<crate::message::Message>, usize) {
+fn cut_summary(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, text: &str, until: &str) -> Result<()> {
+    let tokens_at = |chars: usize, cache: &mut BuildCache| -> (Vec<crate::message::Message>, usize) {
         let cut = crate::extract::head_tail(text, chars, chars);
         let messages = summary_messages(ctx.options, &cut, until);
-        let n = messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
+        let n = messages.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
         (messages, n)
     };
     let (mut low, mut high) = (0usize, text.chars().count() / 2);
@@ -121,7 +122,7 @@ fn cut_summary(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, text: &str, 
 
 /// The recent steps kept whole (seed 004), the active messages and their tokens as stored, and
 /// whether the history as it is would need a placeholder user message first.
-pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;
     let keep = options.keep_recent_steps.max(1);
     let mut tail_start = 0usize;
@@ -139,7 +140,8 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Re
 
     // The active units as stored: a running sum kept between builds (`sums`).
     let end = pass.structure.units.len();
-    pass.unreduced = super::sums::active_before(ctx, cache, pass, super::sums::End::History, end)?.all;
+    pass.unreduced =
+        super::sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, super::sums::End::History, end)?.all;
     let first_is_user = pass
         .pins
         .first()
@@ -194,7 +196,7 @@ pub(crate) fn base_room(pass: &Pass) -> usize {
 /// and older units may still be taken. The count window ends it too.
 pub(crate) fn select(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     room: usize,
     contiguous: bool,
@@ -230,7 +232,7 @@ pub(crate) fn select(
         }
         let mut form = plan.into_owned();
         if !form.counted {
-            ctx.plan_tokens(cache, &mut form)?;
+            ctx.plan_tokens(&mut cache.forms, &mut form)?;
         }
         if form.tokens > remaining && o != newest {
             form = reduced_for(ctx, cache, pass, &form, remaining)?;
@@ -290,7 +292,7 @@ pub(crate) fn select(
 
 /// `plan` with every reduction it can have; when that leaves part of `room` unused, its results
 /// cut only as deep as the room needs instead (more of them is kept). May still exceed `room`.
-fn reduced_for(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
+fn reduced_for(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
     let form = fully_reduced(ctx, cache, pass, plan)?;
     if form.tokens >= room {
         return Ok(form);
@@ -305,7 +307,7 @@ fn reduced_for(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan, roo
 /// thinking and digests whole) that fits `room`; if that leaves more than 5% of the room (or does
 /// not fit at all), the same with its file reads cut instead of digested, when that uses more of
 /// it (the unit stays whole and valid: only its calls are never cut). `None` if nothing fits.
-fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
+fn cut_to_fit(ctx: &Ctx, cache: &mut BuildCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
     let kept = cut_to_fit_with(ctx, cache, plan, room, texts, false)?;
     // Within 5% of the room already: the digests stay.
     if kept.as_ref().is_some_and(|cut| cut.tokens * 20 >= room * 19) {
@@ -321,7 +323,7 @@ fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, text
 
 fn cut_to_fit_with(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     plan: &Plan,
     room: usize,
     texts: bool,
@@ -330,7 +332,7 @@ fn cut_to_fit_with(
     let mut longest = 0usize;
     for member in &plan.members {
         let message = ctx.item(member.msg)?.message;
-        for j in super::plan::part_indices(message, member) {
+        for j in part_indices(message, member) {
             longest = longest.max(match message.content.parts.get(j) {
                 Some(Part::Text { text, .. }) => text.chars().count(),
                 Some(Part::ToolResult(result)) => result.content.joined_text().chars().count(),
@@ -338,14 +340,14 @@ fn cut_to_fit_with(
             });
         }
     }
-    let at = |chars: u32, cache: &mut ReduceCache| -> Result<Plan> {
+    let at = |chars: u32, cache: &mut BuildCache| -> Result<Plan> {
         let mut cut = plan.clone();
         for member in cut.members.iter_mut() {
             let message = ctx.item(member.msg)?.message;
             if texts {
                 member.cut_text = Some(chars);
             }
-            for j in super::plan::part_indices(message, member) {
+            for j in part_indices(message, member) {
                 if !matches!(message.content.parts.get(j), Some(Part::ToolResult(_))) {
                     continue;
                 }
@@ -356,7 +358,7 @@ fn cut_to_fit_with(
                 }
             }
         }
-        ctx.plan_tokens(cache, &mut cut)?;
+        ctx.plan_tokens(&mut cache.forms, &mut cut)?;
         Ok(cut)
     };
     deepest_cut(longest / 2, |k| {
@@ -372,12 +374,12 @@ fn cut_to_fit_with(
 /// that uses the most is kept.
 pub(crate) fn select_with<X>(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &mut Pass,
     room: usize,
     reserve: usize,
     contiguous: bool,
-    mut section: impl FnMut(&Ctx, &mut ReduceCache, &mut Pass, &Selection) -> Result<(X, usize)>,
+    mut section: impl FnMut(&Ctx, &mut BuildCache, &mut Pass, &Selection) -> Result<(X, usize)>,
 ) -> Result<(Selection, X)> {
     let first = select(ctx, cache, pass, room.saturating_sub(reserve), contiguous)?;
     let (x, used) = section(ctx, cache, pass, &first)?;
@@ -445,7 +447,7 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
 /// The recent section when not everything fits (`Mode::Selected`): with a summary, the suffix
 /// that fits, the bridge covering what lies between the summary in force and it; without one,
 /// the units that fit, within what the memory's turn summaries leave.
-pub(crate) fn fill(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Selected {
         // The context holds every unit: each is planned (`reduce::fit`).
         return count_all(ctx, cache, pass);

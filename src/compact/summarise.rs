@@ -9,16 +9,26 @@
 
 use std::sync::Arc;
 
-use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass};
+use super::forms::{base_members, made_up_tokens, member_key, Ctx, MemberPlan};
+use super::plan::{Mode, Pass};
 use super::receipt::{BridgeUse, PinRole};
-use super::reduce::ReduceCache;
+use super::reduce::parts;
 use super::repair::{Unit, UnitKind};
 use super::request::{emit_request, placeholder};
 use super::section::{section_message, summary_messages};
 use super::select::{base_room, select, select_with};
 use super::summary::{self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState};
+use super::BuildCache;
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::message::{Content, Format, Message, Role};
+
+/// The bridges made, kept between builds by what they cover: the previous summary's request
+/// id, which messages (by id and form), and the budget.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bridges {
+    pub(crate) texts: FastMap<(String, u64, u32), String>,
+}
 
 /// A bridge or summary shorter than this says too little: a new summary is made instead.
 const MIN_SUMMARY_TOKENS: usize = 48;
@@ -27,7 +37,7 @@ const MIN_SUMMARY_TOKENS: usize = 48;
 /// external summariser's request goes to `pass.summary_request`.
 pub(crate) fn summarise(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &mut Pass,
     state: &SummaryState,
     allowed: bool,
@@ -91,7 +101,7 @@ pub(crate) fn summarise(
                     }
                     let record = extractive_record(ctx, cache, pass, selection.stop, state, cap)?;
                     let shown = summary_messages(ctx.options, &record.text, &record.summarised_until);
-                    let tokens = shown.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
+                    let tokens = shown.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
                     Ok((Some(record), tokens))
                 })?;
             Ok(record)
@@ -122,12 +132,12 @@ fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Resul
 
 /// The tokens of the summary section's framing: its message with an empty text, and a little for
 /// the joins.
-fn framing_tokens(ctx: &Ctx, cache: &mut ReduceCache) -> usize {
-    summary_messages(ctx.options, "", "m0").iter().map(|m| made_up_tokens(ctx, cache, m)).sum::<usize>() + 4
+fn framing_tokens(ctx: &Ctx, cache: &mut BuildCache) -> usize {
+    summary_messages(ctx.options, "", "m0").iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum::<usize>() + 4
 }
 
 /// What the bridge may take: what the summary in force leaves of the share, at most `maxTokens`.
-pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass) -> usize {
+pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass) -> usize {
     let max = ctx.options.summary.as_ref().map_or(4000, |s| s.max_tokens as usize) + framing_tokens(ctx, cache);
     pass.share.saturating_sub(pass.summary_tokens).min(max)
 }
@@ -139,12 +149,12 @@ pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass) -> usi
 /// the recent turns, and a list of every member would be its largest allocation.
 fn visit_members_before(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     stop: usize,
     (from, until): (usize, usize),
     compress: bool,
-    visit: &mut dyn FnMut(&mut ReduceCache, &MemberPlan) -> Result<()>,
+    visit: &mut dyn FnMut(&mut BuildCache, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
     enum Source<'p> {
         Active(&'p Unit),
@@ -163,7 +173,15 @@ fn visit_members_before(
             Source::Active(unit) => {
                 let mut list = base_members(unit);
                 if compress && unit.kind == UnitKind::Step {
-                    ctx.reduce_members(cache, &pass.structure, &mut list, false, true)?;
+                    parts::reduce_members(
+                        ctx,
+                        &mut cache.forms,
+                        &cache.files,
+                        &pass.structure,
+                        &mut list,
+                        false,
+                        true,
+                    )?;
                 }
                 for member in &list {
                     visit(cache, member)?;
@@ -183,10 +201,10 @@ fn visit_members_before(
 /// order.
 fn visit_originals(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     stop: usize,
-    visit: &mut dyn FnMut(&mut ReduceCache, &MemberPlan) -> Result<()>,
+    visit: &mut dyn FnMut(&mut BuildCache, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
     let until = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let from = pass.summary.map_or(0, |s| s.until_index + 1);
@@ -207,12 +225,12 @@ impl Originals {
 }
 
 /// The messages of the active units before `stop` (and of the pins among them), whole, in order.
-fn original_messages(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Originals> {
+fn original_messages(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, stop: usize) -> Result<Originals> {
     let task = pinned_task(ctx, pass);
     let mut messages = Vec::new();
     let mut after = 0;
     visit_originals(ctx, cache, pass, stop, &mut |cache, member| {
-        messages.push(ctx.materialize(cache, member)?);
+        messages.push(ctx.materialize(&mut cache.forms, member)?);
         if task.as_ref().is_some_and(|(_, msg)| member.msg <= *msg) {
             after = messages.len();
         }
@@ -239,7 +257,7 @@ fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
 /// (with its framing), not stored.
 pub(crate) fn bridge(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     stop: usize,
     cap: usize,
@@ -258,7 +276,7 @@ pub(crate) fn bridge(
     // longer dropped by the repair stage): the key says which messages, by id and variant.
     let mut hasher = std::hash::DefaultHasher::new();
     visit_originals(ctx, cache, pass, stop, &mut |_, member| {
-        std::hash::Hash::hash(&super::plan::member_key(ctx.item(member.msg)?.id, member), &mut hasher);
+        std::hash::Hash::hash(&member_key(ctx.item(member.msg)?.id, member), &mut hasher);
         Ok(())
     })?;
     // The open todos stand in the bridge's pending work; the pinned task in its primary request.
@@ -266,7 +284,7 @@ pub(crate) fn bridge(
     std::hash::Hash::hash(&pinned_task(ctx, pass).map(|(_, msg)| msg), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
     let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
-    let text = match cache.extracts.get(&key) {
+    let text = match cache.bridges.texts.get(&key) {
         Some(text) => text.clone(),
         None => {
             let originals = original_messages(ctx, cache, pass, stop)?;
@@ -279,10 +297,10 @@ pub(crate) fn bridge(
                 ctx.encoding,
                 budget,
             );
-            if cache.extracts.len() > 32 {
-                cache.extracts.clear();
+            if cache.bridges.texts.len() > 32 {
+                cache.bridges.texts.clear();
             }
-            cache.extracts.insert(key, text.clone());
+            cache.bridges.texts.insert(key, text.clone());
             text
         }
     };
@@ -291,7 +309,7 @@ pub(crate) fn bridge(
         None => format!("Summary of the earlier conversation (messages {from} to {until}):\n"),
     };
     let message = section_message(ctx.options, format!("{header}{text}"));
-    let tokens = made_up_tokens(ctx, cache, &message);
+    let tokens = made_up_tokens(ctx, &mut cache.texts, &message);
     let messages = (first..last).count();
     Ok(Some((message, BridgeUse { from, until, messages, tokens })))
 }
@@ -299,7 +317,7 @@ pub(crate) fn bridge(
 /// The extractive summary of the active units before `stop`, folded onto the summary in force.
 fn extractive_record(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     stop: usize,
     state: &SummaryState,
@@ -367,7 +385,7 @@ fn request_meta(
 /// summary must satisfy.
 pub(crate) fn request_for(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &Pass,
     cut: usize,
     options: &SummaryOptions,
@@ -381,13 +399,13 @@ pub(crate) fn request_for(
     let mut messages: Vec<Arc<Message>> = Vec::new();
     for plan in &pass.system {
         for member in &plan.members {
-            messages.push(ctx.materialize(cache, member)?);
+            messages.push(ctx.materialize(&mut cache.forms, member)?);
         }
     }
     let mut ids: Vec<usize> = Vec::new();
     visit_members_before(ctx, cache, pass, cut, (from, meta.until_index + 1), true, &mut |cache, member| {
         ids.push(member.msg);
-        messages.push(ctx.materialize(cache, member)?);
+        messages.push(ctx.materialize(&mut cache.forms, member)?);
         Ok(())
     })?;
     crate::sort::sort(&mut ids);

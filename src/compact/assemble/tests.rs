@@ -1,9 +1,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::compact::plan::testing::{through_fill, turns, Log, ENCODING};
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::{SummaryOptions, SummaryState};
+use crate::compact::testing::{through_fill, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildOptions, PinRole, PLACEHOLDER_TEXT};
 
 fn budget(max: u32) -> Option<BudgetOptions> {
@@ -17,7 +17,7 @@ fn system_then_pins_then_recent_with_a_receipt_for_every_message() {
     let options =
         BuildOptions { budget: budget(2_400), summary: None, digest: None, compress: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let outcome = assemble(&ctx, &mut cache, pass).unwrap();
@@ -60,7 +60,7 @@ fn anthropic_the_summary_is_a_user_message_after_the_task_and_thinking_is_untouc
         ..BuildOptions::default()
     };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let context = assemble(&ctx, &mut cache, pass).unwrap().context;
@@ -89,7 +89,7 @@ fn anthropic_gets_a_placeholder_when_no_user_message_leads() {
     let items = log.items();
     let options = BuildOptions { format: Format::Anthropic, summary: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let context = assemble(&ctx, &mut cache, pass).unwrap().context;

@@ -13,11 +13,13 @@
 
 use std::sync::Arc;
 
-use super::{index, thin, ReduceCache};
-use crate::compact::plan::{Ctx, MemberPlan, Pass, Plan, Reduction};
+use super::{parts, thin};
+use crate::compact::forms::{Ctx, MemberPlan, Plan, Reduction};
+use crate::compact::plan::Pass;
 use crate::compact::receipt::DropReason;
 use crate::compact::repair::UnitKind;
 use crate::compact::sums::{self, End};
+use crate::compact::BuildCache;
 use crate::error::{Error, Result};
 use crate::message::Part;
 
@@ -29,9 +31,9 @@ enum Stage {
 }
 
 /// Counts every planned unit in its current form.
-pub(crate) fn count_all(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn count_all(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     for plan in pass.plans.iter_mut().filter(|p| !p.counted) {
-        ctx.plan_tokens(cache, plan)?;
+        ctx.plan_tokens(&mut cache.forms, plan)?;
     }
     Ok(())
 }
@@ -42,7 +44,7 @@ pub(crate) fn count_all(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> 
 /// none planned yet.
 pub(crate) fn until_fits(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     pass: &mut Pass,
     fixed: usize,
     goal: usize,
@@ -58,7 +60,7 @@ pub(crate) fn until_fits(
     }
     pass.plan_all();
     count_all(ctx, cache, pass)?;
-    index(ctx, cache);
+    parts::index(ctx, &mut cache.files);
     let structure = Arc::clone(&pass.structure);
     for stage in [Stage::StaleReads, Stage::Reads, Stage::LongOutputs] {
         let wanted = match stage {
@@ -75,7 +77,7 @@ pub(crate) fn until_fits(
             if plan.dropped.is_some() || structure.units.get(plan.unit).is_none_or(|u| u.kind != UnitKind::Step) {
                 continue;
             }
-            for c in ctx.candidates(cache, &structure, &plan.members)? {
+            for c in parts::candidates(ctx, &mut cache.forms, &cache.files, &structure, &plan.members)? {
                 let (reduction, applies) = match stage {
                     Stage::StaleReads => (Reduction::Digest, c.read.is_some() && c.superseded),
                     Stage::Reads => (Reduction::Digest, c.read.is_some()),
@@ -84,14 +86,14 @@ pub(crate) fn until_fits(
                 let member = plan.members.get(c.member).ok_or_else(|| Error::internal("member out of range"))?;
                 if !applies
                     || member.replace.iter().any(|(k, _)| *k == c.part)
-                    || !ctx.ensure_reduced(cache, member.msg, c.part, reduction, c.read.as_deref())?
+                    || !parts::ensure_reduced(ctx, &mut cache.forms, member.msg, c.part, reduction, c.read.as_deref())?
                 {
                     continue;
                 }
-                let before = ctx.member_tokens(cache, member)? as usize;
+                let before = ctx.member_tokens(&mut cache.forms, member)? as usize;
                 let mut reduced = member.clone();
                 reduced.replace.push((c.part, reduction));
-                let after = ctx.member_tokens(cache, &reduced)? as usize;
+                let after = ctx.member_tokens(&mut cache.forms, &reduced)? as usize;
                 if after >= before {
                     continue;
                 }
@@ -103,11 +105,11 @@ pub(crate) fn until_fits(
                         reduced = cut;
                     }
                 }
-                let after = ctx.member_tokens(cache, &reduced)? as usize;
+                let after = ctx.member_tokens(&mut cache.forms, &reduced)? as usize;
                 if let Some(slot) = plan.members.get_mut(c.member) {
                     *slot = reduced;
                 }
-                ctx.plan_tokens(cache, plan)?;
+                ctx.plan_tokens(&mut cache.forms, plan)?;
                 view = view - before + after;
                 if view <= goal {
                     return Ok(true);
@@ -124,9 +126,9 @@ pub(crate) fn until_fits(
 /// The most every reduction together could save: the results before the recent steps (and, when
 /// thinning, the older turns' units), an upper bound that needs no reduction computed: from
 /// the units as stored, none planned.
-fn most_saved(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, thinning: bool) -> Result<usize> {
+fn most_saved(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, thinning: bool) -> Result<usize> {
     let tail = pass.active.get(pass.tail_start).copied().unwrap_or(pass.structure.units.len());
-    let saved = sums::active_before(ctx, cache, pass, End::Tail, tail)?;
+    let saved = sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, End::Tail, tail)?;
     if !thinning {
         return Ok(saved.results);
     }
@@ -134,7 +136,7 @@ fn most_saved(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, thinning: bool) -
     // Units are in turn order: those of older turns come first.
     let structure = &pass.structure;
     let current = structure.units.partition_point(|u| u.turn < structure.last_turn).min(tail);
-    let older = sums::active_before(ctx, cache, pass, End::Turn, current)?;
+    let older = sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, End::Turn, current)?;
     Ok(saved.results + older.all.saturating_sub(older.results))
 }
 
@@ -142,12 +144,12 @@ fn most_saved(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, thinning: bool) -
 /// tokens; `None` when no cut does.
 fn cut_to_save(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    cache: &mut BuildCache,
     member: &MemberPlan,
     part: usize,
     need: usize,
 ) -> Result<Option<MemberPlan>> {
-    let before = ctx.member_tokens(cache, member)? as usize;
+    let before = ctx.member_tokens(&mut cache.forms, member)? as usize;
     let chars = match ctx.item(member.msg)?.message.content.parts.get(part) {
         Some(Part::ToolResult(result)) => result.content.joined_text().chars().count(),
         _ => return Ok(None),
@@ -159,7 +161,7 @@ fn cut_to_save(
     };
     deepest_cut(chars / 2, |k| {
         let candidate = with(k);
-        let after = ctx.member_tokens(cache, &candidate)? as usize;
+        let after = ctx.member_tokens(&mut cache.forms, &candidate)? as usize;
         Ok((before.saturating_sub(after) >= need).then_some(candidate))
     })
 }
@@ -188,7 +190,7 @@ pub(crate) fn deepest_cut<T>(most: usize, mut at: impl FnMut(u32) -> Result<Opti
 }
 
 /// Seed 004's thinning, turn by turn from the oldest, while the context does not fit.
-fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut ReduceCache, view: &mut usize, goal: usize) -> Result<()> {
+fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut BuildCache, view: &mut usize, goal: usize) -> Result<()> {
     let decisions = thin::decide(ctx, pass)?;
     let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.unit(*u).map(|unit| unit.turn)).collect();
     crate::sort::sort(&mut turns);
@@ -203,7 +205,7 @@ fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut ReduceCache, view: &mut us
             match decision {
                 Some(member) => {
                     plan.members = smallvec::smallvec![member.clone()];
-                    ctx.plan_tokens(cache, plan)?;
+                    ctx.plan_tokens(&mut cache.forms, plan)?;
                 }
                 None => plan.dropped = Some(DropReason::Thinning),
             }
@@ -219,15 +221,23 @@ fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut ReduceCache, view: &mut us
 
 /// Every reduction a unit can have (digests of all its reads, compression of its long outputs):
 /// the form a unit takes when it does not fit whole.
-pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan) -> Result<Plan> {
+pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan: &Plan) -> Result<Plan> {
     let mut reduced = plan.clone();
     if pass.unit(plan.unit).is_some_and(|u| u.kind == UnitKind::Step) {
-        index(ctx, cache);
+        parts::index(ctx, &mut cache.files);
         let digest = ctx.options.digest.is_some();
         let compress = ctx.options.compress.is_some();
-        ctx.reduce_members(cache, &pass.structure, &mut reduced.members, digest, compress)?;
+        parts::reduce_members(
+            ctx,
+            &mut cache.forms,
+            &cache.files,
+            &pass.structure,
+            &mut reduced.members,
+            digest,
+            compress,
+        )?;
     }
-    ctx.plan_tokens(cache, &mut reduced)?;
+    ctx.plan_tokens(&mut cache.forms, &mut reduced)?;
     Ok(reduced)
 }
 
@@ -236,7 +246,7 @@ pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, pla
 /// uses at least 90% of it). Until it does, gives back, newest first, what still fits: a thinned
 /// unit whole, a reduced result whole, or the one where the room runs out cut to its head and
 /// tail as deep as the goal needs.
-pub(crate) fn give_back(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<()> {
+pub(crate) fn give_back(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<()> {
     let structure = Arc::clone(&pass.structure);
     let mut view = fixed + pass.plans.kept_tokens();
     for plan in pass.plans.iter_mut().rev() {
@@ -247,7 +257,7 @@ pub(crate) fn give_back(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fix
         if thinned {
             let Some(unit) = structure.units.get(plan.unit) else { continue };
             let mut whole = Plan::of(plan.unit, unit);
-            ctx.plan_tokens(cache, &mut whole)?;
+            ctx.plan_tokens(&mut cache.forms, &mut whole)?;
             let now = if plan.dropped.is_some() { 0 } else { plan.tokens };
             if view - now + whole.tokens <= goal {
                 view = view - now + whole.tokens;
@@ -264,19 +274,19 @@ pub(crate) fn give_back(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fix
             for r in (0..member.replace.len()).rev() {
                 let Some(member) = plan.members.get(k) else { break };
                 let Some(&(part, _)) = member.replace.get(r) else { continue };
-                let before = ctx.member_tokens(cache, member)? as usize;
+                let before = ctx.member_tokens(&mut cache.forms, member)? as usize;
                 let mut whole = member.clone();
                 whole.replace.remove(r);
-                let after = ctx.member_tokens(cache, &whole)? as usize;
+                let after = ctx.member_tokens(&mut cache.forms, &whole)? as usize;
                 let given = if view - before + after <= goal {
                     Some(whole)
                 } else {
                     // Cut only as deep as the goal needs, if that keeps more than the reduction.
                     cut_to_save(ctx, cache, &whole, part, view - before + after - goal)?
-                        .filter(|cut| ctx.member_tokens(cache, cut).is_ok_and(|n| n as usize > before))
+                        .filter(|cut| ctx.member_tokens(&mut cache.forms, cut).is_ok_and(|n| n as usize > before))
                 };
                 if let Some(given) = given {
-                    let now = ctx.member_tokens(cache, &given)? as usize;
+                    let now = ctx.member_tokens(&mut cache.forms, &given)? as usize;
                     view = view - before + now;
                     if let Some(slot) = plan.members.get_mut(k) {
                         *slot = given;
@@ -286,7 +296,7 @@ pub(crate) fn give_back(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, fix
             }
         }
         if changed {
-            ctx.plan_tokens(cache, plan)?;
+            ctx.plan_tokens(&mut cache.forms, plan)?;
         }
     }
     Ok(())

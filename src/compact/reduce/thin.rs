@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::super::plan::{base_members, has_text, part_indices, Ctx, MemberPlan, Pass};
-use super::super::repair::UnitKind;
+use crate::compact::forms::{base_members, has_text, part_indices, Ctx, MemberPlan};
+use crate::compact::plan::Pass;
+use crate::compact::repair::UnitKind;
 use crate::error::Result;
 use crate::message::{Part, Role};
 

@@ -1,9 +1,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::compact::plan::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::receipt::Action;
 use crate::compact::summary::SummaryState;
+use crate::compact::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildOptions};
 
 fn options(budget: Option<BudgetOptions>) -> BuildOptions {
@@ -20,19 +20,19 @@ fn allot_pins_then_shares_what_the_system_prompt_leaves() {
     let items = log.items();
     let options = options(Some(BudgetOptions { context_window: 10_000, ..BudgetOptions::default() }));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     let budget = pass.budget.unwrap();
     assert_eq!(budget.max_tokens, 6_000);
-    let placeholder = made_up_tokens(&ctx, &mut cache, &placeholder(options.format));
+    let placeholder = made_up_tokens(&ctx, &mut cache.texts, &placeholder(options.format));
     let avail = 6_000 - pass.system_tokens - REPLY_PRIMING - placeholder - pass.pins_tokens;
     assert_eq!(budget.summary_budget, (avail as f64 * 0.26) as usize);
     assert_eq!(budget.pinned_tokens, pass.pins_tokens);
 
     let tiny = self::options(Some(BudgetOptions { context_window: 10, ..BudgetOptions::default() }));
     let ctx = Ctx { options: &tiny, ..ctx };
-    let structure = crate::compact::repair::structure_for(&items, true, &mut cache);
+    let structure = crate::compact::repair::structure_for(&items, true, &mut cache.structure);
     let mut pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
     let error = allot(&ctx, &mut cache, &mut pass).unwrap_err();
     assert!(error.message.contains("too small for the system prompt alone"), "{error}");
@@ -50,7 +50,7 @@ fn pins_over_half_the_room_are_cut_to_head_and_tail() {
     let items = log.items();
     let options = options(budget(1_200));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Selected);
@@ -58,7 +58,7 @@ fn pins_over_half_the_room_are_cut_to_head_and_tail() {
     assert!(pass.pins_tokens <= (1_200 - pass.system_tokens - REPLY_PRIMING) / 2);
     let task_pin = &pass.pins[0];
     assert!(task_pin.plan.members[0].cut_text.is_some() && task_pin.plan.tokens < task_pin.whole);
-    let text = ctx.materialize(&mut cache, &task_pin.plan.members[0]).unwrap().content.joined_text();
+    let text = ctx.materialize(&mut cache.forms, &task_pin.plan.members[0]).unwrap().content.joined_text();
     assert!(text.starts_with("Fix the bug.") && text.ends_with("End of the task.") && text.contains("chars omitted"));
     assert!(pass.pins[1].plan.members[0].cut_text.is_none(), "the short one stays whole");
 }
@@ -69,7 +69,7 @@ fn measure_finds_the_recent_steps() {
     let items = log.items();
     let options = BuildOptions { keep_recent_steps: 2, ..options(None) };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     let tail: Vec<usize> = pass.active[pass.tail_start..].iter().map(|u| pass.unit(*u).unwrap().first).collect();
@@ -88,7 +88,7 @@ fn the_window_keeps_units_with_a_message_among_the_last_n() {
     let items = log.items();
     let options = BuildOptions { max_messages: Some(10), ..options(None) };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let kept: Vec<usize> = pass
@@ -108,7 +108,7 @@ fn the_budget_is_filled_newest_first_and_the_boundary_cut_to_fit() {
     let items = log.items();
     let options = options(budget(1_800));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let view = pass.view(true);
@@ -130,7 +130,7 @@ fn without_a_summary_a_unit_too_big_is_skipped_and_older_ones_taken() {
     let items = log.items();
     let options = options(budget(700));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let fates: Vec<Option<DropReason>> = pass.every_plan().iter().map(|p| p.dropped).collect();
@@ -157,7 +157,7 @@ fn with_a_summary_the_recent_messages_are_a_suffix() {
     let items = log.items();
     let options = BuildOptions { summary: Some(Default::default()), ..options(budget(900)) };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let start = pass.suffix_start.expect("a suffix");

@@ -1,9 +1,9 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::compact::plan::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::PendingSummary;
+use crate::compact::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildOptions};
 
 fn options(summarizer: Summarizer, max: Option<u32>) -> BuildOptions {
@@ -44,7 +44,7 @@ fn a_history_that_fits_its_budget_is_never_summarised_whatever_its_size() {
     let total: u32 = items.iter().map(|i| i.tokens).sum();
     let options = options(Summarizer::Extractive, Some(total + 10));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     assert!(total > 2_000, "past seed 001's old 50k/30k-like thresholds would not matter: the budget decides");
@@ -61,7 +61,7 @@ fn over_the_budget_a_summary_is_forced_whatever_the_gates() {
         summary.min_messages = 10_000;
     }
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     let record = summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap().expect("forced");
@@ -78,7 +78,7 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     let items = log.items();
     let options = options(Summarizer::External, Some(1_500));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
@@ -110,7 +110,7 @@ fn with_a_summary_in_force_little_new_is_bridged_and_much_new_summarised() {
     let items = log.items();
     let options = options(Summarizer::Extractive, Some(1_500));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     // Covers the first twelve turns but for their last steps: a little is left between it and the
     // recent messages.
     let until = items.len() - 9;
@@ -134,7 +134,7 @@ fn the_bridge_fills_the_gap_and_the_context_its_budget() {
     let items = log.items();
     let options = options(Summarizer::Extractive, Some(1_500));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let until = 10;
     let state = SummaryState {
         current: Some(record("{\"primaryRequest\":\"request 1\"}", &format!("m{}", until + 1), until)),
@@ -154,7 +154,7 @@ fn without_a_budget_the_trigger_and_the_gates_decide() {
     let items = log.items();
     let options = options(Summarizer::Extractive, None);
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Verbatim);

@@ -1,0 +1,94 @@
+//! Stored messages and a way to run the stages one by one, for the stages' own tests.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::compact::forms::Ctx;
+use crate::compact::plan::Pass;
+use crate::compact::repair::{structure_for, Item};
+use crate::compact::summary::SummaryState;
+use crate::compact::BuildCache;
+use crate::compact::{reduce, select, summarise};
+use crate::message::{parse, Format, Message};
+use crate::tokens::{count_message, Encoding};
+
+pub(crate) const ENCODING: Encoding = Encoding::O200kBase;
+
+/// A stored history: ids `m1`, `m2`, … and each message's tokens.
+pub(crate) struct Log {
+    ids: Vec<String>,
+    messages: Vec<Arc<Message>>,
+    tokens: Vec<u32>,
+    /// The positions of the messages pinned explicitly.
+    pub(crate) pinned: Vec<usize>,
+}
+
+impl Log {
+    pub(crate) fn openai(value: Value) -> Log {
+        Log::parsed(value, Format::OpenAi)
+    }
+
+    pub(crate) fn anthropic(value: Value) -> Log {
+        Log::parsed(value, Format::Anthropic)
+    }
+
+    fn parsed(value: Value, format: Format) -> Log {
+        let messages: Vec<Arc<Message>> =
+            parse(value, format).expect("valid messages").into_iter().map(Arc::new).collect();
+        let tokens = messages.iter().map(|m| count_message(ENCODING, m).total).collect();
+        let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
+        Log { ids, messages, tokens, pinned: Vec::new() }
+    }
+
+    pub(crate) fn items(&self) -> Vec<Item<'_>> {
+        (0..self.ids.len())
+            .map(|i| Item {
+                id: &self.ids[i],
+                message: &self.messages[i],
+                tokens: self.tokens[i],
+                pinned: self.pinned.contains(&i),
+            })
+            .collect()
+    }
+}
+
+/// The stages before summarise, as `build_once` runs them.
+pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
+    let structure = structure_for(ctx.items, ctx.options.dedupe_system, &mut cache.structure);
+    let mut pass = Pass::new(ctx, cache, structure, state).expect("plan");
+    select::allot(ctx, cache, &mut pass).expect("allot");
+    select::measure(ctx, cache, &mut pass).expect("measure");
+    reduce::plan_active(ctx, cache, &mut pass).expect("plans");
+    reduce::fit(ctx, cache, &mut pass).expect("fit");
+    pass
+}
+
+/// Every stage but assemble, the summary stage not allowed to summarise.
+pub(crate) fn through_fill<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
+    let mut pass = through_reduce(ctx, cache, state);
+    assert!(summarise::summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
+    select::fill(ctx, cache, &mut pass).expect("fill");
+    pass
+}
+
+/// A user request, then `steps` tool steps (a call, its result of `result_words` words) and
+/// a closing answer: one turn.
+pub(crate) fn turn(n: usize, steps: usize, result_words: usize) -> Vec<Value> {
+    let mut out = vec![serde_json::json!({"role": "user", "content": format!("request {n}")})];
+    for s in 0..steps {
+        let id = format!("c{n}_{s}");
+        out.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\": \"/src/f{n}_{s}.rs\"}}")}}]}));
+        out.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": format!("line {n} {s} ").repeat(result_words)}));
+    }
+    out.push(serde_json::json!({"role": "assistant", "content": format!("answer {n}")}));
+    out
+}
+
+pub(crate) fn turns(count: usize, steps: usize, result_words: usize) -> Log {
+    let mut all = vec![serde_json::json!({"role": "system", "content": "Be brief."})];
+    for n in 1..=count {
+        all.extend(turn(n, steps, result_words));
+    }
+    Log::openai(Value::Array(all))
+}
