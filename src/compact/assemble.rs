@@ -188,7 +188,7 @@ pub(crate) fn memory_tokens_for(
     room: usize,
 ) -> usize {
     let kept =
-        pass.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
+        pass.units.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
     let present = present(ctx.items.len(), kept);
     memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
 }
@@ -253,13 +253,13 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     let items = ctx.items;
     let format = ctx.options.format;
     let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
-    let mut kept: Vec<(&Plan, Section)> = pass.system.iter().map(|p| (p, Section::System)).collect();
+    let mut kept: Vec<(&Plan, Section)> = pass.units.system.iter().map(|p| (p, Section::System)).collect();
     kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
     if !pass.plans.settled() {
         return Err(Error::internal("the context's units were not all planned"));
     }
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
-    crate::sort::sort_by_key(&mut kept, |(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
+    crate::sort::sort_by_key(&mut kept, |(p, _)| pass.units.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
     let mut tokens = TokensByPart::default();
     let mut summary_section: Vec<Message> = std::mem::take(&mut pass.summary_messages);
@@ -400,9 +400,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     let summarised_until = summarised_until(ctx, &pass);
     let inputs = receipt::FateInputs {
         items,
-        structure: &pass.structure,
-        covered: &pass.covered,
-        active: &pass.active,
+        structure: &pass.units.structure,
+        covered: &pass.units.covered,
+        active: &pass.units.active,
         plans: &pass.plans,
         after: &after,
         summarised_until,
@@ -445,9 +445,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         within_budget,
         runs,
         fates,
-        repairs: super::repair::reported(&pass.structure, &mut cache.structure),
+        repairs: super::repair::reported(&pass.units.structure, &mut cache.structure),
         pinned,
-        summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
+        summary: pass.units.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
             request_id: s.request_id.clone(),
             summarised_until: s.summarised_until.clone(),
             tokens: s.tokens,
@@ -459,7 +459,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         state: pass.state_use.take(),
         images: None,
         placeholder: placeholder_used,
-        notes: std::mem::take(&mut pass.notes),
+        notes: std::mem::take(&mut pass.units.notes).into_iter().chain(std::mem::take(&mut pass.notes)).collect(),
         calibration: None,
         cache: None,
     };
@@ -471,11 +471,11 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
 /// the recent messages start there, and what repair left out before it was summarised too.
 fn summarised_until(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     ctx.options.summary.as_ref()?;
-    let covered = pass.summary.map(|s| s.until_index + 1);
+    let covered = pass.units.summary.map(|s| s.until_index + 1);
     let suffix = pass
         .suffix_start
         .filter(|s| *s > 0 || pass.bridge.is_some())
-        .map(|o| pass.active.get(o).and_then(|&u| pass.unit(u)).map_or(ctx.items.len(), |u| u.first));
+        .map(|o| pass.units.active.get(o).and_then(|&u| pass.units.unit(u)).map_or(ctx.items.len(), |u| u.first));
     match (covered, suffix) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

@@ -268,7 +268,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
     let epoch = cache.structure.epoch();
     cache.sums.sync(epoch);
     cache.fates.sync(epoch);
-    let mut pass = Pass::new(ctx, cache, structure, state)?;
+    let units = plan::split(ctx, structure, state, &mut cache.structure, &mut cache.forms)?;
+    let mut pass = Pass::of(units);
     select::allot(ctx, cache, &mut pass)?;
     select::measure(ctx, cache, &mut pass)?;
     reduce::plan_active(ctx, cache, &mut pass)?;

@@ -12,12 +12,21 @@
 use std::sync::Arc;
 
 use super::forms::{base_members, part_indices, Ctx, Forms, MemberPlan, Plan};
-use super::plan::{Pass, Pin};
+use super::plan::Pass;
 use super::receipt::PinRole;
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
 use crate::extract::is_injected;
 use crate::message::Part;
+
+/// A pinned user request: always in the context, whole or cut to its head and tail.
+#[derive(Clone, Debug)]
+pub(crate) struct Pin {
+    pub(crate) roles: Vec<PinRole>,
+    pub(crate) plan: Plan,
+    /// Tokens whole, as stored.
+    pub(crate) whole: usize,
+}
 
 /// Characters kept at each end of a pinned request that is cut (seed 004).
 pub(crate) const PIN_CHARS: u32 = 1000;
@@ -117,7 +126,7 @@ pub(crate) fn size(ctx: &Ctx, forms: &mut Forms, pass: &mut Pass, room: usize) -
         pass.pins_tokens = whole;
         return Ok(());
     }
-    let structure = Arc::clone(&pass.structure);
+    let structure = Arc::clone(&pass.units.structure);
     let mut total_at = |cut: Cut, pass: &mut Pass| -> Result<usize> {
         let mut total = 0;
         for pin in pass.pins.iter_mut() {
@@ -146,7 +155,7 @@ pub(crate) fn size(ctx: &Ctx, forms: &mut Forms, pass: &mut Pass, room: usize) -
                 "the budget of {} tokens is too small for the system prompt ({} tokens) and the pinned requests \
                  ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, {room} tokens",
                 pass.max.unwrap_or(0),
-                pass.system_tokens
+                pass.units.system_tokens
             )));
         };
         let chars = longest(0, PIN_CHARS as usize, |chars| {
@@ -311,7 +320,7 @@ mod tests {
         let mut cache = BuildCache::default();
         let state = SummaryState::default();
         let pass = through_reduce(&ctx, &mut cache, &state);
-        let room = (2_000 - pass.system_tokens - crate::tokens::REPLY_PRIMING) / 2;
+        let room = (2_000 - pass.units.system_tokens - crate::tokens::REPLY_PRIMING) / 2;
         assert!(pass.pins_tokens <= room, "{} tokens of pins in {room}", pass.pins_tokens);
         let task = &pass.pins[0];
         let member = &task.plan.members[0];

@@ -1,28 +1,121 @@
-//! The plan of one build: for each unit the repair stage formed, which of its members go into the
-//! context and in what form (whole, some parts, reduced, text only), and what they cost. `Pass`
-//! carries what one pass of the pipeline knows from stage to stage; `Ctx` what does not change
-//! during a build (the stored messages, the encoding, the options).
+//! Plan: the second stage. The summary in force, the pinned requests, and the units the repair
+//! stage formed split into system, covered and active units (`Units`); and the plans of the
+//! active units (`Plans`), which the later stages make as they reach each unit.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::forms::{Ctx, Plan};
-use super::receipt::{BridgeUse, BudgetReport, DropReason, PinRole};
-use super::repair::{Structure, Unit, UnitKind};
+use super::forms::{Ctx, Forms, Plan};
+use super::pins::{self, Pin};
+use super::receipt::{BridgeUse, BudgetReport, DropReason};
+use super::repair::{system_units, Structure, StructureCache, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
-use super::BuildCache;
 use super::StateUse;
 use crate::error::Result;
 use crate::message::Message;
 use crate::tokens;
 
-/// A pinned user request: always in the context, whole or cut to its head and tail.
-#[derive(Clone, Debug)]
-pub(crate) struct Pin {
-    pub(crate) roles: Vec<PinRole>,
-    pub(crate) plan: Plan,
-    /// Tokens whole, as stored.
-    pub(crate) whole: usize,
+/// The plan stage's output: the summary in force, the pinned requests, and the units the
+/// repair stage formed, split into system units (planned whole and counted: they are always
+/// kept), the units the summary in force covers, and the active ones the later stages decide on.
+pub(crate) struct Units<'s> {
+    /// The units and what repair left out.
+    pub(crate) structure: Arc<Structure>,
+    /// The summary in force, if it still matches the history.
+    pub(crate) summary: Option<&'s SummaryRecord>,
+    /// The system units, whole, in history order, and their tokens.
+    pub(crate) system: Vec<Plan>,
+    pub(crate) system_tokens: usize,
+    /// Units the summary in force stands for (pinned units aside).
+    pub(crate) covered: Vec<usize>,
+    /// The other units (not system, not covered, not pinned), in order: what the later stages
+    /// decide on.
+    pub(crate) active: Vec<usize>,
+    /// The pinned requests (`pins`), in history order, whole.
+    pub(crate) pins: Vec<Pin>,
+    pub(crate) notes: Vec<String>,
+}
+
+impl Units<'_> {
+    pub(crate) fn unit(&self, u: usize) -> Option<&Unit> {
+        self.structure.units.get(u)
+    }
+
+    /// The count window's first message, when `maxMessages` leaves active messages out.
+    pub(crate) fn window_cutoff(&self, ctx: &Ctx) -> Option<usize> {
+        let n = ctx.options.max_messages?;
+        // The pinned requests count too: they are messages of the history like the others.
+        let units = self.active.iter().copied().chain(self.pins.iter().map(|p| p.plan.unit));
+        let mut msgs: Vec<usize> =
+            units.filter_map(|u| self.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
+        crate::sort::sort(&mut msgs);
+        msgs.dedup();
+        (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
+    }
+}
+
+/// The stage: the summary in force (if it still matches the history), the pinned requests, and
+/// the units of `structure` split into system (counted now: they are always kept), covered by
+/// that summary, and active.
+pub(crate) fn split<'s>(
+    ctx: &Ctx,
+    structure: Arc<Structure>,
+    state: &'s SummaryState,
+    structures: &mut StructureCache,
+    forms: &mut Forms,
+) -> Result<Units<'s>> {
+    let items = ctx.items;
+    let mut notes = Vec::new();
+    // With the summary section off (`summary: null`), a summary stored earlier is left out too.
+    let stored = state.current.as_ref().filter(|_| ctx.options.summary.is_some());
+    let summary = stored.filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
+    if stored.is_some() && summary.is_none() {
+        notes.push("the stored summary does not match this history and was ignored".to_string());
+    }
+    // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
+    // summary does; it stays, and so do the instructions, wherever they are.
+    let is_compaction = |unit: &Unit| {
+        unit.kind == UnitKind::System
+            && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
+    };
+    let systems = system_units(&structure, structures).to_vec();
+    let unit_at = |u: usize| structure.units.get(u);
+    let compaction =
+        systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
+    let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
+    // Pins are requests the context still answers: none from before a compaction item.
+    let pinned = pins::find(ctx, &structure, compaction);
+
+    // Units are in order of their first message: those before `covered_end` start before the
+    // boundary. A long history's covered units are most of its units, and are not read here.
+    let covered_end = structure.units.partition_point(|unit| unit.first < boundary);
+    let mut system: Vec<Plan> = Vec::new();
+    let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
+    let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
+    let mut pins: Vec<Pin> = Vec::new();
+    // The kept system units and the pinned requests are planned now; the units between them
+    // go in by ranges, covered before `covered_end` and active after (a long history's units
+    // are mostly these, and none is read).
+    let kept_system = |u: usize| unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
+    let mut planned: Vec<usize> =
+        systems.iter().copied().filter(|&u| kept_system(u)).chain(pinned.iter().map(|(p, _)| *p)).collect();
+    planned.sort_unstable();
+    planned.dedup();
+    let mut next = 0usize;
+    for u in planned.into_iter().chain(std::iter::once(structure.units.len())) {
+        covered.extend(next..u.min(covered_end));
+        active.extend(next.max(covered_end)..u);
+        next = u + 1;
+        let Some(unit) = unit_at(u) else { continue };
+        let mut plan = Plan::of(u, unit);
+        ctx.plan_tokens(forms, &mut plan)?;
+        match pinned.iter().find(|(p, _)| *p == u).filter(|_| !systems.contains(&u)) {
+            Some((_, roles)) => pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan }),
+            None => system.push(plan),
+        }
+    }
+    let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
+    Ok(Units { structure, summary, system, system_tokens, covered, active, pins, notes })
 }
 
 /// How the recent messages were chosen.
@@ -41,18 +134,9 @@ pub(crate) enum Mode {
 /// What one pass of the pipeline over the history knows, stage by stage: each stage reads what
 /// the stages before it set and adds its own (see `super::build_once` for the order).
 pub(crate) struct Pass<'s> {
-    /// Repair: the units and what was left out.
-    pub(crate) structure: Arc<Structure>,
-    /// The summary in force, if it still matches the history.
-    pub(crate) summary: Option<&'s SummaryRecord>,
-    /// The system units, whole, in history order.
-    pub(crate) system: Vec<Plan>,
-    pub(crate) system_tokens: usize,
-    /// Units the summary in force stands for (pinned units aside).
-    pub(crate) covered: Vec<usize>,
-    /// The other units (not system, not covered, not pinned), in order: what the later stages decide on.
-    pub(crate) active: Vec<usize>,
-    /// The pinned requests (`pins`), in history order.
+    /// Plan: the units split into system, covered and active, and the pins found.
+    pub(crate) units: Units<'s>,
+    /// The pinned requests (`pins`), in history order, as sized for the budget.
     pub(crate) pins: Vec<Pin>,
     /// Select (`allot`): the most tokens the context may have (with a budget), the budget's
     /// report, the reserve for a placeholder user message, the pins' tokens as they go in, the
@@ -93,74 +177,11 @@ pub(crate) struct Pass<'s> {
 }
 
 impl<'s> Pass<'s> {
-    /// The first stage after repair: the summary in force, the pinned requests, and the other
-    /// units split into system (counted now: they are always kept), covered by that summary, and
-    /// active.
-    pub(crate) fn new(
-        ctx: &Ctx,
-        cache: &mut BuildCache,
-        structure: Arc<Structure>,
-        state: &'s SummaryState,
-    ) -> Result<Pass<'s>> {
-        let items = ctx.items;
-        let mut notes = Vec::new();
-        // With the summary section off (`summary: null`), a summary stored earlier is left out too.
-        let stored = state.current.as_ref().filter(|_| ctx.options.summary.is_some());
-        let summary = stored.filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
-        if stored.is_some() && summary.is_none() {
-            notes.push("the stored summary does not match this history and was ignored".to_string());
-        }
-        // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
-        // summary does; it stays, and so do the instructions, wherever they are.
-        let is_compaction = |unit: &Unit| {
-            unit.kind == UnitKind::System
-                && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
-        };
-        let systems = super::repair::system_units(&structure, &mut cache.structure).to_vec();
-        let unit_at = |u: usize| structure.units.get(u);
-        let compaction =
-            systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
-        let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
-        // Pins are requests the context still answers: none from before a compaction item.
-        let pinned = super::pins::find(ctx, &structure, compaction);
-
-        // Units are in order of their first message: those before `covered_end` start before the
-        // boundary. A long history's covered units are most of its units, and are not read here.
-        let covered_end = structure.units.partition_point(|unit| unit.first < boundary);
-        let mut system: Vec<Plan> = Vec::new();
-        let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
-        let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
-        let mut pins: Vec<Pin> = Vec::new();
-        // The kept system units and the pinned requests are planned now; the units between them
-        // go in by ranges, covered before `covered_end` and active after (a long history's units
-        // are mostly these, and none is read).
-        let kept_system = |u: usize| unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
-        let mut planned: Vec<usize> =
-            systems.iter().copied().filter(|&u| kept_system(u)).chain(pinned.iter().map(|(p, _)| *p)).collect();
-        planned.sort_unstable();
-        planned.dedup();
-        let mut next = 0usize;
-        for u in planned.into_iter().chain(std::iter::once(structure.units.len())) {
-            covered.extend(next..u.min(covered_end));
-            active.extend(next.max(covered_end)..u);
-            next = u + 1;
-            let Some(unit) = unit_at(u) else { continue };
-            let mut plan = Plan::of(u, unit);
-            ctx.plan_tokens(&mut cache.forms, &mut plan)?;
-            match pinned.iter().find(|(p, _)| *p == u).filter(|_| !systems.contains(&u)) {
-                Some((_, roles)) => pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan }),
-                None => system.push(plan),
-            }
-        }
-        let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
+    pub(crate) fn of(units: Units<'s>) -> Pass<'s> {
+        let pins = units.pins.clone();
         let pins_tokens = pins.iter().map(|p| p.whole).sum();
-        Ok(Pass {
-            structure,
-            summary,
-            system,
-            system_tokens,
-            covered,
-            active,
+        Pass {
+            units,
             pins,
             max: None,
             budget: None,
@@ -182,12 +203,8 @@ impl<'s> Pass<'s> {
             suffix_start: None,
             bridge: None,
             summary_request: None,
-            notes,
-        })
-    }
-
-    pub(crate) fn unit(&self, u: usize) -> Option<&Unit> {
-        self.structure.units.get(u)
+            notes: Vec::new(),
+        }
     }
 
     /// The context's tokens with the active units as planned: system, pins, the summary section
@@ -199,41 +216,9 @@ impl<'s> Pass<'s> {
         self.fixed_tokens(placeholder) + self.plans.kept_tokens()
     }
 
-    /// The plan of the unit at ordinal `o` of `active`: as planned, or else the unit whole, not
-    /// yet counted, and left out as the units not planned were (`Plans::before`).
-    pub(crate) fn plan_at(&self, o: usize) -> Option<Cow<'_, Plan>> {
-        match self.plans.get(o) {
-            Some(plan) => Some(Cow::Borrowed(plan)),
-            None => self.unplanned(o).map(Cow::Owned),
-        }
-    }
-
-    /// The unit at ordinal `o` whole, not yet counted, and left out as the units not planned were.
-    fn unplanned(&self, o: usize) -> Option<Plan> {
-        let u = *self.active.get(o)?;
-        let mut plan = Plan::of(u, self.unit(u)?);
-        plan.dropped = self.plans.before;
-        Some(plan)
-    }
-
-    /// Plans the active units from ordinal `o` on (those already planned stay as they are).
-    pub(crate) fn plan_from(&mut self, o: usize) {
-        for at in (o..self.plans.first()).rev() {
-            if let Some(plan) = self.unplanned(at) {
-                self.plans.newest_first.push(plan);
-            }
-        }
-    }
-
-    /// Plans every active unit: a stage that may change any of them (the reductions before the
-    /// selection), or a context that holds them all.
-    pub(crate) fn plan_all(&mut self) {
-        self.plan_from(0);
-    }
-
     /// Everything but the recent messages: system, pins, summary section, priming, placeholder.
     pub(crate) fn fixed_tokens(&self, placeholder: bool) -> usize {
-        self.system_tokens
+        self.units.system_tokens
             + self.state_tokens
             + self.pins_tokens
             + self.summary_tokens
@@ -323,13 +308,43 @@ impl Plans {
     pub(crate) fn settled(&self) -> bool {
         self.first() == 0 || self.before.is_some()
     }
-}
 
-#[cfg(test)]
-impl Pass<'_> {
+    /// The plan of the unit at ordinal `o` of `units.active`: as planned, or else the unit whole,
+    /// not yet counted, and left out as the units not planned were (`before`).
+    pub(crate) fn plan_at(&self, units: &Units, o: usize) -> Option<Cow<'_, Plan>> {
+        match self.get(o) {
+            Some(plan) => Some(Cow::Borrowed(plan)),
+            None => self.unplanned_at(units, o).map(Cow::Owned),
+        }
+    }
+
+    /// The unit at ordinal `o` whole, not yet counted, and left out as the units not planned were.
+    fn unplanned_at(&self, units: &Units, o: usize) -> Option<Plan> {
+        let u = *units.active.get(o)?;
+        let mut plan = Plan::of(u, units.unit(u)?);
+        plan.dropped = self.before;
+        Some(plan)
+    }
+
+    /// Plans the active units from ordinal `o` on (those already planned stay as they are).
+    pub(crate) fn plan_from(&mut self, units: &Units, o: usize) {
+        for at in (o..self.first()).rev() {
+            if let Some(plan) = self.unplanned_at(units, at) {
+                self.newest_first.push(plan);
+            }
+        }
+    }
+
+    /// Plans every active unit: a stage that may change any of them (the reductions before the
+    /// selection), or a context that holds them all.
+    pub(crate) fn plan_all(&mut self, units: &Units) {
+        self.plan_from(units, 0);
+    }
+
     /// Every active unit's plan, in order: as planned, or as `plan_at` makes it.
-    pub(crate) fn every_plan(&self) -> Vec<Plan> {
-        (0..self.plans.len()).filter_map(|o| self.plan_at(o).map(Cow::into_owned)).collect()
+    #[cfg(test)]
+    pub(crate) fn every_plan(&self, units: &Units) -> Vec<Plan> {
+        (0..self.len()).filter_map(|o| self.plan_at(units, o).map(Cow::into_owned)).collect()
     }
 }
 
@@ -355,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pass_splits_the_units_into_system_covered_and_active() {
+    fn the_plan_stage_splits_the_units_into_system_covered_and_active() {
         let log = turns(3, 1, 5);
         let items = log.items();
         let options = BuildOptions::default();
@@ -364,23 +379,23 @@ mod tests {
         // The summary covers the first turn (m2..m5).
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
         let structure = structure_for(&items, true, &mut cache.structure);
-        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
-        assert!(pass.summary.is_some() && pass.notes.is_empty());
-        assert_eq!(pass.system.len(), 1);
-        assert_eq!(pass.system_tokens, items[0].tokens as usize, "system units are counted at once");
-        let first = |units: &[usize]| units.iter().map(|u| pass.unit(*u).unwrap().first).collect::<Vec<_>>();
+        let units = split(&ctx, structure, &state, &mut cache.structure, &mut cache.forms).unwrap();
+        assert!(units.summary.is_some() && units.notes.is_empty());
+        assert_eq!(units.system.len(), 1);
+        assert_eq!(units.system_tokens, items[0].tokens as usize, "system units are counted at once");
+        let first = |list: &[usize]| list.iter().map(|u| units.unit(*u).unwrap().first).collect::<Vec<_>>();
         // The task (m2) and the latest request (m10) are pinned: neither covered nor active.
-        assert_eq!(first(&pass.covered), [2, 4]);
-        assert_eq!(first(&pass.active), [5, 6, 8, 10, 12]);
-        let pinned: Vec<usize> = pass.pins.iter().map(|p| pass.unit(p.plan.unit).unwrap().first).collect();
+        assert_eq!(first(&units.covered), [2, 4]);
+        assert_eq!(first(&units.active), [5, 6, 8, 10, 12]);
+        let pinned: Vec<usize> = units.pins.iter().map(|p| units.unit(p.plan.unit).unwrap().first).collect();
         assert_eq!(pinned, [1, 9]);
 
         // A summary of another history is ignored, and said so.
         let stale = SummaryState { current: Some(record("m9", 4)), ..Default::default() };
         let structure = structure_for(&items, true, &mut cache.structure);
-        let pass = Pass::new(&ctx, &mut cache, structure, &stale).unwrap();
-        assert!(pass.summary.is_none() && pass.covered.is_empty());
-        assert!(pass.notes[0].contains("does not match"));
+        let units = split(&ctx, structure, &stale, &mut cache.structure, &mut cache.forms).unwrap();
+        assert!(units.summary.is_none() && units.covered.is_empty());
+        assert!(units.notes[0].contains("does not match"));
     }
 
     #[test]
@@ -392,7 +407,7 @@ mod tests {
         let mut cache = BuildCache::default();
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
         let structure = structure_for(&items, true, &mut cache.structure);
-        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
-        assert!(pass.summary.is_none() && pass.covered.is_empty() && pass.notes.is_empty());
+        let units = split(&ctx, structure, &state, &mut cache.structure, &mut cache.forms).unwrap();
+        assert!(units.summary.is_none() && units.covered.is_empty() && units.notes.is_empty());
     }
 }

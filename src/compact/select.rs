@@ -25,7 +25,7 @@ use crate::tokens::REPLY_PRIMING;
 pub(crate) fn allot(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;
     pass.placeholder_tokens = made_up_tokens(ctx, &mut cache.texts, &placeholder(options.format));
-    if let Some(summary) = pass.summary {
+    if let Some(summary) = pass.units.summary {
         pass.summary_messages = summary_messages(options, &summary.text, &summary.summarised_until);
         pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
     }
@@ -35,26 +35,31 @@ pub(crate) fn allot(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Resul
     };
     let max = budget.max_tokens();
     pass.max = Some(max);
-    let floor = pass.system_tokens + REPLY_PRIMING + pass.placeholder_tokens;
+    let floor = pass.units.system_tokens + REPLY_PRIMING + pass.placeholder_tokens;
     if floor > max {
         return Err(Error::invalid_argument(format!(
             "the budget of {max} tokens ({}) is too small for the system prompt alone ({} tokens)",
             budget.describe(),
-            pass.system_tokens
+            pass.units.system_tokens
         )));
     }
     // The state's sections: at most a quarter of what the system prompt leaves.
     state_section(ctx, cache, pass, (max - floor) / 4);
     let floor = floor + pass.state_tokens;
-    super::pins::size(ctx, &mut cache.forms, pass, (max - pass.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2)?;
+    super::pins::size(
+        ctx,
+        &mut cache.forms,
+        pass,
+        (max - pass.units.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2,
+    )?;
     let avail = max.saturating_sub(floor + pass.pins_tokens);
     pass.share = (avail as f64 * budget.summary_ratio).floor() as usize;
-    if let Some(summary) = pass.summary.filter(|_| pass.summary_tokens > pass.share) {
+    if let Some(summary) = pass.units.summary.filter(|_| pass.summary_tokens > pass.share) {
         cut_summary(ctx, cache, pass, &summary.text, &summary.summarised_until)?;
     }
     pass.budget = Some(BudgetReport {
         max_tokens: max,
-        system_tokens: pass.system_tokens,
+        system_tokens: pass.units.system_tokens,
         state_tokens: pass.state_tokens,
         pinned_tokens: pass.pins_tokens,
         summary_budget: pass.share,
@@ -127,8 +132,8 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Res
     let keep = options.keep_recent_steps.max(1);
     let mut tail_start = 0usize;
     let mut steps_seen = 0usize;
-    for (o, &u) in pass.active.iter().enumerate().rev() {
-        if pass.unit(u).is_some_and(|unit| unit.is_step_like()) {
+    for (o, &u) in pass.units.active.iter().enumerate().rev() {
+        if pass.units.unit(u).is_some_and(|unit| unit.is_step_like()) {
             steps_seen += 1;
             if steps_seen >= keep {
                 tail_start = o;
@@ -139,7 +144,7 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Res
     pass.tail_start = if steps_seen < keep { 0 } else { tail_start };
 
     // The active units as stored: a running sum kept between builds (`sums`).
-    let end = pass.structure.units.len();
+    let end = pass.units.structure.units.len();
     pass.unreduced =
         super::sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, super::sums::End::History, end)?.all;
     let first_is_user = pass
@@ -147,9 +152,9 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Res
         .first()
         .map(|p| p.plan.unit)
         .into_iter()
-        .chain(pass.active.first().copied())
+        .chain(pass.units.active.first().copied())
         .min()
-        .and_then(|u| pass.unit(u))
+        .and_then(|u| pass.units.unit(u))
         .is_some_and(|unit| unit.kind == super::repair::UnitKind::User);
     let summary_leads = pass.summary_tokens > 0 && pass.summary_messages.first().is_some_and(|m| m.role == Role::User);
     pass.verbatim_placeholder = options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
@@ -157,18 +162,6 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Res
         pass.mode = Mode::Unlimited;
     }
     Ok(())
-}
-
-/// The count window's first message, when `maxMessages` leaves active messages out.
-pub(crate) fn window_cutoff(ctx: &Ctx, pass: &Pass) -> Option<usize> {
-    let n = ctx.options.max_messages?;
-    // The pinned requests count too: they are messages of the history like the others.
-    let units = pass.active.iter().copied().chain(pass.pins.iter().map(|p| p.plan.unit));
-    let mut msgs: Vec<usize> =
-        units.filter_map(|u| pass.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
-    crate::sort::sort(&mut msgs);
-    msgs.dedup();
-    (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
 }
 
 /// What a selection took: the plans it keeps (by ordinal in `active`), where it stopped (a suffix
@@ -201,14 +194,14 @@ pub(crate) fn select(
     room: usize,
     contiguous: bool,
 ) -> Result<Selection> {
-    let cutoff = window_cutoff(ctx, pass);
+    let cutoff = pass.units.window_cutoff(ctx);
     let len = pass.plans.len();
     let newest = len.saturating_sub(1);
     let cut_floor = pass.max.map_or(usize::MAX, |m| m / 20);
     let mut remaining = room;
     let mut selection = Selection { taken: Vec::new(), stop: len, used: 0, skipped: Vec::new() };
     for o in (0..len).rev() {
-        let Some(plan) = pass.plan_at(o) else { continue };
+        let Some(plan) = pass.plans.plan_at(&pass.units, o) else { continue };
         if let Some(reason) = plan.dropped {
             selection.skipped.push((o, reason));
             continue;
@@ -266,7 +259,7 @@ pub(crate) fn select(
         let newest_skipped = selection.skipped.iter().position(|(_, r)| *r == DropReason::Budget);
         if let Some(at) = newest_skipped {
             let (o, _) = selection.skipped[at];
-            if let Some(plan) = pass.plan_at(o) {
+            if let Some(plan) = pass.plans.plan_at(&pass.units, o) {
                 let mut form = reduced_for(ctx, cache, pass, &plan, remaining)?;
                 if form.tokens > remaining {
                     form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
@@ -417,7 +410,7 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
     // What the selection looked at one by one is planned; what is before it, all left out, not.
     let oldest = taken.iter().map(|(o, _)| *o).chain(skipped.iter().map(|(o, _)| *o)).min();
     if let Some(oldest) = oldest {
-        pass.plan_from(oldest);
+        pass.plans.plan_from(&pass.units, oldest);
     }
     for (o, reason) in skipped {
         if let Some(plan) = pass.plans.get_mut(o) {

@@ -54,7 +54,7 @@ pub(crate) fn summarise(
             let reaches = select(ctx, cache, pass, base_room(pass), true)?;
             let gap = reaches.stop;
             gap > 0
-                && (pass.summary.is_none()
+                && (pass.units.summary.is_none()
                     || gates(ctx, pass, options, gap)?
                     || bridge_cap(ctx, cache, pass) < MIN_SUMMARY_TOKENS)
         }
@@ -115,14 +115,14 @@ pub(crate) fn summarise(
 fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Result<bool> {
     let mut messages = 0usize;
     let mut tokens = 0u64;
-    for &u in pass.active.iter().take(upto) {
-        let Some(unit) = pass.unit(u) else { continue };
+    for &u in pass.units.active.iter().take(upto) {
+        let Some(unit) = pass.units.unit(u) else { continue };
         messages += unit.members.len();
         for member in &unit.members {
             tokens += u64::from(ctx.item(member.msg)?.tokens);
         }
     }
-    Ok(match pass.summary {
+    Ok(match pass.units.summary {
         None => messages >= options.min_messages,
         Some(s) => {
             messages >= options.min_new_messages && tokens as f64 > options.new_token_ratio * f64::from(s.tokens)
@@ -160,10 +160,15 @@ fn visit_members_before(
         Active(&'p Unit),
         Pin(&'p [MemberPlan]),
     }
-    let active =
-        pass.active.iter().take(stop).filter_map(|&u| pass.unit(u)).map(|unit| (unit.first, Source::Active(unit)));
+    let active = pass
+        .units
+        .active
+        .iter()
+        .take(stop)
+        .filter_map(|&u| pass.units.unit(u))
+        .map(|unit| (unit.first, Source::Active(unit)));
     let pinned = pass.pins.iter().filter_map(|pin| {
-        let unit = pass.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until)?;
+        let unit = pass.units.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until)?;
         Some((unit.first, Source::Pin(&pin.plan.members)))
     });
     let mut order: Vec<(usize, Source)> = active.chain(pinned).collect();
@@ -177,7 +182,7 @@ fn visit_members_before(
                         ctx,
                         &mut cache.forms,
                         &cache.files,
-                        &pass.structure,
+                        &pass.units.structure,
                         &mut list,
                         false,
                         true,
@@ -206,8 +211,9 @@ fn visit_originals(
     stop: usize,
     visit: &mut dyn FnMut(&mut BuildCache, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
-    let until = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
-    let from = pass.summary.map_or(0, |s| s.until_index + 1);
+    let until =
+        pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
+    let from = pass.units.summary.map_or(0, |s| s.until_index + 1);
     visit_members_before(ctx, cache, pass, stop, (from, until), false, visit)
 }
 
@@ -243,7 +249,7 @@ fn original_messages(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, stop: usize
 /// request): its text and its message.
 fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
     let pin = pass.pins.iter().find(|pin| pin.roles.contains(&PinRole::Pinned))?;
-    let unit = pass.unit(pin.plan.unit)?;
+    let unit = pass.units.unit(pin.plan.unit)?;
     let text: Vec<String> = unit
         .members
         .iter()
@@ -265,8 +271,8 @@ pub(crate) fn bridge(
     if stop == 0 {
         return Ok(None);
     }
-    let first = pass.active.first().and_then(|u| pass.unit(*u)).map(|u| u.first).unwrap_or(0);
-    let last = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
+    let first = pass.units.active.first().and_then(|u| pass.units.unit(*u)).map(|u| u.first).unwrap_or(0);
+    let last = pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let (from, until) = (ctx.item(first)?.id.to_string(), ctx.item(last.saturating_sub(1))?.id.to_string());
     let budget = cap.saturating_sub(framing_tokens(ctx, cache)) as u32;
     if budget < 8 {
@@ -283,7 +289,7 @@ pub(crate) fn bridge(
     std::hash::Hash::hash(&ctx.open_todos(), &mut hasher);
     std::hash::Hash::hash(&pinned_task(ctx, pass).map(|(_, msg)| msg), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
-    let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
+    let key = (pass.units.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
     let text = match cache.bridges.texts.get(&key) {
         Some(text) => text.clone(),
         None => {
@@ -304,7 +310,7 @@ pub(crate) fn bridge(
             text
         }
     };
-    let header = match pass.summary {
+    let header = match pass.units.summary {
         Some(_) => format!("Summary of messages {from} to {until}, which the summary above does not cover yet:\n"),
         None => format!("Summary of the earlier conversation (messages {from} to {until}):\n"),
     };
@@ -325,7 +331,7 @@ fn extractive_record(
 ) -> Result<SummaryRecord> {
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
     let originals = original_messages(ctx, cache, pass, stop)?;
-    let previous = pass.summary.map(|s| s.text.as_str());
+    let previous = pass.units.summary.map(|s| s.text.as_str());
     let text = crate::extract::extractive_with_todos(
         &originals.messages,
         previous,
@@ -347,18 +353,20 @@ fn request_meta(
     state: &SummaryState,
     max_tokens: u32,
 ) -> Result<summary::PendingSummary> {
-    let tail_first = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
+    let tail_first =
+        pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let until_index =
         tail_first.checked_sub(1).ok_or_else(|| Error::internal("summary cut before the first message"))?;
     // A message whose parts went to several units (parallel results in one message) is one
     // message; one the summary in force already stands for is not counted again, nor one after
     // the cut (a unit's late tool result) that the record's `until` does not reach.
-    let after = pass.summary.map_or(0, |s| s.until_index + 1);
+    let after = pass.units.summary.map_or(0, |s| s.until_index + 1);
     let mut covered: Vec<usize> = pass
+        .units
         .active
         .iter()
         .take(stop)
-        .filter_map(|&u| pass.unit(u))
+        .filter_map(|&u| pass.units.unit(u))
         .flat_map(|unit| unit.members.iter().map(|m| m.msg))
         .filter(|&msg| (after..=until_index).contains(&msg))
         .collect();
@@ -373,8 +381,8 @@ fn request_meta(
         request_id: format!("s{}", state.generation + 1),
         until: ctx.item(until_index)?.id.to_string(),
         until_index,
-        original_tokens: pass.summary.map_or(0, |s| s.original_tokens) + original,
-        message_count: pass.summary.map_or(0, |s| s.message_count) + count,
+        original_tokens: pass.units.summary.map_or(0, |s| s.original_tokens) + original,
+        message_count: pass.units.summary.map_or(0, |s| s.message_count) + count,
         max_tokens,
         required_keys: Vec::new(),
     })
@@ -395,9 +403,9 @@ pub(crate) fn request_for(
     let meta = request_meta(ctx, pass, cut, state, max_tokens)?;
     // The messages to summarise: compressed where long, digests not applied (the summariser
     // should see what was read), in history order.
-    let from = pass.summary.map_or(0, |s| s.until_index + 1);
+    let from = pass.units.summary.map_or(0, |s| s.until_index + 1);
     let mut messages: Vec<Arc<Message>> = Vec::new();
-    for plan in &pass.system {
+    for plan in &pass.units.system {
         for member in &plan.members {
             messages.push(ctx.materialize(&mut cache.forms, member)?);
         }
@@ -412,7 +420,7 @@ pub(crate) fn request_for(
     ids.dedup();
     let message_ids: Vec<String> =
         ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
-    let previous = pass.summary.map(|s| s.text.clone());
+    let previous = pass.units.summary.map(|s| s.text.clone());
     let prompt = summary::fold_prompt(options.prompt(), previous.as_deref());
     // The caller's model sees the messages and then the prompt: a valid list on its own.
     let mut to_send: Vec<Arc<Message>> = messages;

@@ -99,8 +99,8 @@ pub(crate) fn active_before(
     end: End,
     to: usize,
 ) -> Result<Sum> {
-    let structure = &*pass.structure;
-    let from = pass.active.first().copied().unwrap_or(structure.units.len());
+    let structure = &*pass.units.structure;
+    let from = pass.units.active.first().copied().unwrap_or(structure.units.len());
     let to = to.max(from);
     // Units from the open run of assistant messages on may still change (`repair::extend`):
     // summed afresh each time, never kept.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::compact::forms::Ctx;
-use crate::compact::plan::Pass;
+use crate::compact::plan::{split, Pass};
 use crate::compact::repair::{structure_for, Item};
 use crate::compact::summary::SummaryState;
 use crate::compact::BuildCache;
@@ -56,7 +56,8 @@ impl Log {
 /// The stages before summarise, as `build_once` runs them.
 pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
     let structure = structure_for(ctx.items, ctx.options.dedupe_system, &mut cache.structure);
-    let mut pass = Pass::new(ctx, cache, structure, state).expect("plan");
+    let units = split(ctx, structure, state, &mut cache.structure, &mut cache.forms).expect("plan");
+    let mut pass = Pass::of(units);
     select::allot(ctx, cache, &mut pass).expect("allot");
     select::measure(ctx, cache, &mut pass).expect("measure");
     reduce::plan_active(ctx, cache, &mut pass).expect("plans");

@@ -28,14 +28,14 @@ use crate::error::Result;
 /// the compression of long outputs but the newest, as they always were.
 pub(crate) fn plan_active(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Unlimited {
-        pass.plans = Plans::unplanned(pass.active.len());
+        pass.plans = Plans::unplanned(pass.units.active.len());
         return Ok(());
     }
-    let structure = std::sync::Arc::clone(&pass.structure);
-    let last_ordinal = pass.active.len().saturating_sub(1);
+    let structure = std::sync::Arc::clone(&pass.units.structure);
+    let last_ordinal = pass.units.active.len().saturating_sub(1);
     parts::index(ctx, &mut cache.files);
-    let mut plans: Vec<Plan> = Vec::with_capacity(pass.active.len());
-    for (o, &u) in pass.active.iter().enumerate() {
+    let mut plans: Vec<Plan> = Vec::with_capacity(pass.units.active.len());
+    for (o, &u) in pass.units.active.iter().enumerate() {
         let Some(unit) = structure.units.get(u) else { continue };
         let mut plan = Plan::of(u, unit);
         if unit.kind == UnitKind::Step {
@@ -62,7 +62,7 @@ pub(crate) fn plan_active(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) ->
 /// The goal is the budget; without one, a summary's trigger (past which, without a budget,
 /// nothing is dropped: the summary stage decides). The count window forces a selection.
 pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
-    let window = super::select::window_cutoff(ctx, pass).is_some();
+    let window = pass.units.window_cutoff(ctx).is_some();
     if pass.mode == Mode::Unlimited {
         if window {
             pass.mode = Mode::Selected;
@@ -76,12 +76,12 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
     };
     let pins_whole: usize = pass.pins.iter().map(|p| p.whole).sum();
     let fixed =
-        pass.system_tokens + pass.state_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
+        pass.units.system_tokens + pass.state_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
     let placeholder = if pass.verbatim_placeholder { pass.placeholder_tokens } else { 0 };
     if !window && fixed + placeholder + pass.unreduced <= goal {
         // The context holds every unit.
         pass.mode = Mode::Verbatim;
-        pass.plan_all();
+        pass.plans.plan_all(&pass.units);
         stages::count_all(ctx, cache, pass)?;
         return whole_pins(ctx, cache, pass);
     }
@@ -102,7 +102,7 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
     if !window && (fits || pass.max.is_none()) {
         // Fits reduced, or nothing is dropped without a budget: the context holds every unit.
         pass.mode = Mode::Reduced;
-        pass.plan_all();
+        pass.plans.plan_all(&pass.units);
         stages::count_all(ctx, cache, pass)?;
         return whole_pins(ctx, cache, pass);
     }
@@ -119,7 +119,7 @@ fn leaves_unused(pass: &Pass, fixed: usize, max: usize) -> bool {
 
 /// The pins as stored: nothing leaves the context, so nothing needs cutting.
 fn whole_pins(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
-    let structure = std::sync::Arc::clone(&pass.structure);
+    let structure = std::sync::Arc::clone(&pass.units.structure);
     for pin in pass.pins.iter_mut() {
         super::pins::uncut(ctx, &mut cache.forms, &structure, pin)?;
     }

@@ -58,10 +58,10 @@ pub(crate) fn until_fits(
         pass.lazy = true;
         return Ok(false);
     }
-    pass.plan_all();
+    pass.plans.plan_all(&pass.units);
     count_all(ctx, cache, pass)?;
     parts::index(ctx, &mut cache.files);
-    let structure = Arc::clone(&pass.structure);
+    let structure = Arc::clone(&pass.units.structure);
     for stage in [Stage::StaleReads, Stage::Reads, Stage::LongOutputs] {
         let wanted = match stage {
             // No call of the history reads a file (most agents' tools): no unit has a read to
@@ -127,14 +127,14 @@ pub(crate) fn until_fits(
 /// thinning, the older turns' units), an upper bound that needs no reduction computed: from
 /// the units as stored, none planned.
 fn most_saved(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, thinning: bool) -> Result<usize> {
-    let tail = pass.active.get(pass.tail_start).copied().unwrap_or(pass.structure.units.len());
+    let tail = pass.units.active.get(pass.tail_start).copied().unwrap_or(pass.units.structure.units.len());
     let saved = sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, End::Tail, tail)?;
     if !thinning {
         return Ok(saved.results);
     }
     // The older turns' units may go whole (thinning): all they hold, not only their results.
     // Units are in turn order: those of older turns come first.
-    let structure = &pass.structure;
+    let structure = &pass.units.structure;
     let current = structure.units.partition_point(|u| u.turn < structure.last_turn).min(tail);
     let older = sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, End::Turn, current)?;
     Ok(saved.results + older.all.saturating_sub(older.results))
@@ -192,13 +192,13 @@ pub(crate) fn deepest_cut<T>(most: usize, mut at: impl FnMut(u32) -> Result<Opti
 /// Seed 004's thinning, turn by turn from the oldest, while the context does not fit.
 fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut BuildCache, view: &mut usize, goal: usize) -> Result<()> {
     let decisions = thin::decide(ctx, pass)?;
-    let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.unit(*u).map(|unit| unit.turn)).collect();
+    let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.units.unit(*u).map(|unit| unit.turn)).collect();
     crate::sort::sort(&mut turns);
     turns.dedup();
     for turn in turns {
         for plan in pass.plans.iter_mut() {
             let Some(decision) = decisions.get(&plan.unit) else { continue };
-            if pass.structure.units.get(plan.unit).is_none_or(|u| u.turn != turn) || plan.dropped.is_some() {
+            if pass.units.structure.units.get(plan.unit).is_none_or(|u| u.turn != turn) || plan.dropped.is_some() {
                 continue;
             }
             let before = plan.tokens;
@@ -223,7 +223,7 @@ fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut BuildCache, view: &mut usi
 /// the form a unit takes when it does not fit whole.
 pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan: &Plan) -> Result<Plan> {
     let mut reduced = plan.clone();
-    if pass.unit(plan.unit).is_some_and(|u| u.kind == UnitKind::Step) {
+    if pass.units.unit(plan.unit).is_some_and(|u| u.kind == UnitKind::Step) {
         parts::index(ctx, &mut cache.files);
         let digest = ctx.options.digest.is_some();
         let compress = ctx.options.compress.is_some();
@@ -231,7 +231,7 @@ pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan
             ctx,
             &mut cache.forms,
             &cache.files,
-            &pass.structure,
+            &pass.units.structure,
             &mut reduced.members,
             digest,
             compress,
@@ -247,7 +247,7 @@ pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan
 /// unit whole, a reduced result whole, or the one where the room runs out cut to its head and
 /// tail as deep as the goal needs.
 pub(crate) fn give_back(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<()> {
-    let structure = Arc::clone(&pass.structure);
+    let structure = Arc::clone(&pass.units.structure);
     let mut view = fixed + pass.plans.kept_tokens();
     for plan in pass.plans.iter_mut().rev() {
         if view * 10 >= goal * 9 {

@@ -12,7 +12,7 @@ fn budget(max: u32) -> Option<BudgetOptions> {
 }
 
 fn actions(pass: &Pass) -> Vec<Action> {
-    pass.every_plan().iter().flat_map(|p| p.members.iter().map(|m| m.action())).collect()
+    pass.plans.every_plan(&pass.units).iter().flat_map(|p| p.members.iter().map(|m| m.action())).collect()
 }
 
 /// One coding-agent turn: the task, then `reads` reads of `files` files (each re-read or edited
@@ -103,7 +103,8 @@ fn a_read_no_later_call_touches_is_digested_only_after_stale_ones() {
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     let touched: Vec<usize> = pass
-        .every_plan()
+        .plans
+        .every_plan(&pass.units)
         .iter()
         .flat_map(|p| p.members.iter())
         .filter(|m| !m.replace.is_empty())
@@ -136,14 +137,14 @@ fn thinning_only_without_a_summary_only_earlier_turns_only_while_needed() {
         .plans
         .iter()
         .filter(|p| p.dropped == Some(DropReason::Thinning))
-        .map(|p| pass.unit(p.unit).unwrap().turn)
+        .map(|p| pass.units.unit(p.unit).unwrap().turn)
         .collect();
     assert!(!thinned.is_empty() && thinned.iter().all(|t| *t == 1), "only the oldest turn: {thinned:?}");
     // With a summary configured, never.
     let options = thin(Some(Default::default()));
     let ctx = Ctx { options: &options, ..ctx };
     let pass = through_reduce(&ctx, &mut cache, &state);
-    assert!(pass.every_plan().iter().all(|p| p.dropped.is_none()));
+    assert!(pass.plans.every_plan(&pass.units).iter().all(|p| p.dropped.is_none()));
 }
 
 #[test]
@@ -156,8 +157,12 @@ fn without_budget_or_summary_older_turns_are_reduced_as_always() {
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Unlimited);
-    let steps: Vec<Plan> =
-        pass.every_plan().into_iter().filter(|p| pass.unit(p.unit).unwrap().kind == UnitKind::Step).collect();
+    let steps: Vec<Plan> = pass
+        .plans
+        .every_plan(&pass.units)
+        .into_iter()
+        .filter(|p| pass.units.unit(p.unit).unwrap().kind == UnitKind::Step)
+        .collect();
     let actions: Vec<Action> = steps.iter().map(|p| p.members[1].action()).collect();
     // Turns 1 and 2 read files in an earlier turn: digests; the current turn's read is not
     // digested (it may be compressed: it is not the newest unit).

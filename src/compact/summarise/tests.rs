@@ -94,8 +94,8 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     assert_eq!(bridge.from, "m3", "the first active message (the task m2 is pinned)");
     let start = pass.suffix_start.unwrap();
     assert!(start > 0);
-    assert!(pass.every_plan()[..start].iter().all(|p| p.dropped == Some(DropReason::Bridge)));
-    assert!(pass.every_plan()[start..].iter().all(|p| p.dropped.is_none()), "a suffix");
+    assert!(pass.plans.every_plan(&pass.units)[..start].iter().all(|p| p.dropped == Some(DropReason::Bridge)));
+    assert!(pass.plans.every_plan(&pass.units)[start..].iter().all(|p| p.dropped.is_none()), "a suffix");
     // Not allowed (the second pass), or a compaction already under way: nothing asked.
     let busy = SummaryState { in_progress: Some(request.pending()), ..Default::default() };
     let mut busy_pass = through_reduce(&ctx, &mut cache, &busy);
