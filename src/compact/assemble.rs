@@ -187,8 +187,12 @@ pub(crate) fn memory_tokens_for(
     selection: &Selection,
     room: usize,
 ) -> usize {
-    let kept =
-        pass.units.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
+    let kept = pass
+        .units
+        .system
+        .iter()
+        .chain(pass.budget.pins.list.iter().map(|p| &p.plan))
+        .chain(selection.taken.iter().map(|(_, p)| p));
     let present = present(ctx.items.len(), kept);
     memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
 }
@@ -252,7 +256,7 @@ fn context_message(ctx: &Ctx, cache: &mut BuildCache, message: Message, section:
 pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Result<BuildOutcome> {
     let items = ctx.items;
     let format = ctx.options.format;
-    let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
+    let pins: Vec<Plan> = pass.budget.pins.list.iter().map(|p| p.plan.clone()).collect();
     let mut kept: Vec<(&Plan, Section)> = pass.units.system.iter().map(|p| (p, Section::System)).collect();
     kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
     if !pass.plans.settled() {
@@ -262,8 +266,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     crate::sort::sort_by_key(&mut kept, |(p, _)| pass.units.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
     let mut tokens = TokensByPart::default();
-    let mut summary_section: Vec<Message> = std::mem::take(&mut pass.summary_messages);
-    tokens.summary = pass.summary_tokens;
+    let mut summary_section: Vec<Message> = std::mem::take(&mut pass.budget.summary.messages);
+    tokens.summary = pass.budget.summary.tokens;
     if let Some((message, _)) = &pass.bridge {
         summary_section.push(message.clone());
         tokens.summary += pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
@@ -280,10 +284,13 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     }
     // The memory's turn summaries: what the summary section's share leaves, within the budget.
     let present_now = present(items.len(), kept.iter().map(|(p, _)| *p));
-    tokens.state = pass.state_tokens;
-    let used = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING + pass.placeholder_tokens;
-    let room =
-        pass.max.map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.share.saturating_sub(tokens.summary)));
+    tokens.state = pass.budget.state.tokens;
+    let used =
+        tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING + pass.budget.placeholder_tokens;
+    let room = pass
+        .budget
+        .max
+        .map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.budget.share.saturating_sub(tokens.summary)));
     let memory_use = match memory_section(ctx, cache, &present_now, room) {
         Some((message, used)) => {
             summary_section.extend(message);
@@ -312,7 +319,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
                     .is_some_and(|i| i.message.role == Role::Assistant);
                 if exchange && ends_with_assistant && next_assistant {
                     messages.push(context_message(ctx, cache, placeholder(format), Section::Recent));
-                    tokens.recent += pass.placeholder_tokens;
+                    tokens.recent += pass.budget.placeholder_tokens;
                     placeholder_used = true;
                 }
             }
@@ -370,7 +377,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
 
     // The state's sections right after the system prompt (seed 002's order).
     let at = messages.iter().take_while(|m| m.section == Section::System).count();
-    let state_messages = std::mem::take(&mut pass.state_messages);
+    let state_messages = std::mem::take(&mut pass.budget.state.messages);
     let state_messages: Vec<ContextMessage> =
         state_messages.into_iter().map(|m| context_message(ctx, cache, m, Section::State)).collect();
     messages.splice(at..at, state_messages);
@@ -388,7 +395,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         };
         if needs {
             let at = first.unwrap_or(messages.len());
-            tokens.recent += pass.placeholder_tokens;
+            tokens.recent += pass.budget.placeholder_tokens;
             let message = context_message(ctx, cache, placeholder(format), Section::Recent);
             messages.insert(at, message);
             placeholder_used = true;
@@ -412,15 +419,17 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     let (fates, runs) = receipt::fates_and_runs(&inputs, &mut cache.fates);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
-    let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
-    if let Some(budget) = pass.budget.as_mut() {
-        budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
+    let within_budget = pass.budget.max.is_none_or(|max| tokens.total <= max);
+    if let Some(budget) = pass.budget.report.as_mut() {
+        budget.pinned_tokens = pass.budget.pins.list.iter().map(|p| p.plan.tokens).sum();
         budget.recent_budget = budget
             .max_tokens
             .saturating_sub(tokens.system + tokens.state + tokens.summary + budget.pinned_tokens + REPLY_PRIMING);
     }
     let pinned = pass
+        .budget
         .pins
+        .list
         .iter()
         .flat_map(|pin| {
             let id =
@@ -441,25 +450,31 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         messages_before: items.len(),
         messages_after: messages.len(),
         by_part: tokens,
-        budget: pass.budget,
+        budget: pass.budget.report,
         within_budget,
         runs,
         fates,
         repairs: super::repair::reported(&pass.units.structure, &mut cache.structure),
         pinned,
-        summary: pass.units.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
-            request_id: s.request_id.clone(),
-            summarised_until: s.summarised_until.clone(),
-            tokens: s.tokens,
-            fresh: false,
-            truncated: pass.summary_truncated,
+        summary: pass.units.summary.filter(|_| !pass.budget.summary.truncated || tokens.summary > 0).map(|s| {
+            SummaryUse {
+                request_id: s.request_id.clone(),
+                summarised_until: s.summarised_until.clone(),
+                tokens: s.tokens,
+                fresh: false,
+                truncated: pass.budget.summary.truncated,
+            }
         }),
         bridge: pass.bridge.take().map(|(_, b)| b),
         memory: memory_use,
-        state: pass.state_use.take(),
+        state: pass.budget.state.used.take(),
         images: None,
         placeholder: placeholder_used,
-        notes: std::mem::take(&mut pass.units.notes).into_iter().chain(std::mem::take(&mut pass.notes)).collect(),
+        notes: std::mem::take(&mut pass.units.notes)
+            .into_iter()
+            .chain(std::mem::take(&mut pass.budget.notes))
+            .chain(std::mem::take(&mut pass.notes))
+            .collect(),
         calibration: None,
         cache: None,
     };

@@ -17,6 +17,7 @@
 //! next one (`BuildCache`), each cache with the stage that uses it; `Compactor` keeps them, the
 //! summary state and the request forms of the last context between builds.
 
+pub(crate) mod allot;
 pub mod assemble;
 pub mod compactor;
 pub(crate) mod forms;
@@ -269,8 +270,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
     cache.sums.sync(epoch);
     cache.fates.sync(epoch);
     let units = plan::split(ctx, structure, state, &mut cache.structure, &mut cache.forms)?;
-    let mut pass = Pass::of(units);
-    select::allot(ctx, cache, &mut pass)?;
+    let budget = allot::allot(ctx, &units, &mut cache.forms, &mut cache.texts)?;
+    let mut pass = Pass::of(units, budget);
     select::measure(ctx, cache, &mut pass)?;
     reduce::plan_active(ctx, cache, &mut pass)?;
     reduce::fit(ctx, cache, &mut pass)?;

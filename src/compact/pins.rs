@@ -9,10 +9,7 @@
 //! (seed 004's 1000 + 1000 characters, fewer if that is still too much), and a request of more
 //! parts than that leaves room for to its first and last parts.
 
-use std::sync::Arc;
-
 use super::forms::{base_members, part_indices, Ctx, Forms, MemberPlan, Plan};
-use super::plan::Pass;
 use super::receipt::PinRole;
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
@@ -115,56 +112,75 @@ struct Cut {
     parts: Option<usize>,
 }
 
-/// Sizes the pins for a budget whose pins may take `room` tokens: whole if they fit together,
-/// else cut to the longest head and tail (at most `PIN_CHARS` each) with which they fit, and
-/// when even the shortest is too long (a request of thousands of parts), to as many first and
-/// last parts as fit. A budget too small for even one part at each end is an error that says the
-/// numbers.
-pub(crate) fn size(ctx: &Ctx, forms: &mut Forms, pass: &mut Pass, room: usize) -> Result<()> {
-    let whole: usize = pass.pins.iter().map(|p| p.whole).sum();
-    if whole <= room {
-        pass.pins_tokens = whole;
-        return Ok(());
+/// The pinned requests as they go into the context, and their tokens.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pins {
+    pub(crate) list: Vec<Pin>,
+    pub(crate) tokens: usize,
+}
+
+impl Pins {
+    /// The pins `found`, whole, as stored.
+    pub(crate) fn whole(found: &[Pin]) -> Pins {
+        Pins { list: found.to_vec(), tokens: found.iter().map(|p| p.whole).sum() }
     }
-    let structure = Arc::clone(&pass.units.structure);
-    let mut total_at = |cut: Cut, pass: &mut Pass| -> Result<usize> {
+}
+
+/// Sizes the pins `found` for a budget of `max` tokens whose pins may take `room`: whole if they
+/// fit together, else cut to the longest head and tail (at most `PIN_CHARS` each) with which they
+/// fit, and when even the shortest is too long (a request of thousands of parts), to as many first
+/// and last parts as fit. A budget too small for even one part at each end is an error that says
+/// the numbers (with the system prompt's `system_tokens`).
+pub(crate) fn size(
+    ctx: &Ctx,
+    forms: &mut Forms,
+    structure: &Structure,
+    found: &[Pin],
+    room: usize,
+    max: usize,
+    system_tokens: usize,
+) -> Result<Pins> {
+    let mut pins = Pins::whole(found);
+    if pins.tokens <= room {
+        return Ok(pins);
+    }
+    let mut total_at = |cut: Cut, pins: &mut Vec<Pin>| -> Result<usize> {
         let mut total = 0;
-        for pin in pass.pins.iter_mut() {
-            cut_pin(ctx, forms, &structure, pin, cut)?;
+        for pin in pins.iter_mut() {
+            cut_pin(ctx, forms, structure, pin, cut)?;
             total += pin.plan.tokens;
         }
         Ok(total)
     };
+    let list = &mut pins.list;
     let texts = |parts: Option<usize>| Cut { chars: 0, parts };
-    let cut = if total_at(texts(None), pass)? <= room {
+    let cut = if total_at(texts(None), list)? <= room {
         let chars = longest(0, PIN_CHARS as usize, |chars| {
-            Ok(total_at(Cut { chars: chars as u32, parts: None }, pass)? <= room)
+            Ok(total_at(Cut { chars: chars as u32, parts: None }, list)? <= room)
         })?;
         Cut { chars: chars.unwrap_or(0) as u32, parts: None }
     } else {
-        let most = pass
-            .pins
+        let most = list
             .iter()
             .flat_map(|pin| pin.plan.members.iter().map(|m| m.msg))
             .filter_map(|msg| ctx.items.get(msg).map(|item| item.message.content.parts.len()))
             .max()
             .unwrap_or(1);
-        let Some(parts) = longest(1, most.div_ceil(2).max(1), |k| Ok(total_at(texts(Some(k)), pass)? <= room))? else {
-            let least = total_at(texts(Some(1)), pass)?;
+        let Some(parts) = longest(1, most.div_ceil(2).max(1), |k| Ok(total_at(texts(Some(k)), list)? <= room))? else {
+            let least = total_at(texts(Some(1)), list)?;
             return Err(Error::invalid_argument(format!(
-                "the budget of {} tokens is too small for the system prompt ({} tokens) and the pinned requests \
-                 ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, {room} tokens",
-                pass.max.unwrap_or(0),
-                pass.units.system_tokens
+                "the budget of {max} tokens is too small for the system prompt ({system_tokens} tokens) and the pinned \
+                 requests ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, \
+                 {room} tokens"
             )));
         };
         let chars = longest(0, PIN_CHARS as usize, |chars| {
-            Ok(total_at(Cut { chars: chars as u32, parts: Some(parts) }, pass)? <= room)
+            Ok(total_at(Cut { chars: chars as u32, parts: Some(parts) }, list)? <= room)
         })?;
         Cut { chars: chars.unwrap_or(0) as u32, parts: Some(parts) }
     };
-    pass.pins_tokens = total_at(cut, pass)?;
-    Ok(())
+    pins.tokens = total_at(cut, &mut pins.list)?;
+    Ok(pins)
 }
 
 /// The greatest `n` in `low..=high` with `fits(n)`, which holds up to some `n` and not past it.
@@ -212,7 +228,7 @@ fn cut_pin(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin, c
 }
 
 /// Plans `pin` whole, as stored.
-pub(crate) fn uncut(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin) -> Result<()> {
+fn uncut(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin) -> Result<()> {
     let unit = structure.units.get(pin.plan.unit).ok_or_else(|| Error::internal("a pin's unit is missing"))?;
     let members = base_members(unit);
     if pin.plan.members != members {
@@ -321,8 +337,8 @@ mod tests {
         let state = SummaryState::default();
         let pass = through_reduce(&ctx, &mut cache, &state);
         let room = (2_000 - pass.units.system_tokens - crate::tokens::REPLY_PRIMING) / 2;
-        assert!(pass.pins_tokens <= room, "{} tokens of pins in {room}", pass.pins_tokens);
-        let task = &pass.pins[0];
+        assert!(pass.budget.pins.tokens <= room, "{} tokens of pins in {room}", pass.budget.pins.tokens);
+        let task = &pass.budget.pins.list[0];
         let member = &task.plan.members[0];
         let (kept, left_out) = member.gap.expect("parts left out");
         assert_eq!(member.parts.as_ref().map(Vec::len), Some(2 * kept));
@@ -335,6 +351,9 @@ mod tests {
         let roomy = BuildOptions { budget: None, ..options.clone() };
         let ctx = Ctx { options: &roomy, ..ctx };
         let pass = through_reduce(&ctx, &mut cache, &state);
-        assert!(pass.pins[0].plan.members[0].whole() && pass.pins[0].plan.tokens == pass.pins[0].whole);
+        assert!(
+            pass.budget.pins.list[0].plan.members[0].whole()
+                && pass.budget.pins.list[0].plan.tokens == pass.budget.pins.list[0].whole
+        );
     }
 }

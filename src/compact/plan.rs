@@ -5,12 +5,12 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::allot::Allotment;
 use super::forms::{Ctx, Forms, Plan};
 use super::pins::{self, Pin};
-use super::receipt::{BridgeUse, BudgetReport, DropReason};
+use super::receipt::{BridgeUse, DropReason};
 use super::repair::{system_units, Structure, StructureCache, Unit, UnitKind};
 use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
-use super::StateUse;
 use crate::error::Result;
 use crate::message::Message;
 use crate::tokens;
@@ -136,23 +136,8 @@ pub(crate) enum Mode {
 pub(crate) struct Pass<'s> {
     /// Plan: the units split into system, covered and active, and the pins found.
     pub(crate) units: Units<'s>,
-    /// The pinned requests (`pins`), in history order, as sized for the budget.
-    pub(crate) pins: Vec<Pin>,
-    /// Select (`allot`): the most tokens the context may have (with a budget), the budget's
-    /// report, the reserve for a placeholder user message, the pins' tokens as they go in, the
-    /// summary section's share, and the summary in force as the context shows it.
-    pub(crate) max: Option<usize>,
-    pub(crate) budget: Option<BudgetReport>,
-    pub(crate) placeholder_tokens: usize,
-    pub(crate) pins_tokens: usize,
-    pub(crate) share: usize,
-    pub(crate) summary_messages: Vec<Message>,
-    pub(crate) summary_tokens: usize,
-    pub(crate) summary_truncated: bool,
-    /// Select (`allot`): the state's sections as they go in after the system prompt.
-    pub(crate) state_messages: Vec<Message>,
-    pub(crate) state_tokens: usize,
-    pub(crate) state_use: Option<StateUse>,
+    /// Allot: how the budget is split.
+    pub(crate) budget: Allotment,
     /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
     /// active units' tokens as stored, and whether the history as it is needs a placeholder user
     /// message first.
@@ -177,23 +162,10 @@ pub(crate) struct Pass<'s> {
 }
 
 impl<'s> Pass<'s> {
-    pub(crate) fn of(units: Units<'s>) -> Pass<'s> {
-        let pins = units.pins.clone();
-        let pins_tokens = pins.iter().map(|p| p.whole).sum();
+    pub(crate) fn of(units: Units<'s>, budget: Allotment) -> Pass<'s> {
         Pass {
             units,
-            pins,
-            max: None,
-            budget: None,
-            placeholder_tokens: 0,
-            pins_tokens,
-            share: usize::MAX,
-            summary_messages: Vec::new(),
-            summary_tokens: 0,
-            summary_truncated: false,
-            state_messages: Vec::new(),
-            state_tokens: 0,
-            state_use: None,
+            budget,
             tail_start: 0,
             unreduced: 0,
             verbatim_placeholder: false,
@@ -219,12 +191,12 @@ impl<'s> Pass<'s> {
     /// Everything but the recent messages: system, pins, summary section, priming, placeholder.
     pub(crate) fn fixed_tokens(&self, placeholder: bool) -> usize {
         self.units.system_tokens
-            + self.state_tokens
-            + self.pins_tokens
-            + self.summary_tokens
+            + self.budget.state.tokens
+            + self.budget.pins.tokens
+            + self.budget.summary.tokens
             + self.bridge.as_ref().map_or(0, |(_, b)| b.tokens)
             + tokens::REPLY_PRIMING
-            + if placeholder { self.placeholder_tokens } else { 0 }
+            + if placeholder { self.budget.placeholder_tokens } else { 0 }
     }
 }
 

@@ -1,129 +1,17 @@
-//! Select: what the context has room for. `allot` does the budget arithmetic (seed 001): the
-//! system prompt, the pinned requests, the summary section's share; `measure` finds the recent
-//! steps kept whole and what the history costs as it is; `select` takes units newest first within
-//! a room; `fill` makes the recent section when not everything fits: a suffix covered before it by
-//! the summary (and a bridge), or, without a summary, the units that fit (older ones may still be
-//! taken after one that does not). Whatever the summary section does not use goes to the recent
-//! messages.
+//! Select: what the context has room for, within the split `allot` made. `measure` finds the
+//! recent steps kept whole and what the history costs as it is; `select` takes units newest first
+//! within a room; `fill` makes the recent section when not everything fits: a suffix covered
+//! before it by the summary (and a bridge), or, without a summary, the units that fit (older ones
+//! may still be taken after one that does not).
 
-use super::forms::{made_up_tokens, part_indices, Ctx, Plan, Reduction};
+use super::forms::{part_indices, Ctx, Plan, Reduction};
 use super::plan::{Mode, Pass};
-use super::receipt::{BudgetReport, DropReason};
+use super::receipt::DropReason;
 use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
-use super::request::placeholder;
-use super::section::summary_messages;
 use super::summarise;
 use super::BuildCache;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::message::{Part, Role};
-use crate::tokens::REPLY_PRIMING;
-
-/// The budget arithmetic: the most tokens (with a budget), the pins sized to at most half of what
-/// the system prompt leaves, the summary section's share of the rest (`budget.summaryRatio`), and
-/// the summary in force as the context shows it (cut to the share if it is longer). A budget too
-/// small for the system prompt is an error.
-pub(crate) fn allot(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
-    let options = ctx.options;
-    pass.placeholder_tokens = made_up_tokens(ctx, &mut cache.texts, &placeholder(options.format));
-    if let Some(summary) = pass.units.summary {
-        pass.summary_messages = summary_messages(options, &summary.text, &summary.summarised_until);
-        pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
-    }
-    let Some(budget) = &options.budget else {
-        state_section(ctx, cache, pass, usize::MAX);
-        return Ok(());
-    };
-    let max = budget.max_tokens();
-    pass.max = Some(max);
-    let floor = pass.units.system_tokens + REPLY_PRIMING + pass.placeholder_tokens;
-    if floor > max {
-        return Err(Error::invalid_argument(format!(
-            "the budget of {max} tokens ({}) is too small for the system prompt alone ({} tokens)",
-            budget.describe(),
-            pass.units.system_tokens
-        )));
-    }
-    // The state's sections: at most a quarter of what the system prompt leaves.
-    state_section(ctx, cache, pass, (max - floor) / 4);
-    let floor = floor + pass.state_tokens;
-    super::pins::size(
-        ctx,
-        &mut cache.forms,
-        pass,
-        (max - pass.units.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2,
-    )?;
-    let avail = max.saturating_sub(floor + pass.pins_tokens);
-    pass.share = (avail as f64 * budget.summary_ratio).floor() as usize;
-    if let Some(summary) = pass.units.summary.filter(|_| pass.summary_tokens > pass.share) {
-        cut_summary(ctx, cache, pass, &summary.text, &summary.summarised_until)?;
-    }
-    pass.budget = Some(BudgetReport {
-        max_tokens: max,
-        system_tokens: pass.units.system_tokens,
-        state_tokens: pass.state_tokens,
-        pinned_tokens: pass.pins_tokens,
-        summary_budget: pass.share,
-        recent_budget: avail.saturating_sub(pass.summary_tokens),
-        trigger_tokens: max,
-        low_water_tokens: max,
-        request_tokens: 0,
-        billed_tokens: None,
-    });
-    Ok(())
-}
-
-/// The state's sections (`compact::state`) within their cap and `room`.
-fn state_section(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, room: usize) {
-    let Some(options) = ctx.options.state.as_ref() else { return };
-    let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize);
-    if let Some((messages, used)) =
-        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut cache.texts.lines)
-    {
-        pass.state_messages = messages;
-        pass.state_tokens = used.tokens;
-        pass.state_use = Some(used);
-    }
-}
-
-/// The summary in force, longer than its share: its head and tail, as long as the share allows.
-fn cut_summary(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, text: &str, until: &str) -> Result<()> {
-    let tokens_at = |chars: usize, cache: &mut BuildCache| -> (Vec<crate::message::Message>, usize) {
-        let cut = crate::extract::head_tail(text, chars, chars);
-        let messages = summary_messages(ctx.options, &cut, until);
-        let n = messages.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
-        (messages, n)
-    };
-    let (mut low, mut high) = (0usize, text.chars().count() / 2);
-    let mut best = None;
-    while low <= high {
-        let mid = low + (high - low) / 2;
-        let (messages, n) = tokens_at(mid, cache);
-        if n <= pass.share {
-            best = Some((messages, n));
-            low = mid + 1;
-        } else if mid == 0 {
-            break;
-        } else {
-            high = mid - 1;
-        }
-    }
-    match best {
-        Some((messages, n)) => {
-            pass.summary_messages = messages;
-            pass.summary_tokens = n;
-            pass.summary_truncated = true;
-            pass.notes
-                .push(format!("the summary was cut to its head and tail to fit its share ({} tokens)", pass.share));
-        }
-        None => {
-            pass.summary_messages = Vec::new();
-            pass.summary_tokens = 0;
-            pass.summary_truncated = true;
-            pass.notes.push("the summary does not fit the budget at all and was left out".to_string());
-        }
-    }
-    Ok(())
-}
 
 /// The recent steps kept whole (seed 004), the active messages and their tokens as stored, and
 /// whether the history as it is would need a placeholder user message first.
@@ -148,7 +36,9 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Res
     pass.unreduced =
         super::sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, super::sums::End::History, end)?.all;
     let first_is_user = pass
+        .budget
         .pins
+        .list
         .first()
         .map(|p| p.plan.unit)
         .into_iter()
@@ -156,7 +46,8 @@ pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Res
         .min()
         .and_then(|u| pass.units.unit(u))
         .is_some_and(|unit| unit.kind == super::repair::UnitKind::User);
-    let summary_leads = pass.summary_tokens > 0 && pass.summary_messages.first().is_some_and(|m| m.role == Role::User);
+    let summary_leads =
+        pass.budget.summary.tokens > 0 && pass.budget.summary.messages.first().is_some_and(|m| m.role == Role::User);
     pass.verbatim_placeholder = options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
     if options.budget.is_none() && options.summary.is_none() {
         pass.mode = Mode::Unlimited;
@@ -176,7 +67,7 @@ pub(crate) struct Selection {
 /// The tokens left for the recent messages: the budget less everything else (with the reserve for
 /// a placeholder user message); unbounded without a budget.
 pub(crate) fn base_room(pass: &Pass) -> usize {
-    match pass.max {
+    match pass.budget.max {
         Some(max) => max.saturating_sub(pass.fixed_tokens(true)),
         None => usize::MAX,
     }
@@ -197,7 +88,7 @@ pub(crate) fn select(
     let cutoff = pass.units.window_cutoff(ctx);
     let len = pass.plans.len();
     let newest = len.saturating_sub(1);
-    let cut_floor = pass.max.map_or(usize::MAX, |m| m / 20);
+    let cut_floor = pass.budget.max.map_or(usize::MAX, |m| m / 20);
     let mut remaining = room;
     let mut selection = Selection { taken: Vec::new(), stop: len, used: 0, skipped: Vec::new() };
     for o in (0..len).rev() {
@@ -461,8 +352,12 @@ pub(crate) fn fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result
         pass.bridge = bridge;
         apply(pass, selection, true);
     } else if ctx.options.memory.is_some() && !ctx.turns.is_empty() {
-        let reserve =
-            ctx.options.memory.as_ref().and_then(|m| m.max_tokens).map_or(pass.share, |m| pass.share.min(m as usize));
+        let reserve = ctx
+            .options
+            .memory
+            .as_ref()
+            .and_then(|m| m.max_tokens)
+            .map_or(pass.budget.share, |m| pass.budget.share.min(m as usize));
         let (selection, _) = select_with(ctx, cache, pass, room, reserve, false, |ctx, cache, pass, selection| {
             let used = super::assemble::memory_tokens_for(ctx, cache, pass, selection, reserve);
             Ok(((), used))

@@ -47,7 +47,8 @@ pub(crate) fn summarise(
     let due = match pass.mode {
         Mode::Unlimited => false,
         Mode::Verbatim | Mode::Reduced => {
-            let over = pass.view(pass.mode != Mode::Verbatim || pass.verbatim_placeholder) > options.trigger(pass.max);
+            let over =
+                pass.view(pass.mode != Mode::Verbatim || pass.verbatim_placeholder) > options.trigger(pass.budget.max);
             over && gates(ctx, pass, options, pass.plans.len())?
         }
         Mode::Selected => {
@@ -71,12 +72,13 @@ pub(crate) fn summarise(
     }
     // The room the recent messages have beside a new summary (which replaces the one in force),
     // and the summary's own cap: its share of the budget, at most `maxTokens`.
-    let fixed = pass.fixed_tokens(true) - pass.summary_tokens - pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
-    let goal = options.target(pass.max);
+    let fixed =
+        pass.fixed_tokens(true) - pass.budget.summary.tokens - pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
+    let goal = options.target(pass.budget.max);
     let room = goal.saturating_sub(fixed);
-    let room = pass.max.map_or(room, |max| room.min(max.saturating_sub(fixed)));
+    let room = pass.budget.max.map_or(room, |max| room.min(max.saturating_sub(fixed)));
     let framing = framing_tokens(ctx, cache);
-    let share = pass.share;
+    let share = pass.budget.share;
     let cap = (options.max_tokens as usize).min(share.saturating_sub(framing));
     if cap < 16 {
         pass.notes.push(format!("no room for a summary ({share} tokens for the summary section)"));
@@ -139,7 +141,7 @@ fn framing_tokens(ctx: &Ctx, cache: &mut BuildCache) -> usize {
 /// What the bridge may take: what the summary in force leaves of the share, at most `maxTokens`.
 pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass) -> usize {
     let max = ctx.options.summary.as_ref().map_or(4000, |s| s.max_tokens as usize) + framing_tokens(ctx, cache);
-    pass.share.saturating_sub(pass.summary_tokens).min(max)
+    pass.budget.share.saturating_sub(pass.budget.summary.tokens).min(max)
 }
 
 /// Visits the members of the active units before `stop` and of the pins from `from` to before
@@ -167,7 +169,7 @@ fn visit_members_before(
         .take(stop)
         .filter_map(|&u| pass.units.unit(u))
         .map(|unit| (unit.first, Source::Active(unit)));
-    let pinned = pass.pins.iter().filter_map(|pin| {
+    let pinned = pass.budget.pins.list.iter().filter_map(|pin| {
         let unit = pass.units.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until)?;
         Some((unit.first, Source::Pin(&pin.plan.members)))
     });
@@ -248,7 +250,7 @@ fn original_messages(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, stop: usize
 /// The first request pinned explicitly, which stands for the task (the summary's primary
 /// request): its text and its message.
 fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
-    let pin = pass.pins.iter().find(|pin| pin.roles.contains(&PinRole::Pinned))?;
+    let pin = pass.budget.pins.list.iter().find(|pin| pin.roles.contains(&PinRole::Pinned))?;
     let unit = pass.units.unit(pin.plan.unit)?;
     let text: Vec<String> = unit
         .members

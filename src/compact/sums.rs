@@ -123,7 +123,7 @@ pub(crate) fn active_before(
     for u in settled..to {
         sum = sum.add(unit_sum(ctx, forms, structure, u)?);
     }
-    for pin in pass.pins.iter().filter(|p| (from..to).contains(&p.plan.unit)) {
+    for pin in pass.budget.pins.list.iter().filter(|p| (from..to).contains(&p.plan.unit)) {
         sum = sum.sub(unit_sum(ctx, forms, structure, pin.plan.unit)?);
     }
     Ok(sum)

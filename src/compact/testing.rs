@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::compact::allot::allot;
 use crate::compact::forms::Ctx;
-use crate::compact::plan::{split, Pass};
+use crate::compact::plan::{split, Pass, Units};
 use crate::compact::repair::{structure_for, Item};
 use crate::compact::summary::SummaryState;
 use crate::compact::BuildCache;
@@ -53,12 +54,17 @@ impl Log {
     }
 }
 
+/// The stages up to plan, as `build_once` runs them.
+pub(crate) fn units_of<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Units<'s> {
+    let structure = structure_for(ctx.items, ctx.options.dedupe_system, &mut cache.structure);
+    split(ctx, structure, state, &mut cache.structure, &mut cache.forms).expect("plan")
+}
+
 /// The stages before summarise, as `build_once` runs them.
 pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
-    let structure = structure_for(ctx.items, ctx.options.dedupe_system, &mut cache.structure);
-    let units = split(ctx, structure, state, &mut cache.structure, &mut cache.forms).expect("plan");
-    let mut pass = Pass::of(units);
-    select::allot(ctx, cache, &mut pass).expect("allot");
+    let units = units_of(ctx, cache, state);
+    let budget = allot(ctx, &units, &mut cache.forms, &mut cache.texts).expect("allot");
+    let mut pass = Pass::of(units, budget);
     select::measure(ctx, cache, &mut pass).expect("measure");
     reduce::plan_active(ctx, cache, &mut pass).expect("plans");
     reduce::fit(ctx, cache, &mut pass).expect("fit");

@@ -16,6 +16,7 @@ pub(crate) mod thin;
 pub use digest::DigestOptions;
 
 use super::forms::{Ctx, Plan};
+use super::pins::Pins;
 use super::plan::{Mode, Pass, Plans};
 use super::repair::UnitKind;
 use super::BuildCache;
@@ -69,28 +70,32 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
         }
         return Ok(());
     }
-    let goal = match (pass.max, &ctx.options.summary) {
+    let goal = match (pass.budget.max, &ctx.options.summary) {
         (Some(max), _) => max,
         (None, Some(summary)) => summary.trigger(None),
         (None, None) => usize::MAX,
     };
-    let pins_whole: usize = pass.pins.iter().map(|p| p.whole).sum();
-    let fixed =
-        pass.units.system_tokens + pass.state_tokens + pins_whole + pass.summary_tokens + crate::tokens::REPLY_PRIMING;
-    let placeholder = if pass.verbatim_placeholder { pass.placeholder_tokens } else { 0 };
+    let pins_whole: usize = pass.budget.pins.list.iter().map(|p| p.whole).sum();
+    let fixed = pass.units.system_tokens
+        + pass.budget.state.tokens
+        + pins_whole
+        + pass.budget.summary.tokens
+        + crate::tokens::REPLY_PRIMING;
+    let placeholder = if pass.verbatim_placeholder { pass.budget.placeholder_tokens } else { 0 };
     if !window && fixed + placeholder + pass.unreduced <= goal {
         // The context holds every unit.
         pass.mode = Mode::Verbatim;
         pass.plans.plan_all(&pass.units);
         stages::count_all(ctx, cache, pass)?;
-        return whole_pins(ctx, cache, pass);
+        whole_pins(pass);
+        return Ok(());
     }
-    let fits = stages::until_fits(ctx, cache, pass, fixed + pass.placeholder_tokens, goal)?;
-    let fixed_all = fixed + pass.placeholder_tokens;
-    if fits && !window && pass.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
+    let fits = stages::until_fits(ctx, cache, pass, fixed + pass.budget.placeholder_tokens, goal)?;
+    let fixed_all = fixed + pass.budget.placeholder_tokens;
+    if fits && !window && pass.budget.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
         stages::give_back(ctx, cache, pass, fixed_all, goal)?;
     }
-    if fits && !window && pass.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
+    if fits && !window && pass.budget.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
         // Still short (a thinned unit too large to give back whole): the selection (newest
         // units first, the boundary unit cut to fit) uses the budget, so the reductions are
         // undone and left to it.
@@ -99,12 +104,13 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
         pass.mode = Mode::Selected;
         return Ok(());
     }
-    if !window && (fits || pass.max.is_none()) {
+    if !window && (fits || pass.budget.max.is_none()) {
         // Fits reduced, or nothing is dropped without a budget: the context holds every unit.
         pass.mode = Mode::Reduced;
         pass.plans.plan_all(&pass.units);
         stages::count_all(ctx, cache, pass)?;
-        return whole_pins(ctx, cache, pass);
+        whole_pins(pass);
+        return Ok(());
     }
     pass.mode = Mode::Selected;
     Ok(())
@@ -118,13 +124,8 @@ fn leaves_unused(pass: &Pass, fixed: usize, max: usize) -> bool {
 }
 
 /// The pins as stored: nothing leaves the context, so nothing needs cutting.
-fn whole_pins(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
-    let structure = std::sync::Arc::clone(&pass.units.structure);
-    for pin in pass.pins.iter_mut() {
-        super::pins::uncut(ctx, &mut cache.forms, &structure, pin)?;
-    }
-    pass.pins_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
-    Ok(())
+fn whole_pins(pass: &mut Pass) {
+    pass.budget.pins = Pins::whole(&pass.units.pins);
 }
 
 #[cfg(test)]

@@ -15,56 +15,6 @@ fn budget(max: u32) -> Option<BudgetOptions> {
 }
 
 #[test]
-fn allot_pins_then_shares_what_the_system_prompt_leaves() {
-    let log = turns(2, 1, 5);
-    let items = log.items();
-    let options = options(Some(BudgetOptions { context_window: 10_000, ..BudgetOptions::default() }));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = BuildCache::default();
-    let state = SummaryState::default();
-    let pass = through_reduce(&ctx, &mut cache, &state);
-    let budget = pass.budget.unwrap();
-    assert_eq!(budget.max_tokens, 6_000);
-    let placeholder = made_up_tokens(&ctx, &mut cache.texts, &placeholder(options.format));
-    let avail = 6_000 - pass.units.system_tokens - REPLY_PRIMING - placeholder - pass.pins_tokens;
-    assert_eq!(budget.summary_budget, (avail as f64 * 0.26) as usize);
-    assert_eq!(budget.pinned_tokens, pass.pins_tokens);
-
-    let tiny = self::options(Some(BudgetOptions { context_window: 10, ..BudgetOptions::default() }));
-    let ctx = Ctx { options: &tiny, ..ctx };
-    let structure = crate::compact::repair::structure_for(&items, true, &mut cache.structure);
-    let mut pass =
-        Pass::of(crate::compact::plan::split(&ctx, structure, &state, &mut cache.structure, &mut cache.forms).unwrap());
-    let error = allot(&ctx, &mut cache, &mut pass).unwrap_err();
-    assert!(error.message.contains("too small for the system prompt alone"), "{error}");
-}
-
-#[test]
-fn pins_over_half_the_room_are_cut_to_head_and_tail() {
-    let task = format!("Fix the bug. {} End of the task.", "Details of the problem. ".repeat(400));
-    let log = Log::openai(json!([
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": task},
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "and hurry"}
-    ]));
-    let items = log.items();
-    let options = options(budget(1_200));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = BuildCache::default();
-    let state = SummaryState::default();
-    let pass = through_reduce(&ctx, &mut cache, &state);
-    assert_eq!(pass.mode, Mode::Selected);
-    assert_eq!(pass.pins.len(), 2);
-    assert!(pass.pins_tokens <= (1_200 - pass.units.system_tokens - REPLY_PRIMING) / 2);
-    let task_pin = &pass.pins[0];
-    assert!(task_pin.plan.members[0].cut_text.is_some() && task_pin.plan.tokens < task_pin.whole);
-    let text = ctx.materialize(&mut cache.forms, &task_pin.plan.members[0]).unwrap().content.joined_text();
-    assert!(text.starts_with("Fix the bug.") && text.ends_with("End of the task.") && text.contains("chars omitted"));
-    assert!(pass.pins[1].plan.members[0].cut_text.is_none(), "the short one stays whole");
-}
-
-#[test]
 fn measure_finds_the_recent_steps() {
     let log = turns(3, 2, 5);
     let items = log.items();
@@ -77,7 +27,8 @@ fn measure_finds_the_recent_steps() {
         pass.units.active[pass.tail_start..].iter().map(|u| pass.units.unit(*u).unwrap().first).collect();
     assert_eq!(tail, [items.len() - 3, items.len() - 1]);
     // The pinned requests (m2 and the last turn's) are not active, nor is the system prompt.
-    let pinned: Vec<usize> = pass.pins.iter().map(|p| pass.units.unit(p.plan.unit).unwrap().first).collect();
+    let pinned: Vec<usize> =
+        pass.budget.pins.list.iter().map(|p| pass.units.unit(p.plan.unit).unwrap().first).collect();
     assert_eq!(pinned, [1, items.len() - 6]);
     let active: usize =
         items.iter().enumerate().filter(|(i, _)| *i != 0 && !pinned.contains(i)).map(|(_, i)| i.tokens as usize).sum();

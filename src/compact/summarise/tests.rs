@@ -69,7 +69,7 @@ fn over_the_budget_a_summary_is_forced_whatever_the_gates() {
     let value: Value = serde_json::from_str(&record.text).unwrap();
     assert!(value["primaryRequest"].as_str().unwrap().starts_with("request 1"), "{value}");
     assert_eq!(record.created_at, "seq:1");
-    assert!(record.tokens as usize <= pass.share);
+    assert!(record.tokens as usize <= pass.budget.share);
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
     let request = pass.summary_request.clone().expect("compaction is due");
     assert_eq!((request.id.as_str(), request.from.as_str()), ("s1", "m2"));
-    assert!(request.max_tokens as usize <= pass.share, "within the summary section's share");
+    assert!(request.max_tokens as usize <= pass.budget.share, "within the summary section's share");
     assert!(request.messages.as_array().unwrap().last().unwrap()["content"].as_str().unwrap().starts_with("Summarise"));
     // Meanwhile: the bridge covers everything before the recent messages.
     crate::compact::select::fill(&ctx, &mut cache, &mut pass).unwrap();
