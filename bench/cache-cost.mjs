@@ -7,7 +7,8 @@
 // - The cache holds every prefix of every earlier request of the session (model calls and
 //   summariser requests alike). A request's cached tokens are the tokens of its longest common
 //   prefix with any earlier request, compared message by message (the system prompt first) on
-//   the emitted JSON with cache hints (`cache_control`, `providerOptions`) stripped; none below
+//   the emitted JSON with cache hints (`cache_control`, `providerOptions`) stripped and an
+//   Anthropic string content read as its one text block (as the API reads it); none below
 //   1,024 tokens; OpenAI rounds down to 128-token steps. No expiry, no breakpoint limit.
 // - Anthropic-format sessions: uncached input is billed as a cache write (1.25×), cached input
 //   as a read (0.1×). OpenAI-format sessions: uncached 1.0×, cached 0.1×. Costs are in units of
@@ -69,6 +70,10 @@ const oursOptions = (budget, format) => merge({ budget: { maxTokens: budget }, f
 // counted once per session.
 const tokenizer = new Tokenizer("o200k_base");
 const stripHints = (key, value) => (key === "cache_control" || key === "providerOptions" ? undefined : value);
+// Anthropic reads a string content as one text block: the cache sees the two alike (a message
+// marked for the cache carries its text as a block).
+const asBlocks = (m) => (typeof m?.content === "string" ? { ...m, content: [{ type: "text", text: m.content }] } : m);
+const systemBlocks = (system) => (typeof system === "string" ? [{ type: "text", text: system }] : system);
 
 function ledger(format) {
   const ids = new Map(); // JSON -> id
@@ -88,7 +93,7 @@ function ledger(format) {
   const messageId = (m) => {
     let id = byObject.get(m);
     if (id === undefined) {
-      const json = JSON.stringify(m, stripHints);
+      const json = JSON.stringify(format === "anthropic" ? asBlocks(m) : m, stripHints);
       id = intern(json, () =>
         format === "anthropic"
           ? tokenizer.countRequest({ messages: [m] }, { format }).perMessage[0]
@@ -98,7 +103,7 @@ function ledger(format) {
     return id;
   };
   const systemId = (system) => {
-    const json = "system:" + JSON.stringify(system ?? null, stripHints);
+    const json = "system:" + JSON.stringify(systemBlocks(system) ?? null, stripHints);
     return intern(json, () => (system ? tokenizer.countRequest({ system, messages: [{ role: "user", content: "x" }] }, { format }).system : 0));
   };
   // A request as ids: [system, ...messages]; its tokens: the sum plus the reply priming.
@@ -591,7 +596,7 @@ async function main() {
   for (const s of strategies) if (!STRATEGIES[s]) throw new Error(`unknown strategy ${s} (${Object.keys(STRATEGIES).join(", ")})`);
 
   const header = [];
-  header.push("Cost model: a cache holding every prefix of every earlier request of the session (model calls and summariser requests); a request's cached tokens are its longest common prefix with any earlier request, message by message on the emitted JSON with cache hints stripped, none below 1,024 tokens. " +
+  header.push("Cost model: a cache holding every prefix of every earlier request of the session (model calls and summariser requests); a request's cached tokens are its longest common prefix with any earlier request, message by message on the emitted JSON with cache hints stripped (and an Anthropic string content read as its one text block, as the API reads it), none below 1,024 tokens. " +
     `${PRICING.anthropic.name} (Anthropic-format sessions); ${PRICING.openai.name} (OpenAI-format sessions). Costs in uncached-input-token units; outputs not priced. Tokens: the package's count (o200k_base).`);
   header.push(`Sessions: 5 generated coding sessions (tests/fixtures/generate.mjs, Anthropic format)${sharedPresent ? ", the chained tau-bench conversation cut at ~100k tokens (OpenAI format), and the shared fixtures at the budgets they pass" : ""}. ` +
     "Means are over the sessions longer than the budget: totals of the counts, mean of the per-session cost ratios.");

@@ -24,7 +24,9 @@ import {
   type Format,
   type LoadedConversation,
   type Message,
+  type EventReason,
   type Profile,
+  type Receipt,
   type ReceiptEntry,
 } from "./node.js";
 
@@ -466,6 +468,37 @@ function table(rows: string[][], right: number[] = []): string {
 /** At most this many runs are listed; `--json` has all. */
 const MAX_RUNS = 40;
 
+/** Why a build was a compaction event (`receipt.cache.reason`), in words. */
+const EVENT_REASONS: Record<EventReason, string> = {
+  first: "the first build over the budget",
+  budget: "the next context would have passed the trigger",
+  window: "the next context would have passed the message window",
+  options: "the options that shape the messages changed",
+  summary: "another summary came into force",
+  history: "the history is not the one the last context was built from",
+  repair: "a message logged since changes how earlier ones are sent",
+  requested: "asked for",
+  system: "a system message was logged since",
+};
+
+/**
+ * How full the context is and why, from the receipt: a compaction event compacts toward the
+ * low-water mark, and later calls append until the trigger, so any fill between them is normal.
+ */
+function fillLine(receipt: Receipt): string | undefined {
+  const { budget, cache } = receipt;
+  if (!budget) return undefined;
+  const parts = budget.requestTokens > 0 ? ` (${n(budget.requestTokens)} of them the request's system prompt and tools)` : "";
+  const billed = budget.billedTokens !== undefined ? `, billed as ${n(budget.billedTokens)} (anchored to the last recorded usage)` : "";
+  const until = budget.triggerTokens < budget.maxTokens ? `${n(budget.triggerTokens)}, the compaction trigger` : n(budget.maxTokens);
+  const head = `context: ${n(receipt.tokensAfter)} of ${n(budget.maxTokens)} tokens${parts}${billed}`;
+  if (cache?.event) {
+    const why = cache.reason ? `: ${EVENT_REASONS[cache.reason]}` : "";
+    return `${head}: compacted now (a compaction event${why}) toward the low-water mark ${n(budget.lowWaterTokens)}; later calls append until ${until}`;
+  }
+  return `${head}: no compaction event; later calls append until ${until}, where an event compacts toward the low-water mark ${n(budget.lowWaterTokens)}`;
+}
+
 function receiptText(loaded: Loaded, plan: Plan, result: BuildResultIn<Format>): string {
   const { receipt } = result;
   const lines = [describeLoaded(loaded), ...repairLines(loaded), plan.describe, ""];
@@ -480,6 +513,8 @@ function receiptText(loaded: Loaded, plan: Plan, result: BuildResultIn<Format>):
   const budget = receipt.budget ? ` of ${n(receipt.budget.maxTokens)} (${receipt.withinBudget ? "within budget" : "OVER BUDGET"})` : "";
   lines.push(`tokens by part: system ${n(part.system)}, summary ${n(part.summary)}, recent ${n(part.recent)}; total ${n(part.total)}${budget}`);
   lines.push(`before: ${n(receipt.tokensBefore)} tokens in ${n(receipt.messagesBefore)} messages; after: ${n(receipt.tokensAfter)} tokens in ${n(receipt.messagesAfter)} messages`);
+  const fill = fillLine(receipt);
+  if (fill) lines.push(fill);
   if (receipt.summary) {
     const made = result.newSummary ? `${result.newSummary.source}, made now` : "kept from before";
     lines.push(`summary: ${n(receipt.summary.tokens)} tokens (${made}), covers the messages up to ${receipt.summary.summarisedUntil}`);
@@ -594,7 +629,7 @@ function inspectCommand(args: Args, progress: Progress): void {
   buildPlan(args, "openai");
   const loaded = loadHistory(args, encodingOf(args), progress);
   const plan = buildPlan(args, loaded.loaded.format);
-  build(loaded.history, plan, progress, loaded.ids.length > 1000);
+  const { receipt } = build(loaded.history, plan, progress, loaded.ids.length > 1000);
   const entries: ReceiptEntry[] = loaded.history.receiptEntries();
   progress.clear();
   const rows = entries.map((entry, i) => {
@@ -615,7 +650,8 @@ function inspectCommand(args: Args, progress: Progress): void {
     cells.push([row.id, row.role, n(row.tokensBefore), n(row.tokensAfter), action, `${mark}${row.preview}`]);
   });
   process.stdout.write(`${table(cells, [2, 3])}\n`);
-  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe].join("\n")}\n`);
+  const fill = fillLine(receipt);
+  process.stderr.write(`${[describeLoaded(loaded), ...repairLines(loaded), plan.describe, ...(fill ? [fill] : [])].join("\n")}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ node scripts/sizes.mjs --check
 echo "test: tsc --noEmit (js/, tests/types/, www/, the README's blocks)"
 node_modules/.bin/tsc -p tsconfig.json --noEmit
 node_modules/.bin/tsc -p tests/types/tsconfig.json
+# The adapters' types against the other supported majors of `ai` (npm aliases).
+node_modules/.bin/tsc -p tests/types/tsconfig.ai-v5.json
+node_modules/.bin/tsc -p tests/types/tsconfig.ai-v6.json
 node_modules/.bin/tsc -p www/tsconfig.json
 # Every TypeScript block of the README, as a user pastes it, against openai 7 and 6.
 node scripts/readme-types.mjs

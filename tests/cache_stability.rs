@@ -67,7 +67,7 @@ fn options(format: Format, budget: u32, low_water: f64, summary: u8, steps: usiz
         format,
         budget: Some(BudgetOptions {
             max_tokens: Some(budget),
-            low_water_ratio: low_water,
+            low_water_ratio: Some(low_water),
             ..BudgetOptions::default()
         }),
         keep_recent_steps: steps,

@@ -192,7 +192,7 @@ fn seed_001_no_optimisation_up_to_ten_messages() {
     let mut h = seed_001_history(3); // 12
     let context = h.build(&options).unwrap().context;
     assert!(context.receipt.fates.iter().all(|e| e.action == Action::Kept));
-    let small = BudgetOptions { context_window: 3_000, low_water_ratio: 1.0, ..BudgetOptions::default() };
+    let small = BudgetOptions { context_window: 3_000, low_water_ratio: Some(1.0), ..BudgetOptions::default() };
     let context = h.build(&BuildOptions { budget: Some(small), ..no_summary() }).unwrap().context;
     assert!(context.receipt.fates.iter().any(|e| e.action == Action::Compressed));
 }
@@ -350,7 +350,7 @@ fn seed_004_history_thinning_keeps_last_user_and_assistant_of_older_turns() {
     // does not fit 2,800; thinned it takes 2,662, at least 90% of it (a thinning that leaves more
     // unused gives back, or leaves the budget to the selection). A low-water mark of the whole
     // budget compacts to the budget itself.
-    let budget = BudgetOptions { max_tokens: Some(2_800), low_water_ratio: 1.0, ..BudgetOptions::default() };
+    let budget = BudgetOptions { max_tokens: Some(2_800), low_water_ratio: Some(1.0), ..BudgetOptions::default() };
     let options = BuildOptions {
         thin: true,
         keep_recent_steps: 2,

@@ -9,8 +9,8 @@
  * the model said or was told is lost when a step is sent less. Types only come from `ai`: nothing
  * of it is bundled or imported at run time.
  */
-import type { ModelMessage, ToolSet, UIMessage } from "ai";
-import type { BuildOptions, BuildResult, ConversationHistory, Receipt } from "../api.js";
+import type { ModelMessage, PrepareStepResult, SystemModelMessage, ToolSet, UIMessage } from "ai";
+import type { BuildOptions, BuildResult, ConversationHistory, Receipt, RequestParts } from "../api.js";
 import { InvalidArgumentError, InvalidMessageError } from "../errors.js";
 
 /** Build options for the AI SDK (the format is always `"ai-sdk"`). */
@@ -48,10 +48,12 @@ export const SUPPORTED_AI_MAJORS = "5, 6 and 7";
 /**
  * What `prepareStep` is given that the helper reads, in each supported major of `ai`:
  * - `ai` 5 and 6: `messages`, the initial messages and every step's response messages so far
- *   (rebuilt each step: a `messages` override applies to its step only);
+ *   (rebuilt each step: a `messages` override applies to its step only); `ai` 6 also passes
+ *   `experimental_context`, which tells it from `ai` 5 (whose `system` override takes a string only);
  * - `ai` 7: `initialMessages` and `responseMessages` (its `messages` carry the last override
  *   forward, so they are the compacted ones), and `experimental_steeringMessages`, the user
- *   messages `experimental_steering` added for this step, which come after the responses so far.
+ *   messages `experimental_steering` added for this step, which come after the responses so far;
+ *   `initialInstructions`, the instructions given to `generateText`/`streamText`.
  */
 export interface PrepareStepInput {
   stepNumber: number;
@@ -59,18 +61,53 @@ export interface PrepareStepInput {
   initialMessages?: ReadonlyArray<ModelMessage>;
   responseMessages?: ReadonlyArray<ModelMessage>;
   experimental_steeringMessages?: ReadonlyArray<ModelMessage>;
+  experimental_context?: unknown;
+  initialInstructions?: SystemPrompt;
+}
+
+/** A system prompt as the AI SDK takes it (`ai` 5 takes a string only). */
+export type SystemPrompt = string | SystemModelMessage | ReadonlyArray<SystemModelMessage>;
+
+type StepResult = NonNullable<PrepareStepResult<ToolSet>>;
+
+/**
+ * What the helper's `prepareStep` returns: the step's messages, and the system prompt when it
+ * has one, in the field and the shape the installed `ai` takes (`ai` 7: `instructions`; `ai` 6:
+ * `system`, a system message that can carry its cache breakpoint; `ai` 5: `system`, a string).
+ */
+export interface PreparedStep {
+  messages: ModelMessage[];
+  system?: StepResult extends { system?: infer S } ? S : never;
+  instructions?: StepResult extends { instructions?: infer I } ? I : never;
 }
 
 export interface CompactingPrepareStep {
-  (input: PrepareStepInput): { messages: ModelMessage[] };
+  (input: PrepareStepInput): PreparedStep;
   /** The last step's build: its receipt, budget and layout. */
   readonly last: CompactedMessages | undefined;
 }
 
+export interface CompactingPrepareStepOptions extends AiSdkCompactOptions {
+  /**
+   * The system prompt of the call (what `generateText`/`streamText` take as `system`, `ai` 7 as
+   * `instructions`): counted into the budget, and returned for every step (with its Anthropic
+   * cache breakpoint where the SDK takes one), so give it here rather than to the SDK. Without it,
+   * `ai` 7's `instructions` are read from the step; `ai` 5 and 6 do not tell `prepareStep` theirs.
+   */
+  system?: SystemPrompt;
+  /** The call's tools (`tools` of `generateText`/`streamText`): their definitions are counted into the budget. */
+  tools?: ToolSet;
+  /** Called with each step's build. */
+  onStep?: (step: CompactedMessages, stepNumber: number) => void;
+}
+
 const isList = (value: unknown): value is ReadonlyArray<ModelMessage> => Array.isArray(value);
 
+/** The supported majors, told apart by what `prepareStep` is given. */
+type Major = 5 | 6 | 7;
+
 /** The SDK's step input as the messages it adds since `seen`, in order (throws for an `ai` outside the range). */
-function addedInStep(input: PrepareStepInput, seen: { initial: number; responses: number }): ModelMessage[] {
+function addedInStep(input: PrepareStepInput, seen: { initial: number; responses: number }): { added: ModelMessage[]; major: Major } {
   if (input === null || typeof input !== "object") {
     throw new InvalidArgumentError(`compactingPrepareStep: prepareStep was called with ${input === null ? "null" : typeof input}, not the AI SDK's step options`);
   }
@@ -83,13 +120,13 @@ function addedInStep(input: PrepareStepInput, seen: { initial: number; responses
     if (steering !== undefined && !isList(steering)) {
       throw new InvalidArgumentError("compactingPrepareStep: experimental_steeringMessages is not a list of messages");
     }
-    return [...added, ...(steering ?? [])];
+    return { added: [...added, ...(steering ?? [])], major: 7 };
   }
   if (isList(input.messages) && input.initialMessages === undefined) {
     // ai 5 and 6: the whole list, rebuilt each step from the initial and response messages.
     const added = input.messages.slice(seen.initial);
     seen.initial = Math.max(seen.initial, input.messages.length);
-    return added;
+    return { added, major: "experimental_context" in input ? 6 : 5 };
   }
   const keys = Object.keys(input).sort().join(", ");
   throw new InvalidArgumentError(
@@ -98,29 +135,91 @@ function addedInStep(input: PrepareStepInput, seen: { initial: number; responses
   );
 }
 
+/** The system prompt's messages (a string is one without options). */
+function systemMessages(system: SystemPrompt, where: string): SystemModelMessage[] {
+  const list = typeof system === "string" ? [{ role: "system" as const, content: system }] : Array.isArray(system) ? [...system] : [system as SystemModelMessage];
+  list.forEach((message, i) => {
+    if (!isObject(message) || message.role !== "system" || typeof message.content !== "string") {
+      throw new InvalidArgumentError(`${where}${Array.isArray(system) ? `[${i}]` : ""}: a system prompt is a string or system messages ({ role: "system", content: string })`);
+    }
+  });
+  return list;
+}
+
+/** The system prompt as `request.system` counts it: its texts, in order. */
+function systemForCount(messages: readonly SystemModelMessage[]): RequestParts["system"] {
+  return messages.length === 1 ? messages[0].content : messages.map((m) => ({ type: "text" as const, text: m.content }));
+}
+
+/**
+ * The system prompt with the cache breakpoint the build put on its messages (Anthropic's provider
+ * options, which the core makes): Anthropic caches tools and system before the messages, so the
+ * mark at the end of the system prompt keeps them cached across compaction events.
+ */
+function markedSystem(messages: readonly SystemModelMessage[], built: readonly ModelMessage[]): SystemModelMessage[] | undefined {
+  const control = built.map((m) => (m.providerOptions?.anthropic as Json | undefined)?.cacheControl).find((c) => c !== undefined);
+  if (control === undefined) return undefined;
+  return messages.map((message, i) => {
+    if (i < messages.length - 1) return message;
+    const options = (message.providerOptions ?? {}) as Record<string, Json>;
+    return { ...message, providerOptions: { ...options, anthropic: { ...options.anthropic, cacheControl: control } } } as SystemModelMessage;
+  });
+}
+
+/** The build's cache options less the breakpoint the system prompt takes (`undefined`: the system prompt gets none). */
+function leaveOneForSystem(cache: BuildOptions["cache"]): BuildOptions["cache"] | undefined {
+  if (cache === null) return undefined;
+  const max = cache?.maxBreakpoints ?? 4;
+  return max >= 2 ? { ...cache, maxBreakpoints: max - 1 } : undefined;
+}
+
 /**
  * A `prepareStep` for `generateText`/`streamText`/`ToolLoopAgent` (`ai` 5, 6 and 7) that sends
- * each step the compacted conversation. One history per run: `history` starts empty (or holding
- * earlier turns that the run's initial messages repeat, as many as it holds).
+ * each step the compacted conversation, within the budget with the system prompt and the tool
+ * definitions counted (give them in the options). One history per run: `history` starts empty (or
+ * holding earlier turns that the run's initial messages repeat, as many as it holds).
  */
-export function compactingPrepareStep(
-  history: ConversationHistory,
-  options: AiSdkCompactOptions & { onStep?: (step: CompactedMessages, stepNumber: number) => void } = {},
-): CompactingPrepareStep {
-  const { onStep, ...build } = options;
+export function compactingPrepareStep(history: ConversationHistory, options: CompactingPrepareStepOptions = {}): CompactingPrepareStep {
+  const { onStep, system, tools, ...build } = options;
+  const given = system === undefined ? undefined : systemMessages(system, "compactingPrepareStep: system");
+  const definitions = tools === undefined ? undefined : toolDefinitions(tools);
   let last: CompactedMessages | undefined;
   // How many of the run's initial (ai 5, 6: all) and response messages the history holds.
   let seen: { initial: number; responses: number } | undefined;
-  const prepare = (input: PrepareStepInput) => {
+  const prepare = (input: PrepareStepInput): PreparedStep => {
     seen ??= { initial: history.length, responses: 0 };
-    const added = addedInStep(input, seen);
+    const { added, major } = addedInStep(input, seen);
     if (added.length > 0) history.appendMany(added, "ai-sdk");
-    const result = history.build({ ...build, format: "ai-sdk" });
+    let prompt = given ?? (major === 7 && input.initialInstructions != null ? systemMessages(input.initialInstructions, "prepareStep: initialInstructions") : undefined);
+    // ai 5 takes the system prompt as a string only: its texts, joined, are what is sent and counted.
+    if (prompt !== undefined && major === 5 && prompt.length > 1) prompt = [{ role: "system", content: prompt.map((m) => m.content).join("\n") }];
+    const request: RequestParts = {
+      ...(prompt !== undefined ? { system: systemForCount(prompt) } : {}),
+      ...(definitions !== undefined ? { tools: definitions } : {}),
+      ...build.request,
+    };
+    // ai 5's string cannot carry a breakpoint.
+    const systemCache = prompt !== undefined && major !== 5 ? leaveOneForSystem(build.cache) : undefined;
+    const result = history.build({
+      ...build,
+      format: "ai-sdk",
+      ...(Object.keys(request).length > 0 ? { request } : {}),
+      ...(systemCache !== undefined ? { cache: systemCache } : {}),
+    });
     // The package's ModelMessage type is a subset of the SDK's (tests/types/formats.ts checks it).
     const messages: ModelMessage[] = result.messages;
     last = { messages, receipt: result.receipt, result };
     onStep?.(last, input.stepNumber);
-    return { messages };
+    const step: PreparedStep = { messages };
+    if (prompt === undefined || (given === undefined && systemCache === undefined)) return step;
+    // The system prompt counted is the one sent: returned for the step, marked where the SDK takes a mark.
+    const marked = systemCache !== undefined ? markedSystem(prompt, messages) : undefined;
+    const out = marked ?? prompt;
+    const value = (out.length === 1 ? out[0] : out) as never;
+    if (major === 7) step.instructions = value;
+    else if (major === 6) step.system = value;
+    else step.system = prompt[0].content as never;
+    return step;
   };
   return Object.defineProperty(prepare, "last", { get: () => last }) as CompactingPrepareStep;
 }

@@ -11,8 +11,8 @@
  * through as they are (opaque: kept whole, with what they belong to). Types only come from
  * `@openai/agents-core`: nothing of it is bundled or imported at run time.
  */
-import type { AgentInputItem, CallModelInputFilter, ModelInputData, Session } from "@openai/agents-core";
-import type { BuildOptions, BuildResult, ConversationHistory } from "../api.js";
+import type { AgentInputItem, CallModelInputFilter, CallModelInputFilterArgs, ModelInputData, Session } from "@openai/agents-core";
+import type { BuildOptions, BuildResult, ConversationHistory, RequestParts } from "../api.js";
 import type { StoredSession } from "../store.js";
 import { InvalidArgumentError } from "../errors.js";
 
@@ -164,7 +164,11 @@ export class CompactingSession implements Session {
 }
 
 export interface CompactingInputFilterOptions {
-  /** How the context is built (the format is always `"openai-responses"`): a profile, a budget… */
+  /**
+   * How the context is built (the format is always `"openai-responses"`): a profile, a budget…
+   * `request` replaces, part by part, what the filter reads from the call (the instructions, the
+   * agent's function tools and handoffs).
+   */
   build?: Omit<BuildOptions, "format">;
   /** Called with each build (its receipt, budget, layout). */
   onBuild?: (result: BuildResult) => void;
@@ -176,16 +180,58 @@ export interface CompactingInputFilter extends CallModelInputFilter {
   readonly history: ConversationHistory;
   /** The last build: what the model was sent and why. */
   readonly lastBuild: BuildResult | undefined;
+  /** The conversation's `prompt_cache_key` for OpenAI (the last build's; none before the first). */
+  readonly promptCacheKey: string | undefined;
+  /**
+   * For the model settings' `providerData` (`new Runner({ callModelInputFilter, modelSettings:
+   * { providerData: filter.providerData } })`): `prompt_cache_key` reads the conversation's key
+   * when the SDK makes each request's settings, which is before the filter runs: every call after
+   * the conversation's first carries it.
+   */
+  readonly providerData: { readonly prompt_cache_key?: string };
 }
 
 /** An item as the filter compares it (the SDK hands the filter copies, never the same objects). */
 const itemKey = (item: AgentInputItem): string => JSON.stringify(item);
 
 /**
+ * A handoff as the function tool the model is sent: a `Handoff` says it; an agent given as a
+ * handoff gets the SDK's default one (its `handoff(agent)`: the same name, description and empty
+ * strict schema; tests/js/adapters.test.mjs counts both alike).
+ */
+function handoffTool(value: unknown): unknown[] {
+  const h = value as { getHandoffAsFunctionTool?: () => unknown; name?: unknown; handoffDescription?: unknown } | null;
+  if (typeof h?.getHandoffAsFunctionTool === "function") return [h.getHandoffAsFunctionTool()];
+  if (typeof h?.name !== "string") return [];
+  return [{
+    type: "function",
+    name: `transfer_to_${h.name.replace(/[^a-zA-Z0-9]/g, "_")}`,
+    description: `Handoff to the ${h.name} agent to handle the request. ${typeof h.handoffDescription === "string" ? h.handoffDescription : ""}`,
+    parameters: { type: "object", properties: {}, required: [], additionalProperties: false },
+    strict: true,
+  }];
+}
+
+/**
+ * The request's parts sent beside the input as the agent's OpenAI model sends them: the
+ * instructions, the function tools and the handoffs (as their function tools). Hosted and MCP
+ * tools have no definition here (`build.request.tools` can give them).
+ */
+function agentRequest(instructions: unknown, agent: CallModelInputFilterArgs["agent"] | undefined): RequestParts {
+  const request: RequestParts = {};
+  if (typeof instructions === "string" && instructions.length > 0) request.system = instructions;
+  const handoffs = ((agent?.handoffs ?? []) as unknown[]).flatMap(handoffTool);
+  const tools = [...agentToolDefinitions(agent?.tools ?? []), ...agentToolDefinitions(handoffs)];
+  if (tools.length > 0) request.tools = tools;
+  return request;
+}
+
+/**
  * A `callModelInputFilter` for the Agents SDK's run configuration (`run(agent, input, {
  * callModelInputFilter })` or `new Runner({ callModelInputFilter })`) that sends every model call
- * of a run the compacted conversation, within the budget: a run of any number of tool calls stays
- * within it, not only what the run starts with.
+ * of a run the compacted conversation, within the budget with the instructions and the agent's
+ * tool definitions counted: a run of any number of tool calls stays within it, not only what the
+ * run starts with.
  *
  * The filter feeds `history` with what it is given: the SDK's input for each call is the run's
  * input and the items the run has made so far, so the filter appends the items past those it has
@@ -204,21 +250,25 @@ export function compactingInputFilter(history: ConversationHistory, options: Com
   // The input items the history holds from the filter's input, counted from its start, and the last one.
   let fed = 0;
   let lastFed: string | undefined;
-  const filter = ({ modelData }: { modelData: ModelInputData }): ModelInputData => {
+  const filter = ({ modelData, agent }: CallModelInputFilterArgs): ModelInputData => {
     const input = modelData?.input;
     if (!Array.isArray(input)) throw new InvalidArgumentError("compactingInputFilter: the SDK's modelData.input is not a list of items");
+    const request = { ...agentRequest(modelData.instructions, agent), ...build.request };
     const repeats = fed > 0 && input.length >= fed && itemKey(input[fed - 1]) === lastFed;
     const added = repeats ? input.slice(fed) : input;
     if (added.length > 0) history.appendMany(added.map(toResponsesItem), "openai-responses");
     fed = input.length;
     lastFed = input.length > 0 ? itemKey(input[input.length - 1]) : undefined;
-    const result = history.build({ ...build, format: "openai-responses" });
+    const result = history.build({ ...build, format: "openai-responses", ...(Object.keys(request).length > 0 ? { request } : {}) });
     lastBuild = result;
     onBuild?.(result);
     return { ...modelData, input: (result.messages as unknown as Json[]).map(fromResponsesItem) };
   };
+  const providerData = Object.defineProperty({}, "prompt_cache_key", { get: () => lastBuild?.promptCacheKey, enumerable: true });
   Object.defineProperty(filter, "history", { get: () => history });
   Object.defineProperty(filter, "lastBuild", { get: () => lastBuild });
+  Object.defineProperty(filter, "promptCacheKey", { get: () => lastBuild?.promptCacheKey });
+  Object.defineProperty(filter, "providerData", { value: providerData });
   return filter as unknown as CompactingInputFilter;
 }
 

@@ -305,11 +305,16 @@ compactNow?: boolean,
  */
 cache?: CacheOptions | null, };
 
-export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, lowWaterRatio?: number, 
+export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, 
 /**
  * The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
  */
-maxTokens?: number, };
+maxTokens?: number, 
+/**
+ * What a compaction event compacts down to: the system prompt and this share of what the
+ * budget leaves beside it (default: a quarter, at most 1,500 tokens, at least a tenth).
+ */
+lowWaterRatio?: number, };
 
 export type CompressOptions = { maxTokens?: number, arrayKeep?: number, stringMaxChars?: number, maxDepth?: number, textMode?: TextMode, textMaxChars?: number, textHead?: number, textTail?: number, };
 
@@ -384,12 +389,12 @@ export type RequestParts = {
  * Instructions sent apart from the history: the AI SDK's `system`, the Agents SDK's
  * `instructions`, Anthropic's top-level `system` (a string, or Anthropic's text blocks).
  */
-system: string | ReadonlyArray<{ type: "text"; text: string }>, 
+system?: string | ReadonlyArray<{ type: "text"; text: string }>, 
 /**
  * The tool definitions as sent: OpenAI Chat's `{ type: "function", function }`, Responses'
  * flat function tools, or Anthropic's `{ name, input_schema }`.
  */
-tools: ReadonlyArray<ToolDefinition | object>, toolChoice: ToolChoice, 
+tools?: ReadonlyArray<ToolDefinition | object>, toolChoice?: ToolChoice, 
 /**
  * The model (Anthropic's tool-use system prompt depends on it).
  */
@@ -577,8 +582,9 @@ lowWaterTokens: number,
  */
 requestTokens: number, 
 /**
- * Claude: the next request's billed size, anchored to the last recorded usage
- * (`recordUsage`), which the trigger was checked against instead of the estimate.
+ * Claude: the context's size as billed, which the trigger was checked against: anchored to
+ * the last recorded usage (`recordUsage`) when it still stands, else Claude's rule on the
+ * messages (an estimate).
  */
 billedTokens?: number, };
 

@@ -111,21 +111,38 @@ impl Compactor {
         // Claude's count is an estimate: where the last bill still stands for the context (no
         // event since, the same model and request), the next request's size starts from it, in
         // the budget's own (billed) units.
+        let billed_trigger = Limits::of(options).trigger;
         let anchored = match options.format {
             crate::message::Format::Anthropic => {
                 let parts = options.request.as_ref();
                 let request = parts.map(request_fingerprint);
                 let model = parts.and_then(|p| p.model.as_deref());
-                self.anchored_total(history, model, request)
-                    .ok()
-                    .map(|count| (count.tokens, Limits::of(options).trigger))
+                self.anchored_total(history, model, request).ok().map(|count| count.tokens)
             }
             _ => None,
         };
         // Calibrated, a budget is in counted tokens: the billed budget over the top of the band.
+        // Claude's before any calibration: over what its rule makes of this history's messages.
         let factor = self.calibration.latest();
+        let rule = match (&factor, options.format) {
+            (None, crate::message::Format::Anthropic) => claude_ratio(history),
+            _ => None,
+        };
         let calibrated;
         let options = match (&factor, &options.budget) {
+            (None, Some(budget)) if rule.is_some() => {
+                let ratio = rule.unwrap_or(1.0);
+                let counted = |billed: u32| ((f64::from(billed) / ratio).floor() as u32).max(1);
+                calibrated = BuildOptions {
+                    budget: Some(super::BudgetOptions {
+                        context_window: counted(budget.context_window),
+                        max_tokens: budget.max_tokens.map(counted),
+                        ..budget.clone()
+                    }),
+                    ..options.clone()
+                };
+                &calibrated
+            }
             (Some(factor), Some(budget)) => {
                 let counted = |billed: u32| factor.counted_budget(billed as usize).clamp(1, u32::MAX as usize) as u32;
                 calibrated = BuildOptions {
@@ -170,6 +187,17 @@ impl Compactor {
             }
             _ => options,
         };
+        // What the trigger is checked against: the bill (anchored), Claude's rule on the messages
+        // (billed units), or the count.
+        let billed_trigger = billed_trigger.map(|trigger| trigger.saturating_sub(request_tokens));
+        let measure = match (anchored, rule) {
+            (Some(billed), _) => Measure::Anchored {
+                billed: billed + request_tokens,
+                trigger: billed_trigger.map(|t| t + request_tokens),
+            },
+            (None, Some(_)) => Measure::Rule { history, trigger: billed_trigger },
+            (None, None) => Measure::Counted,
+        };
         let shape = frame::shape(options, encoding, history.pinned_positions());
         let limits = Limits::of(options);
         // The reductions' cache is for one set of reducer options (the pipeline would empty it
@@ -181,7 +209,7 @@ impl Compactor {
             false => self.frame.check(&items, &shape, self.summary.generation),
         };
         let mut outcome = match check {
-            Ok(()) => match self.append(&items, encoding, options, &limits, anchored, turns, state)? {
+            Ok(()) => match self.append(&items, encoding, options, &limits, &measure, turns, state)? {
                 Ok(outcome) => outcome,
                 Err((reason, seen)) => {
                     self.event(&items, encoding, options, &limits, turns, state, reason, seen, shape.clone())?
@@ -237,7 +265,7 @@ impl Compactor {
         encoding: Encoding,
         options: &BuildOptions,
         limits: &Limits,
-        anchored: Option<(usize, Option<usize>)>,
+        measure: &Measure,
         turns: &[TurnNote],
         state: &[StateNote],
     ) -> Result<std::result::Result<BuildOutcome, (EventReason, Option<Vec<ContextMessage>>)>> {
@@ -265,9 +293,17 @@ impl Compactor {
         let mut messages: Vec<ContextMessage> = self.frame.messages.clone();
         messages.extend(appended.messages.iter().cloned());
         let total = self.frame.tokens + appended.tokens;
-        let over = match anchored {
-            Some((billed, trigger)) => trigger.is_some_and(|trigger| billed > trigger),
-            None => limits.trigger.is_some_and(|trigger| total > trigger),
+        let (over, billed) = match measure {
+            Measure::Anchored { billed, trigger } => (trigger.is_some_and(|trigger| *billed > trigger), Some(*billed)),
+            Measure::Rule { history, trigger } => {
+                // The frame's part is counted once (it only grows between events).
+                let frozen = self.frame.billed_frozen(|m| claude_billed(history, encoding, m));
+                let billed = frozen
+                    + appended.messages.iter().map(|m| claude_billed(history, encoding, m)).sum::<usize>()
+                    + crate::tokens::REPLY_PRIMING;
+                (trigger.is_some_and(|trigger| billed > trigger), Some(billed))
+            }
+            Measure::Counted => (limits.trigger.is_some_and(|trigger| total > trigger), None),
         };
         if over {
             return Ok(Err((EventReason::Budget, Some(messages))));
@@ -294,7 +330,7 @@ impl Compactor {
         if let Some(budget) = context.receipt.budget.as_mut() {
             budget.max_tokens = limits.max.unwrap_or(budget.max_tokens);
             budget.trigger_tokens = limits.trigger.unwrap_or(budget.trigger_tokens);
-            budget.billed_tokens = anchored.map(|(billed, _)| billed);
+            budget.billed_tokens = billed;
         }
         context.receipt.cache = Some(CacheUse {
             event: false,
@@ -372,9 +408,20 @@ impl Compactor {
                 match whole {
                     Some(outcome) => (outcome, false),
                     None => {
-                        let window =
-                            options.max_messages.map(|n| ((n as f64 * limits.low_water_ratio).floor() as usize).max(1));
-                        let at = limits.at(options, aim, window);
+                        // The count window keeps the same share of its messages as the budget
+                        // of its tokens.
+                        let share = match (low_water, trigger) {
+                            (Some(mark), trigger) if trigger > 0 => mark as f64 / trigger as f64,
+                            _ => 1.0,
+                        };
+                        let window = options.max_messages.map(|n| ((n as f64 * share).floor() as usize).max(1));
+                        let mut at = limits.at(options, aim, window);
+                        if let Some(budget) = at.budget.as_mut() {
+                            // The lower the mark, the more of what an event drops the summary
+                            // stands for: it may take up to half of the context the event leaves.
+                            budget.summary_ratio = budget.summary_ratio.max(EVENT_SUMMARY_SHARE);
+                            budget.recent_ratio = budget.recent_ratio.min(1.0 - budget.summary_ratio);
+                        }
                         match pipeline(items, encoding, &at, &self.summary, &mut self.reduce, turns, state) {
                             Ok(outcome) => (outcome, true),
                             // A mark too low for the system prompt and the pinned requests: down
@@ -398,7 +445,17 @@ impl Compactor {
             self.replace_summary(state);
         }
         if let (Some(request), Some(seen)) = (outcome.summary_request.as_mut(), seen.as_ref()) {
-            super::summarise::ride_the_cache(request, seen, options.format)?;
+            // What the model saw, and of what was logged since only what the summary must cover
+            // (the newest messages stay in the context whole: the summariser need not read them).
+            let covered = |m: &ContextMessage| {
+                m.sources
+                    .iter()
+                    .all(|id| items.iter().position(|item| item.id == id).is_some_and(|i| i <= request.until_index))
+            };
+            let sent = self.frame.messages.len().min(seen.len());
+            let mut shown: Vec<ContextMessage> = seen[..sent].to_vec();
+            shown.extend(seen[sent..].iter().take_while(|m| covered(m)).cloned());
+            super::summarise::ride_the_cache(request, &shown, options.format, options.cache.as_ref())?;
         }
         self.proposed = outcome.summary_request.clone();
         let receipt = &mut outcome.context.receipt;
@@ -898,8 +955,57 @@ fn request_tokens(
     Ok(count.total.saturating_sub(count.reply_priming))
 }
 
+/// How much more than its count Claude bills this history's messages, by the Claude rule
+/// (`tokens::claude`), with a margin for a context whose share of tool calls is higher than the
+/// history's; `None` when the rule bills no more than the count.
+fn claude_ratio(history: &ConversationHistory) -> Option<f64> {
+    let encoding = history.encoding();
+    let (billed, counted) =
+        history.records().iter().fold((0u64, 0u64), |(billed, counted), record| match record.tokens() {
+            Some(tokens) => (
+                billed + u64::from(crate::tokens::claude::billed(encoding, &record.message, &tokens)),
+                counted + u64::from(tokens.total),
+            ),
+            None => (billed, counted),
+        });
+    let ratio = billed as f64 / counted.max(1) as f64 * CLAUDE_MARGIN;
+    (ratio > 1.0).then_some(ratio)
+}
+
+/// The margin on Claude's ratio: a context holds the history's later messages, whose mix of text
+/// and tool blocks differs from the whole's.
+const CLAUDE_MARGIN: f64 = 1.03;
+
+/// What a build checks the trigger against.
+enum Measure<'h> {
+    /// The context's count.
+    Counted,
+    /// The last bill, the response and the estimate of what was appended since (billed units).
+    Anchored { billed: usize, trigger: Option<usize> },
+    /// Claude's rule on each message the context sends (billed units).
+    Rule { history: &'h ConversationHistory, trigger: Option<usize> },
+}
+
+/// The billed size of `message` by Claude's rule: a stored message sent whole from its stored
+/// count, another form counted now.
+fn claude_billed(history: &ConversationHistory, encoding: Encoding, message: &ContextMessage) -> usize {
+    let records = history.records();
+    let whole = message
+        .sources
+        .first()
+        .and_then(|id| history.position(id))
+        .and_then(|i| records.get(i))
+        .filter(|record| Arc::ptr_eq(&record.message, &message.message))
+        .and_then(|record| record.tokens());
+    let counted = whole.unwrap_or_else(|| crate::tokens::count_message(encoding, &message.message));
+    crate::tokens::claude::billed(encoding, &message.message, &counted) as usize
+}
+
 /// Frames kept for other shapes of build besides the current one.
 const PARKED_FRAMES: usize = 3;
+
+/// The share of what an event leaves beside the system prompt that the summary section may take.
+const EVENT_SUMMARY_SHARE: f64 = 0.5;
 
 /// What identifies the request's parts sent beside the messages, for the anchor to the bill.
 fn request_fingerprint(parts: &super::options::RequestParts) -> u64 {

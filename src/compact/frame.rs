@@ -57,6 +57,8 @@ pub struct Frame {
     /// Changes to what storage must keep of the frame: an event, and a state shown again (the
     /// messages appended between them are the history's, and need no record).
     pub(crate) revision: u64,
+    /// Claude's billed size of the first messages of the frame: (how many, their sum).
+    pub(crate) billed: (usize, usize),
 }
 
 /// Why a build cannot append to the frame.
@@ -225,6 +227,7 @@ impl Frame {
             restored: false,
             state_shown: shown_state(&context.messages),
             revision: 0,
+            billed: (0, 0),
         }
     }
 
@@ -283,6 +286,14 @@ impl Frame {
             tokens,
         };
         Some((Some(update), texts, used))
+    }
+
+    /// The billed size of the frame's messages (by `billed`, each counted once).
+    pub(crate) fn billed_frozen(&mut self, billed: impl Fn(&ContextMessage) -> usize) -> usize {
+        let (counted, sum) = self.billed;
+        let more: usize = self.messages.iter().skip(counted).map(billed).sum();
+        self.billed = (self.messages.len(), sum + more);
+        sum + more
     }
 
     /// Takes the closed part of `appended` into the frame.
@@ -369,7 +380,8 @@ pub(crate) struct Limits {
     pub(crate) max: Option<usize>,
     /// An event happens when the next context would pass this.
     pub(crate) trigger: Option<usize>,
-    pub(crate) low_water_ratio: f64,
+    /// The share of the room beside the system prompt an event leaves (`None`: the default).
+    pub(crate) low_water_ratio: Option<f64>,
     /// A low-water mark given in tokens (`summary.targetTokens`; without a budget, the summary's
     /// default target).
     target_tokens: Option<usize>,
@@ -387,8 +399,7 @@ impl Limits {
             (Some(summary), None) => Some(summary.target(None)),
             _ => None,
         };
-        let low_water_ratio =
-            options.budget.as_ref().map_or(super::options::DEFAULT_LOW_WATER_RATIO, |budget| budget.low_water_ratio);
+        let low_water_ratio = options.budget.as_ref().and_then(|budget| budget.low_water_ratio);
         Limits { max, trigger, low_water_ratio, target_tokens }
     }
 
@@ -398,7 +409,14 @@ impl Limits {
         let trigger = self.trigger?;
         let mark = match self.target_tokens {
             Some(tokens) => tokens,
-            None => fixed + (trigger.saturating_sub(fixed) as f64 * self.low_water_ratio).floor() as usize,
+            None => {
+                let room = trigger.saturating_sub(fixed);
+                fixed
+                    + match self.low_water_ratio {
+                        Some(ratio) => (room as f64 * ratio).floor() as usize,
+                        None => super::options::default_low_water(room),
+                    }
+            }
         };
         Some(mark.min(trigger))
     }
@@ -767,6 +785,7 @@ impl Frame {
             restored: true,
             state_shown: state.state_shown,
             revision: 0,
+            billed: (0, 0),
         })
     }
 }

@@ -32,13 +32,23 @@ pub struct BudgetOptions {
     /// Kept for compatibility: a history that fits the budget is never optimised, whatever its length.
     pub min_messages: usize,
     /// What a compaction event compacts down to: the system prompt and this share of the rest
-    /// of the budget. Between events the context only grows, up to the budget.
-    pub low_water_ratio: f64,
+    /// of the budget (default: `default_low_water`). Between events the context only grows, up
+    /// to the budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low_water_ratio: Option<f64>,
 }
 
-/// The default low-water mark: an event leaves this share of the budget (past the system prompt)
-/// to the context, the rest for the calls that append until the next event.
-pub const DEFAULT_LOW_WATER_RATIO: f64 = 0.5;
+/// The default low-water mark, in tokens past the system prompt, of a budget leaving `room` tokens
+/// beside it: a quarter of the room, but at most 1,500 tokens, and at least a tenth of it. What a
+/// session costs is mostly the cached prefix read back on every call, so the lower an event goes
+/// the cheaper the calls after it; measured with bench/cache-cost.mjs (docs/benchmarks.md) on
+/// long coding and chat sessions, this meets the cost targets at 6,000 and 30,000 tokens while the
+/// files the agent goes on to use stay named in the context as often as with a threshold
+/// compaction. A small budget keeps its quarter; a large one a tenth.
+pub fn default_low_water(room: usize) -> usize {
+    let room = room as f64;
+    (room * 0.1).max((room * 0.25).min(1_500.0)).floor() as usize
+}
 
 impl Default for BudgetOptions {
     fn default() -> Self {
@@ -49,7 +59,7 @@ impl Default for BudgetOptions {
             summary_ratio: 0.26,
             recent_ratio: 0.65,
             min_messages: 10,
-            low_water_ratio: DEFAULT_LOW_WATER_RATIO,
+            low_water_ratio: None,
         }
     }
 }
@@ -77,7 +87,9 @@ impl BudgetOptions {
         }
         check_ratio("budget.summaryRatio", self.summary_ratio)?;
         check_ratio("budget.recentRatio", self.recent_ratio)?;
-        check_ratio("budget.lowWaterRatio", self.low_water_ratio)?;
+        if let Some(ratio) = self.low_water_ratio {
+            check_ratio("budget.lowWaterRatio", ratio)?;
+        }
         if self.summary_ratio + self.recent_ratio > 1.0 + 1e-9 {
             return Err(Error::invalid_argument(format!(
                 "budget.summaryRatio + budget.recentRatio must not exceed 1, got {}",
@@ -147,13 +159,13 @@ pub struct BuildOptions {
 pub struct RequestParts {
     /// Instructions sent apart from the history: the AI SDK's `system`, the Agents SDK's
     /// `instructions`, Anthropic's top-level `system` (a string, or Anthropic's text blocks).
-    #[cfg_attr(test, ts(type = "string | ReadonlyArray<{ type: \"text\"; text: string }>"))]
+    #[cfg_attr(test, ts(optional, type = "string | ReadonlyArray<{ type: \"text\"; text: string }>"))]
     pub system: Option<Value>,
     /// The tool definitions as sent: OpenAI Chat's `{ type: "function", function }`, Responses'
     /// flat function tools, or Anthropic's `{ name, input_schema }`.
-    #[cfg_attr(test, ts(type = "ReadonlyArray<ToolDefinition | object>"))]
+    #[cfg_attr(test, ts(optional, type = "ReadonlyArray<ToolDefinition | object>"))]
     pub tools: Option<Vec<Value>>,
-    #[cfg_attr(test, ts(type = "ToolChoice"))]
+    #[cfg_attr(test, ts(optional, type = "ToolChoice"))]
     pub tool_choice: Option<Value>,
     /// The model (Anthropic's tool-use system prompt depends on it).
     pub model: Option<String>,

@@ -100,9 +100,7 @@ impl Profile {
             budget: Some(BudgetOptions {
                 context_window: self.context_window,
                 target_ratio: self.trigger_fraction,
-                low_water_ratio: self
-                    .target_fraction
-                    .map_or(super::options::DEFAULT_LOW_WATER_RATIO, |target| target / self.trigger_fraction),
+                low_water_ratio: self.target_fraction.map(|target| target / self.trigger_fraction),
                 ..BudgetOptions::default()
             }),
             keep_recent_steps: self.keep_recent_steps,

@@ -143,8 +143,9 @@ pub struct BudgetReport {
     pub low_water_tokens: usize,
     /// What the request's parts sent beside the messages took (`request`).
     pub request_tokens: usize,
-    /// Claude: the next request's billed size, anchored to the last recorded usage
-    /// (`recordUsage`), which the trigger was checked against instead of the estimate.
+    /// Claude: the context's size as billed, which the trigger was checked against: anchored to
+    /// the last recorded usage (`recordUsage`) when it still stands, else Claude's rule on the
+    /// messages (an estimate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub billed_tokens: Option<usize>,

@@ -49,7 +49,7 @@ impl<T> Patch<T> {
 /// Declares the partial form of an options section (every field optional) and how it applies.
 macro_rules! partial {
     ($(#[$meta:meta])* $name:ident as $ts:literal for $target:ty { $($(#[$fmeta:meta])* $field:ident: $ty:ty),* $(,)? }
-     $($(#[$xmeta:meta])* extra $extra:ident: $xty:ty)?) => {
+     $($(#[$xmeta:meta])* extra $extra:ident: $xty:ty)*) => {
         $(#[$meta])*
         #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
         #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -57,7 +57,7 @@ macro_rules! partial {
         #[cfg_attr(test, ts(rename = $ts, optional_fields))]
         pub struct $name {
             $($(#[$fmeta])* pub $field: Option<$ty>,)*
-            $($(#[$xmeta])* pub $extra: Option<$xty>,)?
+            $($(#[$xmeta])* pub $extra: Option<$xty>,)*
         }
 
         impl $name {
@@ -79,10 +79,12 @@ partial!(
         summary_ratio: f64,
         recent_ratio: f64,
         min_messages: usize,
-        low_water_ratio: f64,
     }
     /// The most tokens the context may have; with `contextWindow` or `targetRatio` too, they must agree.
     extra max_tokens: u32
+    /// What a compaction event compacts down to: the system prompt and this share of what the
+    /// budget leaves beside it (default: a quarter, at most 1,500 tokens, at least a tenth).
+    extra low_water_ratio: f64
 );
 
 impl BudgetPatch {
@@ -90,6 +92,9 @@ impl BudgetPatch {
     /// given together with either of them in the same options, the three must agree.
     fn merge_into(self, budget: &mut BudgetOptions) -> Result<()> {
         let max = self.max_tokens;
+        if let Some(ratio) = self.low_water_ratio {
+            budget.low_water_ratio = Some(ratio);
+        }
         let explicit_window = self.context_window.is_some() || self.target_ratio.is_some();
         self.apply(budget);
         if let Some(max) = max {

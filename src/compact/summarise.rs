@@ -454,14 +454,39 @@ pub(crate) fn request_for(
 
 /// Hands the summariser the context as the model last saw it (with what was logged since), then
 /// the instruction: the provider bills all but the instruction as a cache read, as for any call.
+/// With the build's cache hints, the request marks the end of what the model saw (where the
+/// provider's entry is), the system prompt and the instruction.
 pub(crate) fn ride_the_cache(
     request: &mut SummaryRequest,
     seen: &[super::ContextMessage],
     format: Format,
+    cache: Option<&super::request::hints::CacheOptions>,
 ) -> Result<()> {
+    use super::request::hints;
     let prompt = Message::new(Role::User, Content::text(request.prompt.clone()), format);
     let messages = seen.iter().map(|m| &*m.message).chain(std::iter::once(&prompt));
-    request.messages = emit_request(messages, format)?;
+    let mut value = emit_request(messages, format)?;
+    if let Some(cache) = cache {
+        let ttl = cache.ttl.unwrap_or_default();
+        let max = cache.max_breakpoints.unwrap_or(hints::MAX_BREAKPOINTS);
+        match &mut value {
+            serde_json::Value::Array(list) => {
+                let refs: Vec<&serde_json::Value> = list.iter().collect();
+                let points = hints::place(format, None, &refs, list.len().checked_sub(2), None, max);
+                hints::apply(&points, format, ttl, None, list);
+            }
+            serde_json::Value::Object(body) => {
+                if let Some(serde_json::Value::Array(mut list)) = body.shift_remove("messages") {
+                    let refs: Vec<&serde_json::Value> = list.iter().collect();
+                    let points = hints::place(format, body.get("system"), &refs, list.len().checked_sub(2), None, max);
+                    hints::apply(&points, format, ttl, body.get_mut("system"), &mut list);
+                    body.insert("messages".into(), serde_json::Value::Array(list));
+                }
+            }
+            _ => {}
+        }
+    }
+    request.messages = value;
     Ok(())
 }
 

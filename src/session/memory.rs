@@ -395,7 +395,7 @@ pub(crate) mod tests {
         }
         // Compacted to the budget itself: room for every turn's summary.
         let budget =
-            crate::compact::BudgetOptions { context_window: 6_000, low_water_ratio: 1.0, ..Default::default() };
+            crate::compact::BudgetOptions { context_window: 6_000, low_water_ratio: Some(1.0), ..Default::default() };
         let options = BuildOptions { budget: Some(budget), summary: None, ..Default::default() };
         let context = session.build(&options).unwrap().context;
         let memory = context.receipt.memory.clone().expect("turn summaries in the context");

@@ -310,14 +310,23 @@ mod tests {
                 )
                 .unwrap();
         }
+        // Compacted to the budget itself (a low-water mark of the whole budget): room for the summary.
         let options = BuildOptions {
-            budget: Some(BudgetOptions { max_tokens: Some(3_000), ..BudgetOptions::default() }),
+            budget: Some(BudgetOptions {
+                max_tokens: Some(3_000),
+                low_water_ratio: Some(1.0),
+                ..BudgetOptions::default()
+            }),
             ..BuildOptions::default()
         };
         let outcome = session.build(&options).unwrap();
         let summary = outcome.new_summary.expect("the build summarised");
         assert!(summary.text.contains("draw the trend chart (in progress)"), "{}", summary.text);
-        assert!(summary.text.contains("write the report") && !summary.text.contains("load the data"));
+        assert!(
+            summary.text.contains("write the report") && !summary.text.contains("load the data"),
+            "{}",
+            summary.text
+        );
         assert!(outcome.context.tokens.total <= 3_000);
     }
 

@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { ConversationHistory, InvalidArgumentError, Tokenizer, validateMessages } from "context-compactor";
+import { ConversationHistory, InvalidArgumentError, Tokenizer, convertMessages, validateMessages } from "context-compactor";
 import { compactMessages, compactingPrepareStep, toolDefinitions } from "context-compactor/ai-sdk";
 import { CompactingSession, agentToolDefinitions, compactingInputFilter, fromResponsesItem, toResponsesItem } from "context-compactor/openai-agents";
 import * as ai5 from "ai-v5";
@@ -16,13 +16,19 @@ import * as ai6 from "ai-v6";
 import * as ai6test from "ai-v6/test";
 import * as ai7 from "ai";
 import * as ai7test from "ai/test";
-import { Agent, Runner, tool as agentTool } from "@openai/agents";
+import { Agent, Runner, handoff, tool as agentTool } from "@openai/agents";
 // The SDK's own converter (what its OpenAIResponsesModel sends), not exported by the package root.
 import { getInputItems } from "../../node_modules/@openai/agents-openai/dist/openaiResponsesConverter.mjs";
 import { convertTool } from "../../node_modules/@openai/agents-openai/dist/openaiResponsesModel.mjs";
+/** A handoff as the Responses function tool the SDK's OpenAI model sends. */
+const convertHandoffTool = (h) => ({ type: "function", name: h.toolName, description: h.toolDescription, parameters: h.inputJsonSchema, strict: h.strictJsonSchema });
 
 const STEPS = 200;
 const BUDGET = 6000;
+/** The Agents SDK agent's instructions, long enough to matter. */
+const INSTRUCTIONS = "Look orders up, one at a time. " + Array.from({ length: 120 }, (_, k) => `Rule ${k}: never guess a status.`).join(" ");
+/** A system prompt of some length: the budget must cover it on every call. */
+const SYSTEM = "You are an order clerk. " + Array.from({ length: 40 }, (_, k) => `Rule ${k}: check the order's status before you answer.`).join(" ");
 const tokenizer = new Tokenizer("o200k_base");
 /** A tool output of a few hundred tokens: 200 of them are far over the budget. */
 const lookup = (i) => `order ${i}: ` + Array.from({ length: 60 }, (_, k) => `item-${i}-${k} shipped`).join(", ");
@@ -71,39 +77,63 @@ function reply(i, last) {
   ];
 }
 
-function checkStep(prepare, prompt, calls) {
+/** The language model's tools (`doGenerate`'s `tools`) as the Chat function definitions they are sent as. */
+const chatTools = (tools = []) =>
+  tools.map((t) => ({ type: "function", function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema } }));
+
+/**
+ * The request the model received (`doGenerate`'s or `doStream`'s options: the prompt with its system
+ * message, and the tools), counted as the build counts an AI SDK request: by Chat Completions' rules.
+ */
+function countReceived({ prompt, tools }) {
+  return tokenizer.countRequest({ messages: convertMessages(prompt, "ai-sdk", "openai"), ...(tools?.length ? { tools: chatTools(tools) } : {}) });
+}
+
+function checkStep(prepare, options, calls, system = undefined) {
+  const { prompt } = options;
   const step = prepare.last;
   assert.ok(step, `call ${calls}: prepareStep ran`);
   assert.deepEqual(validateMessages(step.messages, "ai-sdk"), [], `call ${calls}: valid ModelMessages`);
   assert.ok(step.receipt.withinBudget, `call ${calls}: within budget`);
   assert.ok(step.receipt.tokensAfter <= BUDGET, `call ${calls}: ${step.receipt.tokensAfter} ≤ ${BUDGET}`);
-  // The model receives what prepareStep returned (the SDK's prompt form of it).
-  assert.equal(prompt.length, step.messages.length, `call ${calls}: the prompt is the compacted list`);
+  // The model receives what prepareStep returned (the SDK's prompt form of it), after the system prompt.
+  const messages = system === undefined ? prompt : prompt.slice(1);
+  if (system !== undefined) assert.deepEqual([prompt[0].role, prompt[0].content], ["system", system], `call ${calls}: the system prompt is sent`);
+  assert.equal(messages.length, step.messages.length, `call ${calls}: the prompt is the compacted list`);
   assert.deepEqual(validateMessages(prompt, "ai-sdk"), [], `call ${calls}: the prompt as received is valid`);
-  const counted = tokenizer.countMessages(prompt, { format: "ai-sdk" });
-  assert.ok(counted.total <= BUDGET, `call ${calls}: the prompt counts ${counted.total} ≤ ${BUDGET}`);
+  // The whole request as billed: the system prompt, the messages and the tool definitions.
+  const counted = countReceived(options);
+  assert.ok(counted.total <= BUDGET, `call ${calls}: the request counts ${counted.total} ≤ ${BUDGET}`);
+  return counted;
 }
 
 for (const { major, ai, Mock, stream, finish, usage } of MAJORS) {
-  test(`ai ${major}: a generateText loop of ${STEPS} steps through compactingPrepareStep`, async () => {
+  test(`ai ${major}: a generateText loop of ${STEPS} steps through compactingPrepareStep, the system prompt and tools counted`, async () => {
     const history = new ConversationHistory({ format: "ai-sdk" });
-    const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET } });
+    const tools = { search: searchTool(ai) };
+    const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET }, system: SYSTEM, tools });
     let calls = 0;
+    let fullest = 0;
     const model = new Mock({
-      doGenerate: async ({ prompt }) => {
-        checkStep(prepare, prompt, calls);
+      doGenerate: async (options) => {
+        const counted = checkStep(prepare, options, calls, SYSTEM);
+        fullest = Math.max(fullest, counted.total);
+        // What the build took out of the budget for them is what they count in the request.
+        assert.equal(prepare.last.receipt.budget.requestTokens, counted.system + counted.tools, `call ${calls}: the request's parts as counted`);
         calls += 1;
         return { content: reply(calls, calls === STEPS), finishReason: finish(calls === STEPS ? "stop" : "tool-calls"), usage, warnings: [] };
       },
     });
     const result = await ai.generateText({
       model,
-      tools: { search: searchTool(ai) },
+      tools,
       stopWhen: ai.stepCountIs(STEPS),
       prepareStep: prepare,
       messages: [{ role: "user", content: "Look up every order, one at a time." }],
     });
     assert.equal(calls, STEPS);
+    // The budget was used: the requests filled it close to the top between compaction events.
+    assert.ok(fullest > BUDGET * 0.9, `the fullest request counts ${fullest}`);
     assert.equal(result.steps.length, STEPS);
     // Lossless: the history holds every message the run made, whole, once.
     // (The user's message, then each step's assistant and tool messages; the last step's answer
@@ -117,18 +147,19 @@ for (const { major, ai, Mock, stream, finish, usage } of MAJORS) {
     assert.ok(history.tokenCount().total > 10 * BUDGET, "the run was far over the budget");
     const dropped = prepare.last.receipt.runs.filter((r) => r.action !== "kept").length;
     assert.ok(dropped > 0, "the receipt says what was left out");
-    console.log(`# ai ${major} generateText: ${calls} calls, history ${history.tokenCount().total} tokens, last context ${prepare.last.receipt.tokensAfter}`);
+    console.log(`# ai ${major} generateText: ${calls} calls, history ${history.tokenCount().total} tokens, fullest request ${fullest}, last context ${prepare.last.receipt.tokensAfter}`);
     history.free();
   });
 
   test(`ai ${major}: a streamText loop through compactingPrepareStep`, async () => {
     const history = new ConversationHistory({ format: "ai-sdk" });
-    const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET } });
+    const tools = { search: searchTool(ai) };
+    const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET }, system: SYSTEM, tools });
     const steps = 60;
     let calls = 0;
     const model = new Mock({
-      doStream: async ({ prompt }) => {
-        checkStep(prepare, prompt, calls);
+      doStream: async (options) => {
+        checkStep(prepare, options, calls, SYSTEM);
         calls += 1;
         const last = calls === steps;
         const chunks = last
@@ -145,7 +176,7 @@ for (const { major, ai, Mock, stream, finish, usage } of MAJORS) {
     });
     const result = ai.streamText({
       model,
-      tools: { search: searchTool(ai) },
+      tools,
       stopWhen: ai.stepCountIs(steps),
       prepareStep: prepare,
       messages: [{ role: "user", content: "Look up every order." }],
@@ -166,8 +197,9 @@ test("ai 7: messages added by experimental_steering during a run are kept, in or
   let calls = 0;
   const outcomes = [];
   const model = new Mock({
-    doGenerate: async ({ prompt }) => {
-      checkStep(prepare, prompt, calls);
+    doGenerate: async (options) => {
+      const { prompt } = options;
+      checkStep(prepare, options, calls);
       calls += 1;
       // The user steers while the model works on step 5: the message joins at the next step.
       if (calls === 5) outcomes.push(steering.steer("Skip order 7, it was cancelled."));
@@ -197,6 +229,72 @@ test("ai 7: messages added by experimental_steering during a run are kept, in or
   assert.equal(users[1][0], 1 + 2 * 5);
   assert.match(JSON.stringify(users[1][1].content), /Skip order 7/);
   assert.equal(history.length, 1 + 2 * (steps - 1) + 1);
+  history.free();
+});
+
+/** Anthropic's cache breakpoints in a received prompt: the indexes of the messages marked. */
+const marked = (prompt) => prompt.flatMap((m, i) => (m.providerOptions?.anthropic?.cacheControl ? [i] : []));
+
+test("the cache hints reach the model: the system prompt marked where the SDK takes a mark (ai 6, 7), at most 4 marks", async () => {
+  for (const { major, ai, Mock, finish, usage } of MAJORS) {
+    for (const cache of [undefined, { ttl: "1h" }, { maxBreakpoints: 1 }, null]) {
+      const history = new ConversationHistory({ format: "ai-sdk" });
+      const tools = { search: searchTool(ai) };
+      const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET }, system: SYSTEM, tools, ...(cache !== undefined ? { cache } : {}) });
+      const steps = 40;
+      let calls = 0;
+      const what = `ai ${major}, cache ${JSON.stringify(cache)}`;
+      const model = new Mock({
+        doGenerate: async (options) => {
+          const { prompt } = options;
+          checkStep(prepare, options, calls, SYSTEM);
+          calls += 1;
+          const marks = marked(prompt);
+          if (cache === null) assert.deepEqual(marks, [], `${what}: no hints on request`);
+          else {
+            assert.ok(marks.length >= 1 && marks.length <= (cache?.maxBreakpoints ?? 4), `${what}, call ${calls}: ${marks.length} marks`);
+            assert.ok(marks.includes(prompt.length - 1), `${what}, call ${calls}: the last message is marked`);
+            // ai 5 takes the system prompt as a string: no mark; a single breakpoint goes to the last message.
+            const systemMarked = major !== 5 && cache?.maxBreakpoints !== 1;
+            assert.equal(marks.includes(0), systemMarked, `${what}, call ${calls}: the system prompt's mark`);
+            const control = prompt[marks[0]].providerOptions.anthropic.cacheControl;
+            assert.deepEqual(control, cache?.ttl === "1h" ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" }, `${what}: the build's ttl`);
+          }
+          return { content: reply(calls, calls === steps), finishReason: finish(calls === steps ? "stop" : "tool-calls"), usage, warnings: [] };
+        },
+      });
+      await ai.generateText({ model, tools, stopWhen: ai.stepCountIs(steps), prepareStep: prepare, messages: [{ role: "user", content: "Look up every order." }] });
+      assert.equal(calls, steps, what);
+      history.free();
+    }
+  }
+});
+
+test("ai 7: the instructions given to generateText are counted and sent with their cache mark, without the system option", async () => {
+  const { ai, Mock, finish, usage } = MAJORS[2];
+  const history = new ConversationHistory({ format: "ai-sdk" });
+  const tools = { search: searchTool(ai) };
+  const prepare = compactingPrepareStep(history, { budget: { maxTokens: BUDGET }, tools });
+  const steps = 60;
+  let calls = 0;
+  const model = new Mock({
+    doGenerate: async (options) => {
+      const counted = checkStep(prepare, options, calls, SYSTEM);
+      assert.equal(prepare.last.receipt.budget.requestTokens, counted.system + counted.tools, `call ${calls}: the instructions are counted`);
+      assert.ok(marked(options.prompt).includes(0), `call ${calls}: the instructions carry the mark`);
+      calls += 1;
+      return { content: reply(calls, calls === steps), finishReason: finish(calls === steps ? "stop" : "tool-calls"), usage, warnings: [] };
+    },
+  });
+  await ai.generateText({ model, instructions: SYSTEM, tools, stopWhen: ai.stepCountIs(steps), prepareStep: prepare, messages: [{ role: "user", content: "Look up every order." }] });
+  assert.equal(calls, steps);
+  history.free();
+});
+
+test("compactingPrepareStep refuses a system prompt that is not one, by name", () => {
+  const history = new ConversationHistory({ format: "ai-sdk" });
+  assert.throws(() => compactingPrepareStep(history, { system: [{ role: "user", content: "hi" }] }), (e) => e instanceof InvalidArgumentError && /system\[0\]/.test(e.message));
+  assert.throws(() => compactingPrepareStep(history, { system: 42 }), (e) => e instanceof InvalidArgumentError && /compactingPrepareStep: system/.test(e.message));
   history.free();
 });
 
@@ -317,14 +415,31 @@ for (const streamed of [false, true]) {
     const callModelInputFilter = compactingInputFilter(history, { build: { budget: { maxTokens: BUDGET } }, onBuild: (b) => builds.push(b) });
     let calls = 0;
     let buildsBefore = 0;
+    let fullest = 0;
+    let keyed = 0;
     /** The model's answer to `request`: a function call until the last call, then the answer. */
     const respond = (request) => {
       calls += 1;
       const input = getInputItems(request.input);
       assert.deepEqual(validateMessages(input, "openai-responses"), [], `call ${calls}: the request is valid`);
-      const counted = tokenizer.countMessages(input.filter((i) => i.type !== "reasoning"), { format: "openai-responses" });
+      assert.equal(request.systemInstructions, INSTRUCTIONS, `call ${calls}: the instructions are sent`);
+      // The whole request as its OpenAI model sends it: the instructions, the input and the tool
+      // definitions (the agent's function tool and its handoff), by the Responses counting rule.
+      const tools = [...request.tools.map((t) => convertTool(t).tool), ...request.handoffs.map((h) => convertHandoffTool(h))];
+      assert.deepEqual(tools.map((t) => t.name), ["search", "transfer_to_billing", "transfer_to_returns_desk"]);
+      const counted = tokenizer.countRequest(
+        { instructions: request.systemInstructions, input: input.filter((i) => i.type !== "reasoning"), tools },
+        { format: "openai-responses" },
+      );
       assert.ok(counted.total <= BUDGET, `call ${calls}: ${counted.total} ≤ ${BUDGET} tokens`);
+      fullest = Math.max(fullest, counted.total);
       assert.equal(builds.length, buildsBefore + calls, "the filter built the input of every call");
+      const build = builds.at(-1);
+      assert.equal(build.receipt.budget.requestTokens, counted.system + counted.tools, `call ${calls}: the request's parts as counted`);
+      // The conversation's prompt_cache_key, in the model settings, from the conversation's second call on.
+      const key = request.modelSettings.providerData?.prompt_cache_key;
+      if (builds.length > 1) assert.equal(key, build.promptCacheKey, `call ${calls}: prompt_cache_key`);
+      if (key !== undefined) keyed += 1;
       const output = calls === STEPS
         ? [{ type: "message", role: "assistant", status: "completed", id: `msg_${calls}`, content: [{ type: "output_text", text: "All orders done." }] }]
         : [
@@ -350,8 +465,11 @@ for (const streamed of [false, true]) {
       strict: true,
       execute: async ({ order }) => lookup(order),
     });
-    const agent = new Agent({ name: "clerk", instructions: "Look orders up, one at a time.", model, tools: [search] });
-    const runner = new Runner({ tracingDisabled: true, callModelInputFilter });
+    const billing = handoff(new Agent({ name: "billing", instructions: "Bills.", model }));
+    // A handoff made with handoff(), and an agent given as one (the SDK makes its handoff).
+    const returns = new Agent({ name: "returns desk", handoffDescription: "Takes returned orders back.", instructions: "Returns.", model });
+    const agent = new Agent({ name: "clerk", instructions: INSTRUCTIONS, model, tools: [search], handoffs: [billing, returns] });
+    const runner = new Runner({ tracingDisabled: true, callModelInputFilter, modelSettings: { providerData: callModelInputFilter.providerData } });
     const result = await runner.run(agent, "Look up every order.", { maxTurns: STEPS + 1, stream: streamed });
     if (streamed) await result.completed;
     assert.equal(result.finalOutput, "All orders done.");
@@ -368,7 +486,9 @@ for (const streamed of [false, true]) {
     const again = await runner.run(agent, [...result.history, { role: "user", content: "And order 500?" }], { maxTurns: 3 });
     assert.equal(again.finalOutput, "All orders done.");
     assert.equal(history.length, 1 + 3 * (STEPS - 1) + 2, "the first run's answer and the new question, nothing twice");
-    console.log(`# openai-agents filter${streamed ? " (streamed)" : ""}: ${STEPS} calls in one run, history ${history.tokenCount().total} tokens, last input ${builds.at(-1).receipt.tokensAfter}`);
+    assert.equal(keyed, calls + 2 - 1, "every call but the conversation's first carries the key");
+    assert.equal(callModelInputFilter.promptCacheKey, builds.at(-1).promptCacheKey);
+    console.log(`# openai-agents filter${streamed ? " (streamed)" : ""}: ${STEPS} calls in one run, history ${history.tokenCount().total} tokens, fullest request ${fullest}, last input ${builds.at(-1).receipt.tokensAfter}`);
     history.free();
   });
 }

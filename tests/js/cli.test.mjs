@@ -124,6 +124,29 @@ test("compact --profile, --summary none, --out", () => {
   assert.match(cli(["compact", FILES.swe, "--profile", "gpt-4o", "--encoding", "cl100k_base"]).stderr, /cl100k_base \(--encoding; the profile counts with o200k_base\)/);
 });
 
+test("compact and inspect --budget: how full the context is and why, as the receipt says", () => {
+  const n = (value) => value.toLocaleString("en-US");
+  // Over the budget: a compaction event (the first build), toward the low-water mark.
+  const args = ["--run", "3", "--budget", "3000"];
+  const { receipt } = JSON.parse(cli(["compact", FILES.tau, ...args, "--json"]).stdout);
+  assert.equal(receipt.cache.event, true);
+  assert.equal(receipt.cache.reason, "first");
+  const compacted =
+    `context: ${n(receipt.tokensAfter)} of 3,000 tokens: compacted now (a compaction event: the first build over the budget) ` +
+    `toward the low-water mark ${n(receipt.budget.lowWaterTokens)}; later calls append until 3,000`;
+  const text = cli(["compact", FILES.tau, ...args]);
+  assert.equal(text.status, 0, text.stderr);
+  assert.ok(text.stderr.split("\n").includes(compacted), text.stderr);
+  assert.ok(cli(["inspect", FILES.tau, ...args]).stderr.split("\n").includes(compacted));
+  // Within the budget: no event; calls append until the budget, then an event.
+  const roomy = JSON.parse(cli(["compact", FILES.tau, "--run", "3", "--budget", "30000", "--json"]).stdout).receipt;
+  assert.equal(roomy.cache.event, false);
+  const appending =
+    `context: ${n(roomy.tokensAfter)} of 30,000 tokens: no compaction event; later calls append until 30,000, ` +
+    `where an event compacts toward the low-water mark ${n(roomy.budget.lowWaterTokens)}`;
+  assert.ok(cli(["compact", FILES.tau, "--run", "3", "--budget", "30000"]).stderr.split("\n").includes(appending));
+});
+
 test("count: tokens by role and by part, as history.tokenReport() gives them", () => {
   for (const file of [FILES.swe, FILES.short, FILES.anthropic]) {
     const { report } = tokensOf(file);

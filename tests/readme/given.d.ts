@@ -34,6 +34,15 @@ declare global {
   type UIMessage = AiUIMessage;
   // The Agents SDK's.
   const agent: Agent;
+  // A server's: its web framework (an Express-like app), its PostgreSQL pool, its summariser.
+  const app: {
+    post(path: string, handler: (req: { params: Record<string, string>; body: { message: cc.MessageInput; requestId: string } }, res: { json(body: unknown): void }) => Promise<void>): void;
+  };
+  const pool: import("pg").Pool;
+  const summarize: cc.Summarizer;
+  // A conversation loaded from a file, the issue a harness's first message is not.
+  const loaded: cc.LoadedConversation;
+  const issue: string;
   // The package's, imported in an earlier block.
   const ConversationHistory: typeof cc.ConversationHistory;
   type ConversationHistory = cc.ConversationHistory;
