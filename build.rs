@@ -58,7 +58,7 @@ fn main() {
     std::fs::write(out.join("lowercase_generated.rs"), lowercase_runs()).expect("write generated code");
 }
 
-/// `char::to_lowercase` as runs for `src/lowercase.rs`: `(first, count, stride, delta)`, the
+/// `char::to_lowercase` as runs for `src/util/lowercase.rs`: `(first, count, stride, delta)`, the
 /// characters `first + i * stride` (`i < count`) lower-cased by adding `delta`, taken from this
 /// toolchain's own std (the same Unicode tables as the wasm's core); and the characters whose
 /// lower case is more than one character. Core's table is a pair per character (11.7 KB).

@@ -1,9 +1,9 @@
 // The benchmarks' long conversation: the shared tau-bench runs (5,308 messages) one after another,
 // repeated as often as a size needs, with each lap's tool-call ids made unique so that every
-// length is a valid history.
-import { readFileSync } from "node:fs";
+// length is a valid history. Without the shared fixtures, the project's airline runs (fixtures.mjs).
+import { runList } from "./fixtures.mjs";
 
-const runs = JSON.parse(readFileSync(new URL("../../shared/fixtures/openai/tau-bench-gpt-4o-airline.json", import.meta.url), "utf8"));
+const runs = runList();
 
 /** The messages of one lap. */
 export const templates = runs.flatMap((run) => run.traj);

@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 
 import { Tokenizer } from "context-compactor";
+import { runList, sharedPresent } from "./fixtures.mjs";
 import * as lite from "context-compactor/lite";
 import * as gptO200k from "gpt-tokenizer/encoding/o200k_base";
 import * as gptCl100k from "gpt-tokenizer/encoding/cl100k_base";
@@ -32,7 +33,7 @@ const ROOT = new URL("../", import.meta.url);
 const require = createRequire(import.meta.url);
 
 // --- the corpus -------------------------------------------------------------------------------
-const runs = JSON.parse(readFileSync(new URL("../shared/fixtures/openai/tau-bench-gpt-4o-airline.json", ROOT), "utf8"));
+const runs = runList();
 const perMessage = []; // one entry per message: its texts
 for (const run of runs) {
   for (const m of run.traj) {
@@ -99,7 +100,7 @@ const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
 
 console.log(`context-compactor token-count benchmark — node ${process.version}, ${cpus()[0]?.model ?? "cpu"} ×${cpus().length}`);
-console.log(`corpus: ${runs.length} tau-bench runs, ${perMessage.length} messages, ${allTexts.length} texts; ` +
+console.log(`corpus: ${runs.length} ${sharedPresent ? "tau-bench" : "airline (tests/fixtures)"} runs, ${perMessage.length} messages, ${allTexts.length} texts; ` +
   `bulk ${fmt(bulkMB)} MB; best of ${REPEAT} passes\n`);
 
 const results = {};

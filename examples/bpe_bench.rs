@@ -3,14 +3,14 @@
 //!     cargo run --release --example bpe_bench [-- <seconds per measurement>]
 //!
 //! Prints the time to the first count (table load + map build + first call) and MB/s on
-//! (a) the tau-bench fixture's message texts concatenated (bulk) and (b) per message, and
+//! (a) the airline runs' message texts concatenated (bulk) and (b) per message, and
 //! the same on a mix of all conversation fixtures (prose, JSON, code, tool output).
 use context_compactor::bpe::{BpeEncoder, BpeEncoding};
 use std::time::{Duration, Instant};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-use common::{fixtures, tau_bench_texts};
+use common::{airline_texts, fixtures};
 
 fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
     match v {
@@ -24,7 +24,7 @@ fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
 /// Every string of the other fixtures (SWE-agent: code and tool output; Claude Code logs).
 fn others() -> Vec<String> {
     let mut out = Vec::new();
-    let s = std::fs::read_to_string(fixtures().join("openai/swe-agent-marshmallow-1867.traj")).unwrap();
+    let s = std::fs::read_to_string(fixtures().join(common::SWE_AGENT_FILE)).unwrap();
     strings(&serde_json::from_str(&s).unwrap(), &mut out);
     for f in ["anthropic/claude-code-short.jsonl", "anthropic/claude-code-tool-heavy.jsonl"] {
         for line in std::fs::read_to_string(fixtures().join(f)).unwrap().lines() {
@@ -76,11 +76,11 @@ fn main() {
     println!("  o200k_base                {:>7.2}  {:>9.2}", ms(cold_o), ms(cold_ro));
     println!("  cl100k_base (o200k built) {:>7.2}  {:>9.2}", ms(cold_c), ms(cold_rc));
 
-    let tau = tau_bench_texts();
+    let tau = airline_texts();
     let mut mix = tau.clone();
     mix.extend(others());
     use context_compactor::bpe::clear_piece_cache as clear;
-    for (name, msgs) in [("tau-bench messages", &tau), ("all fixtures mix", &mix)] {
+    for (name, msgs) in [("airline-run messages", &tau), ("all fixtures mix", &mix)] {
         let bulk = msgs.join("\n");
         let per_bytes: usize = msgs.iter().map(|s| s.len()).sum();
         println!(

@@ -1,5 +1,5 @@
-//! Native timing of the compaction pipeline on the shared tau-bench runs concatenated into one
-//! conversation (5,308 messages a lap, repeated with fresh tool-call ids up to each size), built to
+//! Native timing of the compaction pipeline on the airline runs (tests/fixtures) concatenated into one
+//! conversation (1,780 messages a lap, repeated with fresh tool-call ids up to each size), built to
 //! a 100k-token budget: cold (nothing counted or cached), warm, and after appending one message —
 //! the cost issue #18 item 4 wants independent of the history's length.
 //!
@@ -26,7 +26,7 @@ fn main() {
     let iterations: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
     let mut sizes: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
-        sizes.push(common::tau_bench().iter().filter_map(Value::as_array).map(Vec::len).sum());
+        sizes.push(common::airline_runs().iter().filter_map(Value::as_array).map(Vec::len).sum());
     }
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),

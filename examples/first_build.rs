@@ -1,5 +1,5 @@
 //! The first build after a session is opened (issue #13), natively: what it outputs and what it
-//! takes. Each fixture (5,000 tau-bench messages, the SWE-agent run, the Claude Code logs) is
+//! takes. Each fixture (5,000 airline-run messages, the SWE-agent run, the Claude Code logs) is
 //! built under several option sets twice: fresh (one appendMany, then the build), and reopened
 //! (appended one message at a time with a build at each user message, as a chat app does, then
 //! exported and loaded into a new session whose first and second builds are recorded).
@@ -26,7 +26,7 @@ mod common;
 
 fn fixtures() -> Vec<(&'static str, Vec<Value>, Format)> {
     let mut out = vec![
-        ("tau-5000", common::long_conversation(5000), Format::OpenAi),
+        ("airline-5000", common::long_conversation(5000), Format::OpenAi),
         ("swe-agent", common::swe_agent().as_array().cloned().unwrap_or_default(), Format::OpenAi),
     ];
     for name in common::CLAUDE_CODE_LOGS {

@@ -130,7 +130,7 @@ node_modules/.bin/tsc -p tsconfig.json
 # the same error classes (dist/errors.js), so that an adapter's StorageError is the lite entry's.
 mkdir dist/lite
 cp dist/*.js dist/*.d.ts dist/lite/
-# The command-line tool runs on the full Node entry only.
+# The command-line tool (dist/cli.js and dist/cli/) runs on the full Node entry only.
 rm dist/lite/cli.js dist/lite/cli.d.ts
 chmod +x dist/cli.js
 sed -i -e 's#"\.\./pkg/#"../../pkg-lite/#' -e 's#"\.\./ranks/#"../../ranks/#' dist/lite/wasm.js dist/lite/wasm.d.ts
@@ -138,4 +138,4 @@ sed -i -e 's#"\./storage/#"../storage/#' dist/lite/*.js dist/lite/*.d.ts
 echo 'export * from "../errors.js";' > dist/lite/errors.js
 echo 'export * from "../errors.js";' > dist/lite/errors.d.ts
 if grep -lE '"\.\./(pkg|ranks)/' dist/lite/*; then echo "build: dist/lite/ still refers to the full build (above)" >&2; exit 1; fi
-echo "build: dist/ $(cd dist && echo *.js) storage/ lite/"
+echo "build: dist/ $(cd dist && echo *.js) cli/ storage/ lite/"

@@ -334,7 +334,7 @@ impl ConversationHistory {
         let base = self.records.len();
         let changes = CallChanges::check(&self.calls, &messages, base, |position| self.describe(position, base))?;
         let mut pins = pins.to_vec();
-        crate::sort::sort(&mut pins);
+        crate::util::sort::sort(&mut pins);
         pins.dedup();
         for &i in &pins {
             let message = messages.get(i).ok_or_else(|| pin_out_of_range(i, messages.len()))?;
@@ -465,7 +465,7 @@ impl ConversationHistory {
             check_pinnable(&self.records[position].message, id)?;
             pins.push(position);
         }
-        crate::sort::sort(&mut pins);
+        crate::util::sort::sort(&mut pins);
         pins.dedup();
         self.pins = pins;
         Ok(())

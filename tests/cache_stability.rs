@@ -131,6 +131,14 @@ fn replay(messages: &[Message], options: &BuildOptions) -> Result<(), TestCaseEr
                 prop_assert!(held, "call {}: the task {} is not in the context", k, task);
             }
             let units = cache_units(&request, options.format);
+            // The predicted bill splits the whole input, and a context that extends the last one
+            // by a long prefix is predicted to read it back.
+            let cost = context.receipt.cost.clone().expect("every build predicts its cost");
+            let billed = context.receipt.budget.as_ref().and_then(|b| b.billed_tokens).unwrap_or(context.tokens.total);
+            prop_assert_eq!(cost.cached_tokens + cost.written_tokens + cost.uncached_tokens, billed);
+            if previous.is_some() && !cache.event && cache.prefix_tokens >= 4_096 {
+                prop_assert!(cost.cached_tokens > 0, "call {}: {:?} predicts no cache read: {:?}", k, cache, cost);
+            }
             match (&previous, cache.event) {
                 (Some(before), false) => {
                     prop_assert!(

@@ -9,21 +9,21 @@ fn round_trip(messages: &Value, format: Format) -> Value {
 }
 
 #[test]
-fn every_tau_bench_run_round_trips_losslessly() {
-    let runs = common::tau_bench();
-    assert_eq!(runs.len(), 200);
+fn every_airline_run_round_trips_losslessly() {
+    let runs = common::airline_runs();
+    assert_eq!(runs.len(), 40);
     let mut total = 0;
     for run in &runs {
         assert_eq!(&round_trip(run, Format::OpenAi), run);
         total += run.as_array().map_or(0, Vec::len);
     }
-    assert_eq!(total, 5308);
+    assert_eq!(total, 1780);
 }
 
 #[test]
 fn swe_agent_trajectory_round_trips_with_its_extra_fields() {
     let history = common::swe_agent();
-    assert_eq!(history.as_array().map(Vec::len), Some(24));
+    assert_eq!(history.as_array().map(Vec::len), Some(22));
     assert_eq!(round_trip(&history, Format::OpenAi), history);
     let parsed = message::parse(history, Format::OpenAi).unwrap();
     assert!(parsed[0].extra.contains_key("message_type"), "unknown fields are kept");
@@ -82,8 +82,8 @@ fn anthropic_request_keeps_its_system_blocks() {
 }
 
 #[test]
-fn tau_bench_converts_to_anthropic_and_back_keeping_roles_texts_and_tool_ids() {
-    for run in common::tau_bench().iter().take(50) {
+fn airline_converts_to_anthropic_and_back_keeping_roles_texts_and_tool_ids() {
+    for run in common::airline_runs().iter().take(50) {
         let anthropic = message::convert(run.clone(), Format::OpenAi, Format::Anthropic).unwrap();
         let messages = anthropic["messages"].as_array().unwrap();
         // Alternation holds after conversion: tool results merge into user turns.
@@ -129,8 +129,8 @@ fn claude_code_converts_to_openai_with_tool_messages() {
         .flat_map(|m| m.tool_results())
         .map(|r| r.call_id.as_str())
         .collect();
-    assert_eq!(calls.len(), 6);
-    assert_eq!(results.len(), 6);
+    assert_eq!(calls.len(), 9);
+    assert_eq!(results.len(), 9);
     for id in &results {
         assert!(calls.contains(id));
     }
@@ -201,5 +201,24 @@ fn broken_inline_image_data_is_refused_with_its_path() {
             assert!(text.contains(why), "{format:?} {bad:?}: {text}");
             assert!(text.contains("messages[0].content[0]"), "{format:?}: the error names where: {text}");
         }
+    }
+}
+
+/// The generated coding session as Responses input items and as AI SDK model messages: read and
+/// written back as they were, and converted to OpenAI Chat with every call and its result.
+#[test]
+fn responses_and_ai_sdk_sessions_round_trip_and_convert() {
+    for (file, format) in
+        [("responses/coding-session.json", Format::Responses), ("ai-sdk/coding-session.json", Format::AiSdk)]
+    {
+        let session = common::read_json(file);
+        assert_eq!(round_trip(&session, format), session, "{file}");
+        let openai = message::convert(session, format, Format::OpenAi).unwrap();
+        let parsed = message::parse(openai, Format::OpenAi).expect("valid OpenAI input");
+        let calls: Vec<&str> = parsed.iter().flat_map(|m| m.tool_calls()).map(|c| c.id.as_str()).collect();
+        let results: Vec<&str> = parsed.iter().flat_map(|m| m.tool_results()).map(|r| r.call_id.as_str()).collect();
+        assert_eq!((calls.len(), &results), (5, &calls), "{file}");
+        let images = parsed.iter().flat_map(|m| &m.content.parts).filter(|p| matches!(p, Part::Image { .. })).count();
+        assert_eq!(images, 1, "{file}: the screenshot");
     }
 }

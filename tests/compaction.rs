@@ -467,7 +467,7 @@ fn options_parse_from_camel_case_json() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The shared fixtures.
+// The fixtures: generated agent sessions in the shapes of real ones.
 
 fn check_all_formats(h: &mut Session, options: &BuildOptions) {
     for format in [Format::OpenAi, Format::Anthropic] {
@@ -500,7 +500,7 @@ fn check_all_formats(h: &mut Session, options: &BuildOptions) {
 }
 
 #[test]
-fn every_tau_bench_run_builds_a_valid_context() {
+fn every_airline_run_builds_a_valid_context() {
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 8000, ..BudgetOptions::default() }),
         summary: Some(SummaryOptions {
@@ -511,7 +511,7 @@ fn every_tau_bench_run_builds_a_valid_context() {
         thin: true,
         ..BuildOptions::default()
     };
-    for (i, run) in common::tau_bench().into_iter().enumerate() {
+    for (i, run) in common::airline_runs().into_iter().enumerate() {
         let mut h = Session::with_encoding(Encoding::O200kBase);
         h.history.append_values(run, Format::OpenAi).unwrap_or_else(|e| panic!("run {i}: {e}"));
         check_all_formats(&mut h, &options);
@@ -549,27 +549,22 @@ fn swe_agent_and_claude_code_build_valid_contexts() {
 }
 
 #[test]
-fn claude_code_file_reads_are_digested_and_paths_summarised() {
+fn claude_code_file_reads_are_reduced_and_paths_summarised() {
     let mut h = Session::with_encoding(Encoding::O200kBase);
     h.history
         .append_values(Value::Array(common::claude_code("claude-code-tool-heavy.jsonl")), Format::Anthropic)
         .unwrap();
-    // One user turn: reads are digested within it once the history does not fit (issue #11).
-    // 2,447 tokens whole; the read of app.js (962) digested leaves ~1,530, at least 90% of 1,650.
+    // The last user turn: the read of chart.ts (2,045 tokens) stays in the context, reduced, while
+    // older turns go to make room (the digest of a read is checked on a real log in tests/shared.rs).
     let budget = BudgetOptions { max_tokens: Some(1_650), ..BudgetOptions::default() };
     let options =
         BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, budget: Some(budget), ..no_summary() };
     let context = h.build(&options).unwrap().context;
-    let digests: Vec<String> = context
-        .messages
-        .iter()
-        .flat_map(|m| m.message.tool_results().map(|r| r.content.joined_text()).collect::<Vec<_>>())
-        .filter(|t| t.starts_with("[file read]"))
-        .collect();
+    assert!(context.tokens.total <= 1_650);
+    let chart = context.receipt.runs.iter().find(|r| r.count == 1 && r.tokens_before >= 2_000);
     assert!(
-        digests.iter().any(|d| d.starts_with("[file read] app.js (javascript, ")),
-        "{digests:?} {:?} {:?}",
-        context.receipt.tokens_before,
+        chart.is_some_and(|r| r.count == 1 && matches!(r.action, Action::Compressed | Action::Digested)),
+        "the read of chart.ts is kept, reduced: {:?}",
         context.receipt.runs
     );
     let mut options = BuildOptions { format: Format::Anthropic, keep_recent_steps: 1, ..BuildOptions::default() };
@@ -582,18 +577,18 @@ fn claude_code_file_reads_are_digested_and_paths_summarised() {
     let outcome = h.build(&options).unwrap();
     let summary: Value = serde_json::from_str(&outcome.new_summary.unwrap().text).unwrap();
     let files = summary["files"].to_string();
-    assert!(files.contains("/home/marco/projects/spotter/assets/js/app.js"), "{files}");
+    assert!(files.contains("/home/dev/projects/ledger/src/ledger.ts"), "{files}");
     assert!(summary["toolsUsed"]["Bash"].as_u64().unwrap() >= 1);
 }
 
-/// The 200 tau-bench runs as one 5,308-message conversation, built to 100k tokens.
+/// The 40 airline runs as one 1,780-message conversation (~145k tokens), built to 100k tokens.
 #[test]
-fn tau_bench_concatenated_to_a_100k_budget() {
+fn airline_concatenated_to_a_100k_budget() {
     let mut h = Session::with_encoding(Encoding::O200kBase);
-    for run in common::tau_bench() {
+    for run in common::airline_runs() {
         h.history.append_values(run, Format::OpenAi).unwrap();
     }
-    assert_eq!(h.history.len(), 5308);
+    assert_eq!(h.history.len(), 1780);
     let options = BuildOptions {
         budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
         ..BuildOptions::default()
@@ -601,12 +596,12 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     let outcome = h.build(&options).unwrap();
     let context = &outcome.context;
     assert!(context.tokens.total <= 100_000);
-    assert_eq!(context.receipt.fates.len(), 5308);
-    // 199 copies of the same system prompt are kept once.
-    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 199);
+    assert_eq!(context.receipt.fates.len(), 1780);
+    // 39 copies of the same system prompt are kept once.
+    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 39);
     let summary = outcome.new_summary.as_ref().expect("past 50k: the extractive summary");
     let value: Value = serde_json::from_str(&summary.text).unwrap();
-    assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 100);
+    assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 40);
     assert!(context.to_request().is_ok());
     // Warm, and after one append: only the new message is counted and no old reduction redone.
     let computed = h.compactor.reductions_computed();
@@ -621,7 +616,7 @@ fn tau_bench_concatenated_to_a_100k_budget() {
     assert_eq!(appended.context.receipt.fates.last().unwrap().action, Action::Kept);
 }
 
-/// The shared Claude Code logs and the SWE-agent trajectory at 60k, 30k, 6k and 3k tokens, budget
+/// The Claude Code logs and the SWE-agent trajectory at 60k, 30k, 6k and 3k tokens, budget
 /// only, with the summary, and with thinning. Every context is valid, within budget, holds the
 /// task and the latest request (pinned, in the context), is compacted by an event down to the
 /// low-water mark (and not below it) when the history is larger, leaves nothing uncovered while
@@ -654,7 +649,10 @@ fn replayed_agent_sessions_keep_the_task_and_use_the_budget() {
                 assert_eq!(validate(&request, format), Ok(()), "{at}");
                 let total = context.tokens.total;
                 assert!(total <= max as usize, "{at}: {total} tokens");
-                if whole > max as usize {
+                // What the build may fill: the budget, less the margin an Anthropic context keeps
+                // for Claude's own count.
+                let limit = context.receipt.budget.map_or(max as usize, |b| b.max_tokens);
+                if whole > limit {
                     // A compaction event: down to the low-water mark, and not below it; or, with
                     // a summary in force from an earlier build, that summary and all after it.
                     let cache = context.receipt.cache.unwrap();
@@ -669,7 +667,13 @@ fn replayed_agent_sessions_keep_the_task_and_use_the_budget() {
                         let summary = context.receipt.summary.as_ref().unwrap_or_else(|| panic!("{at}: {cache:?}"));
                         let until = h.history.position(&summary.summarised_until).unwrap();
                         let fates = &context.receipt.fates;
-                        assert!(fates[until + 1..].iter().all(|f| f.action == Action::Kept), "{at}");
+                        // All after it are in the context (a long tool output reduced as before).
+                        let included = |a: Action| matches!(a, Action::Kept | Action::Compressed | Action::Digested);
+                        assert!(
+                            fates[until + 1..].iter().all(|f| included(f.action)),
+                            "{at}: {:?}",
+                            context.receipt.runs
+                        );
                     }
                 } else {
                     assert_eq!(total, whole, "{at}: a history that fits is sent whole");

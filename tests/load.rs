@@ -1,4 +1,4 @@
-//! The conversation loader on every shared fixture, read as a user hands it over: the whole file.
+//! The conversation loader on every fixture of the project, read as a user hands it over: the whole file.
 
 mod common;
 
@@ -35,40 +35,38 @@ fn append_and_build(loaded: &Loaded) -> Session {
 }
 
 #[test]
-fn tau_bench_every_run_loads_as_it_was_written() {
-    let runs = common::tau_bench();
-    let text = read("openai/tau-bench-gpt-4o-airline.json");
+fn airline_every_run_loads_as_it_was_written() {
+    let runs = common::airline_runs();
+    let text = read(common::AIRLINE_RUNS_FILE);
     for (index, traj) in runs.iter().enumerate() {
         let loaded = load(&text, &LoadOptions { run: Some(index), ..LoadOptions::default() }).unwrap();
         assert_eq!((loaded.source, loaded.format), (Source::TauBench, Format::OpenAi));
         assert_eq!(&loaded.messages, traj, "run {index} is lossless");
         let run = loaded.run.as_ref().unwrap();
-        assert_eq!((run.index, run.count), (index, 200));
+        assert_eq!((run.index, run.count), (index, 40));
         if index < 3 {
             append_and_build(&loaded);
         }
     }
-    let first = load_fixture("openai/tau-bench-gpt-4o-airline.json", None);
+    let first = load_fixture(common::AIRLINE_RUNS_FILE, None);
     assert_eq!(first.run.unwrap().index, 0);
     assert_eq!(first.origins[2].record.as_deref(), Some("[0].traj[2]"));
-    let error = load(&text, &LoadOptions { run: Some(200), ..LoadOptions::default() }).unwrap_err();
-    assert_eq!(error.to_string(), "run 200 does not exist: the file has 200 runs (0 to 199)");
+    let error = load(&text, &LoadOptions { run: Some(40), ..LoadOptions::default() }).unwrap_err();
+    assert_eq!(error.to_string(), "run 40 does not exist: the file has 40 runs (0 to 39)");
 }
 
 #[test]
 fn swe_agent_trajectory() {
-    let loaded = load_fixture("openai/swe-agent-marshmallow-1867.traj", None);
+    let loaded = load_fixture(common::SWE_AGENT_FILE, None);
     assert_eq!((loaded.source, loaded.format), (Source::SweAgent, Format::OpenAi));
     assert_eq!(loaded.messages, common::swe_agent(), "tool_call_ids mapped, everything else as it was");
-    assert!(loaded.notes.iter().any(|n| n.starts_with("11 tool messages")), "{:?}", loaded.notes);
+    assert!(loaded.notes.iter().any(|n| n.starts_with("10 tool messages")), "{:?}", loaded.notes);
     let session = append_and_build(&loaded);
-    assert_eq!(session.history.len(), 24);
+    assert_eq!(session.history.len(), 22);
     // The name is only a hint: the same content under another name loads the same.
-    let renamed = load(
-        &read("openai/swe-agent-marshmallow-1867.traj"),
-        &LoadOptions { name: Some("x.json".into()), ..LoadOptions::default() },
-    )
-    .unwrap();
+    let renamed =
+        load(&read(common::SWE_AGENT_FILE), &LoadOptions { name: Some("x.json".into()), ..LoadOptions::default() })
+            .unwrap();
     assert_eq!(renamed.messages, loaded.messages);
 }
 
@@ -76,7 +74,7 @@ fn swe_agent_trajectory() {
 fn claude_code_logs() {
     // (file, lines, messages after merging, assistant records merged away, skipped lines)
     for (name, lines, messages, merged, skipped) in
-        [("claude-code-short.jsonl", 15, 5, 4, 6), ("claude-code-tool-heavy.jsonl", 39, 17, 5, 17)]
+        [("claude-code-short.jsonl", 15, 5, 4, 6), ("claude-code-tool-heavy.jsonl", 38, 23, 4, 11)]
     {
         let loaded = load_fixture(&format!("anthropic/{name}"), None);
         assert_eq!((loaded.source, loaded.format), (Source::ClaudeCode, Format::Anthropic), "{name}");
@@ -111,20 +109,20 @@ fn claude_code_logs() {
         append_and_build(&loaded);
     }
     let heavy = load_fixture("anthropic/claude-code-tool-heavy.jsonl", None);
-    // Line 20 is Claude Code's caveat about local commands, injected as a user message; lines 21
-    // and 22 the /mcp command and its output.
+    // Line 23 is Claude Code's caveat about local commands, injected as a user message; lines 24
+    // and 25 the /mcp command and its output.
     let marks: Vec<(MarkKind, Option<usize>)> = heavy.marks.iter().map(|m| (m.kind, m.line)).collect();
     assert_eq!(
         marks,
-        [(MarkKind::Meta, Some(20)), (MarkKind::LocalCommand, Some(21)), (MarkKind::LocalCommand, Some(22))]
+        [(MarkKind::Meta, Some(23)), (MarkKind::LocalCommand, Some(24)), (MarkKind::LocalCommand, Some(25))]
     );
     let index = heavy.marks[0].index;
     assert!(heavy.messages["messages"][index]["content"].as_str().unwrap().contains("Caveat: The messages below"));
-    // Lines 34 and 37 are one response whose first call's result (line 36) was logged between them.
+    // Lines 31 and 34 are one response whose first call's result (line 33) was logged between them.
     let merged =
-        heavy.origins.iter().position(|o| o.lines.as_deref() == Some(&[34, 37][..])).expect("lines 34 and 37 merged");
+        heavy.origins.iter().position(|o| o.lines.as_deref() == Some(&[31, 34][..])).expect("lines 31 and 34 merged");
     let next: Vec<Option<usize>> = heavy.origins[merged + 1..merged + 3].iter().map(|o| o.line).collect();
-    assert_eq!(next, [Some(36), Some(38)]);
+    assert_eq!(next, [Some(33), Some(35)]);
 }
 
 #[test]

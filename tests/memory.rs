@@ -1,7 +1,9 @@
 //! What a long history costs in memory (issue #18, defect 3): the log's heap bytes against the
 //! messages' own JSON, and what its first build needs beside it, counted by this test's
 //! allocator. Natively pointers are twice the wasm's, so a bound that holds here holds with room
-//! in the wasm build (`bench/scale.mjs` measures that).
+//! in the wasm build (`bench/scale.mjs` measures that). The bounds were measured on real
+//! messages (the shared tau-bench runs): the tests that hold them read the shared fixtures and are
+//! run by `scripts/test.sh` when those are there (`cargo test --test memory -- --ignored`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -83,9 +85,10 @@ fn session_of(messages: &[Value]) -> Session {
 }
 
 #[test]
+#[ignore = "reads the shared fixtures"]
 fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history() {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    let messages = common::long_conversation(30_000);
+    let messages = common::shared_long_conversation(30_000);
     for summary in [true, false] {
         let mut session = session_of(&messages);
         let outcome = session.build(&budget_build(summary)).expect("a build");
@@ -108,7 +111,7 @@ fn a_first_build_plans_what_its_context_may_hold_not_every_unit_of_the_history()
 
 #[test]
 fn a_warm_build_makes_the_fates_and_runs_of_what_changed_not_of_the_history() {
-    // Issue #18 item 4: 30,000 tau-bench messages have thousands of receipt runs (one per stretch
+    // Issue #18 item 4: 30,000 airline-run messages have over a thousand of receipt runs (one per stretch
     // between repaired messages); a build after one append remakes only those near the end.
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages = common::long_conversation(30_000);
@@ -158,9 +161,10 @@ fn a_warm_build_makes_the_fates_and_runs_of_what_changed_not_of_the_history() {
 }
 
 #[test]
+#[ignore = "reads the shared fixtures"]
 fn a_first_build_needs_little_memory_beside_a_long_history() {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    let messages = common::long_conversation(60_000);
+    let messages = common::shared_long_conversation(60_000);
     let json: usize = messages.iter().map(|m| m.to_string().len()).sum();
     for summary in [true, false] {
         let mut session = session_of(&messages);
@@ -176,10 +180,11 @@ fn a_first_build_needs_little_memory_beside_a_long_history() {
 }
 
 #[test]
+#[ignore = "reads the shared fixtures"]
 fn a_logged_message_takes_at_most_twice_its_json() {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let messages: Vec<Value> =
-        common::tau_bench().into_iter().flat_map(|run| run.as_array().cloned().unwrap_or_default()).collect();
+        common::shared_tau_bench().into_iter().flat_map(|run| run.as_array().cloned().unwrap_or_default()).collect();
     let json: usize = messages.iter().map(|m| m.to_string().len()).sum();
     let texts: Vec<String> = messages.iter().map(Value::to_string).collect();
     drop(messages);

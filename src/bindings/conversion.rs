@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::json_de::NON_FINITE;
 use crate::message::{self, Format};
+use crate::util::json_de::NON_FINITE;
 
 fn js_type(value: &JsValue) -> String {
     if value.is_null() {
@@ -202,7 +202,14 @@ fn replace_lone_surrogates(json: &str) -> Option<String> {
 
 /// Serialises straight to JSON text (no intermediate `Value` tree) and lets the engine parse it.
 pub(crate) fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue> {
-    let text = crate::json_text::to_text(value).map_err(|error| match crate::json_text::out_of_room(&error) {
+    text_to_js(crate::util::json_text::to_text(value))
+}
+
+/// `to_js`'s part that does not depend on the type, compiled once rather than into each of the
+/// many callers the generic part is inlined into.
+#[inline(never)]
+fn text_to_js(text: std::result::Result<String, serde_json::Error>) -> Result<JsValue> {
+    let text = text.map_err(|error| match crate::util::json_text::out_of_room(&error) {
         Some(bytes) => Error::out_of_memory("the result", bytes),
         None => Error::internal(format!("serialising a result: {error}")),
     })?;

@@ -107,7 +107,12 @@ calibration: CalibrationFactor | null,
 /**
  * Later counts of this conversation start from this bill (`AnchoredCount`).
  */
-anchored: boolean, notes: Array<string>, };
+anchored: boolean, 
+/**
+ * What the last build's receipt predicted for this request (`receipt.cost`), to set beside
+ * `cacheRead` and `cacheWrite`.
+ */
+predicted: CostEstimate | null, notes: Array<string>, };
 
 export type CountBasis = "exact" | "anchored" | "estimated";
 
@@ -303,7 +308,14 @@ compactNow?: boolean,
  * ended when a wide turn passes the provider's lookback); in the AI SDK format as Anthropic
  * provider options. `null` leaves them out.
  */
-cache?: CacheOptions | null, };
+cache?: CacheOptions | null, 
+/**
+ * The input pricing `receipt.cost` is estimated with: cache read and write multipliers, the
+ * shortest cached prefix, and a price per million input tokens for dollars. What is left out
+ * is the provider's published pricing for the model (`pricing.model`, `request.model` or the
+ * profile's).
+ */
+pricing?: PricingOptions, };
 
 export type BudgetOptions = { contextWindow?: number, targetRatio?: number, summaryRatio?: number, recentRatio?: number, minMessages?: number, 
 /**
@@ -537,7 +549,11 @@ calibration: CalibratedCount | null,
 /**
  * What this context shares with the previous build's (the prompt cache).
  */
-cache: CacheUse | null, };
+cache: CacheUse | null, 
+/**
+ * What the request's input is expected to bill with the provider's prompt cache.
+ */
+cost: CostEstimate | null, };
 
 export type ReceiptRun = { 
 /**
@@ -550,6 +566,8 @@ export type ReceiptEntry = { id: string, action: Action, reason?: DropReason, to
 export type BudgetReport = { 
 /**
  * The most tokens the context may have (`budget.maxTokens`, or the window × the ratio).
+ * Claude: this, the trigger and the low-water mark are billed units, as the budget was
+ * given; `billedTokens` is the context's size in them.
  */
 maxTokens: number, systemTokens: number, 
 /**
@@ -582,7 +600,8 @@ lowWaterTokens: number,
  */
 requestTokens: number, 
 /**
- * Claude: the context's size as billed, which the trigger was checked against: anchored to
+ * Claude: the context's size as billed (the request's parts included), which the trigger
+ * and the budget were checked against: anchored to
  * the last recorded usage (`recordUsage`) when it still stands, else Claude's rule on the
  * messages (an estimate).
  */
@@ -605,6 +624,56 @@ firstChanged?: number,
  * Compaction events of this history so far.
  */
 events: number, };
+
+export type CostEstimate = { 
+/**
+ * Input tokens read back from the cache (the prefix the previous request shares with this
+ * one, as far as the provider caches it).
+ */
+cachedTokens: number, 
+/**
+ * Input tokens written to the cache (Anthropic, with hints: the rest up to the last
+ * breakpoint).
+ */
+writtenTokens: number, 
+/**
+ * Input tokens billed at the plain input price.
+ */
+uncachedTokens: number, 
+/**
+ * The input's cost in uncached-input-token units: reads and writes at their multipliers.
+ */
+units: number, 
+/**
+ * In dollars, when `pricing.inputPrice` is given.
+ */
+price?: number, };
+
+export type PricingOptions = { 
+/**
+ * The model whose pricing applies (e.g. `"claude-sonnet-4-5"`, `"gpt-4o"`).
+ */
+model?: string, 
+/**
+ * A cache read, as a multiple of the input price (Anthropic 0.1; OpenAI 0.1 to 0.5 by model).
+ */
+read?: number, 
+/**
+ * A five-minute cache write (Anthropic 1.25; OpenAI bills none: 1).
+ */
+write5m?: number, 
+/**
+ * A one-hour cache write (Anthropic 2).
+ */
+write1h?: number, 
+/**
+ * The shortest prefix the provider caches (1,024 to 4,096 tokens by model).
+ */
+minTokens?: number, 
+/**
+ * Dollars per million uncached input tokens: with it, `receipt.cost.price` is in dollars.
+ */
+inputPrice?: number, };
 
 export type EventReason = "first" | "budget" | "window" | "options" | "summary" | "history" | "repair" | "requested" | "system";
 
@@ -924,7 +993,45 @@ export type HistoryExport = { encoding: EncodingName, messages: Array<LoggedMess
 /**
  * The ids of the messages pinned explicitly (absent: none).
  */
-pinned?: Array<string>, };
+pinned?: Array<string>, 
+/**
+ * The context the last build sent, which the next build extends (absent: none was made, or
+ * an export from before frames were kept). One that does not fit the messages is not
+ * restored: the next build then starts afresh, and its receipt's notes say so.
+ */
+frame?: FrameState, };
+
+export type FrameState = { 
+/**
+ * What the frame was made with (the options that shape messages), opaque.
+ */
+shape: string, summaryGeneration: number, 
+/**
+ * Compaction events so far.
+ */
+events: number, 
+/**
+ * Stored messages accounted for, and the id of the last.
+ */
+settled: number, settledId?: string, messages: Array<FrozenMessage>, fates: Array<FrozenFates>, receipt: FrozenReceipt, 
+/**
+ * The session's state as the context last showed it, section by section.
+ */
+stateShown?: Array<string>, };
+
+export type FrozenMessage = { 
+/**
+ * The stored message it carries (none: made up by the build).
+ */
+id?: string, section: Section, action: Action, tokens: number, 
+/**
+ * Its form as sent (in `format`), when it is not the stored message whole.
+ */
+form?: unknown, format?: Format, };
+
+export type FrozenFates = { count: number, action: Action, reason?: DropReason, };
+
+export type FrozenReceipt = { budget: BudgetReport | null, pinned: Array<PinUse>, summary: SummaryUse | null, bridge: BridgeUse | null, memory: MemoryUse | null, state: StateUse | null, images: ImagesUse | null, placeholder: boolean, notes: Array<string>, };
 
 export type LoggedMessage = { id: string, format: Format, message: Message, };
 
@@ -977,7 +1084,9 @@ renumberedTurns: Array<[number, number]>,
 /**
  * Unsaved changes of this session that gave way to the other writer's (`"summary"`: a
  * summary made here over messages that are no longer where it covered them, or while the
- * other writer stored its own).
+ * other writer stored its own; `"frame"`: the context this session's last build sent, when
+ * the other writer stored the context its own build sent since, or when it covered unsaved
+ * messages that moved: the next build extends the other writer's, or starts afresh).
  */
 superseded: Array<string>, };
 

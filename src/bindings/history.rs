@@ -331,7 +331,7 @@ impl ConversationHistory {
         // The session's id with a hash of the first message: two conversations of the default
         // session id ("main") do not share a key.
         let first = session.history.records().first().map(|r| r.message.content.joined_text()).unwrap_or_default();
-        let prompt_cache_key = format!("{}-{:016x}", session.id(), crate::ids::fnv1a64(&[first.as_bytes()]));
+        let prompt_cache_key = format!("{}-{:016x}", session.id(), crate::util::ids::fnv1a64(&[first.as_bytes()]));
         let mut cache = self.session.request_cache()?;
         let assembled = session.compactor.request(&context)?;
         let messages = cache.request_js(&assembled, session.compactor.forms())?;
@@ -370,10 +370,6 @@ impl ConversationHistory {
             new_summary: &new_summary,
         };
         let value = to_js(&result)?;
-        let set = |target: &JsValue, key: &str, value: &JsValue| {
-            js_sys::Reflect::set(target, &key.into(), value)
-                .map_err(|_| Error::internal(format!("could not set the result's {key}")))
-        };
         set(&value, "messages", &messages)?;
         set(&value, "layout", &layout)?;
         let receipt = js_sys::Reflect::get(&value, &"receipt".into())
@@ -382,6 +378,14 @@ impl ConversationHistory {
         set(&receipt, "repairs", &repairs)?;
         Ok(value)
     }
+}
+
+/// Sets `key` of a result object (a function, not a closure: a closure was compiled into each
+/// of its four calls).
+fn set(target: &JsValue, key: &str, value: &JsValue) -> Result<()> {
+    js_sys::Reflect::set(target, &key.into(), value)
+        .map(|_| ())
+        .map_err(|_| Error::internal(format!("could not set the result's {key}")))
 }
 
 /// Puts the context's provider cache hints on the request `value` (the objects `request_js` made):

@@ -11,8 +11,8 @@ use wasm_bindgen::prelude::*;
 use super::conversion::to_js;
 use crate::compact::{Action, Assembled, EmitCache, Piece, ReceiptRun, Repair, Section};
 use crate::error::{Error, Result};
-use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
+use crate::util::fasthash::FastMap;
 
 /// What the last build handed to JS: the frozen JS objects made from the request forms of the
 /// context messages (which the session's `Compactor` keeps), layout entries and receipt runs.

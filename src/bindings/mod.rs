@@ -9,11 +9,11 @@ mod errors;
 mod history;
 mod interning;
 mod load;
-mod memory;
+mod memory_module;
 mod records;
 mod recovery;
 mod session;
-mod state;
+mod session_state;
 mod tokenizer;
 #[cfg(test)]
 mod typescript;
@@ -23,10 +23,10 @@ use wasm_bindgen::prelude::*;
 pub use errors::set_error_factory;
 pub use history::ConversationHistory;
 pub use load::load_conversation;
-pub use memory::{recall_context_tool, MemoryModule};
+pub use memory_module::{recall_context_tool, MemoryModule};
 pub use recovery::recover_after_trap;
 pub use session::Session;
-pub use state::{file_reader_tool, supported_languages};
+pub use session_state::{file_reader_tool, supported_languages};
 pub use tokenizer::Tokenizer;
 
 use crate::compact::{profile, validate};

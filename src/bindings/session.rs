@@ -12,7 +12,7 @@ use super::conversion::{count_in, export_arg, format_arg, from_js, string_arg, t
 use super::errors::JsResult;
 use super::history::ConversationHistory;
 use super::interning::RequestCache;
-use super::memory::MemoryModule;
+use super::memory_module::MemoryModule;
 use super::recovery::{reclaim, Held, Lock, Recover};
 use crate::error::{Error, Result};
 use crate::message;

@@ -8,6 +8,7 @@
 
 use ts_rs::{Config, TS};
 
+use crate::compact::cost::{CostEstimate, PricingOptions};
 use crate::compact::options::RequestParts;
 use crate::compact::profile::Profile;
 use crate::compact::receipt::CacheUse;
@@ -19,7 +20,7 @@ use crate::compact::{
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,
     SummarySource, SummaryState, SummaryUse, TokensByPart, Violation,
 };
-use crate::compact::{Change, EventReason};
+use crate::compact::{Change, EventReason, FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 use crate::compact::{ImagePlaceholder, ImagesUse, StateOptions, StatePart, StateSectionUse, StateUse};
 use crate::history::{LoggedMessage, TokenReport};
 use crate::memory::recall::{RecallHit, RecallResult, RecalledMessage, RecalledTurn, SearchHit};
@@ -108,6 +109,8 @@ fn declarations() -> String {
         ReceiptEntry::decl(&cfg),
         BudgetReport::decl(&cfg),
         CacheUse::decl(&cfg),
+        CostEstimate::decl(&cfg),
+        PricingOptions::decl(&cfg),
         EventReason::decl(&cfg),
         Change::decl(&cfg),
         Repair::decl(&cfg),
@@ -157,6 +160,10 @@ fn declarations() -> String {
         MemoryExport::decl(&cfg),
         SessionExport::decl(&cfg),
         HistoryExport::decl(&cfg),
+        FrameState::decl(&cfg),
+        FrozenMessage::decl(&cfg),
+        FrozenFates::decl(&cfg),
+        FrozenReceipt::decl(&cfg),
         LoggedMessage::decl(&cfg),
         // Stored sessions.
         StoredRecord::decl(&cfg),

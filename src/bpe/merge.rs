@@ -29,7 +29,9 @@ impl BpeEncoder {
     }
 
     /// tiktoken's `byte_pair_encode` for a piece that is not itself a token: emits the ranks.
-    pub(super) fn bpe(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut impl FnMut(u32)) {
+    /// (`emit` through `dyn`: one copy of the merge for every caller's kind of `emit`, at an
+    /// indirect call per token of a piece that is neither a token nor in the cache.)
+    pub(super) fn bpe(&self, piece: &[u8], parts: &mut Vec<(usize, u32)>, emit: &mut dyn FnMut(u32)) {
         if piece.len() < 2 {
             if let [b] = piece {
                 emit(self.byte_rank[*b as usize]);
@@ -90,7 +92,7 @@ impl BpeEncoder {
     /// A part the merge loop produced is a token by construction (a single byte, or a merge
     /// found in the map). Should that ever fail, emit its bytes' ranks instead of panicking.
     #[inline(always)]
-    pub(super) fn emit_part(&self, part: Option<&[u8]>, emit: &mut impl FnMut(u32)) {
+    pub(super) fn emit_part(&self, part: Option<&[u8]>, emit: &mut (impl FnMut(u32) + ?Sized)) {
         let Some(part) = part else { return };
         if let [b] = part {
             return emit(self.byte_rank[*b as usize]);
@@ -103,7 +105,8 @@ impl BpeEncoder {
 
     /// tiktoken's `_byte_pair_merge_large` (pieces of 100+ bytes): the same merges, found
     /// with a heap (lowest rank, then leftmost) over a linked list of parts.
-    pub(super) fn bpe_large(&self, piece: &[u8], emit: &mut impl FnMut(u32)) {
+    #[inline(never)]
+    pub(super) fn bpe_large(&self, piece: &[u8], emit: &mut dyn FnMut(u32)) {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let n = piece.len();
@@ -172,7 +175,8 @@ impl BpeEncoder {
     /// not, the cut moves back a token and the window is merged again. Should that fail
     /// `backtrack` times in a row, the rest of the piece goes out a byte a token (its count an
     /// upper bound, noted: `count_exact`) rather than take memory without bound.
-    pub(crate) fn bpe_long(&self, piece: &[u8], windows: Windows, emit: &mut impl FnMut(u32)) {
+    #[inline(never)]
+    pub(crate) fn bpe_long(&self, piece: &[u8], windows: Windows, emit: &mut dyn FnMut(u32)) {
         let n = piece.len();
         // Kept tokens (rank, length) not emitted yet: the cut can move back over them.
         let mut held: VecDeque<(u32, usize)> = VecDeque::new();

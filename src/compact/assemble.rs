@@ -477,6 +477,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
             .collect(),
         calibration: None,
         cache: None,
+        cost: None,
     };
     let context = CompactedContext { format, messages, tokens, receipt, marks: None };
     Ok(BuildOutcome { context, summary_request: pass.summary_request.take(), new_summary: None })

@@ -34,6 +34,9 @@ pub struct Compactor {
     /// What the last build sent (its fates, the receipt's entries, are kept with the reductions:
     /// a second reference would have the next build copy them).
     last_build: Option<BuildMark>,
+    /// Where the last build's cache breakpoints ended (token offsets of its request): a provider
+    /// that caches at breakpoints reads back only up to one of them.
+    written_before: Vec<usize>,
     /// Reported usage against our counts of whole requests, per model.
     calibration: Calibration,
     /// The last recorded usage, while later counts can start from it (not exported: a restored
@@ -49,6 +52,9 @@ pub struct Compactor {
     parked: Vec<Frame>,
     /// The last build's fates, one per stored message (its receipt's entries).
     last_fates: Option<Arc<Vec<Fate>>>,
+    /// Frame revisions given so far (`frame_revision`): a number is never given twice, whatever
+    /// frame holds it (one made again after a truncate, another shape's, one restored).
+    revisions: u64,
 }
 
 /// What a build sent, for the usage recorded after it.
@@ -65,6 +71,8 @@ struct BuildMark {
     /// usage paired with it calibrates. The build option that gives them sets this; builds that
     /// see only messages leave it `None`.
     request: Option<u64>,
+    /// What the build's receipt predicted the request would bill (`recordUsage` compares).
+    cost: Option<super::cost::CostEstimate>,
 }
 
 /// The last recorded usage, or why later counts cannot start from it.
@@ -111,7 +119,8 @@ impl Compactor {
         // Claude's count is an estimate: where the last bill still stands for the context (no
         // event since, the same model and request), the next request's size starts from it, in
         // the budget's own (billed) units.
-        let billed_trigger = Limits::of(options).trigger;
+        let asked = Limits::of(options);
+        let billed_trigger = asked.trigger;
         let anchored = match options.format {
             crate::message::Format::Anthropic => {
                 let parts = options.request.as_ref();
@@ -190,6 +199,8 @@ impl Compactor {
         // What the trigger is checked against: the bill (anchored), Claude's rule on the messages
         // (billed units), or the count.
         let billed_trigger = billed_trigger.map(|trigger| trigger.saturating_sub(request_tokens));
+        // Calibrated, the receipt's budget is in counted tokens (`receipt.calibration` says the bill).
+        let billed_units = factor.is_none() && (anchored.is_some() || rule.is_some());
         let measure = match (anchored, rule) {
             (Some(billed), _) => Measure::Anchored {
                 billed: billed + request_tokens,
@@ -232,8 +243,37 @@ impl Compactor {
                 context.receipt.within_budget = context.tokens.total <= budget.max_tokens;
             }
         }
+        if billed_units {
+            // Claude's budget is in billed units: the receipt says the budget as given and the
+            // context's estimated bill beside it, and "within budget" compares those.
+            let context = &mut outcome.context;
+            let billed = match context.receipt.budget.as_ref().and_then(|b| b.billed_tokens) {
+                Some(billed) if anchored.is_some() => billed,
+                Some(billed) => billed + request_tokens,
+                None => {
+                    context.messages.iter().map(|m| claude_billed(history, encoding, m)).sum::<usize>()
+                        + crate::tokens::REPLY_PRIMING
+                        + request_tokens
+                }
+            };
+            let ratio = rule.unwrap_or(1.0);
+            if let Some(budget) = context.receipt.budget.as_mut() {
+                budget.max_tokens = asked.max.unwrap_or(budget.max_tokens);
+                budget.trigger_tokens = asked.trigger.unwrap_or(budget.trigger_tokens);
+                budget.low_water_tokens = ((budget.low_water_tokens.saturating_sub(request_tokens)) as f64 * ratio)
+                    .round() as usize
+                    + request_tokens;
+                budget.billed_tokens = Some(billed);
+                context.receipt.within_budget = billed <= budget.max_tokens;
+            }
+        }
         outcome.context.receipt.calibration = factor.map(|f| f.apply(outcome.context.tokens.total));
         outcome.context.marks = options.cache.clone().map(|options| marks(&outcome.context, options));
+        let same_request =
+            self.last_build.as_ref().map(|last| last.request == options.request.as_ref().map(request_fingerprint));
+        let written = self.estimate_cost(&mut outcome.context, options, request_tokens, same_request == Some(true));
+        self.written_before = written;
+        let cost = outcome.context.receipt.cost.clone();
         let receipt = &outcome.context.receipt;
         let whole_history = receipt.fates.iter().all(|f| f.action == super::Action::Kept)
             && receipt.summary.is_none()
@@ -250,6 +290,7 @@ impl Compactor {
             last_id: history.records().last().map(|r| r.id.clone()),
             whole_history,
             request,
+            cost,
         });
         self.last_fates = Some(Arc::clone(&receipt.fates));
         Ok(outcome)
@@ -341,15 +382,20 @@ impl Compactor {
             first_changed: (!unchanged).then_some(prefix_messages),
             events: self.frame.events,
         });
+        let mut revised = false;
         if let Some((texts, mut used)) = state {
             used.tokens = context.tokens.state;
             context.receipt.state = Some(used);
             if let Some(budget) = context.receipt.budget.as_mut() {
                 budget.state_tokens = context.tokens.state;
             }
+            revised |= self.frame.state_shown.as_ref() != Some(&texts);
             self.frame.state_shown = Some(texts);
         }
-        self.frame.take(&appended, items);
+        revised |= self.frame.take(&appended, items);
+        if revised {
+            self.revise_frame();
+        }
         self.frame.last_sent = context.messages.clone();
         // The event's request stands until its summary comes (not while one is being made).
         let summary_request = self.proposed.clone().filter(|_| self.summary.in_progress.is_none());
@@ -476,9 +522,12 @@ impl Compactor {
             first_changed: Some(prefix_messages),
             events,
         });
-        let revision = self.frame.revision + 1;
-        self.frame = Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events);
-        self.frame.revision = revision;
+        // An empty history's context is a placeholder alone: nothing a later build may extend.
+        self.frame = match items.is_empty() {
+            true => Frame::default(),
+            false => Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events),
+        };
+        self.revise_frame();
         if event {
             // The next request is not the billed one plus appends.
             self.end_anchor();
@@ -564,6 +613,12 @@ impl Compactor {
         (self.frame.revision, &self.frame.shape)
     }
 
+    /// Gives the frame the next revision: what storage keeps of it changed.
+    fn revise_frame(&mut self) {
+        self.revisions += 1;
+        self.frame.revise(self.revisions);
+    }
+
     /// Makes the frame of `shape` the current one (a new one if there is none), parking the other.
     fn switch_frame(&mut self, shape: &str) {
         if self.frame.shape == shape || self.frame.shape.is_empty() {
@@ -577,6 +632,8 @@ impl Compactor {
     }
 
     /// The frame the next build appends to, as storage keeps it (`None` before the first build).
+    /// Storage writes it when `frame_revision` changed: a frame restored from an earlier state of
+    /// the same revision takes the messages taken since (stored messages whole) from the history.
     pub fn frame_state(&self, history: &ConversationHistory) -> Option<FrameState> {
         // A history truncated since is another history: the next build starts afresh.
         if history.rebases() != self.rebases {
@@ -596,6 +653,7 @@ impl Compactor {
             self.rebases = history.rebases();
         }
         drop(std::mem::replace(&mut self.frame, frame));
+        self.revise_frame();
         Ok(())
     }
 
@@ -761,6 +819,23 @@ impl Compactor {
         };
         self.anchor = AnchorState::Holding(anchor);
         report.anchored = true;
+        if let Some(predicted) = self.last_build.as_ref().and_then(|build| build.cost.clone()) {
+            let off = reported.cache_read.abs_diff(predicted.cached_tokens as u64);
+            // Counts are estimates for Claude: only a gap past a tenth of the prompt is news.
+            if off * 10 > reported.prompt.max(1) {
+                report.notes.push(format!(
+                    "the provider read {} tokens from its cache where the receipt predicted {}: {}",
+                    reported.cache_read,
+                    predicted.cached_tokens,
+                    if reported.cache_read < predicted.cached_tokens as u64 {
+                        "the cache entry may have expired, been evicted, or been written under another key (promptCacheKey)"
+                    } else {
+                        "the provider cached more than the request's breakpoints promised"
+                    }
+                ));
+            }
+            report.predicted = Some(predicted);
+        }
         Ok(report)
     }
 
@@ -1030,6 +1105,52 @@ fn items_of(history: &ConversationHistory) -> Vec<Item<'_>> {
 
 /// Where `context`'s cache hints go: after the part that survives events, and where the previous
 /// build's context ended when this one extends it.
+impl Compactor {
+    /// `receipt.cost` from what this context shares with the last one; returns where this
+    /// request's breakpoints end, for the next build's.
+    fn estimate_cost(
+        &self,
+        context: &mut CompactedContext,
+        options: &BuildOptions,
+        request_tokens: usize,
+        same_request: bool,
+    ) -> Vec<usize> {
+        let model = options.request.as_ref().and_then(|parts| parts.model.as_deref());
+        let pricing = super::cost::Pricing::resolve(&options.pricing, options.format, model);
+        let offsets: Vec<usize> = context
+            .messages
+            .iter()
+            .scan(request_tokens, |sum, m| {
+                *sum += m.tokens as usize;
+                Some(*sum)
+            })
+            .collect();
+        let mut ends = Vec::new();
+        if let Some(marks) = &context.marks {
+            let system_end = context.messages.iter().rposition(|m| m.section == Section::System);
+            ends.push(system_end.map_or(request_tokens, |i| offsets[i]));
+            ends.extend([marks.stable_end, marks.previous_end].into_iter().flatten().filter_map(|i| offsets.get(i)));
+            ends.extend(offsets.last());
+            ends.retain(|&end| end > 0);
+        }
+        let receipt = &context.receipt;
+        let prefix = receipt.cache.as_ref().map_or(0, |cache| cache.prefix_tokens);
+        let counted = context.tokens.total;
+        // Claude's budget is in billed units: the cost is too.
+        let billed = receipt.budget.as_ref().and_then(|budget| budget.billed_tokens).unwrap_or(counted);
+        let scale = |tokens: usize| (tokens as f64 * billed as f64 / counted.max(1) as f64).round() as usize;
+        let sent = super::cost::Sent {
+            total: billed,
+            shared: if same_request { scale(request_tokens + prefix).min(billed) } else { 0 },
+            written_before: self.written_before.iter().map(|&end| scale(end)).collect(),
+            hinted: context.marks.is_some(),
+            ttl: options.cache.as_ref().and_then(|cache| cache.ttl).unwrap_or_default(),
+        };
+        context.receipt.cost = Some(super::cost::estimate(&pricing, &sent));
+        ends
+    }
+}
+
 fn marks(context: &CompactedContext, options: super::request::hints::CacheOptions) -> super::CacheMarks {
     let first_recent =
         context.messages.iter().position(|m| m.section == Section::Recent).unwrap_or(context.messages.len());
@@ -1052,6 +1173,22 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn an_empty_historys_placeholder_is_not_extended() {
+        let mut history = ConversationHistory::new(Encoding::O200kBase);
+        let mut compactor = Compactor::new();
+        let options = BuildOptions { format: crate::message::Format::Anthropic, ..BuildOptions::default() };
+        let empty = compactor.build(&mut history, &options, &[], &[]).unwrap();
+        assert!(empty.context.receipt.placeholder);
+        history
+            .append_value(json!({"role": "system", "content": "Be brief."}), crate::message::Format::OpenAi)
+            .unwrap();
+        history.append_value(json!({"role": "user", "content": "hi"}), crate::message::Format::OpenAi).unwrap();
+        let next = compactor.build(&mut history, &options, &[], &[]).unwrap();
+        assert!(!next.context.receipt.placeholder, "{:?}", next.context.messages);
+        assert_eq!(next.context.messages.len(), 2);
+    }
+
+    #[test]
     fn other_tools_or_system_end_the_anchor() {
         let mut history = ConversationHistory::new(Encoding::O200kBase);
         history.append_value(json!({"role": "user", "content": "hi"}), crate::message::Format::Anthropic).unwrap();
@@ -1065,6 +1202,7 @@ mod tests {
             last_id: Some(history.ids()[0].clone()),
             whole_history: true,
             request: Some(sent),
+            cost: None,
         });
         let report =
             compactor.record_usage(&mut history, &json!({"input_tokens": 60}), Some("claude-opus-4-6"), None).unwrap();

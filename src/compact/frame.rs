@@ -54,9 +54,15 @@ pub struct Frame {
     /// The session's state as the context last showed it, section by section (its text): a state
     /// that changed between events is shown again after the last message, not rewritten in place.
     pub(crate) state_shown: Option<Vec<String>>,
-    /// Changes to what storage must keep of the frame: an event, and a state shown again (the
-    /// messages appended between them are the history's, and need no record).
+    /// Changes to what storage must keep of the frame: an event, a state shown again, a message
+    /// taken in a form the history alone does not give (made up, reduced, or left out by repair).
+    /// Between them the frame takes stored messages whole, which a frame restored from an earlier
+    /// state takes again from the history. Unique within a compactor, so that a save can tell
+    /// any change by it.
     pub(crate) revision: u64,
+    /// The receipt's pins as the messages taken since the revision leave them (the latest
+    /// request among them), when they changed: the event receipt's once the frame is revised.
+    pub(crate) pins_taken: Option<Vec<receipt::PinUse>>,
     /// Claude's billed size of the first messages of the frame: (how many, their sum).
     pub(crate) billed: (usize, usize),
 }
@@ -115,12 +121,14 @@ impl Frame {
         let settled = self.settled;
         let items = ctx.items;
         // Units reaching past the settled point: every unit after it, and at most the last unit
-        // before it, which new messages may only extend at its end.
-        let start = structure.units.partition_point(|unit| unit.last() < settled);
+        // before it, which new messages may only extend at its end. (Units are in the order of
+        // their first messages, not their last: a late result joins an earlier unit, so every
+        // unit is looked at, by a field of its own.)
+        let begun_after = structure.units.partition_point(|unit| unit.first < settled);
         let mut members: Vec<(usize, Option<Vec<usize>>, Section)> = Vec::new();
-        for (u, unit) in structure.units.iter().enumerate().skip(start) {
+        for (u, unit) in structure.units.iter().enumerate().filter(|(_, unit)| unit.last() >= settled) {
             if unit.first < settled {
-                let extends_last = u + 1 == structure.units.partition_point(|unit| unit.first < settled);
+                let extends_last = u + 1 == begun_after;
                 let old_then_new = unit.members.iter().skip_while(|m| m.msg < settled).all(|m| m.msg >= settled);
                 if !(extends_last && old_then_new) {
                     return Err(EventReason::Repair);
@@ -227,6 +235,7 @@ impl Frame {
             restored: false,
             state_shown: shown_state(&context.messages),
             revision: 0,
+            pins_taken: None,
             billed: (0, 0),
         }
     }
@@ -296,12 +305,23 @@ impl Frame {
         sum + more
     }
 
-    /// Takes the closed part of `appended` into the frame.
-    pub(crate) fn take(&mut self, appended: &Appended, items: &[Item]) {
-        if appended.messages.iter().take(appended.closed).any(|m| m.sources.is_empty()) {
-            self.revision += 1;
+    /// Takes the closed part of `appended` into the frame; `true` when storage must keep what it
+    /// took: a message the history alone does not give (made up by the build, sent in another
+    /// form than the stored message whole, or a stored message left out), which a frame made
+    /// again from the history later (a late tool result joining its unit) would not match.
+    pub(crate) fn take(&mut self, appended: &Appended, items: &[Item]) -> bool {
+        let taken = &appended.messages[..appended.closed.min(appended.messages.len())];
+        let whole = |m: &ContextMessage| {
+            let stored = m.sources.first().and_then(|id| items.iter().rev().find(|item| item.id == id));
+            stored.is_some_and(|item| Arc::ptr_eq(item.message, &m.message))
+        };
+        let newly_settled = appended.fates.iter().take(appended.settled.saturating_sub(self.settled));
+        let keep = !taken.iter().all(whole) || newly_settled.into_iter().any(|f| f.action != Action::Kept);
+        if taken.iter().any(is_request) {
+            let pins = self.pins_taken.take().or_else(|| self.event_receipt.as_ref().map(|r| r.pinned.clone()));
+            self.pins_taken = Some(latest_pinned(pins.unwrap_or_default(), taken));
         }
-        self.messages.extend(appended.messages.iter().take(appended.closed).cloned());
+        self.messages.extend(taken.iter().cloned());
         self.tokens += appended.messages.iter().take(appended.closed).map(|m| m.tokens as usize).sum::<usize>();
         let settled = appended.settled;
         if settled > self.settled {
@@ -310,6 +330,15 @@ impl Frame {
             self.settled = settled;
             self.settled_id = items.get(settled - 1).map(|item| item.id.to_string());
         }
+        keep
+    }
+
+    /// Gives the frame `revision`: what storage keeps of it changed.
+    pub(crate) fn revise(&mut self, revision: u64) {
+        if let (Some(pins), Some(receipt)) = (self.pins_taken.take(), self.event_receipt.as_mut()) {
+            receipt.pinned = pins;
+        }
+        self.revision = revision;
     }
 }
 
@@ -516,7 +545,10 @@ impl Frame {
             runs,
             fates: Arc::new(fates),
             repairs: super::repair::reported(structure, &mut cache.structure),
-            pinned: latest_pinned(base.map(|r| r.pinned.clone()).unwrap_or_default(), appended),
+            pinned: latest_pinned(
+                self.pins_taken.clone().or_else(|| base.map(|r| r.pinned.clone())).unwrap_or_default(),
+                &appended.messages,
+            ),
             summary: base.and_then(|r| r.summary.clone()).map(|summary| super::SummaryUse { fresh: false, ..summary }),
             bridge: base.and_then(|r| r.bridge.clone()),
             memory: base.and_then(|r| r.memory.clone()),
@@ -526,18 +558,21 @@ impl Frame {
             notes: base.map(|r| r.notes.clone()).unwrap_or_default(),
             calibration: None,
             cache: None,
+            cost: None,
         };
         Ok(CompactedContext { format, messages, tokens, receipt, marks: None })
     }
 }
 
-/// The pins of the event's receipt, with the latest request now among the appended messages.
-fn latest_pinned(mut pinned: Vec<receipt::PinUse>, appended: &Appended) -> Vec<receipt::PinUse> {
-    let request = |m: &&ContextMessage| {
-        m.message.role == Role::User
-            && m.message.content.parts.iter().any(|p| matches!(p, Part::Text { text, .. } if !text.trim().is_empty()))
-    };
-    if let Some(latest) = appended.messages.iter().rev().find(request) {
+/// Whether a context message is a request the receipt pins as the latest.
+fn is_request(m: &ContextMessage) -> bool {
+    m.message.role == Role::User
+        && m.message.content.parts.iter().any(|p| matches!(p, Part::Text { text, .. } if !text.trim().is_empty()))
+}
+
+/// `pinned`, with the latest request among `messages` (appended since) as the latest pin.
+fn latest_pinned(mut pinned: Vec<receipt::PinUse>, messages: &[ContextMessage]) -> Vec<receipt::PinUse> {
+    if let Some(latest) = messages.iter().rev().find(|m| is_request(m)) {
         let tokens = latest.tokens as usize;
         pinned.retain(|pin| pin.role != super::PinRole::Latest);
         pinned.push(receipt::PinUse {
@@ -667,7 +702,7 @@ impl Frame {
             .collect();
         let receipt = self.event_receipt.as_ref().map(|r| FrozenReceipt {
             budget: r.budget,
-            pinned: r.pinned.clone(),
+            pinned: self.pins_taken.clone().unwrap_or_else(|| r.pinned.clone()),
             summary: r.summary.clone(),
             bridge: r.bridge.clone(),
             memory: r.memory.clone(),
@@ -769,6 +804,7 @@ impl Frame {
             notes: r.notes,
             calibration: None,
             cache: None,
+            cost: None,
         };
         Ok(Frame {
             shape: state.shape,
@@ -785,6 +821,7 @@ impl Frame {
             restored: true,
             state_shown: state.state_shown,
             revision: 0,
+            pins_taken: None,
             billed: (0, 0),
         })
     }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::repair::Item;
-use crate::fasthash::{FastMap, FastSet};
 use crate::message::{Content, ImageSource, Message, Part, Role};
 use crate::tokens::images::base64_image_size;
 use crate::tokens::{self, Encoding};
+use crate::util::fasthash::{FastMap, FastSet};
 
 /// One image the context shows as its placeholder.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,9 +1,9 @@
 //! Lines of text fitted into one system message within a token budget: the memory's turn
 //! summaries (`memory`) and the state's sections (`state`).
 
-use crate::fasthash::FastMap;
 use crate::message::Message;
 use crate::tokens::{self, Encoding};
+use crate::util::fasthash::FastMap;
 
 /// The most lines of `lines` (in the order they are given up last to first) that fit in `room`
 /// tokens as the message `make` builds from them, counted exactly: that message, its count and how

@@ -9,7 +9,7 @@ use crate::memory::turn_line;
 use crate::message::{Content, Format, Message, Role};
 use crate::tokens::Encoding;
 
-use crate::fasthash::FastMap;
+use crate::util::fasthash::FastMap;
 
 /// A recorded turn offered to the builder: its summary and the stored messages it covers
 /// (indices into the history, inclusive).

@@ -20,6 +20,7 @@
 pub(crate) mod allot;
 pub mod assemble;
 pub mod compactor;
+pub mod cost;
 pub(crate) mod forms;
 pub mod frame;
 pub mod images;
@@ -50,6 +51,7 @@ use plan::Pass;
 
 pub use assemble::{BuildOutcome, CacheMarks, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
+pub use cost::{CostEstimate, PricingOptions};
 pub use frame::{FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 pub use images::{ImagePlaceholder, ImagesUse};
 pub use memory::{MemoryOptions, MemoryUse, TurnNote};

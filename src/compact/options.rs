@@ -148,6 +148,8 @@ pub struct BuildOptions {
     pub compact_now: bool,
     /// The provider cache hints the request carries (`None`: none).
     pub cache: Option<super::request::hints::CacheOptions>,
+    /// The input pricing `receipt.cost` uses (left out: the provider's for the model).
+    pub pricing: super::cost::PricingOptions,
 }
 
 /// The parts of a request sent beside the messages, which the provider bills with them: the
@@ -190,6 +192,7 @@ impl Default for BuildOptions {
             request: None,
             compact_now: false,
             cache: Some(super::request::hints::CacheOptions::default()),
+            pricing: super::cost::PricingOptions::default(),
         }
     }
 }
@@ -216,6 +219,7 @@ impl BuildOptions {
         if let Some(now) = &self.now {
             super::summary::check_created_at(now, "now")?;
         }
+        self.pricing.validate()?;
         if let Some(cache) = &self.cache {
             cache.validate()?;
         }

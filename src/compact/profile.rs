@@ -106,6 +106,7 @@ impl Profile {
             keep_recent_steps: self.keep_recent_steps,
             thin: true,
             summary: Some(SummaryOptions::default()),
+            pricing: super::PricingOptions { model: Some(self.name.clone()), ..super::PricingOptions::default() },
             ..BuildOptions::default()
         };
         options.validate()?;

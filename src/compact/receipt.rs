@@ -126,6 +126,8 @@ pub struct TokensByPart {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BudgetReport {
     /// The most tokens the context may have (`budget.maxTokens`, or the window × the ratio).
+    /// Claude: this, the trigger and the low-water mark are billed units, as the budget was
+    /// given; `billedTokens` is the context's size in them.
     pub max_tokens: usize,
     pub system_tokens: usize,
     /// The session's state sections, as they went in.
@@ -143,7 +145,8 @@ pub struct BudgetReport {
     pub low_water_tokens: usize,
     /// What the request's parts sent beside the messages took (`request`).
     pub request_tokens: usize,
-    /// Claude: the context's size as billed, which the trigger was checked against: anchored to
+    /// Claude: the context's size as billed (the request's parts included), which the trigger
+    /// and the budget were checked against: anchored to
     /// the last recorded usage (`recordUsage`) when it still stands, else Claude's rule on the
     /// messages (an estimate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,6 +317,8 @@ pub struct Receipt {
     pub calibration: Option<crate::tokens::calibration::Calibrated>,
     /// What this context shares with the previous build's (the prompt cache).
     pub cache: Option<CacheUse>,
+    /// What the request's input is expected to bill with the provider's prompt cache.
+    pub cost: Option<super::cost::CostEstimate>,
 }
 
 fn shared_list<S: serde::Serializer, T: Serialize>(list: &Arc<Vec<T>>, serializer: S) -> Result<S::Ok, S::Error> {
@@ -734,6 +739,7 @@ mod tests {
             notes: Vec::new(),
             calibration: None,
             cache: None,
+            cost: None,
         };
         let entries = receipt.entries(items.iter().map(|i| i.id));
         assert_eq!(entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["m1", "m2", "m3", "m4"]);

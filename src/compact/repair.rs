@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fasthash::{FastMap, FastSet, FxHasher};
+use crate::util::fasthash::{FastMap, FastSet, FxHasher};
 
 use crate::message::{Message, Part, Role};
 

@@ -200,7 +200,7 @@ impl<'de> Deserialize<'de> for ProfileRef {
             Value::String(name) => Ok(ProfileRef::Named(name)),
             other => Profile::from_value(other)
                 .map(|p| ProfileRef::Custom(Box::new(p)))
-                .map_err(|e| serde::de::Error::custom(e.message)),
+                .map_err(|e| serde::de::Error::custom(e.into_details().message)),
         }
     }
 }
@@ -267,6 +267,11 @@ pub struct BuildSpec {
     /// provider options. `null` leaves them out.
     #[cfg_attr(test, ts(as = "Option<super::request::hints::CacheOptions>", optional = nullable))]
     pub cache: Patch<super::request::hints::CacheOptions>,
+    /// The input pricing `receipt.cost` is estimated with: cache read and write multipliers, the
+    /// shortest cached prefix, and a price per million input tokens for dollars. What is left out
+    /// is the provider's published pricing for the model (`pricing.model`, `request.model` or the
+    /// profile's).
+    pub pricing: Option<super::cost::PricingOptions>,
 }
 
 impl BuildSpec {
@@ -341,6 +346,9 @@ impl BuildSpec {
             options.compact_now = now;
         }
         options.cache = self.cache.merge(options.cache, |given, cache| *cache = given);
+        if let Some(pricing) = self.pricing {
+            options.pricing = pricing.or(&options.pricing);
+        }
         options.validate()?;
         Ok(options)
     }

@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::lines::fit_lines;
-use crate::fasthash::FastMap;
 use crate::message::{Content, Format, Message, Role};
 use crate::tokens::Encoding;
+use crate::util::fasthash::FastMap;
 
 /// Which part of the state a section shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

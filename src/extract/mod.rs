@@ -241,7 +241,7 @@ fn describe_call(call: &ToolCall, input: Option<&Value>, paths: &[(String, FileO
         (None, Some((path, _))) => path.clone(),
         (None, None) => match input {
             Some(Value::Object(map)) if map.is_empty() => String::new(),
-            Some(value) => squash(&crate::json_text::value_text(value), 80),
+            Some(value) => squash(&crate::util::json_text::value_text(value), 80),
             None => String::new(),
         },
     };
@@ -437,6 +437,15 @@ pub(crate) fn extract_pinned<M: std::borrow::Borrow<Message>>(
     previous: Option<&str>,
     pinned: Option<PinnedTask>,
 ) -> Extract {
+    extract_from(&mut messages.iter().map(std::borrow::Borrow::borrow), previous, pinned)
+}
+
+/// `extract_pinned`'s work, compiled once for the callers' kinds of message list.
+fn extract_from(
+    messages: &mut dyn Iterator<Item = &Message>,
+    previous: Option<&str>,
+    pinned: Option<PinnedTask>,
+) -> Extract {
     let mut ex = Extract::default();
     if let Some(previous) = previous {
         fold_previous(&mut ex, previous);
@@ -450,11 +459,10 @@ pub(crate) fn extract_pinned<M: std::borrow::Borrow<Message>>(
     }
     let after = pinned.as_ref().map_or(0, |p| p.after);
     // Per call id: its description, and the index of its line under `currentWork`.
-    let mut calls: crate::fasthash::FastMap<String, (String, usize)> = Default::default();
+    let mut calls: crate::util::fasthash::FastMap<String, (String, usize)> = Default::default();
     let mut current: Vec<String> = Vec::new();
     let mut open_file: Option<String> = None;
-    for (i, message) in messages.iter().enumerate() {
-        let message: &Message = message.borrow();
+    for (i, message) in messages.enumerate() {
         match message.role {
             Role::User | Role::Tool => {
                 let mut text = String::new();

@@ -74,7 +74,7 @@ pub(super) fn fold_previous(ex: &mut Extract, previous: &str) {
 /// the most recently touched first within each.
 pub(super) fn ordered_files(files: &[FileEntry]) -> Vec<&FileEntry> {
     let mut list: Vec<&FileEntry> = files.iter().collect();
-    crate::sort::sort_by(&mut list, |a, b| {
+    crate::util::sort::sort_by(&mut list, |a, b| {
         a.class().cmp(&b.class()).then(b.last.cmp(&a.last)).then(a.path.cmp(&b.path))
     });
     list
@@ -124,7 +124,7 @@ pub(super) fn render(ex: &mut Extract) -> String {
         map.insert("toolsUsed".into(), Value::Object(tools));
     }
     let value = Value::Object(map);
-    let text = crate::json_text::to_text(&value).unwrap_or_default();
+    let text = crate::util::json_text::to_text(&value).unwrap_or_default();
     if let Value::Object(mut map) = value {
         if let Some(Value::Array(users)) = map.remove("userMessages") {
             ex.user_messages =
@@ -213,7 +213,7 @@ pub(super) fn trim_one(ex: &mut Extract, encoding: Encoding) -> Option<usize> {
         // (index in ex.files, class, last) least important first
         let mut list: Vec<(usize, u8, u64)> =
             ex.files.iter().enumerate().map(|(i, f)| (i, f.class(), f.last)).collect();
-        crate::sort::sort_by(&mut list, |a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+        crate::util::sort::sort_by(&mut list, |a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
         list
     };
     let remove_file = |ex: &mut Extract, i: usize| -> usize {

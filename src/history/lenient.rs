@@ -144,7 +144,7 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
             _ => None,
         })
         .collect();
-    crate::sort::sort(&mut open);
+    crate::util::sort::sort(&mut open);
     for (i, j, id) in open {
         if moved_on(i) {
             removed.insert((i, j));
@@ -189,7 +189,7 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
         }
         out.push(message);
     }
-    crate::sort::sort_by_key(&mut repairs, |r| r.index);
+    crate::util::sort::sort_by_key(&mut repairs, |r| r.index);
     (out, repairs)
 }
 

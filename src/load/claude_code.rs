@@ -7,7 +7,9 @@
 //! conversations, and records on a branch the user rewound away from are not part of this one.
 
 use std::collections::HashMap;
+use std::fmt;
 
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
@@ -17,34 +19,102 @@ use crate::message::json::type_name;
 use crate::message::{self, Format};
 
 /// The fields of a record the loader reads. The rest (tool results' copies of files, snapshots,
-/// usage, hook output: most of a long log) is read past without being kept.
-#[derive(Default, Deserialize)]
+/// usage, hook output: most of a long log) is read past without being kept. A key that is there
+/// is `Some`, `null` included.
 pub(super) struct Fields {
-    #[serde(default, rename = "type", deserialize_with = "present")]
     kind: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     subtype: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     uuid: Option<Value>,
-    #[serde(default, rename = "parentUuid", deserialize_with = "present")]
     parent_uuid: Option<Value>,
-    #[serde(default, rename = "logicalParentUuid", deserialize_with = "present")]
     logical_parent_uuid: Option<Value>,
-    #[serde(default, rename = "isSidechain", deserialize_with = "present")]
     is_sidechain: Option<Value>,
-    #[serde(default, rename = "isMeta", deserialize_with = "present")]
     is_meta: Option<Value>,
-    #[serde(default, rename = "isCompactSummary", deserialize_with = "present")]
     is_compact_summary: Option<Value>,
-    #[serde(default, rename = "compactMetadata", deserialize_with = "present")]
     compact_metadata: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     message: Option<Value>,
 }
 
-/// A key that is there, `null` included (serde's `Option` would read `null` as absent).
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+/// The keys of `Fields`, in its order.
+const KEYS: [&str; 10] = [
+    "type",
+    "subtype",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "isSidechain",
+    "isMeta",
+    "isCompactSummary",
+    "compactMetadata",
+    "message",
+];
+
+// By hand rather than derived: serde's derive handles each of the ten keys in code of its own
+// (6.6 KB of the lite wasm); here one slot array and one read serve them all, with the derive's
+// behaviour (a key twice is an error, other keys are read past).
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct Fields")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Fields, A::Error> {
+        let mut slots: [Option<Value>; 10] = Default::default();
+        while let Some(key) = map.next_key_seed(Key)? {
+            match key.and_then(|i| Some((KEYS.get(i)?, slots.get_mut(i)?))) {
+                Some((name, Some(_))) => return Err(de::Error::duplicate_field(name)),
+                Some((_, slot)) => *slot = Some(map.next_value()?),
+                None => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        let [kind, subtype, uuid, parent_uuid, logical_parent_uuid, is_sidechain, is_meta, is_compact_summary, compact_metadata, message] =
+            slots;
+        Ok(Fields {
+            kind,
+            subtype,
+            uuid,
+            parent_uuid,
+            logical_parent_uuid,
+            is_sidechain,
+            is_meta,
+            is_compact_summary,
+            compact_metadata,
+            message,
+        })
+    }
+}
+
+/// A record's key: its place in `KEYS`, `None` for a key the loader does not read.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Option<usize>, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> std::result::Result<Option<usize>, E> {
+        Ok(KEYS.iter().position(|name| *name == key))
+    }
 }
 
 fn not_an_object(at: &Locator, value: &Value) -> Error {
@@ -451,7 +521,7 @@ impl Builder {
                 return Err(at.error(
                     ErrorKind::InvalidMessage,
                     "message.role",
-                    format!("a {role} record's message has role {}", crate::json_text::value_text(other)),
+                    format!("a {role} record's message has role {}", crate::util::json_text::value_text(other)),
                 ))
             }
         }
@@ -536,5 +606,77 @@ impl Builder {
         }
         self.merged_records += 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Fields` as serde's derive read it, before it was written by hand.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Derived {
+        #[serde(default, rename = "type", deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        subtype: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        uuid: Option<Value>,
+        #[serde(default, rename = "parentUuid", deserialize_with = "present")]
+        parent_uuid: Option<Value>,
+        #[serde(default, rename = "logicalParentUuid", deserialize_with = "present")]
+        logical_parent_uuid: Option<Value>,
+        #[serde(default, rename = "isSidechain", deserialize_with = "present")]
+        is_sidechain: Option<Value>,
+        #[serde(default, rename = "isMeta", deserialize_with = "present")]
+        is_meta: Option<Value>,
+        #[serde(default, rename = "isCompactSummary", deserialize_with = "present")]
+        is_compact_summary: Option<Value>,
+        #[serde(default, rename = "compactMetadata", deserialize_with = "present")]
+        compact_metadata: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        message: Option<Value>,
+    }
+
+    fn present<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Option<Value>, D::Error> {
+        Value::deserialize(deserializer).map(Some)
+    }
+
+    fn read(line: &str) -> std::result::Result<Derived, String> {
+        let f = serde_json::from_str::<Fields>(line).map_err(|e| e.to_string())?;
+        Ok(Derived {
+            kind: f.kind,
+            subtype: f.subtype,
+            uuid: f.uuid,
+            parent_uuid: f.parent_uuid,
+            logical_parent_uuid: f.logical_parent_uuid,
+            is_sidechain: f.is_sidechain,
+            is_meta: f.is_meta,
+            is_compact_summary: f.is_compact_summary,
+            compact_metadata: f.compact_metadata,
+            message: f.message,
+        })
+    }
+
+    #[test]
+    fn records_read_as_the_derive_read_them() {
+        let lines = [
+            r#"{}"#,
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"system","subtype":"compact_boundary","logicalParentUuid":"a","compactMetadata":{"trigger":"auto"},"isMeta":true,"isCompactSummary":true}"#,
+            r#"{"toolUseResult":{"file":{"content":"x"}},"snapshot":[1,2,{"a":null}],"type":"user"}"#,
+            r#"{"uuid":"a","uuid":"b"}"#,
+            r#"{"\u0075uid":"a","uuid":"b"}"#,
+            r#"{"extra":1,"extra":[2],"message":null}"#,
+            r#"{"message":{"role":"user"},"message":1}"#,
+            r#"{"type":"user","uuid":}"#,
+            r#"{"type":"user""#,
+            r#"{"type":"user"} x"#,
+        ];
+        for line in lines {
+            let derived = serde_json::from_str::<Derived>(line).map_err(|e| e.to_string());
+            assert_eq!(read(line), derived, "{line}");
+        }
+        assert_eq!(read(r#"{"uuid":"a","uuid":"b"}"#), Err("duplicate field `uuid` at line 1 column 18".into()));
     }
 }

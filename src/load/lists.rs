@@ -177,10 +177,10 @@ pub(super) fn tau_bench(mut runs: Vec<Value>, run: Option<usize>, listed: bool) 
     let task_id = chosen.shift_remove("task_id");
     let mut note = format!("run {index} of {count}");
     if let Some(task) = &task_id {
-        note.push_str(&format!(", task {}", crate::json_text::value_text(task)));
+        note.push_str(&format!(", task {}", crate::util::json_text::value_text(task)));
     }
     if let Some(reward) = chosen.get("reward") {
-        note.push_str(&format!(", reward {}", crate::json_text::value_text(reward)));
+        note.push_str(&format!(", reward {}", crate::util::json_text::value_text(reward)));
     }
     let base = if listed { format!("{prefix}.traj") } else { "traj".into() };
     let mut loaded = message_list(traj, |i| Locator::Path(format!("{base}[{i}]")), vec![note])?;

@@ -21,7 +21,7 @@ use swe_agent::swe_agent;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorDetails, ErrorKind, Result};
 use crate::history::ConversationHistory;
 use crate::message::json::type_name;
 use crate::message::{self, Format};
@@ -88,7 +88,13 @@ impl Locator {
 
     /// An error about this line or record: `line 12: record has no "message" (at line 12.message)`.
     fn error(&self, kind: ErrorKind, field: &str, message: impl std::fmt::Display) -> Error {
-        Error { kind, message: format!("{}: {message}", self.label()), index: None, path: Some(self.join(field)) }
+        ErrorDetails {
+            kind,
+            message: format!("{}: {message}", self.label()),
+            index: None,
+            path: Some(self.join(field)),
+        }
+        .into()
     }
 
     fn origin(&self) -> Origin {
@@ -562,5 +568,6 @@ pub(crate) fn relocate(error: Error, at: &Locator, field: &str) -> Error {
         (false, false) if inner.starts_with('[') => format!("{field}{inner}"),
         (false, false) => format!("{field}.{inner}"),
     };
+    let error = error.into_details();
     at.error(error.kind, &field, error.message)
 }

@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::extract::{extract, squash};
-use crate::ids::fnv1a;
 use crate::message::Message;
 use crate::tokens::Encoding;
+use crate::util::ids::fnv1a;
 use search::{Document, DocumentKind, SearchIndex};
 
 pub const EXPORT_FORMAT: &str = "context-compactor/memory";
@@ -298,7 +298,7 @@ impl MemoryStore {
     /// Replaces the store with an export; on any error the store is left as it was.
     /// Message documents are not part of a memory export: the session re-indexes its log.
     pub fn import(&mut self, value: Value) -> Result<()> {
-        crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
+        crate::util::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "memory")?;
         let export: MemoryExport = crate::error::from_json(value, "corrupt memory export")?;
         self.restore(export)
     }
@@ -306,7 +306,7 @@ impl MemoryStore {
     /// Replaces the store with an export already read; on any error the
     /// store is left as it was.
     pub fn restore(&mut self, export: MemoryExport) -> Result<()> {
-        crate::versioned::check(
+        crate::util::versioned::check(
             Some(&export.format),
             Some(u64::from(export.version)),
             EXPORT_FORMAT,
@@ -314,7 +314,7 @@ impl MemoryStore {
             "memory",
         )?;
         let mut fresh = MemoryStore::new(self.max_snapshot_chars);
-        let mut summaries: crate::fasthash::FastMap<u32, MemorySummary> = Default::default();
+        let mut summaries: crate::util::fasthash::FastMap<u32, MemorySummary> = Default::default();
         for summary in export.summaries {
             if let Some(twin) = summaries.insert(summary.turn_number, summary) {
                 return Err(Error::invalid_argument(format!(
@@ -493,7 +493,7 @@ mod tests {
         let mut orphans = exported.clone();
         orphans["contexts"].as_array_mut().unwrap().truncate(1);
         let first_orphan = exported["summaries"][1]["id"].as_str().unwrap().to_owned();
-        let error = other.import(orphans).unwrap_err().message;
+        let error = other.import(orphans).unwrap_err().into_details().message;
         assert!(error.contains(&format!("summary {first_orphan} belongs to no snapshot")), "{error}");
         assert!(other.import(serde_json::json!({"format": "something-else"})).is_err());
         assert!(other.import(serde_json::json!("{not json")).is_err());

@@ -67,7 +67,7 @@ pub fn terms(text: &str) -> Vec<String> {
             previous_cjk = Some(c);
         } else if c.is_alphanumeric() || c == '_' {
             previous_cjk = None;
-            word.extend(crate::lowercase::of(c));
+            word.extend(crate::util::lowercase::of(c));
         } else {
             previous_cjk = None;
             if !word.is_empty() {
@@ -119,7 +119,7 @@ impl SearchIndex {
         }
         let average = (self.total_length as f64 / n).max(1.0);
         let mut query_terms = terms(query);
-        crate::sort::sort(&mut query_terms);
+        crate::util::sort::sort(&mut query_terms);
         query_terms.dedup();
         let mut scores: HashMap<usize, f64> = HashMap::new();
         for term in &query_terms {
@@ -134,7 +134,7 @@ impl SearchIndex {
             }
         }
         let mut hits: Vec<Hit> = scores.into_iter().map(|(document, score)| Hit { document, score }).collect();
-        crate::sort::sort_by(&mut hits, |a, b| b.score.total_cmp(&a.score).then(a.document.cmp(&b.document)));
+        crate::util::sort::sort_by(&mut hits, |a, b| b.score.total_cmp(&a.score).then(a.document.cmp(&b.document)));
         hits.truncate(limit);
         hits
     }

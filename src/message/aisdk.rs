@@ -149,7 +149,7 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
     // Taken out of its place (left null there), so that the shape keeps its key order.
     let content = match (kind.as_str(), output.get_mut("value").map(std::mem::take)) {
         ("text" | "error-text", Some(Value::String(text))) => Content::text(text),
-        ("json" | "error-json", Some(value)) => Content::text(crate::json_text::value_text(&value)),
+        ("json" | "error-json", Some(value)) => Content::text(crate::util::json_text::value_text(&value)),
         ("content", Some(Value::Array(items))) => {
             let parts = items.into_iter().map(content_item).collect();
             Content::parts(parts)
@@ -164,7 +164,7 @@ fn parse_output(output: Value, at: &Fields) -> Result<(Content, Option<bool>, Va
             }
             return Err(at.error(
                 "output",
-                format!("unknown tool output {:?}", crate::json_text::value_text(&Value::Object(output))),
+                format!("unknown tool output {:?}", crate::util::json_text::value_text(&Value::Object(output))),
             ));
         }
     };

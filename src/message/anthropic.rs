@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::json::{type_name, with_extra, Base, Extra, Fields};
 use super::{Content, ContentForm, Format, ImageSource, Message, Part, Role, ToolCall, ToolInput, ToolResult};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorDetails, ErrorKind, Result};
 
 /// Parses Anthropic input: an array of messages, or `{ system?, messages }`.
 /// A `system` becomes a leading system message; `role: "system"` messages are accepted in the
@@ -48,8 +48,9 @@ fn parse_list(items: Vec<Value>, first_index: usize, mut out: Vec<Message>) -> R
 }
 
 fn parse_system(system: Value) -> Result<Message> {
-    let system_error =
-        |message: String| Error { kind: ErrorKind::InvalidMessage, message, index: None, path: Some("system".into()) };
+    let system_error = |message: String| -> Error {
+        ErrorDetails { kind: ErrorKind::InvalidMessage, message, index: None, path: Some("system".into()) }.into()
+    };
     let content = match system {
         Value::String(text) => Content::text(text),
         Value::Array(blocks) => {

@@ -154,7 +154,7 @@ fn bad_items_are_named() {
 
 #[test]
 fn errors_name_the_place_at_every_depth() {
-    let path = |value: Value, format: Format| parse(value, format).unwrap_err().path.unwrap_or_default();
+    let path = |value: Value, format: Format| parse(value, format).unwrap_err().into_details().path.unwrap_or_default();
     let call = |body: Value| {
         json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}}, body]}])
@@ -249,8 +249,8 @@ fn every_format_reads_back_each_objects_keys_in_the_order_given() {
                 let message = parse_one(original.clone(), format, i).unwrap();
                 let emitted = emit_one(&message, format).unwrap();
                 assert_eq!(
-                    crate::json_text::value_text(&emitted),
-                    crate::json_text::value_text(original),
+                    crate::util::json_text::value_text(&emitted),
+                    crate::util::json_text::value_text(original),
                     "{format:?}, keys {by:?}, message {i}"
                 );
             }

@@ -85,9 +85,15 @@ pub fn parse_one(value: Value, format: Format, index: usize) -> Result<Message> 
 
 /// Emits messages in `format` (OpenAI: an array; Anthropic: `{ system?, messages }`).
 pub fn emit<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Value {
+    emit_each(&mut messages.into_iter(), format)
+}
+
+/// `emit`'s work, compiled once for its callers' kinds of message list (each format's emitter
+/// was compiled again for each of them).
+pub(crate) fn emit_each(messages: &mut dyn Iterator<Item = &Message>, format: Format) -> Value {
     // A message holding only another format's opaque parts (reasoning items, encrypted thinking,
     // compaction items) has nothing the target can carry: it is left out, not emptied.
-    let messages = messages.into_iter().filter(move |m| m.source == format || !m.is_opaque());
+    let messages = messages.filter(move |m| m.source == format || !m.is_opaque());
     match format {
         Format::OpenAi => Value::Array(emit_openai(messages)),
         Format::Anthropic => emit_anthropic(messages),
@@ -327,7 +333,7 @@ impl ToolInput {
     pub fn to_text(&self) -> String {
         match self {
             ToolInput::Text(text) => text.clone(),
-            ToolInput::Json(value) => crate::json_text::value_text(value),
+            ToolInput::Json(value) => crate::util::json_text::value_text(value),
         }
     }
 }

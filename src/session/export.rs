@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{validate_session_id, Session};
-use crate::compact::SummaryState;
+use crate::compact::{FrameState, SummaryState};
 use crate::error::{Error, Result};
 use crate::history::{corrupt, ConversationHistory, LoggedMessage};
 use crate::memory::{self, MemoryExport, MemoryStore};
@@ -52,8 +52,8 @@ fn is_empty_state(state: &AgentState) -> bool {
     *state == AgentState::default()
 }
 
-/// A history as JSON: every message in the format it arrived in, with its id, and the summary
-/// state. It travels inside a session export, which carries the version.
+/// A history as JSON: every message in the format it arrived in, with its id, the summary state
+/// and the frame. It travels inside a session export, which carries the version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -66,6 +66,12 @@ pub struct HistoryExport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(test, ts(as = "Option<Vec<String>>", optional))]
     pub pinned: Vec<String>,
+    /// The context the last build sent, which the next build extends (absent: none was made, or
+    /// an export from before frames were kept). One that does not fit the messages is not
+    /// restored: the next build then starts afresh, and its receipt's notes say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub frame: Option<FrameState>,
 }
 
 impl Session {
@@ -86,6 +92,7 @@ impl Session {
                 messages: self.history.logged()?,
                 summary: self.compactor.summary_state().clone(),
                 pinned: self.history.pinned(),
+                frame: self.compactor.frame_state(&self.history),
             },
             memory: self.memory.as_ref().map(MemoryStore::export),
             max_snapshot_chars: self.memory.as_ref().map(MemoryStore::max_snapshot_chars),
@@ -97,7 +104,7 @@ impl Session {
     /// A session from its export, checked whole before anything is built: a corrupt, truncated
     /// or newer export is an error that names what is wrong.
     pub fn import(value: Value) -> Result<Session> {
-        crate::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
+        crate::util::versioned::check_header(&value, EXPORT_FORMAT, EXPORT_VERSION, "session")?;
         let export: SessionExport = crate::error::from_json(value, "corrupt session export")?;
         Session::from_export(export)
     }
@@ -126,13 +133,16 @@ impl Session {
                 export.loops, export.max_loops
             )));
         }
-        let HistoryExport { encoding, messages, summary, pinned } = export.history;
+        let HistoryExport { encoding, messages, summary, pinned, frame } = export.history;
         session.history = ConversationHistory::from_counted(encoding, messages, known)?;
         session.history.set_pinned(&pinned).map_err(|e| corrupt("its pins", e))?;
         session
             .compactor
             .restore_summary_state(summary, &session.history, summary_counted)
             .map_err(|e| corrupt("its summary state", e))?;
+        if let Some(frame) = frame {
+            session.restore_frame(frame, "the exported frame");
+        }
         match (export.memory, export.max_snapshot_chars) {
             (Some(memory), max_snapshot_chars) => {
                 session.enable_memory(max_snapshot_chars.unwrap_or(memory::DEFAULT_MAX_SNAPSHOT_CHARS))?;
@@ -168,7 +178,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::compact::{BuildOptions, SummaryOptions};
-    use crate::session::memory::tests::agent_with_two_turns;
+    use crate::session::turn_memory::tests::agent_with_two_turns;
     use serde_json::json;
 
     #[test]
@@ -195,7 +205,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Value)| {
             let mut value = exported.clone();
             edit(&mut value);
-            Session::import(value).unwrap_err().message
+            Session::import(value).unwrap_err().into_details().message
         };
         assert!(with(&|v| v["version"] = 2.into()).contains("newer than this library"));
         assert!(with(&|v| v["format"] = "x".into()).contains("not a session export"));
@@ -248,7 +258,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Value)| {
             let mut value = exported.clone();
             edit(&mut value);
-            Session::import(value).unwrap_err().message
+            Session::import(value).unwrap_err().into_details().message
         };
         let current = |v: &mut Value| v["history"]["summary"]["current"].clone();
         assert!(with(&|v| v["history"]["summary"]["current"]["text"] = "".into()).contains("the summary is empty"));
@@ -345,5 +355,73 @@ mod tests {
         ] {
             assert!(check_created_at(bad, "createdAt").is_err(), "{bad}");
         }
+    }
+
+    /// A session built within a budget its history passes: a compaction event, then appends.
+    fn framed() -> (Session, BuildOptions) {
+        let mut session = summarised();
+        let options = BuildOptions {
+            budget: Some(crate::compact::BudgetOptions { max_tokens: Some(1_500), ..Default::default() }),
+            ..BuildOptions::default()
+        };
+        assert!(session.build(&options).unwrap().context.receipt.cache.unwrap().event);
+        session.history.append_value(json!({"role": "user", "content": "and the return?"}), Format::OpenAi).unwrap();
+        session.build(&options).unwrap();
+        (session, options)
+    }
+
+    /// A build's request (JSON text) and its outcome, without what it says of the prompt cache.
+    fn request_of(session: &mut Session, options: &BuildOptions) -> (String, crate::compact::BuildOutcome) {
+        let mut outcome = session.build(options).unwrap();
+        let request = session.compactor.request_value(&outcome.context).unwrap();
+        outcome.context.receipt.cache = None;
+        outcome.context.receipt.cost = None;
+        outcome.context.marks = None;
+        (serde_json::to_string(&request).unwrap(), outcome)
+    }
+
+    #[test]
+    fn the_frame_travels_with_an_export_and_the_imported_session_extends_it() {
+        let (mut session, options) = framed();
+        let exported = serde_json::to_value(session.export().unwrap()).unwrap();
+        assert!(exported["history"]["frame"]["messages"].as_array().is_some_and(|m| m.len() > 2), "{exported}");
+        let mut imported = Session::import(exported.clone()).unwrap();
+        assert_eq!(serde_json::to_value(imported.export().unwrap()).unwrap(), exported);
+        for s in [&mut session, &mut imported] {
+            s.history.append_value(json!({"role": "assistant", "content": "On Friday."}), Format::OpenAi).unwrap();
+        }
+        let live = request_of(&mut session, &options);
+        let next = request_of(&mut imported, &options);
+        assert_eq!(next, live);
+        assert!(
+            !next.1.context.receipt.notes.iter().any(|n| n.contains("frame")),
+            "{:?}",
+            next.1.context.receipt.notes
+        );
+
+        // An export from before frames were kept imports as before: its first build starts afresh.
+        let mut older = exported.clone();
+        older["history"].as_object_mut().unwrap().remove("frame");
+        let mut without = Session::import(older).unwrap();
+        assert!(without.compactor.frame_state(&without.history).is_none());
+        let first = without.build(&options).unwrap();
+        assert_eq!(first.context.receipt.cache.unwrap().reason, Some(crate::compact::EventReason::First));
+        assert!(!first.context.receipt.notes.iter().any(|n| n.contains("frame")));
+        // A frame that does not fit the messages imports without it, and the first build says so.
+        let mut moved = exported.clone();
+        moved["history"]["frame"]["settledId"] = json!("m2");
+        let mut refitted = Session::import(moved).unwrap();
+        let first = refitted.build(&options).unwrap();
+        assert_eq!(first.context.receipt.cache.unwrap().reason, Some(crate::compact::EventReason::First));
+        let note = first.context.receipt.notes.last().cloned().unwrap_or_default();
+        assert!(note.contains("the exported frame") && note.contains("ends at another message"), "{note}");
+        // One that is not a frame at all is a corrupt export, as any other field.
+        let mut damaged = exported.clone();
+        damaged["history"]["frame"]["messages"] = json!("none");
+        assert!(Session::import(damaged).unwrap_err().message.contains("frame"));
+        // A newer library's export is refused as before.
+        let mut newer = exported;
+        newer["version"] = 2.into();
+        assert!(Session::import(newer).unwrap_err().message.contains("newer than this library"));
     }
 }

@@ -3,10 +3,10 @@
 //! an isolated history that hands its parent one compact result. A session exports to one
 //! versioned JSON document and imports from it.
 
+mod artifacts_state;
 mod export;
-mod memory;
 pub mod records;
-mod state;
+mod turn_memory;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,15 +14,15 @@ use serde_json::{Map, Value};
 use crate::compact::{BuildOptions, BuildOutcome, Compactor, ReceiptEntry, SummaryRecord, SummaryState, TurnNote};
 use crate::error::{Error, Result};
 use crate::history::{ConversationHistory, TokenReport};
-use crate::ids::fnv1a;
 use crate::memory::MemoryStore;
 use crate::message::{Content, Format, Message, Role};
 use crate::tokens::anchor::UsageReport;
 use crate::tokens::ChatCount;
 use crate::tokens::Encoding;
+use crate::util::ids::fnv1a;
 
 pub use export::{HistoryExport, SessionExport, EXPORT_FORMAT, EXPORT_VERSION};
-pub use memory::{
+pub use turn_memory::{
     TurnInput, TurnSummaryRequest, CUMULATIVE_SUMMARY_MAX_TOKENS, RECALL_MAX_TOKENS, TURN_SUMMARY_MAX_TOKENS,
     TURN_SUMMARY_MAX_TOKENS_LIMIT,
 };
@@ -292,7 +292,7 @@ impl Session {
     /// The sub-agent's result as the tool result that answers the parent's call (its JSON text,
     /// keys in order).
     pub fn subagent_tool_result(&self, call_id: &str, format: Format) -> Result<Message> {
-        let text = crate::json_text::to_text(&self.subagent_result())
+        let text = crate::util::json_text::to_text(&self.subagent_result())
             .map_err(|e| Error::internal(format!("serialising a sub-agent result: {e}")))?;
         Ok(Message::tool_result(call_id, None, text, false, format))
     }
@@ -337,7 +337,11 @@ impl Session {
             Some(_) => crate::state::notes(&self.agent, &self.artifacts),
             None => Vec::new(),
         };
-        self.compactor.build(&mut self.history, options, &turns, &notes)
+        let mut outcome = self.compactor.build(&mut self.history, options, &turns, &notes)?;
+        if let Some(note) = self.persist.frame_note.take() {
+            outcome.context.receipt.notes.push(note);
+        }
+        Ok(outcome)
     }
 
     /// The last build's receipt message by message; empty before the first build.

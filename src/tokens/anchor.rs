@@ -118,10 +118,10 @@ pub struct AnchoredCount {
 /// or tool choice between two requests changes it.
 pub fn request_fingerprint(system: Option<&Value>, tools: Option<&Value>, tool_choice: Option<&Value>) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut hasher = crate::fasthash::FxHasher::default();
+    let mut hasher = crate::util::fasthash::FxHasher::default();
     for part in [system, tools, tool_choice] {
         match part {
-            Some(value) => crate::json_text::value_text(value).hash(&mut hasher),
+            Some(value) => crate::util::json_text::value_text(value).hash(&mut hasher),
             None => 0u8.hash(&mut hasher),
         }
     }
@@ -154,6 +154,9 @@ pub struct UsageReport {
     pub calibration: Option<Factor>,
     /// Later counts of this conversation start from this bill (`AnchoredCount`).
     pub anchored: bool,
+    /// What the last build's receipt predicted for this request (`receipt.cost`), to set beside
+    /// `cacheRead` and `cacheWrite`.
+    pub predicted: Option<crate::compact::CostEstimate>,
     pub notes: Vec<String>,
 }
 
@@ -171,6 +174,7 @@ impl UsageReport {
             calibrated: false,
             calibration: None,
             anchored: false,
+            predicted: None,
             notes: Vec::new(),
         }
     }

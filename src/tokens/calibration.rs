@@ -175,7 +175,7 @@ impl Factor {
 
     fn from_window(model: &str, window: &VecDeque<Observation>) -> Option<Factor> {
         let mut ratios: Vec<f64> = window.iter().map(|o| o.ratio()).collect();
-        crate::sort::sort_by(&mut ratios, f64::total_cmp);
+        crate::util::sort::sort_by(&mut ratios, f64::total_cmp);
         let (first, last) = (*ratios.first()?, *ratios.last()?);
         // `ratios` is not empty (`first` above), so `mid` and, for an even length, `mid - 1` index it.
         let mid = ratios.len() / 2;

@@ -140,18 +140,18 @@ fn function_call_tokens(encoding: Encoding, call: &Value) -> usize {
     let text = |key: &str| match call.get(key) {
         Some(Value::String(text)) => encoding.count(text),
         None | Some(Value::Null) => 0,
-        Some(other) => encoding.count(&crate::json_text::value_text(other)),
+        Some(other) => encoding.count(&crate::util::json_text::value_text(other)),
     };
     match call {
         Value::Object(fields) => {
             let rest: usize = fields
                 .iter()
                 .filter(|(k, _)| !matches!(k.as_str(), "name" | "arguments"))
-                .map(|(_, v)| encoding.count(&crate::json_text::value_text(v)))
+                .map(|(_, v)| encoding.count(&crate::util::json_text::value_text(v)))
                 .sum();
             TOKENS_PER_FUNCTION_CALL + text("name") + text("arguments") + rest
         }
-        other => TOKENS_PER_FUNCTION_CALL + encoding.count(&crate::json_text::value_text(other)),
+        other => TOKENS_PER_FUNCTION_CALL + encoding.count(&crate::util::json_text::value_text(other)),
     }
 }
 
@@ -207,7 +207,7 @@ fn part_tokens(encoding: Encoding, part: &Part, source: Format, images: ImageCou
         }
         Part::Other(value) => other_part_tokens(encoding, value).unwrap_or_else(|| {
             at.notes.push(CountNote { path: (at.path)(), why: Estimated::AsJson });
-            encoding.count(&crate::json_text::value_text(value))
+            encoding.count(&crate::util::json_text::value_text(value))
         }),
     }
 }

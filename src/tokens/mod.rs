@@ -139,7 +139,7 @@ impl serde::Serialize for Encoding {
 impl<'de> serde::Deserialize<'de> for Encoding {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Encoding, D::Error> {
         let name = String::deserialize(deserializer)?;
-        Encoding::parse(&name).map_err(|e| serde::de::Error::custom(e.message))
+        Encoding::parse(&name).map_err(|e| serde::de::Error::custom(&e.message))
     }
 }
 
@@ -148,7 +148,7 @@ impl<'de> serde::Deserialize<'de> for Encoding {
 /// says what is missing (`ready`) in words of its own.
 pub fn deserialize_named<'de, D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Encoding, D::Error> {
     let name = <String as serde::Deserialize>::deserialize(deserializer)?;
-    Encoding::named(&name).map_err(|e| serde::de::Error::custom(e.message))
+    Encoding::named(&name).map_err(|e| serde::de::Error::custom(&e.message))
 }
 
 /// One token per four characters, rounded up: the usual rule of thumb for English prose.

@@ -92,7 +92,7 @@ impl RequestOptions {
                             .and_then(|n| u32::try_from(n).ok())
                             .filter(|n| *n > 0)
                             .ok_or_else(|| {
-                                let got = size.get(key).map_or_else(|| "nothing".into(), crate::json_de::shown);
+                                let got = size.get(key).map_or_else(|| "nothing".into(), crate::util::json_de::shown);
                                 Error::invalid_argument(format!(
                                     "options.imageSizes[{url:?}].{key} must be a positive whole number of pixels, got {got}"
                                 ))
@@ -535,7 +535,7 @@ impl Counting<'_> {
                 .iter()
                 .map(|part| match part.get("text") {
                     Some(Value::String(text)) => self.encoding.count(text),
-                    _ => self.encoding.count(&crate::json_text::value_text(part)),
+                    _ => self.encoding.count(&crate::util::json_text::value_text(part)),
                 })
                 .sum(),
             Some(other) => {

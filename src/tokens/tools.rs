@@ -193,7 +193,7 @@ impl Renderer<'_> {
             if top_level {
                 if let Some(default) = property.get("default") {
                     self.out.push_str(" // default: ");
-                    self.out.push_str(&crate::json_text::value_text(default));
+                    self.out.push_str(&crate::util::json_text::value_text(default));
                 }
             }
             self.out.push('\n');
@@ -235,7 +235,7 @@ impl Renderer<'_> {
                 if i > 0 {
                     self.out.push_str(" | ");
                 }
-                self.out.push_str(&crate::json_text::value_text(value));
+                self.out.push_str(&crate::util::json_text::value_text(value));
             }
             return;
         }
@@ -308,7 +308,8 @@ pub fn openai_tool_tokens(encoding: Encoding, tools: &ToolList, first_system: Op
             tokens = (tokens + padded).saturating_sub(encoding.count(system) + SHARED_SYSTEM_SAVING);
         }
     }
-    tokens += tools.unrendered.iter().map(|tool| encoding.count(&crate::json_text::value_text(tool))).sum::<usize>();
+    tokens +=
+        tools.unrendered.iter().map(|tool| encoding.count(&crate::util::json_text::value_text(tool))).sum::<usize>();
     ToolTokens { tokens, estimated: !tools.unrendered.is_empty() }
 }
 
@@ -401,7 +402,7 @@ pub fn anthropic_tool_tokens(
     if items.is_empty() {
         return Ok(0);
     }
-    let definitions: usize = items.iter().map(|tool| encoding.count(&crate::json_text::value_text(tool))).sum();
+    let definitions: usize = items.iter().map(|tool| encoding.count(&crate::util::json_text::value_text(tool))).sum();
     Ok(definitions + anthropic_tool_prompt(model, tool_choice).0)
 }
 

@@ -1,6 +1,6 @@
 // The browser entry in headless Chromium: a plain page (tests/browser/index.html) served from the
 // repo root on localhost imports "context-compactor" through an import map, counts the fixture
-// vectors and chat examples, appends a tau-bench run and a Claude Code log, checks typed errors,
+// vectors and chat examples, appends an airline run and a Claude Code log (tests/fixtures), checks typed errors,
 // and renders it all; this asserts the page's results and saves a screenshot.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -9,9 +9,9 @@ import { fileURLToPath } from "node:url";
 import { serve, withPage } from "./harness.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const FIXTURES = fileURLToPath(new URL("../../../shared/fixtures/", import.meta.url));
+const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
 const SHOTS = fileURLToPath(new URL("./screenshots/", import.meta.url));
-const RUN = process.env.CC_BROWSER_RUN ?? 0; // which tau-bench run the page appends (default the first)
+const RUN = process.env.CC_BROWSER_RUN ?? 0; // which airline run the page appends (default the first)
 
 test("browser entry: plain page in headless Chromium counts, appends and throws typed errors", async () => {
   const server = await serve({ "/": ROOT, "/fixtures/": FIXTURES });

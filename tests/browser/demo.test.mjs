@@ -1,5 +1,5 @@
 // The demo (www/) in headless Chromium, served as `npm start` serves it (www/serve.mjs: Vite's
-// preview server over www/dist, with the shared fixtures at /fixtures/). A person's path through
+// preview server over www/dist, with the project's fixtures (tests/fixtures) at /fixtures/). A person's path through
 // it: the page counts, a fixture is loaded, stepped until a compaction, the bar and the receipt
 // are checked, a compacted turn is recalled, a malformed file is dropped, a session is reopened
 // after a reload (IndexedDB through the session store). Screenshots go to tests/browser/screenshots/. scripts/test.sh builds www/dist first.
@@ -12,14 +12,22 @@ import { startFakeProviders } from "../support/fake-providers.mjs";
 
 const WWW = new URL("../../www/", import.meta.url);
 const SHOTS = fileURLToPath(new URL("./screenshots/", import.meta.url));
-const FIXTURE = "openai/tau-bench-gpt-4o-airline.json";
+const FIXTURE = "openai/airline-runs.json";
+// What the demo offers at /fixtures/: the project's own sessions, so that it runs in any clone.
+// (Without a trailing slash: www/vite.config.ts checks that a file is under `folder + sep`.)
+const OWN_FIXTURES = fileURLToPath(new URL("../fixtures", import.meta.url));
 
 let demo;
 
 before(async () => {
   assert.ok(existsSync(new URL("dist/index.html", WWW)), "www/dist is built (scripts/test.sh builds it)");
   const { serveDemo } = await import(new URL("serve.mjs", WWW).href);
-  demo = await serveDemo({ port: 0, quiet: true });
+  process.env.CC_FIXTURES = OWN_FIXTURES;
+  try {
+    demo = await serveDemo({ port: 0, quiet: true });
+  } finally {
+    delete process.env.CC_FIXTURES;
+  }
   mkdirSync(SHOTS, { recursive: true });
 });
 
@@ -48,6 +56,21 @@ const shot = async (page, name, fullPage = true) => {
   await page.screenshot({ path, fullPage });
   console.log(`# screenshot: ${path}`);
 };
+
+const n = (value) => value.toLocaleString("en-US");
+const text = (value) => value.replace(/\s+/g, " ");
+
+/** The cost chart's bars, as numbers. */
+const chartSteps = (page) => page.$$eval(".cost-chart g.step", (els) => els.map((e) => ({
+  step: Number(e.dataset.step),
+  input: Number(e.dataset.input),
+  cached: Number(e.dataset.cached),
+  written: Number(e.dataset.written),
+  uncached: Number(e.dataset.uncached),
+  units: Number(e.dataset.units),
+  uncompactedUnits: Number(e.dataset.uncompactedUnits),
+  event: e.dataset.event,
+})));
 
 /** The fixture's run 0, built for a 3,000-token budget (small enough to compact). */
 async function loadFixtureOnBudget(page) {
@@ -87,13 +110,13 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     // token splits chosen by cost) took it to 1,042,942, and table format 4 (the right part coded by contexts of two
     // byte classes, #14) from 1,046,426 to 1,030,769; 1,036,007 after other merges, then 999,024 with binaryen on the
     // lite wasm (-O1 and more, its functions in an order where alike code is within gzip's window: scripts/build.sh),
-    // zopfli allowed 60 blocks, ASCII case maps where only ASCII is matched, and sorts of positions through src/sort.rs;
+    // zopfli allowed 60 blocks, ASCII case maps where only ASCII is matched, and sorts of positions through src/util/sort.rs;
     // 997,100 with table format 5 (frequency tables as log-scale codes, more contexts: the table -2,444, the wasm +520);
     // 999,681 after the warm build's kept receipt (+4.1 KB) and system messages hashed without Debug (-1.6 KB).
     // 999,620 with the allocator's 16 MB steps past 256 MB; 1,004,704 with the tail saves, then 999,513 with the
     // function order by likeness to the last four placed and short import and export names (scripts/short-names.mjs);
-    // 992,235 with one JSON serializer (src/json_text.rs), json_de's accessors' shared work compiled once and lower
-    // case from runs rather than core's table (src/lowercase.rs); 993,066 with the store's review fixes and the loaders'
+    // 992,235 with one JSON serializer (src/util/json_text.rs), json_de's accessors' shared work compiled once and lower
+    // case from runs rather than core's table (src/util/lowercase.rs); 993,066 with the store's review fixes and the loaders'
     // new shapes; 994,689 with record version 3 (XXH64 checksums, the summary's counting tag); 995,916 with the first
     // build's cheaper passes (issue #13: arguments parsed once, compression in place, analyze's flags in vectors);
     // 994,876 after is_listed in src/extract/files.rs (raw wasm -25 B, gzipped -1,040 B); 996,596 with
@@ -103,19 +126,39 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     assert.ok(codeAndTable <= TARGET, `wasm and table ${codeAndTable} bytes ≤ the ${TARGET}-byte target`);
     assert.equal(Number(await page.getAttribute("#stats", "data-bytes")), codeAndTable, "the page shows what the network log shows");
 
-    // A fixture, with the run picker (tau-bench), built for a budget small enough to compact.
+    // A fixture, with the run picker (a run list in tau-bench's layout), built for a budget small enough to compact.
     assert.equal(await page.isHidden("#fixture-picker"), false, "the fixtures are offered");
     await page.selectOption("#fixture", FIXTURE);
     await page.click("#load-fixture");
     await page.waitForSelector("#run-picker:not([hidden])");
-    assert.match(await page.textContent("#run-count"), /of 200/);
+    assert.match(await page.textContent("#run-count"), /of 40/);
     await page.fill("#run", "3");
     await page.click("#load-run");
-    await page.waitForFunction(() => /run 3 of 200/.test(document.querySelector("#loaded")?.textContent ?? ""));
+    await page.waitForFunction(() => /run 3 of 40/.test(document.querySelector("#loaded")?.textContent ?? ""));
     await page.check('input[name="mode"][value="budget"]');
     await page.fill("#budget", "3000");
     await page.dispatchEvent("#budget", "change");
     await shot(page, "demo-loaded");
+
+    // Nothing built yet: no bar, and the budget's values wait for the receipt of a build.
+    await page.waitForFunction(() => /Step 0 of/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"));
+    assert.equal(await page.$$eval(".cost-chart g.step", (els) => els.length), 0, "no call yet");
+    assert.match(await page.textContent("#budget-info"), /from the receipt of the first build/);
+
+    // Two steps: one bar each; the second call reads the first's context from the cache.
+    for (const expected of [1, 2]) {
+      await page.click("#step");
+      await page.waitForFunction((count) => document.querySelectorAll(".cost-chart g.step").length === count && !document.body.hasAttribute("aria-busy"), expected);
+    }
+    // The budget as the build resolved it: the receipt's trigger and low-water mark, not the page's arithmetic.
+    const budgetInfo = await page.textContent("#budget-info");
+    console.log(`# ${budgetInfo}`);
+    assert.match(budgetInfo, /a compaction event when the next context would pass 3,000 \(the trigger\), down to [\d,]+ \(the low-water mark\)/);
+    assert.doesNotMatch(`${await page.textContent("#profile-info")} ${budgetInfo}`, /aim/, "no target of the page's own");
+    const early = await chartSteps(page);
+    assert.equal(early[0].cached, 0, "nothing cached at the first call");
+    assert.ok(early[1].cached > 0 && early[1].cached < early[1].input, `the second call reads a prefix from the cache: ${JSON.stringify(early[1])}`);
+    assert.equal(early[1].input, Number(await page.getAttribute(".bar-total", "data-total")), "the bar is the context shown");
 
     // Step until a compaction happens.
     await page.click("#to-compaction");
@@ -142,6 +185,29 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
     assert.ok((await page.textContent("#summary-text pre.summary")).length > 20, "the summary text is shown");
     await shot(page, "demo-compaction");
 
+    // The cost chart: one bar per step, the compaction marked; the running cost is the sum of the bars' and is below no compaction's.
+    const steps = await chartSteps(page);
+    const stepped = Number(progress.match(/^Step (\d+)/)[1]);
+    assert.deepEqual(steps.map((s) => s.step), Array.from({ length: stepped }, (_, i) => i + 1), "one bar per step");
+    for (const s of steps) assert.equal(s.cached + s.written + s.uncached, s.input, `step ${s.step}: the parts add up`);
+    assert.equal(steps.at(-1).input, total, "the last bar is the context shown");
+    // The low-water mark of the last build (it counts the system prompt, which the first build had not seen).
+    const lowWater = Number((await page.textContent("#budget-info")).match(/down to ([\d,]+) \(the low-water mark\)/)[1].replace(/,/g, ""));
+    const events = steps.filter((s) => s.event);
+    assert.deepEqual(events.map((s) => s.step), [stepped], "the compaction's step is marked as an event");
+    assert.ok(events[0].input >= lowWater && events[0].input <= 3000, `the event compacts to between the low-water mark ${lowWater} and the trigger: ${events[0].input}`);
+    assert.ok(steps.slice(1).filter((s) => !s.event).every((s) => s.cached > 0), "every call after the first that is not an event reads from the cache");
+    const cost = await page.$eval(".cost-total", (e) => ({ text: e.textContent, calls: Number(e.dataset.calls), units: Number(e.dataset.units), uncompacted: Number(e.dataset.uncompactedUnits) }));
+    console.log(`# ${cost.text}`);
+    const sum = (key) => steps.reduce((a, s) => a + s[key], 0);
+    assert.equal(cost.calls, steps.length);
+    assert.ok(Math.abs(cost.units - sum("units")) < 1e-6 && Math.abs(cost.uncompacted - sum("uncompactedUnits")) < 1e-6, "the total is the bars' sum");
+    // OpenAI format: no cache writes; a read costs 0.1× an uncached token.
+    for (const s of steps) assert.ok(s.written === 0 && Math.abs(s.units - (0.1 * s.cached + s.uncached)) < 1e-6, `step ${s.step}: priced at 0.1× cached + 1× uncached`);
+    assert.ok(text(cost.text).includes(`Cost so far ${n(Math.round(cost.units))}`) && text(cost.text).includes(`${(cost.units / cost.uncompacted).toFixed(2)}×`), cost.text);
+    await page.$eval("#cost", (el) => el.scrollIntoView());
+    await shot(page, "demo-cost", false);
+
     // recall_context on a compacted turn brings its messages back.
     await page.waitForSelector("#recall-turn:not([disabled])");
     const turn = await page.$eval("#recall-turn", (s) => s.value);
@@ -160,11 +226,22 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
 
     // The session is in the sidebar.
     const listed = await page.$$eval("#sessions [data-session] strong", (els) => els.map((e) => e.textContent));
-    assert.ok(listed.includes("tau-bench-gpt-4o-airline.json, run 3"), `sessions: ${listed.join(", ")}`);
+    assert.ok(listed.includes("airline-runs.json, run 3"), `sessions: ${listed.join(", ")}`);
 
     // To the end: every step appended, the page still answers.
     await page.click("#to-end");
     await page.waitForFunction(() => /Step (\d+) of \1/.test(document.querySelector("#progress")?.textContent ?? ""));
+
+    // The same steps in Anthropic's format: written to the cache (1.25×) up to each call's breakpoint, read (0.1×) up to the last call's.
+    await page.selectOption("#format", "anthropic");
+    await page.waitForFunction(() => !document.body.hasAttribute("aria-busy") && document.querySelectorAll(".cost-chart g.step").length === 31 &&
+      document.querySelector(".cost-chart g.step")?.dataset.written !== "0");
+    const anthropic = await chartSteps(page);
+    assert.ok(anthropic.some((s) => s.written > 0) && anthropic.some((s) => s.cached > 0), "Anthropic calls write and read the cache");
+    for (const s of anthropic) assert.ok(Math.abs(s.units - (0.1 * s.cached + 1.25 * s.written + s.uncached)) < 1e-6, `step ${s.step}: ${JSON.stringify(s)}`);
+    console.log(`# anthropic: ${await page.textContent(".cost-total")}`);
+    await page.$eval("#cost", (el) => el.scrollIntoView());
+    await shot(page, "demo-cost-anthropic", false);
 
     // A malformed Claude Code log, dropped on the page: the loader's error names the line and field.
     const bad = [
@@ -196,7 +273,7 @@ test("demo: loads a fixture, compacts, shows the bar and the receipt, recalls a 
   });
 });
 
-test("demo: served without the shared fixtures, the picker is hidden and pasted JSON loads", async () => {
+test("demo: served without fixtures, the picker is hidden and pasted JSON loads", async () => {
   const { serveDemo } = await import(new URL("serve.mjs", WWW).href);
   process.env.CC_FIXTURES = fileURLToPath(new URL("./no-fixtures-here/", import.meta.url));
   let bare;
@@ -207,7 +284,7 @@ test("demo: served without the shared fixtures, the picker is hidden and pasted 
   }
   try {
     assert.deepEqual(await (await fetch(`${bare.url}fixtures/index.json`)).json(), [], "an empty fixture list");
-    assert.equal((await fetch(`${bare.url}fixtures/openai/tau-bench-gpt-4o-airline.json`)).status, 404);
+    assert.equal((await fetch(`${bare.url}fixtures/openai/airline-runs.json`)).status, 404);
     await withPage(async (page, log) => {
       await page.goto(bare.url);
       await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
@@ -220,6 +297,10 @@ test("demo: served without the shared fixtures, the picker is hidden and pasted 
       assert.equal(await page.$$eval("#history-list li.message", (els) => els.length), 3);
       // Anthropic messages counted with o200k_base: the package says it is an estimate.
       assert.match(await page.textContent(".bar-total"), /estimate/);
+      // One call, shorter than the shortest prefix a provider caches: nothing read or written, all at the base price.
+      const [call] = await chartSteps(page);
+      assert.ok(call.input > 0 && call.input < 1024, JSON.stringify(call));
+      assert.deepEqual([call.cached, call.written, call.uncached, call.units], [0, 0, call.input, call.input]);
       assert.deepEqual(log.filter((l) => /error|failed/i.test(l)), [], "no console errors");
     });
   } finally {
@@ -267,14 +348,17 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
         summary: document.querySelector("#summary-text pre.summary")?.textContent,
         budget: document.querySelector("#budget").value,
         mode: document.querySelector('input[name="mode"]:checked').value,
+        costs: all(".cost-chart g.step", (e) => JSON.stringify(e.dataset)),
+        cost: document.querySelector(".cost-total")?.textContent,
       };
     });
     const before = await seen();
     const id = await page.getAttribute("#sessions li.current", "data-session");
     const entry = await page.textContent(`#sessions [data-session="${id}"] button.session`);
     console.log(`# before the reload: ${before.step}, context ${before.total} tokens, ${before.compactions.length} compaction(s); sidebar: ${entry}`);
-    assert.match(entry, /tau-bench-gpt-4o-airline\.json, run 0[\d,]+ messages · [\d,]+ tokens/);
+    assert.match(entry, /airline-runs\.json, run 0[\d,]+ messages · [\d,]+ tokens/);
     assert.equal(before.compactions.length, 1);
+    assert.equal(before.costs.length, Number(before.step.match(/^Step (\d+)/)[1]), "one bar per step");
     assert.ok(before.history.length > 0 && before.context.length > 0 && Number(before.total) > 0);
     assert.equal(await page.isDisabled("#step"), false, "a step is left");
 
@@ -298,6 +382,7 @@ test("demo: a session survives a reload in IndexedDB, reopens as it was, steps o
     await page.waitForFunction((b) => document.querySelector("#progress")?.textContent.match(/^Step ([\d,]+)/)?.[1] !== b.match(/^Step ([\d,]+)/)[1] && !document.body.hasAttribute("aria-busy"), before.step);
     const stepped = await seen();
     assert.ok(stepped.history.length > before.history.length, "messages appended");
+    assert.deepEqual(stepped.costs.slice(0, -1), before.costs, "the stored calls' bars, and one more");
     assert.deepEqual(stepped.history.slice(0, before.history.length).map((h) => h.split(" ")[0]), before.history.map((h) => h.split(" ")[0]), "after the same messages");
     // The sidebar is listed again from the store once the step is saved, after the page stops being busy.
     await page.waitForFunction(([i, count]) => document.querySelector(`#sessions [data-session="${i}"] button.session`)?.textContent.includes(`${count} messages`), [id, stepped.history.length.toLocaleString("en-US")]);
@@ -337,7 +422,7 @@ test("demo: a session counted with cl100k_base reopens after a reload that loade
     await page.dispatchEvent("#encoding", "change");
     await page.waitForFunction(() => !document.body.hasAttribute("aria-busy"));
     await page.click("#to-end");
-    await page.waitForFunction(() => /^Step 16 of 16/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"), null, { timeout: 60_000 });
+    await page.waitForFunction(() => /^Step (\d+) of \1\b/.test(document.querySelector("#progress")?.textContent ?? "") && !document.body.hasAttribute("aria-busy"), null, { timeout: 60_000 });
     const before = await page.textContent("#progress");
     const bar = await page.textContent(".bar-total");
     assert.match(bar, /exact \(cl100k_base\)/);
@@ -407,6 +492,9 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       await page.click("#to-end");
       await page.waitForSelector("#chat:not([hidden])");
       const before = api.requests.length;
+      // One bar per step whose context was built: the step whose summariser failed sent nothing.
+      const replayed = (await chartSteps(page)).length;
+      assert.equal(replayed, 15, "16 steps, one of them failed");
       await page.fill("#chat-input", "Which flight did I ask about?");
       await page.click('#chat button[type="submit"]');
       await page.waitForFunction(() => /\+ 1 chatted/.test(document.querySelector("#progress")?.textContent ?? ""));
@@ -415,6 +503,9 @@ test("demo: with a model endpoint, compactions are summarised by it and the chat
       assert.deepEqual(chat.violations, [], "the context sent is valid for the API");
       assert.ok(chat.body.tools.some((t) => t.function?.name === "recall_context"), "recall_context is offered");
       assert.equal(chat.body.messages.at(-1).content, "Which flight did I ask about?");
+      // Each live call is a bar of its own, after the replayed steps'.
+      const calls = api.requests.slice(before).filter((r) => r.body.tools).length;
+      assert.equal((await chartSteps(page)).length, replayed + calls, `${replayed} steps and ${calls} chat call(s)`);
       const last = await page.$$eval("#history-list li.message", (els) => els.slice(-2).map((e) => e.textContent));
       assert.match(last[0], /Which flight did I ask about\?/);
       assert.match(last[1], /The customer wants to change a flight/);

@@ -1,5 +1,5 @@
 // The browser page's script: imports the package by its bare name (resolved by the page's import
-// map), checks counts, histories and errors against the shared fixtures, and renders everything.
+// map), checks counts, histories and errors against the fixtures (tests/fixtures), and renders everything.
 // Results are also left in window.__results for the test driver.
 import {
   Tokenizer,
@@ -52,11 +52,11 @@ async function main() {
 
   // 1. Token vectors
   const cookbook = JSON.parse(await fetchText("tokens/openai-cookbook-chat-token-counts.json"));
-  const plans = await fetchText("tokens/gpt-tokenizer-TestPlans.txt");
+  const plans = await fetchText("tokens/token-vectors.txt");
   const vectors = [...plans.matchAll(/^EncodingName: (\S+)\nSample: ([\s\S]*?)\nEncoded: \[([^\]]*)\]$/gm)]
     .filter((m) => toks[m[1]])
     .map((m) => ({ encoding: m[1], text: m[2], ids: m[3].trim() ? m[3].split(",").map(Number) : [] }));
-  const s1 = section("Token counts: cookbook vectors, then every TestPlans.txt vector");
+  const s1 = section("Token counts: cookbook vectors, then every token vector (ids from tiktoken)");
   const rows = [];
   for (const v of cookbook.encoding_vectors.filter((v) => toks[v.encoding])) {
     const got = [...toks[v.encoding].encode(v.text)];
@@ -64,7 +64,7 @@ async function main() {
   }
   let same = 0;
   for (const v of vectors) if (canon([...toks[v.encoding].encode(v.text)]) === canon(v.ids) && toks[v.encoding].count(v.text) === v.ids.length) same++;
-  rows.push(["both", `TestPlans.txt: ${vectors.length} vectors`, vectors.length, same, "ids identical", check("TestPlans vectors", same === vectors.length && vectors.length === 121, `${same}/${vectors.length}`)]);
+  rows.push(["both", `token-vectors.txt: ${vectors.length} vectors`, vectors.length, same, "ids identical", check("token vectors", same === vectors.length && vectors.length === 100, `${same}/${vectors.length}`)]);
   table(s1, ["encoding", "text", "expected", "got", "ids", ""], rows);
 
   // 2. Chat counts (OpenAI's rules)
@@ -81,11 +81,11 @@ async function main() {
   }
   table(s2, ["model", "encoding", "tools", "expected", "counted", ""], chatRows);
 
-  // 3. A real conversation in a ConversationHistory
-  const runs = JSON.parse(await fetchText("openai/tau-bench-gpt-4o-airline.json"));
+  // 3. An agent conversation in a ConversationHistory
+  const runs = JSON.parse(await fetchText("openai/airline-runs.json"));
   const runIndex = Number(params.get("run") ?? 0);
   const traj = runs[runIndex].traj;
-  const s3 = section(`tau-bench run ${runIndex} (${traj.length} OpenAI messages) in a ConversationHistory`);
+  const s3 = section(`airline run ${runIndex} (${traj.length} OpenAI messages) in a ConversationHistory`);
   const history = new ConversationHistory({ encoding: "o200k_base" });
   const t1 = performance.now();
   const ids = history.appendMany(traj);
@@ -134,10 +134,11 @@ async function main() {
   ]]);
 
   // 5. An agent session: memory, a budgeted context, persistence in localStorage, recall
-  const s6 = section(`An agent session with memory: ${runs.length > 1 ? "tau-bench runs 0–1" : "a tau-bench run"} turn by turn`);
+  // Runs 1 to 3 (3 is a long one): 44 turns, enough for turn summaries to take the place of old turns.
+  const s6 = section("An agent session with memory: airline runs 1–3 turn by turn");
   const session = new Session({ id: "browser-agent", memory: true, maxLoops: 100 });
   const turns = [];
-  for (const run of runs.slice(0, 2)) {
+  for (const run of runs.slice(1, 4)) {
     for (const message of run.traj) {
       if (message.role === "system" && turns.length > 0) continue;
       if (message.role === "user" || turns.length === 0) turns.push([]);

@@ -1,5 +1,6 @@
-//! The shared fixtures (`../shared/fixtures/`), read as they are, and the reference helpers of
-//! the tokenizer tests. One module for the tests (`mod common;`) and the examples
+//! The project's own fixtures (`tests/fixtures/`, written by `tests/fixtures/agents.mjs`), the
+//! shared real-world ones when they are beside the repository, and the reference helpers of the
+//! tokenizer tests. One module for the tests (`mod common;`) and the examples
 //! (`#[path = "../tests/common/mod.rs"] mod common;`).
 #![allow(dead_code)]
 
@@ -8,7 +9,31 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 pub fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Where the shared real-world fixtures would be: `CC_SHARED` when it is set (that folder, or its
+/// `fixtures/`), else `../shared/fixtures` beside the repository.
+pub fn shared_fixtures_path() -> PathBuf {
+    match std::env::var_os("CC_SHARED") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.join("fixtures").is_dir() {
+                dir.join("fixtures")
+            } else {
+                dir
+            }
+        }
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"),
+    }
+}
+
+/// The shared fixtures, for the tests that need them (`tests/shared.rs`, run with `--ignored`).
+/// Absent, it panics: those tests are only run when the fixtures are there.
+pub fn shared_fixtures() -> PathBuf {
+    let path = shared_fixtures_path();
+    assert!(path.is_dir(), "shared fixtures not found at {}", path.display());
+    path
 }
 
 pub fn fixture_path(relative: &str) -> PathBuf {
@@ -21,19 +46,48 @@ pub fn read_json(relative: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
-/// The 200 tau-bench runs, each an OpenAI message list.
-pub fn tau_bench() -> Vec<Value> {
-    match read_json("openai/tau-bench-gpt-4o-airline.json") {
+pub const AIRLINE_RUNS_FILE: &str = "openai/airline-runs.json";
+pub const SWE_AGENT_FILE: &str = "openai/swe-agent-trajectory.traj";
+
+/// The generated airline runs (tau-bench's layout), each an OpenAI message list.
+pub fn airline_runs() -> Vec<Value> {
+    runs_of(read_json(AIRLINE_RUNS_FILE))
+}
+
+/// The `traj` of each run of a tau-bench run list.
+pub fn runs_of(file: Value) -> Vec<Value> {
+    match file {
         Value::Array(runs) => runs.into_iter().map(|mut run| run["traj"].take()).collect(),
-        _ => panic!("tau-bench fixture is not an array"),
+        _ => panic!("a run list is an array"),
     }
 }
 
-/// A conversation of `n` messages: the tau-bench runs' messages over and over, tool-call ids made
-/// unique per lap (5,308 messages a lap). What the scale benchmarks and tests build on.
+/// A conversation of `n` messages: the airline runs' messages over and over, tool-call ids made
+/// unique per lap. What the scale benchmarks and tests build on.
 pub fn long_conversation(n: usize) -> Vec<Value> {
+    laps_of(airline_runs(), n)
+}
+
+/// The shared tau-bench runs (200 real GPT-4o runs, 5,308 messages), for the tests whose bounds
+/// were measured on real messages' sizes.
+pub fn shared_tau_bench() -> Vec<Value> {
+    runs_of(read_json_at(&shared_fixtures().join("openai/tau-bench-gpt-4o-airline.json")))
+}
+
+/// `long_conversation` over the shared tau-bench runs.
+pub fn shared_long_conversation(n: usize) -> Vec<Value> {
+    laps_of(shared_tau_bench(), n)
+}
+
+fn read_json_at(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+/// `n` messages: the runs' messages over and over, tool-call ids made unique per lap.
+pub fn laps_of(runs: Vec<Value>, n: usize) -> Vec<Value> {
     let templates: Vec<Value> =
-        tau_bench().into_iter().flat_map(|run| if let Value::Array(list) = run { list } else { vec![] }).collect();
+        runs.into_iter().flat_map(|run| if let Value::Array(list) = run { list } else { vec![] }).collect();
     (0..n)
         .map(|i| {
             let lap = i / templates.len();
@@ -53,10 +107,10 @@ pub fn long_conversation(n: usize) -> Vec<Value> {
         .collect()
 }
 
-/// Every message text of the tau-bench runs, in order: contents and tool-call arguments.
-pub fn tau_bench_texts() -> Vec<String> {
+/// Every message text of the airline runs, in order: contents and tool-call arguments.
+pub fn airline_texts() -> Vec<String> {
     let mut out = Vec::new();
-    for run in tau_bench() {
+    for run in airline_runs() {
         for m in run.as_array().into_iter().flatten() {
             if let Some(c) = m["content"].as_str() {
                 out.push(c.to_string());
@@ -71,12 +125,20 @@ pub fn tau_bench_texts() -> Vec<String> {
     out
 }
 
-/// (encoding, sample, ids) of gpt-tokenizer's TestPlans.txt: a sample runs from after
-/// "Sample: " up to the line that starts with "Encoded: " (it may span lines).
-pub fn test_plans() -> Vec<(String, String, Vec<u32>)> {
-    let text = std::fs::read_to_string(fixture_path("tokens/gpt-tokenizer-TestPlans.txt")).unwrap();
+/// (encoding, sample, ids) of the token vectors (`tokens/token-vectors.txt`, ids made by the
+/// `tiktoken` npm package).
+pub fn token_vectors() -> Vec<(String, String, Vec<u32>)> {
+    test_plans_at(&fixture_path("tokens/token-vectors.txt"))
+}
+
+/// (encoding, sample, ids) of a file in gpt-tokenizer's TestPlans.txt layout: a sample runs from
+/// after "Sample: " up to the line that starts with "Encoded: " (it may span lines).
+pub fn test_plans_at(path: &std::path::Path) -> Vec<(String, String, Vec<u32>)> {
+    // Every block starts a line; a leading comment (`#` lines) is not a block.
+    let text =
+        "\n".to_string() + &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let mut plans = Vec::new();
-    for block in text.split("EncodingName: ").skip(1) {
+    for block in text.split("\nEncodingName: ").skip(1) {
         let (name, rest) = block.split_once('\n').unwrap();
         let rest = rest.strip_prefix("Sample: ").expect("Sample: follows the name");
         let (sample, encoded) = rest.split_once("\nEncoded: ").expect("Encoded: follows the sample");
@@ -88,7 +150,10 @@ pub fn test_plans() -> Vec<(String, String, Vec<u32>)> {
 
 /// The SWE-agent history with each `tool_call_ids: [id]` mapped to `tool_call_id: id`.
 pub fn swe_agent() -> Value {
-    let mut trajectory = read_json("openai/swe-agent-marshmallow-1867.traj");
+    swe_agent_history(read_json(SWE_AGENT_FILE))
+}
+
+pub fn swe_agent_history(mut trajectory: Value) -> Value {
     let mut history = trajectory["history"].take();
     for message in history.as_array_mut().expect("history is an array") {
         let object = message.as_object_mut().expect("message is an object");
@@ -102,8 +167,11 @@ pub fn swe_agent() -> Value {
 
 /// The `.message` of every user/assistant record of a Claude Code log.
 pub fn claude_code(name: &str) -> Vec<Value> {
-    let path = fixture_path(&format!("anthropic/{name}"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    claude_code_at(&fixture_path(&format!("anthropic/{name}")))
+}
+
+pub fn claude_code_at(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str::<Value>(line).expect("a JSON record a line"))
@@ -161,7 +229,7 @@ pub fn json_texts(v: &serde_json::Value, out: &mut Vec<String>) {
 pub fn fixture_texts() -> Vec<(String, Vec<String>)> {
     let dir = fixtures();
     let mut files = Vec::new();
-    for name in ["openai/tau-bench-gpt-4o-airline.json", "openai/swe-agent-marshmallow-1867.traj"] {
+    for name in [AIRLINE_RUNS_FILE, SWE_AGENT_FILE] {
         let s = std::fs::read_to_string(dir.join(name)).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         let mut out = Vec::new();

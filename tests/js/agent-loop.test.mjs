@@ -1,18 +1,18 @@
-// The README's agent loop, replayed: 200 turns of the shared tau-bench conversations go through
+// The agent loop of docs/sessions.md, replayed: 200 turns of the airline runs (tests/fixtures) go through
 // a session's history, memory and compaction with the built-in summariser. Every context built
 // must pass the provider's rules and fit the budget, and recall_context must bring back every
 // turn the last context left out.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Session, Tokenizer, validateMessages } from "context-compactor";
-import { tauBench } from "./fixtures.mjs";
+import { airlineRuns } from "./fixtures.mjs";
 
 const TURNS = 200;
 
 /** Turns of the fixture runs: a user message and everything up to the next one. */
 function fixtureTurns() {
   const turns = [];
-  for (const [r, run] of tauBench().entries()) {
+  for (const [r, run] of airlineRuns().entries()) {
     for (const message of run.traj) {
       if (message.role === "system") {
         if (r === 0) turns.push([message]);

@@ -55,8 +55,14 @@ test("a long replay: the agent writes, lists and re-reads artifacts; every conte
     }
     history.append({ role: "assistant", content: `Saved code_part_${turn}.` });
     const format = turn % 2 ? "openai" : "anthropic";
-    const { messages, tokens, receipt } = history.build({ format, budget: { maxTokens } });
+    // An event that keeps several turns digests the older reads among them (at the default
+    // low-water mark, an event at 3,000 tokens keeps little more than the last turn whole).
+    const { messages, tokens, receipt } = history.build({ format, budget: { maxTokens, lowWaterRatio: 0.7 } });
     assert.ok(tokens.total <= maxTokens && receipt.withinBudget, `turn ${turn}: ${tokens.total}`);
+    const billed = receipt.budget.billedTokens ?? tokens.total;
+    assert.ok(billed <= maxTokens, `turn ${turn}: ${billed} billed`);
+    const { cachedTokens, writtenTokens, uncachedTokens } = receipt.cost;
+    assert.equal(cachedTokens + writtenTokens + uncachedTokens, billed, "the predicted bill splits the whole input");
     assert.deepEqual(validateMessages(messages, format), [], `turn ${turn}`);
     const artifacts = receipt.state.sections.find((s) => s.part === "artifacts");
     assert.equal(artifacts.lines + artifacts.omitted, turn);

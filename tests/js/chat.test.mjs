@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Tokenizer } from "context-compactor";
-import { cookbook, tauBench } from "./fixtures.mjs";
+import { cookbook, airlineRuns } from "./fixtures.mjs";
 
 const book = cookbook();
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
@@ -57,9 +57,9 @@ for (const [encoding, model, expected] of [
   });
 }
 
-test("a whole tau-bench run is counted in one call, message by message", () => {
+test("a whole airline run is counted in one call, message by message", () => {
   const tok = new Tokenizer("o200k_base");
-  const runs = tauBench();
+  const runs = airlineRuns();
   let messages = 0;
   let total = 0;
   for (const run of runs.slice(0, 20)) {

@@ -1,5 +1,5 @@
 // The `context-compactor` command, run as a child process (dist/cli.js, the package's bin) on
-// every shared fixture and on bad files: outputs parse and pass the provider's rules, budgets
+// every fixture and on bad files: outputs parse and pass the provider's rules, budgets
 // hold (recounted here), exit codes are 0 / 1 (bad input) / 2 (usage), errors name the line or
 // record and the field, and no stack trace reaches the user.
 import { test, before, after } from "node:test";
@@ -9,8 +9,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import { ConversationHistory, Tokenizer, loadConversation, validateMessages } from "context-compactor";
-import { FIXTURES, claudeCode } from "./fixtures.mjs";
+import { ConversationHistory, Tokenizer, convertMessages, loadConversation, validateMessages } from "context-compactor";
+import { FIXTURES, AIRLINE_RUNS, SWE_AGENT, claudeCode } from "./fixtures.mjs";
 
 const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 const fixture = (path) => fileURLToPath(new URL(path, FIXTURES));
@@ -34,8 +34,8 @@ before(() => {
   // An Anthropic request file: a system prompt and a real Claude Code session's messages.
   FILES.anthropic = join(work, "request.json");
   writeFileSync(FILES.anthropic, JSON.stringify({ system: "You are Claude Code.", messages: claudeCode("claude-code-tool-heavy.jsonl") }, null, 2));
-  FILES.tau = fixture("openai/tau-bench-gpt-4o-airline.json");
-  FILES.swe = fixture("openai/swe-agent-marshmallow-1867.traj");
+  FILES.tau = fixture(AIRLINE_RUNS);
+  FILES.swe = fixture(SWE_AGENT);
   FILES.short = fixture("anthropic/claude-code-short.jsonl");
   FILES.heavy = fixture("anthropic/claude-code-tool-heavy.jsonl");
 });
@@ -53,7 +53,7 @@ function tokensOf(file, options = {}) {
 test("compact --budget: every fixture, both formats: valid context, within the budget, recounted", () => {
   const cases = [
     ["tau", FILES.tau, ["--run", "3"]],
-    ["tau", FILES.tau, ["--run", "120"]],
+    ["tau", FILES.tau, ["--run", "30"]],
     ["swe", FILES.swe, []],
     ["short", FILES.short, []],
     ["heavy", FILES.heavy, []],
@@ -62,17 +62,19 @@ test("compact --budget: every fixture, both formats: valid context, within the b
   for (const [label, file, extra] of cases) {
     const run = extra[1] === undefined ? {} : { run: Number(extra[1]) };
     const { loaded, report } = tokensOf(file, run);
-    // Half the conversation, but room for its system prompt: something must go.
-    const budget = Math.max(200, Math.floor(report.total / 2));
     for (const format of ["openai", "anthropic"]) {
+      // Half the conversation as the provider bills it (Claude's rule for an Anthropic context),
+      // but room for its system prompt: something must go.
+      const billed = format === "openai" ? report.total
+        : new Tokenizer("o200k_base").countMessages(convertMessages(loaded.messages, loaded.format, "anthropic"), { format }).total;
+      const budget = Math.max(200, Math.floor(billed / 2));
       const { status, stdout, stderr } = cli(["compact", file, "--budget", String(budget), "--format", format, ...extra]);
       assert.equal(status, 0, `${label} ${format}: ${stderr}`);
       const context = JSON.parse(stdout);
       assert.deepEqual(validateMessages(context, format), [], `${label} ${format}`);
       const recount = new Tokenizer("o200k_base").countMessages(context, { format }).total;
-      // Builds budget in the encoding's units; countMessages counts an Anthropic context by
-      // Claude's billing rule, which builds do not use yet: only OpenAI contexts recount alike.
-      if (format === "openai") assert.ok(recount <= budget, `${label} ${format}: ${recount} tokens recounted, budget ${budget}`);
+      // An Anthropic context's budget is in Claude's billed units, as countMessages counts it.
+      assert.ok(recount <= budget, `${label} ${format}: ${recount} tokens recounted, budget ${budget}`);
       assert.match(stderr, /^messages\s+count\s+action\s+reason\s+tokens before\s+after$/m, "the receipt table");
       assert.match(stderr, new RegExp(`total [\\d,]+ of ${budget.toLocaleString("en-US")} \\(within budget\\)`));
       assert.match(stderr, new RegExp(`before: ${report.total.toLocaleString("en-US")} tokens in ${loaded.origins.length} messages`));
@@ -101,7 +103,7 @@ test("compact --profile, --summary none, --out", () => {
   assert.equal(profiled.stdout, "", "the context went to --out");
   const context = JSON.parse(readFileSync(out, "utf8"));
   assert.deepEqual(validateMessages(context, "openai"), []);
-  assert.match(profiled.stderr, /profile gpt-4: budget 6,144 tokens of a 8,192 window, cl100k_base/);
+  assert.match(profiled.stderr, /^profile gpt-4: a 8,192-token window, cl100k_base$/m);
   assert.ok(new Tokenizer("cl100k_base").countMessages(context).total <= 6144);
   // A budget below what is left after thinning: the summary is due.
   const summarised = cli(["compact", FILES.tau, "--run", "3", "--budget", "3000"]);
@@ -147,6 +149,31 @@ test("compact and inspect --budget: how full the context is and why, as the rece
   assert.ok(cli(["compact", FILES.tau, "--run", "3", "--budget", "30000"]).stderr.split("\n").includes(appending));
 });
 
+test("compact and inspect: the budget line is the receipt's resolved budget, and --budget N is the library's budget of N", () => {
+  const n = (value) => value.toLocaleString("en-US");
+  const line = (b) => `budget: ${n(b.maxTokens)} tokens, trigger ${n(b.triggerTokens)}, low-water mark ${n(b.lowWaterTokens)}; split: ` +
+    [`system ${n(b.systemTokens)}`, b.stateTokens ? `state ${n(b.stateTokens)}` : "", b.pinnedTokens ? `pinned ${n(b.pinnedTokens)}` : "",
+      b.requestTokens ? `request ${n(b.requestTokens)}` : "", `summary up to ${n(b.summaryBudget)}`, `recent ${n(b.recentBudget)}`].filter(Boolean).join(", ");
+  for (const args of [["--run", "3", "--budget", "3000"], ["--run", "3", "--budget", "30000"], ["--run", "3", "--profile", "gpt-4"]]) {
+    const { receipt } = JSON.parse(cli(["compact", FILES.tau, ...args, "--json"]).stdout);
+    const expected = line(receipt.budget);
+    for (const command of ["compact", "inspect"]) {
+      const { status, stderr } = cli([command, FILES.tau, ...args]);
+      assert.equal(status, 0, stderr);
+      assert.ok(stderr.split("\n").includes(expected), `${command} ${args.join(" ")}: ${expected}\n${stderr}`);
+    }
+  }
+  // The trigger and low-water mark are the library's own for a budget of N: the CLI adds no target of its own.
+  const loaded = loadConversation(readFileSync(FILES.tau, "utf8"), { run: 3 });
+  const history = new ConversationHistory({ format: loaded.format });
+  history.appendMany(loaded.messages);
+  const library = history.build({ budget: { maxTokens: 3000 }, format: loaded.format, thin: true, summary: { summarizer: "extractive" } }).receipt.budget;
+  const printed = JSON.parse(cli(["compact", FILES.tau, "--run", "3", "--budget", "3000", "--json"]).stdout).receipt.budget;
+  assert.deepEqual(printed, library);
+  assert.match(cli(["compact", "--help"]).stdout, /the trigger, low-water mark and split the build resolves are printed/);
+  assert.doesNotMatch(cli(["compact", "--help"]).stdout, /0\.6 N/);
+});
+
 test("count: tokens by role and by part, as history.tokenReport() gives them", () => {
   for (const file of [FILES.swe, FILES.short, FILES.anthropic]) {
     const { report } = tokensOf(file);
@@ -170,12 +197,12 @@ test("inspect: one line per stored message with what the build does to it", () =
   assert.equal(status, 0, stderr);
   const lines = stdout.trimEnd().split("\n");
   assert.match(lines[0], /^id\s+role\s+tokens\s+after\s+action\s+preview$/);
-  assert.equal(lines.length - 1, 17, "a line per message");
+  assert.equal(lines.length - 1, 23, "a line per message");
   assert.match(lines[1], /^m1\s+user\s/);
   assert.ok(lines.some((l) => /\b(dropped|summarised|thinned|compressed)\b/.test(l)), "something had to give");
   assert.ok(lines.some((l) => /\[meta\] <local-command-caveat>/.test(l)), "marks are shown");
   const json = JSON.parse(cli(["inspect", FILES.heavy, "--budget", "1500", "--json"]).stdout);
-  assert.equal(json.length, 17);
+  assert.equal(json.length, 23);
   for (const key of ["action", "id", "origin", "preview", "role", "tokensAfter", "tokensBefore"]) assert.ok(key in json[0], key);
   // With a summary configured nothing leaves the context uncovered (#11): no drops, so no drop reasons.
   assert.deepEqual(json.filter((entry) => entry.action === "dropped"), []);
@@ -214,7 +241,7 @@ test("bad files: exit code 1 and a message naming the line or record and the fie
     [write("traj.traj", '{"history": [{"role": "tool", "content": "x", "tool_call_ids": 5}]}'), /history\[0\]: `tool_call_ids` must be an array of ids, got a number \(at history\[0\]\.tool_call_ids\)/],
     [write("binary.bin", Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0x00, 0xff, 0xfe])), /binary data/],
     [FILES.swe, /run 1 was asked for, but the file is a SWE-agent trajectory/, ["--run", "1"]],
-    [FILES.tau, /run 500 does not exist: the file has 200 runs/, ["--run", "500"]],
+    [FILES.tau, /run 500 does not exist: the file has 40 runs/, ["--run", "500"]],
   ];
   for (const [file, message, extra = []] of cases) {
     for (const command of ["compact", "count", "inspect"]) {
@@ -290,17 +317,21 @@ test("usage: exit code 2, and --help for the tool and each command", () => {
 });
 
 test("progress: drawn on stderr only for a terminal (forced here), and cleared", () => {
-  const plain = cli(["count", FILES.tau]);
+  // Progress shows from 1 MB on: the airline runs three times over, as one run list.
+  const long = join(work, "long-runs.json");
+  const runs = JSON.parse(readFileSync(FILES.tau, "utf8"));
+  writeFileSync(long, JSON.stringify([...runs, ...runs, ...runs]));
+  const plain = cli(["count", long]);
   assert.doesNotMatch(plain.stderr, /\r/, "not a TTY: no progress");
-  const drawn = cli(["count", FILES.tau, "--json"], { env: { CONTEXT_COMPACTOR_PROGRESS: "1" } });
+  const drawn = cli(["count", long, "--json"], { env: { CONTEXT_COMPACTOR_PROGRESS: "1" } });
   assert.equal(drawn.status, 0);
-  assert.match(drawn.stderr, /\rreading\s+\[#+-*\]\s+\d+% [\d.]+\/4\.1 MB/);
+  assert.match(drawn.stderr, /\rreading\s+\[#+-*\]\s+\d+% [\d.]+\/[\d.]+ MB/);
   assert.ok(drawn.stderr.endsWith("\r\x1b[K"), "the bar is cleared before the output");
-  assert.equal(JSON.parse(drawn.stdout).messages, 32, "stdout is untouched");
+  assert.equal(JSON.parse(drawn.stdout).messages, 109, "stdout is untouched");
 });
 
 test("--repair: a Claude Code log cut at its head is refused with a hint, then imported leniently", () => {
-  // The shared log with its first records removed, so that it starts with a tool result whose
+  // The log with its first records removed, so that it starts with a tool result whose
   // call was before the cut (a resumed session).
   const lines = readFileSync(FILES.heavy, "utf8").split("\n").filter((line) => line.trim() !== "");
   const startsWithResult = (line) => {

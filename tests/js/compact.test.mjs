@@ -4,9 +4,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConversationHistory, validateMessages, resolveProfile, profileNames, ConflictError, NotFoundError, SummarizerError } from "context-compactor";
-import { tauBench, claudeCode } from "./fixtures.mjs";
+import { airlineRuns, claudeCode } from "./fixtures.mjs";
 
-const allMessages = () => tauBench().flatMap((run) => run.traj);
+const allMessages = () => airlineRuns().flatMap((run) => run.traj);
 
 // The runs account for every stored message by id, in order, and expand to the per-message entries.
 function assertReceiptCovers(receipt, history) {
@@ -25,7 +25,7 @@ function assertReceiptCovers(receipt, history) {
   assert.equal(at, history.length, "the runs cover the history");
 }
 
-test("the 5,308-message tau-bench conversation builds to a 100k budget, valid for both providers", () => {
+test("the 1,780-message airline conversation (~145k tokens) builds to a 100k budget, valid for both providers", () => {
   const history = new ConversationHistory();
   history.appendMany(allMessages());
   for (const format of ["openai", "anthropic"]) {
@@ -34,7 +34,7 @@ test("the 5,308-message tau-bench conversation builds to a 100k budget, valid fo
     assert.ok(result.receipt.withinBudget);
     assert.ok(result.tokens.total <= 100_000, `${result.tokens.total} tokens`);
     assertReceiptCovers(result.receipt, history);
-    assert.equal(history.length, 5308, "the stored history never changes");
+    assert.equal(history.length, 1780, "the stored history never changes");
     console.log(`# ${format}: ${result.layout.length} messages, ${result.tokens.total} tokens, summary ${result.tokens.summary}`);
   }
 });
@@ -71,7 +71,9 @@ test("profiles resolve by model name and unknown ones are refused", () => {
 
 test("built messages are frozen and shared between builds: a caller cannot corrupt a later build", () => {
   const history = new ConversationHistory();
-  history.appendMany(allMessages().slice(0, 300));
+  // About 300 messages, up to a user's request: the last message is the latest request, pinned.
+  const all = allMessages();
+  history.appendMany(all.slice(0, all.findLastIndex((m, i) => i < 300 && m.role === "user") + 1));
   const options = { budget: { contextWindow: 20_000, targetRatio: 1 }, summary: null };
   const first = history.build(options);
   const again = history.build(options);

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { convertMessages, ConversationHistory, InvalidArgumentError, ContextCompactorError } from "context-compactor";
-import { tauBench, claudeCode, CLAUDE_CODE_LOGS } from "./fixtures.mjs";
+import { airlineRuns, claudeCode, CLAUDE_CODE_LOGS } from "./fixtures.mjs";
 
 const text = (content) =>
   content == null ? "" : typeof content === "string" ? content : content.filter((p) => p.type === "text").map((p) => p.text).join("");
@@ -24,10 +24,10 @@ const essentials = (messages) =>
     answers: m.tool_call_id ?? null,
   }));
 
-test("tau-bench: openai -> anthropic -> openai keeps roles, texts, tool calls and tool ids (200 runs)", () => {
+test("airline runs: openai -> anthropic -> openai keeps roles, texts, tool calls and tool ids (40 runs)", () => {
   let messages = 0;
   let results = 0;
-  for (const [i, run] of tauBench().entries()) {
+  for (const [i, run] of airlineRuns().entries()) {
     const anthropic = convertMessages(run.traj, "openai", "anthropic");
     assert.ok(Array.isArray(anthropic.messages), "anthropic side is { system?, messages }");
     const system = run.traj.filter((m) => m.role === "system").map((m) => m.content);
@@ -44,11 +44,11 @@ test("tau-bench: openai -> anthropic -> openai keeps roles, texts, tool calls an
     assert.deepEqual(essentials(back), essentials(run.traj), `run ${i}`);
     messages += run.traj.length;
   }
-  console.log(`# 200 runs, ${messages} messages, ${results} tool results: same roles, texts and ids after the round trip`);
+  console.log(`# 40 runs, ${messages} messages, ${results} tool results: same roles, texts and ids after the round trip`);
 });
 
-test("tau-bench: tool results become user tool_result blocks answering the tool_use ids", () => {
-  const run = tauBench()[0].traj;
+test("airline runs: tool results become user tool_result blocks answering the tool_use ids", () => {
+  const run = airlineRuns()[0].traj;
   const { messages } = convertMessages(run, "openai", "anthropic");
   const uses = new Set();
   for (const m of messages) {

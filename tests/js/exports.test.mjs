@@ -12,7 +12,7 @@ const INTERNAL = new Set(["default", "initSync", "setErrorFactory", "recoverAfte
 test("every public binding of the wasm module is exported by the package", async () => {
   const wasm = await import("../../pkg/context_compactor.js");
   const missing = Object.keys(wasm).filter((name) => !INTERNAL.has(name) && !(name in pkg));
-  assert.deepEqual(missing, [], "add these to js/api.ts (or to INTERNAL here, with a reason)");
+  assert.deepEqual(missing, [], "add these to js/guarded.ts and its re-export in js/api.ts (or to INTERNAL here, with a reason)");
   // Exported guarded (js/guard.ts): a class keeps the binding's prototype, so `instanceof` holds
   // for every object the package hands out; a function keeps its name.
   for (const name of Object.keys(wasm)) {

@@ -2,7 +2,7 @@
 // helpers of tests/js/store-adversarial.test.mjs.
 import { MemoryStorageAdapter } from "context-compactor";
 
-/** FNV-1a 64 over UTF-8 bytes, as src/ids.rs computes the records' checksums. */
+/** FNV-1a 64 over UTF-8 bytes, as src/util/ids.rs computes the records' checksums. */
 function fnv1a64(text) {
   let hash = 0xcbf29ce484222325n;
   for (const byte of Buffer.from(text, "utf8")) hash = BigInt.asUintN(64, (hash ^ BigInt(byte)) * 0x100000001b3n);
@@ -42,7 +42,7 @@ function xxh64(bytes) {
 }
 
 /** The record version the core writes (`RECORD_VERSION`). */
-export const CURRENT_VERSION = 4;
+export const CURRENT_VERSION = 5;
 
 /** A record of the current version at `key` holding `body`, with a checksum that verifies. */
 export function sealCurrent(key, body) {

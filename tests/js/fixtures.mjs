@@ -1,12 +1,25 @@
-// Loads the shared, read-only fixtures (../shared/fixtures relative to the repo root).
-import { readFileSync } from "node:fs";
+// The project's own fixtures (tests/fixtures/, written by tests/fixtures/agents.mjs), and where the
+// shared real-world ones are when they are beside the repository (tests/shared/ reads those).
+import { existsSync, readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 
-export const FIXTURES = new URL("../../../shared/fixtures/", import.meta.url);
+export const FIXTURES = new URL("../fixtures/", import.meta.url);
 const read = (path) => readFileSync(new URL(path, FIXTURES), "utf8");
 
-/** gpt-tokenizer's TestPlans.txt: `EncodingName:` / `Sample:` (may span lines) / `Encoded: [...]`. */
-export function tokenVectors(encodings = ["cl100k_base", "o200k_base"]) {
-  const text = read("tokens/gpt-tokenizer-TestPlans.txt");
+export const AIRLINE_RUNS = "openai/airline-runs.json";
+export const SWE_AGENT = "openai/swe-agent-trajectory.traj";
+
+/** CC_SHARED when it is set (that folder, or its `fixtures/`), else `../shared/fixtures/` beside the repository. */
+export const SHARED_FIXTURES = (() => {
+  const dir = process.env.CC_SHARED;
+  if (!dir) return new URL("../../../shared/fixtures/", import.meta.url);
+  const base = pathToFileURL(dir.replace(/\/?$/, "/"));
+  return existsSync(new URL("fixtures/", base)) ? new URL("fixtures/", base) : base;
+})();
+export const sharedPresent = () => existsSync(SHARED_FIXTURES);
+
+/** Token vectors in gpt-tokenizer's TestPlans layout: `EncodingName:` / `Sample:` (may span lines) / `Encoded: [...]`. */
+export function tokenVectors(encodings = ["cl100k_base", "o200k_base"], text = read("tokens/token-vectors.txt")) {
   const vectors = [];
   const re = /^EncodingName: (\S+)\nSample: ([\s\S]*?)\nEncoded: \[([^\]]*)\]$/gm;
   for (const m of text.matchAll(re)) {
@@ -16,14 +29,15 @@ export function tokenVectors(encodings = ["cl100k_base", "o200k_base"]) {
   return vectors;
 }
 
+/** The counts OpenAI's cookbook published for its examples, as the project wrote them down. */
 export const cookbook = () => JSON.parse(read("tokens/openai-cookbook-chat-token-counts.json"));
 
-/** The 200 tau-bench runs: `[{ task_id, traj: [OpenAI messages] }]`. */
-export const tauBench = () => JSON.parse(read("openai/tau-bench-gpt-4o-airline.json"));
+/** The generated airline runs, in tau-bench's layout: `[{ task_id, traj: [OpenAI messages] }]`. */
+export const airlineRuns = () => JSON.parse(read(AIRLINE_RUNS));
 
-/** The SWE-agent history, its tool messages' `tool_call_ids: [x]` mapped to `tool_call_id: x`. */
-export function sweAgent() {
-  const traj = JSON.parse(read("openai/swe-agent-marshmallow-1867.traj"));
+/** A SWE-agent history, its tool messages' `tool_call_ids: [x]` mapped to `tool_call_id: x`. */
+export function sweAgent(text = read(SWE_AGENT)) {
+  const traj = JSON.parse(text);
   return traj.history.map((message) => {
     if (!Array.isArray(message.tool_call_ids)) return message;
     const { tool_call_ids, ...rest } = message;
@@ -35,8 +49,8 @@ export function sweAgent() {
 export const CLAUDE_CODE_LOGS = ["claude-code-short.jsonl", "claude-code-tool-heavy.jsonl"];
 
 /** The `.message` of the `user`/`assistant` records of a Claude Code log: Anthropic messages. */
-export function claudeCode(name) {
-  return read(`anthropic/${name}`)
+export function claudeCode(name, text = read(`anthropic/${name}`)) {
+  return text
     .split("\n")
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line))

@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Tokenizer, ConversationHistory, convertMessages, ContextCompactorError } from "context-compactor";
-import { tauBench, claudeCode } from "./fixtures.mjs";
+import { airlineRuns, claudeCode } from "./fixtures.mjs";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20241122);
 const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 6000);
@@ -101,7 +101,7 @@ function mutate(value) {
   return copy;
 }
 
-const tau = tauBench()[0].traj;
+const tau = airlineRuns()[0].traj;
 const claude = claudeCode("claude-code-tool-heavy.jsonl");
 const REAL = [...tau.slice(0, 12), tau.slice(0, 10), ...claude.slice(0, 8), claude.slice(0, 6), { messages: claude.slice(0, 3) }];
 const fmt = () => (rand() < 0.7 ? pick(["openai", "anthropic", undefined]) : garbage(3));

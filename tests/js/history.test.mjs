@@ -3,10 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConversationHistory, Tokenizer } from "context-compactor";
-import { tauBench, claudeCode } from "./fixtures.mjs";
+import { airlineRuns, claudeCode } from "./fixtures.mjs";
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
-const longestRun = () => tauBench().reduce((a, b) => (b.traj.length > a.traj.length ? b : a)).traj;
+const longestRun = () => airlineRuns().reduce((a, b) => (b.traj.length > a.traj.length ? b : a)).traj;
 
 test("after one append, recounting tokenizes only that message and adds exactly its count", () => {
   const run = longestRun();

@@ -8,7 +8,7 @@ import { readFileSync, statSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import * as lite from "context-compactor/lite";
 import * as full from "context-compactor";
-import { tokenVectors, tauBench } from "./fixtures.mjs";
+import { tokenVectors, airlineRuns } from "./fixtures.mjs";
 
 const ranks = (encoding) => readFileSync(lite.rankFile(encoding));
 
@@ -75,7 +75,7 @@ async function aStoredSessionNamesTheRanksItNeeds() {
 
 test("after loadRanks: ids and counts identical to the full entry, encoding by encoding", async () => {
   const texts = [...tokenVectors().map((v) => v.sample),
-    ...tauBench().slice(0, 20).flatMap((run) => run.traj.map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m))))];
+    ...airlineRuns().slice(0, 20).flatMap((run) => run.traj.map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m))))];
   lite.loadRanks("o200k_base", ranks("o200k_base"));
   throwsInvalidArgument(() => new lite.Tokenizer("cl100k_base"), /no cl100k_base ranks/);
   const store = await aStoredSessionNamesTheRanksItNeeds();
@@ -93,7 +93,7 @@ test("after loadRanks: ids and counts identical to the full entry, encoding by e
     assert.equal(a.count(texts.join("\n")), b.count(texts.join("\n")));
   }
   console.log(`# ${texts.length} texts, ${n} tokens identical in both encodings`);
-  const messages = tauBench()[0].traj;
+  const messages = airlineRuns()[0].traj;
   const [h, g] = [new lite.ConversationHistory({ encoding: "cl100k_base" }), new full.ConversationHistory({ encoding: "cl100k_base" })];
   h.appendMany(messages);
   g.appendMany(messages);

@@ -1,10 +1,10 @@
-// loadConversation from JS: every shared fixture, read as a user hands it over (the whole file),
+// loadConversation from JS: every fixture, read as a user hands it over (the whole file),
 // goes straight into appendMany; malformed files throw typed errors naming the line and field.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { loadConversation, ConversationHistory, InvalidMessageError, InvalidArgumentError, validateMessages } from "context-compactor";
-import { FIXTURES, tauBench, sweAgent } from "./fixtures.mjs";
+import { FIXTURES, AIRLINE_RUNS, SWE_AGENT, airlineRuns, sweAgent } from "./fixtures.mjs";
 
 const read = (path) => readFileSync(new URL(path, FIXTURES), "utf8");
 
@@ -17,8 +17,8 @@ function appendAll(loaded) {
 
 test("every fixture loads and appends as it is; the name is only a hint", () => {
   const cases = [
-    ["openai/tau-bench-gpt-4o-airline.json", "tau-bench", "openai"],
-    ["openai/swe-agent-marshmallow-1867.traj", "swe-agent", "openai"],
+    [AIRLINE_RUNS, "tau-bench", "openai"],
+    [SWE_AGENT, "swe-agent", "openai"],
     ["anthropic/claude-code-short.jsonl", "claude-code", "anthropic"],
     ["anthropic/claude-code-tool-heavy.jsonl", "claude-code", "anthropic"],
   ];
@@ -35,33 +35,33 @@ test("every fixture loads and appends as it is; the name is only a hint", () => 
   }
 });
 
-test("tau-bench: one run at a time, losslessly, and how many there are", () => {
-  const text = read("openai/tau-bench-gpt-4o-airline.json");
-  const runs = tauBench();
-  for (const run of [0, 7, 199]) {
+test("tau-bench layout: one run at a time, losslessly, and how many there are", () => {
+  const text = read(AIRLINE_RUNS);
+  const runs = airlineRuns();
+  for (const run of [0, 7, 39]) {
     const loaded = loadConversation(text, { run });
     assert.deepEqual(loaded.messages, runs[run].traj);
-    assert.deepEqual(loaded.run, { index: run, count: 200, taskId: runs[run].task_id });
+    assert.deepEqual(loaded.run, { index: run, count: 40, taskId: runs[run].task_id });
     assert.equal(loaded.origins[1].record, `[${run}].traj[1]`);
   }
-  assert.throws(() => loadConversation(text, { run: 200 }), (e) => e instanceof InvalidArgumentError && /run 200 does not exist: the file has 200 runs/.test(e.message));
+  assert.throws(() => loadConversation(text, { run: 40 }), (e) => e instanceof InvalidArgumentError && /run 40 does not exist: the file has 40 runs/.test(e.message));
   assert.throws(() => loadConversation(text, { run: 1.5 }), InvalidArgumentError);
   assert.throws(() => loadConversation(text, { runs: 1 }), /unknown field "runs"; the fields are name, run, repair/);
 });
 
 test("SWE-agent: tool_call_ids read as tool_call_id, every other key kept", () => {
-  const loaded = loadConversation(read("openai/swe-agent-marshmallow-1867.traj"));
+  const loaded = loadConversation(read(SWE_AGENT));
   assert.deepEqual(loaded.messages, sweAgent());
 });
 
 test("Claude Code: split responses merged, noise skipped with its line, meta messages marked", () => {
   const loaded = loadConversation(read("anthropic/claude-code-tool-heavy.jsonl"));
   const list = loaded.messages.messages;
-  assert.equal(list.length, 17);
+  assert.equal(list.length, 23);
   assert.equal(new Set(list.filter((m) => m.id).map((m) => m.id)).size, list.filter((m) => m.id).length, "one message per API response");
   assert.ok(loaded.skipped.every((s) => Number.isInteger(s.line) && s.reason.length > 0));
-  assert.deepEqual(loaded.marks.map((m) => [m.kind, m.line]), [["meta", 20], ["localCommand", 21], ["localCommand", 22]]);
-  assert.deepEqual(loaded.origins.find((o) => o.lines)?.lines, [12, 13]);
+  assert.deepEqual(loaded.marks.map((m) => [m.kind, m.line]), [["meta", 23], ["localCommand", 24], ["localCommand", 25]]);
+  assert.deepEqual(loaded.origins.find((o) => o.lines)?.lines, [11, 12]);
 });
 
 test("a file's text or its bytes; an Anthropic { system, messages } comes back as it was", () => {

@@ -13,7 +13,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from "context-compactor";
-import { FIXTURES } from "./fixtures.mjs";
+import { FIXTURES, SWE_AGENT } from "./fixtures.mjs";
 
 const read = (path) => readFileSync(new URL(path, FIXTURES), "utf8");
 
@@ -100,9 +100,9 @@ test("the summary's primary request follows the pin", () => {
   assert.ok(summary);
 });
 
-/** The marshmallow trajectory with a demonstration before the instance's issue, as SWE-agent logs one. */
+/** The SWE-agent trajectory with a demonstration before the instance's issue, as SWE-agent logs one. */
 function withDemonstration(inHistory) {
-  const traj = JSON.parse(read("openai/swe-agent-marshmallow-1867.traj"));
+  const traj = JSON.parse(read(SWE_AGENT));
   const [system, ...rest] = traj.history;
   const demo = inHistory
     ? [
@@ -114,13 +114,13 @@ function withDemonstration(inHistory) {
 }
 
 test("the SWE-agent loader pins the instance's issue, after any demonstration", () => {
-  const plain = loadConversation(read("openai/swe-agent-marshmallow-1867.traj"));
+  const plain = loadConversation(read(SWE_AGENT));
   assert.deepEqual(plain.pinned, [1], "no demonstration: the first user message is the issue");
   for (const inHistory of [false, true]) {
     const { text, issueIndex } = withDemonstration(inHistory);
     const loaded = loadConversation(text, { name: "run.traj" });
     assert.deepEqual(loaded.pinned, [issueIndex], `demonstration ${inHistory ? "in the history" : "as one message"}`);
-    assert.match(loaded.messages[issueIndex].content, /TimeDelta serialization precision/);
+    assert.match(loaded.messages[issueIndex].content, /DurationField rounds down/);
     const history = new ConversationHistory({ format: loaded.format });
     const ids = history.appendMany(loaded.messages, { pin: loaded.pinned });
     const build = history.build({ budget: { maxTokens: 3000 }, summary: null });

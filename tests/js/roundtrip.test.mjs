@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConversationHistory, convertMessages } from "context-compactor";
-import { tauBench, sweAgent, claudeCode, CLAUDE_CODE_LOGS } from "./fixtures.mjs";
+import { airlineRuns, sweAgent, claudeCode, CLAUDE_CODE_LOGS } from "./fixtures.mjs";
 
 function roundTripOpenAI(messages, label) {
   const history = new ConversationHistory({ format: "openai" });
@@ -22,9 +22,9 @@ function roundTripOpenAI(messages, label) {
   single.free();
 }
 
-test("tau-bench: each of the 200 runs round-trips through ConversationHistory (openai)", () => {
-  const runs = tauBench();
-  assert.equal(runs.length, 200);
+test("airline runs: each of the 40 runs round-trips through ConversationHistory (openai)", () => {
+  const runs = airlineRuns();
+  assert.equal(runs.length, 40);
   let messages = 0;
   let calls = 0;
   for (const [i, run] of runs.entries()) {
@@ -32,7 +32,7 @@ test("tau-bench: each of the 200 runs round-trips through ConversationHistory (o
     messages += run.traj.length;
     calls += run.traj.reduce((n, m) => n + (m.tool_calls?.length ?? 0), 0);
   }
-  console.log(`# 200 runs, ${messages} messages, ${calls} tool calls: identical JSON`);
+  console.log(`# 40 runs, ${messages} messages, ${calls} tool calls: identical JSON`);
 });
 
 test("SWE-agent trajectory (tool_call_ids mapped) round-trips with its extra keys (openai)", () => {
@@ -76,8 +76,8 @@ test("an Anthropic system prompt round-trips, string or blocks", () => {
   }
 });
 
-test("the same history reads back in the other format: tau-bench as Anthropic equals convertMessages", () => {
-  const run = tauBench()[0].traj;
+test("the same history reads back in the other format: the airline runs as Anthropic equal convertMessages", () => {
+  const run = airlineRuns()[0].traj;
   const history = new ConversationHistory();
   history.appendMany(run);
   assert.deepEqual(history.messages("anthropic"), convertMessages(run, "openai", "anthropic"));

@@ -67,6 +67,12 @@ if (task.role === "append") {
       }
     }
   }
+} else if (task.role === "serve") {
+  // Serves a turn: the user's message appended, then the build of the model call, logged as JSON.
+  const chat = await openSession(task.session);
+  await chat.append(chain(task.id), { key: task.id });
+  const built = chat.history.build(task.options);
+  log(`built ${JSON.stringify({ messages: built.messages, event: built.receipt.cache?.event, notes: built.receipt.notes })}`);
 } else if (task.role === "compact") {
   const chat = await openSession(task.session);
   try {

@@ -213,25 +213,62 @@ for (const kind of ["postgres", "sqlite"]) {
     assert.deepEqual(lines(log).filter((l) => !l.startsWith("summarising")).map((l) => l.split(" ")[0] + " " + l.split(" ")[1]), ["refused LeaseHeldError", "compacted with-summary"]);
 
     // A holder killed while its model works: the others are refused until its lease lapses, then
-    // one compacts, cancelling the compaction the dead one left under way.
+    // one compacts, cancelling the compaction the dead one left under way. The lease outlasts a
+    // process start on a loaded machine (the refused run starts one).
+    const LAPSE_MS = 6_000;
     await makeSession(where, "lease-killed", 40, " with a longer text to count, so that the history is well over the budget of this build");
     const log2 = join(scratch, `log2-${serial}`);
-    const holder = run({ ...where, role: "compact", session: "lease-killed", id: "dead", log: log2, options, releaseFile: join(scratch, "never"), leaseMs: 2_000 });
+    const holder = run({ ...where, role: "compact", session: "lease-killed", id: "dead", log: log2, options, releaseFile: join(scratch, "never"), leaseMs: LAPSE_MS });
     await until(() => lines(log2).includes("summarising"), holder, "the holder asked for its summary");
     holder.process.kill("SIGKILL");
     await holder;
-    const refused = await run({ ...where, role: "compact", session: "lease-killed", id: "early", log: log2, options, leaseMs: 2_000 });
+    const refused = await run({ ...where, role: "compact", session: "lease-killed", id: "early", log: log2, options, leaseMs: LAPSE_MS });
     assert.equal(refused.code, 0, refused.stderr);
     assert.match(lines(log2).at(-1), /^refused LeaseHeldError/);
-    await sleep(2_100);
-    const later = await run({ ...where, role: "compact", session: "lease-killed", id: "later", log: log2, options, leaseMs: 2_000 });
+    await sleep(LAPSE_MS + 100);
+    const later = await run({ ...where, role: "compact", session: "lease-killed", id: "later", log: log2, options, leaseMs: LAPSE_MS });
     assert.equal(later.code, 0, later.stderr);
     assert.equal(lines(log2).at(-2), "summarising");
     assert.match(lines(log2).at(-1), /^compacted with-summary /);
   });
 }
 
-test.skip("postgres: a turn served by another process sends the byte-identical prefix (needs the build's frozen context stored with the session)", () => {});
+for (const kind of ["postgres", "sqlite"]) {
+  test(`${kind}: a turn served by another process sends the byte-identical prefix`, async () => {
+    const where = place(kind);
+    // Over the budget: the first build is a compaction event, which drops the early chains.
+    await makeSession(where, "served", 30, " with a longer text to count, so that the history passes the budget");
+    const options = { format: "openai", budget: { maxTokens: 1_500 }, keepRecentSteps: 1 };
+    const adapter = await openAdapter(where);
+    const store = await SessionStore.open(adapter, { autosave: false, broadcast: false });
+    try {
+      const chat = await store.open("served");
+      const first = chat.history.build(options);
+      assert.equal(first.receipt.cache.event, true, "the history passes the budget");
+      await chat.flush();
+      // The next turns are served by other processes, each opening the session afresh.
+      const log = join(scratch, `log-${serial}`);
+      let before = first.messages;
+      for (const id of ["b", "c"]) {
+        const served = await run({ ...where, role: "serve", session: "served", id, options, log });
+        assert.equal(served.code, 0, served.stderr);
+        const built = JSON.parse(lines(log).at(-1).replace(/^built /, ""));
+        assert.equal(built.event, false, `${id}: an append to the context sent before, not a compaction event`);
+        assert.deepEqual(built.notes, []);
+        assert.equal(JSON.stringify(built.messages.slice(0, before.length)), JSON.stringify(before), `${id}: the prefix sent before, byte for byte`);
+        assert.ok(built.messages.length > before.length);
+        // What this process, had it served the turn, would have sent.
+        await chat.sync();
+        const here = chat.history.build(options);
+        assert.equal(JSON.stringify(here.messages), JSON.stringify(built.messages), `${id}: the live session's request`);
+        before = built.messages;
+      }
+    } finally {
+      await store.close();
+      await adapter.close();
+    }
+  });
+}
 
 test("postgres: the server restarted mid-run: typed errors, nothing half-written, every append stored once", async () => {
   const where = place("postgres");

@@ -21,7 +21,7 @@ import {
   persist,
 } from "context-compactor";
 import { FileSystemAdapter } from "context-compactor/storage/fs";
-import { tauBench } from "./fixtures.mjs";
+import { airlineRuns } from "./fixtures.mjs";
 
 const roots = [];
 after(() => roots.forEach((root) => rmSync(root, { recursive: true, force: true })));
@@ -31,7 +31,7 @@ const freshRoot = () => {
   return root;
 };
 
-const messages = tauBench().flatMap((run) => run.traj).slice(0, 120);
+const messages = airlineRuns().flatMap((run) => run.traj).slice(0, 120);
 
 /** Two kinds of storage, each opened twice as two "tabs" or two runs of the app would. */
 const storages = {
@@ -350,6 +350,29 @@ for (const [kind, storage] of Object.entries(storages)) {
     const reopened = await (await SessionStore.open(await open())).open("legacy");
     assert.deepEqual(reopened.session.export(), legacy.export());
     await assert.rejects(store.importSession("{}"), InvalidArgumentError);
+    await store.close();
+  });
+
+  test(`${kind}: the context a build sent travels with exportSession and importSession: the next build extends it`, async () => {
+    const open = storage();
+    const store = await SessionStore.open(await open());
+    const chat = await store.create({ id: "framed" });
+    chat.history.appendMany(messages.slice(0, 25));
+    const options = { format: "anthropic", budget: { maxTokens: 4_000, lowWaterRatio: 0.5 } };
+    assert.equal(chat.history.build(options).receipt.cache.event, true, "the history passes the budget");
+    await chat.flush();
+    const file = await store.exportSession("framed");
+    // As the stored records, and as the Session.export() document.
+    const files = [file, JSON.stringify(chat.session.export())];
+    const copies = await Promise.all(files.map(async (text) => (await SessionStore.open(new MemoryStorageAdapter())).importSession(text)));
+    for (const session of [chat, ...copies]) session.history.appendMany(messages.slice(25, 27));
+    const live = chat.history.build(options);
+    for (const [i, copy] of copies.entries()) {
+      const built = copy.history.build(options);
+      assert.equal(built.receipt.cache.event, false, `file ${i}: an append to the context sent before`);
+      assert.deepEqual(built.receipt.notes, []);
+      assert.equal(JSON.stringify(built.messages), JSON.stringify(live.messages), `file ${i}: the live session's request`);
+    }
     await store.close();
   });
 

@@ -16,7 +16,7 @@ import {
   recordTurn,
 } from "context-compactor";
 import { startFakeProviders } from "../support/fake-providers.mjs";
-import { tauBench, claudeCode } from "./fixtures.mjs";
+import { airlineRuns, claudeCode } from "./fixtures.mjs";
 
 const fake = await startFakeProviders({ reply: "The user rebooked two flights; a refund for HAT176 is pending." });
 after(() => fake.close());
@@ -33,7 +33,7 @@ const [openaiImpatient, anthropicImpatient] = summarizers(500);
 
 function longHistory(format = "openai") {
   const history = new ConversationHistory({ format });
-  history.appendMany(tauBench().flatMap((run) => run.traj).slice(0, 400), "openai");
+  history.appendMany(airlineRuns().flatMap((run) => run.traj).slice(0, 400), "openai");
   return history;
 }
 

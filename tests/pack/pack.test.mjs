@@ -37,14 +37,14 @@ test("the tarball holds the package and nothing else", () => {
   for (const f of ["package.json", "dist/node.js", "dist/browser.js", "dist/index.d.ts", "dist/errors.js",
     "pkg/context_compactor.js", "pkg/context_compactor.d.ts", "pkg/context_compactor_bg.wasm",
     "dist/lite/node.js", "dist/lite/browser.js", "dist/lite/index.d.ts", "pkg-lite/context_compactor_bg.wasm",
-    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab", "dist/cli.js",
+    "ranks/o200k_base.cctab", "ranks/cl100k_base.cctab", "dist/cli.js", "dist/cli/args.js",
     "dist/storage/indexeddb.js", "dist/storage/fs.js", "dist/storage/conformance.js", "dist/storage/conformance.d.ts",
     "dist/storage/postgres.js", "dist/storage/postgres.d.ts", "dist/storage/sqlite.js", "dist/storage/sqlite.d.ts", "dist/storage/sql.js",
     "dist/adapters/ai-sdk.js", "dist/adapters/ai-sdk.d.ts", "dist/adapters/openai-agents.js", "dist/adapters/openai-agents.d.ts"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   for (const f of files) {
-    assert.match(f, /^(package\.json|README\.md|LICENSE.*|docs\/(demo\.png|[\w-]+\.md)|dist\/(lite\/|storage\/|adapters\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
+    assert.match(f, /^(package\.json|README\.md|LICENSE.*|docs\/(demo\.png|(reference\/)?[\w-]+\.md)|dist\/cli\/[\w-]+\.js|dist\/(lite\/|storage\/|adapters\/)?[\w.-]+\.(js|d\.ts)|pkg(-lite)?\/context_compactor(_bg)?\.(js|d\.ts|wasm|wasm\.d\.ts)|ranks\/(o200k|cl100k)_base\.cctab)$/, `${f} is expected`);
   }
   const installed = join(project, "node_modules/context-compactor");
   assert.equal(statSync(join(installed, "pkg/context_compactor_bg.wasm")).size, statSync(join(ROOT, "pkg/context_compactor_bg.wasm")).size);
@@ -65,7 +65,7 @@ test("the README's links and pictures work where npm shows it: absolute, or a fi
 test("the context-compactor command runs from the installed tarball (node_modules/.bin)", () => {
   const bin = join(project, "node_modules/.bin/context-compactor");
   assert.ok(existsSync(bin), "npm linked the bin");
-  const fixture = fileURLToPath(new URL("../../../shared/fixtures/anthropic/claude-code-short.jsonl", import.meta.url));
+  const fixture = fileURLToPath(new URL("../fixtures/anthropic/claude-code-short.jsonl", import.meta.url));
   const count = JSON.parse(run(bin, ["count", fixture, "--json"], project));
   assert.equal(count.loaded.source, "claude-code");
   assert.ok(count.total > 0);

@@ -25,6 +25,9 @@ declare global {
   const mySummariser: (messages: cc.SummaryRequest["messages"], maxTokens: number) => Promise<string>;
   const runTool: (call: OpenAI.Chat.ChatCompletionMessageFunctionToolCall) => Promise<OpenAI.Chat.ChatCompletionToolMessageParam>;
   const call: Parameters<cc.Session["answerFileReader"]>[0];
+  // An Anthropic agent's tools and the code that runs them.
+  const claudeTools: Anthropic.Tool[];
+  const runClaudeTool: (call: Anthropic.ToolUseBlock) => Promise<Anthropic.ToolResultBlockParam>;
   // The AI SDK's.
   const model: LanguageModel;
   const tools: ToolSet;

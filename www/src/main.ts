@@ -3,7 +3,7 @@ import { profileNames, resolveProfile, type EncodingName, type Format } from "co
 import { chatTurn, summarizerFor, type Endpoint } from "./chat";
 import { LoadError, messageCount, readConversation, type Conversation } from "./conversation";
 import { ensureEncoding, stats } from "./engine";
-import { compactionItem, contextList, h, historyList, kb, legend, n, recallView, tokenBar } from "./render";
+import { budgetText, compactionItem, contextList, costChart, costSummary, h, historyList, kb, legend, n, recallView, tokenBar } from "./render";
 import { profileOf, type Replay, type Settings } from "./replay";
 import { PageShelf, StoreShelf, type SessionShelf } from "./sessions";
 
@@ -70,10 +70,20 @@ function showSettings(): void {
   $("budget-field").hidden = chosen.mode !== "budget";
   $("encoding-field").hidden = chosen.mode !== "budget";
   const profile = profileOf(chosen);
-  const trigger = Math.floor(profile.contextWindow * profile.triggerFraction);
   $("profile-info").textContent = chosen.mode === "profile"
-    ? `${profile.name}: a ${n(profile.contextWindow)}-token window, compaction past ${n(trigger)} tokens, the last ${profile.keepRecentSteps} steps kept whole, counted with ${profile.encoding}${profile.format === "anthropic" ? " (Claude's tokenizer is not public: an estimate)" : ""}.`
-    : `At most ${n(chosen.budget)} tokens: compaction when the context would pass them, aiming at ${n(Math.floor(chosen.budget * 0.6))}; counted with ${chosen.encoding}.`;
+    ? `${profile.name}: a ${n(profile.contextWindow)}-token window, the last ${profile.keepRecentSteps} steps kept whole, counted with ${profile.encoding}${profile.format === "anthropic" ? " (Claude's tokenizer is not public: an estimate)" : ""}.`
+    : `A budget of ${n(chosen.budget)} tokens, counted with ${chosen.encoding}.`;
+  showBudget();
+}
+
+/** The trigger, low-water mark and split as the last build's receipt reports them, while it was built for the settings shown. */
+function showBudget(): void {
+  const replay = state.replay;
+  const budget = replay?.last?.receipt.budget;
+  const current = replay !== undefined && JSON.stringify(replay.settings) === JSON.stringify(settings());
+  $("budget-info").textContent = budget && current
+    ? budgetText(budget)
+    : "The trigger, the low-water mark and the budget's split show here from the receipt of the first build.";
 }
 
 /**
@@ -291,7 +301,13 @@ function render(): void {
     $("bar").replaceChildren(tokenBar({ result: last, profile, encoding: history.encoding, estimate }));
     $("context-list").replaceChildren(contextList(last, byId));
     $("context-count").textContent = `(${n(last.layout.length + (last.systemLayout ? 1 : 0))})`;
+  } else {
+    for (const id of ["bar", "context-list"]) $(id).replaceChildren();
+    $("context-count").textContent = "";
   }
+  $("cost-chart").replaceChildren(costChart(replay.costs));
+  $("cost-total").replaceChildren(costSummary(replay.costs));
+  showBudget();
   const summary = history.summaryState().current;
   $("summary-text").replaceChildren(summary
     ? h("div", {},
@@ -312,7 +328,8 @@ function render(): void {
 
 /** The panels of a session no longer shown (deleted). */
 function clearPanels(): void {
-  for (const id of ["history-list", "context-list", "bar", "summary-text", "compaction-list", "recall-result", "recall-turn"]) $(id).replaceChildren();
+  showBudget();
+  for (const id of ["history-list", "context-list", "bar", "cost-chart", "cost-total", "summary-text", "compaction-list", "recall-result", "recall-turn"]) $(id).replaceChildren();
   for (const id of ["progress", "loaded", "history-count", "context-count", "compactions-count"]) $(id).textContent = "";
 }
 

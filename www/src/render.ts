@@ -1,6 +1,7 @@
 /** DOM for the page's panels, from the package's results. No state here: each call redraws one panel. */
-import type { Action, LayoutEntry, Message, Profile, ReceiptEntry, RecallResult, Receipt } from "context-compactor/lite";
+import type { Action, BudgetReport, LayoutEntry, Message, Profile, ReceiptEntry, RecallResult, Receipt } from "context-compactor/lite";
 import { preview } from "./conversation";
+import { pricingFor, sessionCost, type StepCost } from "./cost";
 import type { Built, Compaction, StoredMessage } from "./replay";
 
 type Child = Node | string | null | undefined | false;
@@ -184,4 +185,112 @@ export function recallView(turn: number, result: RecallResult, toolMessage: Mess
     ...body,
     result.truncated ? h("p.note", {}, "Cut to the recall budget.") : null,
     h("details", {}, h("summary", {}, "The tool result the model would get (answerRecall)"), h("pre", {}, JSON.stringify(toolMessage, null, 2))));
+}
+
+/** The budget as the build resolved it (`receipt.budget`): the page does no arithmetic of its own on the options. */
+export function budgetText(budget: BudgetReport): string {
+  const split = [
+    `system ${n(budget.systemTokens)}`,
+    budget.stateTokens > 0 ? `state ${n(budget.stateTokens)}` : "",
+    budget.pinnedTokens > 0 ? `pinned requests ${n(budget.pinnedTokens)}` : "",
+    budget.requestTokens > 0 ? `tools and request ${n(budget.requestTokens)}` : "",
+    `summary section up to ${n(budget.summaryBudget)}`,
+    `recent messages ${n(budget.recentBudget)}`,
+  ].filter(Boolean);
+  return `As the build resolved it: at most ${n(budget.maxTokens)} tokens; a compaction event when the next context would pass ${n(budget.triggerTokens)} (the trigger), ` +
+    `down to ${n(budget.lowWaterTokens)} (the low-water mark), then later calls append until the trigger. The budget's split in the last build: ${split.join(", ")}.`;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag: string, attrs: Record<string, string | number | undefined>, ...children: Array<Node | string>): SVGElement {
+  const element = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) if (value !== undefined) element.setAttribute(key, String(value));
+  element.append(...children);
+  return element;
+}
+
+const CHART_WIDTH = 1000;
+const CHART_HEIGHT = 200;
+
+/**
+ * One bar per model call: its input tokens, the part read from the cache, written to it and sent
+ * uncached stacked; compaction events banded; the whole history each call would send without
+ * compaction as a dashed line; the trigger and low-water mark of the last call as rules.
+ * Plain SVG, about 2 KB of script gzipped: the smallest charting libraries (uPlot, some 50 KB
+ * minified) would weigh more than the whole feature.
+ */
+export function costChart(steps: readonly StepCost[]): HTMLElement {
+  const anthropic = pricingFor("anthropic");
+  const last = steps.at(-1);
+  const top = Math.max(1, ...steps.map((s) => Math.max(s.input, s.uncompactedInput)), last?.triggerTokens ?? 0) * 1.05;
+  const y = (tokens: number) => CHART_HEIGHT * (1 - tokens / top);
+  const slot = CHART_WIDTH / Math.max(steps.length, 1);
+  const width = Math.max(slot * 0.8, Math.min(slot, 1));
+  const bars = steps.map((s, i) => {
+    const x = i * slot + (slot - width) / 2;
+    const { cachedTokens, writtenTokens, uncachedTokens } = s.cost;
+    const segments: Array<[string, number]> = [["cached", cachedTokens], ["written", writtenTokens], ["uncached", uncachedTokens]];
+    let base = 0;
+    const rects = segments.filter(([, tokens]) => tokens > 0).map(([kind, tokens]) => {
+      const rect = svg("rect", { class: kind, x, width, y: y(base + tokens), height: y(base) - y(base + tokens) });
+      base += tokens;
+      return rect;
+    });
+    const title = `step ${s.step}: ${n(s.input)} tokens, ${n(cachedTokens)} read from the cache` +
+      (writtenTokens ? `, ${n(writtenTokens)} written to it` : "") + (uncachedTokens ? `, ${n(uncachedTokens)} uncached` : "") +
+      `; cost ${n(Math.round(s.cost.units))} (without compaction: ${n(s.uncompactedInput)} tokens, cost ${n(Math.round(s.uncompactedCost.units))})` +
+      (s.event ? `; a compaction event (${s.event})` : "");
+    return svg("g", {
+      class: s.event ? "step event" : "step",
+      "data-step": s.step, "data-input": s.input, "data-cached": cachedTokens, "data-written": writtenTokens,
+      "data-uncached": uncachedTokens, "data-units": s.cost.units, "data-uncompacted-units": s.uncompactedCost.units, "data-event": s.event,
+    },
+    svg("title", {}, title),
+    ...(s.event ? [svg("rect", { class: "event-band", x: i * slot, width: slot, y: 0, height: CHART_HEIGHT })] : []),
+    ...rects);
+  });
+  const line = steps.map((s, i) => `${(i + 0.5) * slot},${y(s.uncompactedInput)}`).join(" ");
+  const rule = (kind: string, tokens: number | undefined) => tokens === undefined ? [] :
+    [svg("line", { class: kind, x1: 0, x2: CHART_WIDTH, y1: y(tokens), y2: y(tokens), "vector-effect": "non-scaling-stroke" })];
+  const label = (kind: string, tokens: number | undefined, text: string) => tokens === undefined ? null :
+    h(`span.rule-label.${kind}`, { style: `top:${((100 * y(tokens)) / CHART_HEIGHT).toFixed(2)}%` }, `${text} ${n(tokens)}`);
+  const chart = svg("svg", { viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, preserveAspectRatio: "none", "aria-hidden": "true" },
+    ...bars,
+    ...rule("trigger", last?.triggerTokens),
+    ...rule("low-water", last?.lowWaterTokens),
+    ...(steps.length > 1 ? [svg("polyline", { class: "uncompacted", points: line, "vector-effect": "non-scaling-stroke" })] : []));
+  const swatch = (kind: string, text: string) => h("span", {}, h(`i.swatch.cost-${kind}`, { "aria-hidden": "true" }), ` ${text}`);
+  const events = steps.filter((s) => s.event).length;
+  return h("div", {},
+    h("figure.cost-chart", {
+      role: "img", "data-steps": steps.length,
+      "aria-label": `input tokens of ${steps.length} model call${steps.length === 1 ? "" : "s"}, ${events} of them compaction events; the highest ${n(Math.max(0, ...steps.map((s) => s.input)))} tokens`,
+    },
+    chart,
+    h("span.rule-label.top", { style: "top:0" }, `${n(Math.round(top))} tokens`),
+    label("trigger", last?.triggerTokens, "trigger"),
+    label("low-water", last?.lowWaterTokens, "low-water mark")),
+    h("p.bar-legend", {},
+      swatch("cached", `read from the cache (${anthropic.read}×)`),
+      swatch("written", `written to the cache (${anthropic.write5m}×, Anthropic)`),
+      swatch("uncached", "uncached (1×)"),
+      swatch("uncompacted", `the whole history, sent every call without compaction${steps.some((s) => s.uncompactedScaled) ? " (in Claude's billed tokens by the context's own ratio: an estimate)" : ""}`),
+      swatch("event", "compaction event")));
+}
+
+/** The session's input cost so far, beside the same calls sending the whole history. */
+export function costSummary(steps: readonly StepCost[]): HTMLElement {
+  const total = sessionCost(steps);
+  if (total.calls === 0) return h("p.hint", {}, "No model call yet: step the replay.");
+  const share = total.inputTokens ? Math.round((100 * total.cachedTokens) / total.inputTokens) : 0;
+  const ratio = total.uncompactedUnits > 0 ? total.units / total.uncompactedUnits : 1;
+  return h("p.cost-total", { "data-calls": total.calls, "data-units": total.units, "data-uncompacted-units": total.uncompactedUnits },
+    `${n(total.calls)} call${total.calls === 1 ? "" : "s"}: ${n(total.inputTokens)} input tokens, ${share}% read from the cache. `,
+    h("strong", {}, `Cost so far ${n(Math.round(total.units))}`),
+    ` (in uncached input tokens' worth); without compaction, sending the whole history every call with its growing prefix cached: `,
+    h("strong", {}, n(Math.round(total.uncompactedUnits))),
+    `, so this session costs `,
+    h("strong.ratio", {}, `${ratio.toFixed(2)}×`),
+    ` that.`);
 }

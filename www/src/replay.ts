@@ -25,6 +25,7 @@ import {
   type SessionOptions,
 } from "context-compactor/lite";
 import type { Conversation } from "./conversation";
+import { pricingFor, stepCost, type StepCost } from "./cost";
 
 /** What the page's controls choose: a built-in profile, or a budget of our own. */
 export interface Settings {
@@ -45,7 +46,8 @@ export function profileOf(settings: Settings): Profile {
 }
 
 export function buildOptions(settings: Settings, fileFormat: Format): BuildOptions & { format: Format } {
-  return { profile: profileOf(settings), format: settings.format === "file" ? fileFormat : settings.format };
+  const format = settings.format === "file" ? fileFormat : settings.format;
+  return { profile: profileOf(settings), format, pricing: pricingFor(format) };
 }
 
 /** A build's result, its messages typed for the provider they are for. */
@@ -110,6 +112,8 @@ export class Replay {
   entries: ReceiptEntry[] = [];
   /** Milliseconds of the last build. */
   buildMs = 0;
+  /** Each model call's input and its cost beside no compaction: one per replayed step and per live call. */
+  readonly costs: StepCost[] = [];
 
   /** A model's summariser (the built-in extractive summary without one): `main.ts`'s `adopt` sets it. */
   summarize?: Summarizer;
@@ -134,11 +138,13 @@ export class Replay {
    * again from the stored history and summary (by `summarize`, the summariser in force, when
    * that build compacts).
    */
-  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[], summarize?: Summarizer): Promise<Replay> {
+  static async reopen(conversation: Conversation, session: Session, compactions: Compaction[], costs: StepCost[], summarize?: Summarizer): Promise<Replay> {
     const state = replayState(session.metadata);
     const replay = new Replay(conversation, state.settings, session, true);
     replay.summarize = summarize;
     replay.restore(state, compactions);
+    replay.costs.push(...costs);
+    // Not a model call: the context the session was left at, built again to show it.
     await replay.build();
     return replay;
   }
@@ -203,16 +209,26 @@ export class Replay {
     ids.forEach((id, i) => this.messages.push({ id, message: stored[i], step: index + 1 }));
     this.position += 1;
     try {
-      return await this.build();
+      return await this.build(undefined, true);
     } finally {
       // Recorded even when the build failed (a model's summariser can), so that turn N stays step N.
       this.session.memory?.recordTurn({ workspaceContext: this.workspace(index, batch) });
     }
   }
 
-  /** Builds the context for the next model call; a new summary makes it a compaction. */
-  async build(format?: Format): Promise<Compaction | undefined> {
+  /**
+   * Builds the context for the next model call; a new summary makes it a compaction. `call`:
+   * the context is sent (a replayed step's call, a live call), so its cost is recorded.
+   */
+  async build(format?: Format, call = false): Promise<Compaction | undefined> {
     const { history } = this.session;
+    // Nothing to show yet. (A build of the empty history would be a context of its own, a
+    // placeholder message, that the next build extends instead of starting afresh.)
+    if (history.length === 0) {
+      this.last = undefined;
+      this.entries = [];
+      return undefined;
+    }
     const before = history.summaryState().generation;
     const started = performance.now();
     const options = { ...this.options, ...(format ? { format } : {}) };
@@ -220,6 +236,7 @@ export class Replay {
     this.last = last;
     this.buildMs = performance.now() - started;
     this.entries = history.receiptEntries();
+    if (call) this.costs.push(stepCost(this.position, last, options.format, this.costs.at(-1)));
     const state = history.summaryState();
     if (state.generation === before || !state.current) return undefined;
     const compaction = { step: this.position, receipt: last.receipt, summary: state.current };
@@ -244,7 +261,7 @@ export class Replay {
 
   /** The context in `format`, for a live model call. */
   async buildFor(format: Format): Promise<Built> {
-    await this.build(format);
+    await this.build(format, true);
     if (!this.last) throw new Error("no build result");
     return this.last;
   }

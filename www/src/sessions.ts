@@ -6,6 +6,7 @@
 import { SessionStore, type EncodingName, type StoredSession, type Summarizer } from "context-compactor/lite";
 import { IndexedDBAdapter } from "context-compactor/storage/indexeddb";
 import { parseConversation, serializeConversation, type Conversation } from "./conversation";
+import type { StepCost } from "./cost";
 import { Replay, newSessionId, profileOf, sessionOptions, type Compaction, type Settings } from "./replay";
 
 export interface SessionInfo {
@@ -76,22 +77,27 @@ export class PageShelf implements SessionShelf {
   }
 }
 
-/** The demo's own keys beside a stored session: the conversation (written once) and each compaction's receipt (once). */
+/**
+ * The demo's own keys beside a stored session: the conversation (written once), each
+ * compaction's receipt (once) and the calls' costs (those of each save, as one record).
+ */
 const demoKey = (id: string, ...rest: string[]) => ["demo", id, ...rest];
 const compactionKey = (id: string, index: number) => demoKey(id, "compaction", String(index).padStart(6, "0"));
+const costsKey = (id: string, from: number) => demoKey(id, "costs", String(from).padStart(6, "0"));
 
 /**
  * Sessions in IndexedDB through the package's `SessionStore`. Steps are appended, built and
  * recorded through the stored session's autosaving objects, so the store writes what each step
  * added (the message records, the turn, the meta record), never the whole history again. Beside
  * each session, under the demo's own keys in the same database, the conversation being replayed
- * (written once when the session is made) and the receipt of each compaction (once, when it
- * happens): what a reload needs to show the replay as it was.
+ * (written once when the session is made), the receipt of each compaction (once, when it
+ * happens) and the cost of each model call (with the save after it): what a reload needs to
+ * show the replay as it was.
  */
 export class StoreShelf implements SessionShelf {
   readonly persistent = true;
   readonly note: string;
-  private readonly replays = new Map<string, { replay: Replay; handle: StoredSession; compactionsSaved: number }>();
+  private readonly replays = new Map<string, { replay: Replay; handle: StoredSession; compactionsSaved: number; costsSaved: number }>();
 
   private constructor(private readonly store: SessionStore, private readonly adapter: IndexedDBAdapter, database: string) {
     this.note = `Kept in IndexedDB (database "${database}") by the package's SessionStore: they survive a reload.`;
@@ -124,7 +130,7 @@ export class StoreShelf implements SessionShelf {
     await this.adapter.save(demoKey(id, "conversation"), serializeConversation(conversation));
     const handle = await this.store.create(sessionOptions(conversation, settings, id));
     const replay = new Replay(conversation, settings, handle.session);
-    this.replays.set(id, { replay, handle, compactionsSaved: 0 });
+    this.replays.set(id, { replay, handle, compactionsSaved: 0, costsSaved: 0 });
     await handle.flush();
     return replay;
   }
@@ -138,6 +144,10 @@ export class StoreShelf implements SessionShelf {
       await this.adapter.save(compactionKey(id, open.compactionsSaved + i), JSON.stringify(compaction));
     }
     open.compactionsSaved = replay.compactions.length;
+    if (replay.costs.length > open.costsSaved) {
+      await this.adapter.save(costsKey(id, open.costsSaved), JSON.stringify(replay.costs.slice(open.costsSaved)));
+      open.costsSaved = replay.costs.length;
+    }
     await open.handle.flush();
   }
 
@@ -148,10 +158,11 @@ export class StoreShelf implements SessionShelf {
     if (text === undefined) throw new Error(`session ${id} has no stored conversation to replay: delete it`);
     const conversation = parseConversation(text);
     const compactions = (await this.adapter.loadRange(demoKey(id, "compaction"))).map((entry) => JSON.parse(entry.value) as Compaction);
+    const costs = (await this.adapter.loadRange(demoKey(id, "costs"))).flatMap((entry) => JSON.parse(entry.value) as StepCost[]);
     const handle = await this.store.open(id);
     try {
-      const replay = await Replay.reopen(conversation, handle.session, compactions, summarize);
-      this.replays.set(id, { replay, handle, compactionsSaved: replay.compactions.length });
+      const replay = await Replay.reopen(conversation, handle.session, compactions, costs, summarize);
+      this.replays.set(id, { replay, handle, compactionsSaved: replay.compactions.length, costsSaved: replay.costs.length });
       return replay;
     } catch (error) {
       await handle.close();

@@ -4,8 +4,8 @@
 
 use crate::compact::repair::Item;
 use crate::extract::call_files;
-use crate::fasthash::FastMap;
 use crate::message::Part;
+use crate::util::fasthash::FastMap;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FileIndex {

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 
 use super::{emit_request, lists, validate_parts, Violation};
 use crate::error::{Error, Result};
-use crate::fasthash::FastMap;
 use crate::message::{Format, Message};
+use crate::util::fasthash::FastMap;
 
 /// Runs of at most this many context messages are attributed exactly (`EmitCache::spread`).
 const SHORT_RUN: usize = 16;

@@ -35,7 +35,12 @@ pub(crate) fn placeholder(format: Format) -> Message {
 
 /// Emits `messages` in `format` as a provider request expects them.
 pub fn emit_request<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Result<Value> {
-    let value = message::emit(messages, format);
+    emit_request_each(&mut messages.into_iter(), format)
+}
+
+/// `emit_request`'s work, compiled once for its callers' kinds of message list.
+fn emit_request_each(messages: &mut dyn Iterator<Item = &Message>, format: Format) -> Result<Value> {
+    let value = message::emit_each(messages, format);
     Ok(match format {
         Format::OpenAi => sanitize_openai(value),
         Format::Anthropic => sanitize_anthropic(value),

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::save::{unpack_tokens, Part, SavePoint};
 use super::{
     counting_tag, data_key, meta_key, open, parse_key, read_body, read_mark, read_message, read_messages_body, show,
-    Body, Chunk, Kind, Meta, Opened, Place, Settings, StoredRecord, SummaryBody, TailMark, Turn, CHUNK,
+    Body, Chunk, FrameBody, Kind, Meta, Opened, Place, Settings, StoredRecord, SummaryBody, TailMark, Turn, CHUNK,
 };
-use crate::compact::SummaryState;
+use crate::compact::{FrameState, SummaryState};
 use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
 use crate::memory::{MemoryExport, EXPORT_FORMAT as MEMORY_FORMAT, EXPORT_VERSION as MEMORY_VERSION};
@@ -185,6 +185,18 @@ impl<'a> Sorted<'a> {
         Ok((stored.state, Some(stored.counted)))
     }
 
+    /// The frame of generation `n`, when it can be restored by this library for a history counted
+    /// with `tag`: `Err` with why not when its body does not read or another version counted it.
+    /// A record that is missing or fails its checksum is an error, as for every kind.
+    pub fn frame(&self, id: &str, n: u64, tag: &str) -> Result<std::result::Result<FrameState, String>> {
+        let (key, body) = self.checked(id, Kind::Frame, n)?;
+        Ok(match read_body::<FrameBody<FrameState>>(key, body.text) {
+            Ok(stored) if stored.counted == tag => Ok(stored.frame),
+            Ok(stored) => Err(format!("its tokens were counted by {}, not by this library ({tag})", stored.counted)),
+            Err(error) => Err(error.into_details().message),
+        })
+    }
+
     /// The committed record of `kind` number `n`, its envelope and checksum checked: its key and body.
     fn checked(&self, id: &str, kind: Kind, n: u64) -> Result<(&'a [String], Body<'a>)> {
         let record = self.get(kind, n).ok_or_else(|| {
@@ -352,6 +364,7 @@ impl Session {
             ));
         }
         let tag = counting_tag(settings.encoding);
+        let frame = if meta.frame == 0 { None } else { Some(sorted.frame(&id, meta.frame, &tag)?) };
         let summary_counted = summary_counted.as_deref() == Some(tag.as_str());
         let tail = sorted.tail(&meta, None)?;
         let until = tail.map_or(meta.messages, TailMark::end);
@@ -385,6 +398,8 @@ impl Session {
                 messages,
                 summary: summary.clone(),
                 pinned: settings.pinned.clone(),
+                // Restored below: one that does not fit leaves a note, and fails nothing.
+                frame: None,
             },
             memory,
             max_snapshot_chars: settings.max_snapshot_chars,
@@ -408,6 +423,11 @@ impl Session {
         if let Some(calibration) = calibrated {
             session.compactor.set_calibration(calibration);
         }
+        match frame {
+            Some(Ok(frame)) => session.restore_frame(frame, "the stored frame"),
+            Some(Err(why)) => session.drop_frame("the stored frame", &why),
+            None => {}
+        }
         session.persist.title = meta.title.clone();
         session.persist.created_at = Some(meta.created_at);
         session.persist.garbage = garbage(&sorted, &meta);
@@ -421,6 +441,7 @@ impl Session {
             summary: Part { generation: meta.summary, value: summary },
             calibration: Part { generation: meta.calibration, value: calibration },
             state: Part { generation: meta.state, value: state },
+            frame: Part { generation: meta.frame, value: session.frame_mark() },
         };
         Ok(session)
     }
@@ -438,6 +459,7 @@ pub(super) fn garbage(sorted: &Sorted<'_>, meta: &Meta) -> Vec<Vec<String>> {
             k if k == slot(Kind::Summary) => n < meta.summary,
             k if k == slot(Kind::Calibration) => n < meta.calibration,
             k if k == slot(Kind::State) => n < meta.state,
+            k if k == slot(Kind::Frame) => n < meta.frame,
             _ => false,
         };
         if behind {

@@ -17,6 +17,7 @@
 //! | `["r", id, "t", k]` | `Turn` | the k-th recorded memory turn: its snapshot and summary |
 //! | `["r", id, "a", k]` | `Artifact` | the k-th saved artifact (written once: artifacts do not change) |
 //! | `["r", id, "state", g]` | `AgentState` | the agent state (todos, tools, skill, uploads, …) |
+//! | `["r", id, "frame", g]` | `FrameBody` | the context the last build sent, as its next build appends to it |
 //!
 //! Numbers are 12 digits, so that the lexical order of keys is the numeric one. Records are never
 //! rewritten in place: a changed part gets the next generation `g`, and the meta record, written
@@ -45,6 +46,15 @@
 //! A message record's id is `m<n>`, from its key, and its format the session's (which does not
 //! change) unless it arrived in another.
 //!
+//! The frame (a build's context, which the next build extends so that the provider's cached
+//! prefix holds) is written when what storage keeps of it changed: at a compaction event, when
+//! the session's state is shown again, when a message is sent in a form of its own. Between
+//! those, the messages it took are stored messages whole, which the reopened frame takes again
+//! from the history; so an append still writes one record. It is ids and short forms (a reduced
+//! message, the summary), not the messages. A frame record that does not fit the history it is
+//! read with (a rebase, another library version, a damaged body) is dropped, and the next build
+//! says so in its receipt's notes: the session opens as before, its next build a compaction event.
+//!
 //! Sub-agents are sessions of their own, with their parent's id in their meta record.
 
 mod load;
@@ -58,10 +68,10 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::history::LoggedMessage;
-use crate::ids::fnv1a64;
 use crate::memory::{ContextSnapshot, MemorySummary};
 use crate::message::Format;
 use crate::tokens::Encoding;
+use crate::util::ids::fnv1a64;
 
 pub use load::{settings_key, tail_keys, SessionInfo};
 pub use pull::{PullPlan, PullReport, Renumbered};
@@ -73,9 +83,10 @@ pub use save::{Changes, Persisted};
 /// Version 1 records (with a `kind` in the envelope, and an `id` and `format` in each message
 /// record) and version 2 records (FNV-1a checksums; a summary record without the counting tag
 /// of its summary's tokens, which are then counted on load) and version 3 records (message
-/// records without their message's count: counted again by the first build) load as they are;
-/// the next save writes version 4.
-pub const RECORD_VERSION: u64 = 4;
+/// records without their message's count: counted again by the first build) and version 4 records
+/// (no frame record; a meta record without `frame`, which a version 4 reader would refuse as
+/// damaged rather than newer) load as they are; the next save writes version 5.
+pub const RECORD_VERSION: u64 = 5;
 
 /// Messages per chunk: past each multiple, the messages are rewritten as one record (and their
 /// single records removed), so that a session loads from a few large records and at most
@@ -111,6 +122,7 @@ pub enum Kind {
     Turn,
     Artifact,
     State,
+    Frame,
 }
 
 impl Kind {
@@ -125,6 +137,7 @@ impl Kind {
             Kind::Turn => "turn",
             Kind::Artifact => "artifact",
             Kind::State => "state",
+            Kind::Frame => "frame",
         }
     }
 
@@ -140,10 +153,11 @@ impl Kind {
             Kind::Turn => "t",
             Kind::Artifact => "a",
             Kind::State => "state",
+            Kind::Frame => "frame",
         }
     }
 
-    const DATA: [Kind; 8] = [
+    const DATA: [Kind; 9] = [
         Kind::Message,
         Kind::Chunk,
         Kind::Settings,
@@ -152,6 +166,7 @@ impl Kind {
         Kind::Turn,
         Kind::Artifact,
         Kind::State,
+        Kind::Frame,
     ];
 }
 
@@ -204,7 +219,7 @@ pub(crate) fn parse_key(key: &[String]) -> Result<Place> {
 
 /// A key as the errors show it: `["r","main","m","000000000012"]`.
 pub(crate) fn show(key: &[String]) -> String {
-    crate::json_text::to_text(key).unwrap_or_else(|_| key.join("/"))
+    crate::util::json_text::to_text(key).unwrap_or_else(|_| key.join("/"))
 }
 
 /// The checksum of a record: a hash of its key, its version and its body's exact text (and, in
@@ -240,7 +255,8 @@ pub(crate) fn seal<T: Serialize>(key: Vec<String>, kind: Kind, body: &T) -> Resu
     // other character anywhere in it makes the whole string two bytes a character: a chunk of a
     // thousand messages then takes twice the bytes in IndexedDB's copies, and its conversion to
     // UTF-8 on its way into the wasm is twice as slow (in Chromium).
-    let body = crate::json_text::ascii_escaped(crate::json_text::to_text(body).map_err(|e| unwritable(&e))?);
+    let body =
+        crate::util::json_text::ascii_escaped(crate::util::json_text::to_text(body).map_err(|e| unwritable(&e))?);
     let sum = checksum(&key, RECORD_VERSION, kind, &body);
     let value = format!(r#"{{"v":{RECORD_VERSION},"sum":"{sum:016x}","body":{body}}}"#);
     Ok(StoredRecord { key, value })
@@ -280,7 +296,9 @@ pub(crate) struct Body<'a> {
 /// body must then parse as one JSON value on its own, which makes the whole text that envelope.
 fn sealed(value: &str, kind: Kind) -> Option<(u64, &str, &str)> {
     let rest = value.strip_prefix(r#"{"v":"#)?;
-    let (version, rest) = if let Some(rest) = rest.strip_prefix(r#"4,"sum":""#) {
+    let (version, rest) = if let Some(rest) = rest.strip_prefix(r#"5,"sum":""#) {
+        (5, rest)
+    } else if let Some(rest) = rest.strip_prefix(r#"4,"sum":""#) {
         (4, rest)
     } else if let Some(rest) = rest.strip_prefix(r#"3,"sum":""#) {
         (3, rest)
@@ -406,6 +424,9 @@ pub struct Meta {
     pub artifacts: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub state: u64,
+    /// The frame's generation (0: none stored; absent in records written before frames were).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub frame: u64,
 }
 
 impl Meta {
@@ -474,6 +495,16 @@ pub struct Chunk {
 #[serde(deny_unknown_fields)]
 pub(crate) struct SummaryBody<S> {
     pub state: S,
+    pub counted: String,
+}
+
+/// A frame record's body: the frame, and who counted its messages' tokens (`counting_tag` of the
+/// writer): a frame counted by another version of the library is not restored, since its counts
+/// would not add up with this one's.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FrameBody<F> {
+    pub frame: F,
     pub counted: String,
 }
 

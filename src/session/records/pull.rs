@@ -10,15 +10,15 @@ use serde::Serialize;
 use super::load::{read_meta, Sorted};
 use super::save::{unpack_tokens, Part};
 use super::{counting_tag, data_key, meta_key, show, Kind, Meta, Settings, StoredRecord, TailMark, Turn, CHUNK};
-use crate::compact::SummaryState;
+use crate::compact::{FrameState, SummaryState};
 use crate::error::{Error, Result};
-use crate::ids::fnv1a;
 use crate::memory::{MemoryExport, MessageRange};
 use crate::message::{self, Message};
 use crate::session::Session;
 use crate::state::{AgentState, Artifact};
 use crate::tokens::calibration::{Calibration, CalibrationState};
 use crate::tokens::REPLY_PRIMING;
+use crate::util::ids::fnv1a;
 
 /// What to read to catch up with a stored meta record.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -55,7 +55,9 @@ pub struct PullReport {
     pub renumbered_turns: Vec<[u32; 2]>,
     /// Unsaved changes of this session that gave way to the other writer's (`"summary"`: a
     /// summary made here over messages that are no longer where it covered them, or while the
-    /// other writer stored its own).
+    /// other writer stored its own; `"frame"`: the context this session's last build sent, when
+    /// the other writer stored the context its own build sent since, or when it covered unsaved
+    /// messages that moved: the next build extends the other writer's, or starts afresh).
     pub superseded: Vec<String>,
 }
 
@@ -72,6 +74,8 @@ struct Theirs {
     turns: Vec<Turn>,
     artifacts: Vec<Artifact>,
     state: Option<AgentState>,
+    /// The frame they stored since (`Err`: why it cannot be restored), `None` when unchanged.
+    frame: Option<std::result::Result<FrameState, String>>,
 }
 
 impl Session {
@@ -157,6 +161,9 @@ impl Session {
         if theirs.state != saved.state.generation && theirs.state > 0 {
             keys.push(data_key(&self.id, Kind::State, theirs.state));
         }
+        if theirs.frame != saved.frame.generation && theirs.frame > 0 {
+            keys.push(data_key(&self.id, Kind::Frame, theirs.frame));
+        }
         Ok(PullPlan { current, keys, tail })
     }
 
@@ -212,6 +219,9 @@ impl Session {
         let tail = sorted.tail(&meta, if current { saved.tail } else { None })?;
         let until = tail.map_or(meta.messages, TailMark::end);
         let encoding = settings.as_ref().map_or(self.history.encoding(), |s| s.encoding);
+        let frame = (meta.frame != saved.frame.generation && meta.frame > 0)
+            .then(|| sorted.frame(&id, meta.frame, &counting_tag(encoding)))
+            .transpose()?;
         let format = settings.as_ref().map_or(self.format, |s| s.format);
         let (logged, counts) = sorted.messages(
             &id,
@@ -231,7 +241,19 @@ impl Session {
                     .map_err(|e| Error::corrupt(&key, format!("message {}: {}", logged.id, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Theirs { meta, meta_version, tail, messages, settings, summary, calibration, turns, artifacts, state })
+        Ok(Theirs {
+            meta,
+            meta_version,
+            tail,
+            messages,
+            settings,
+            summary,
+            calibration,
+            turns,
+            artifacts,
+            state,
+            frame,
+        })
     }
 
     /// Applies what another writer saved since this session's last save or load (the meta record,
@@ -351,6 +373,38 @@ impl Session {
         };
         next.compactor.set_summary_state(summary, &next.history)?;
 
+        // The frame: theirs when they stored one since (what their build last sent, which the
+        // next call must extend); else this session's, which a truncate above (its unsaved
+        // messages put after theirs) leaves to be checked against the history again.
+        let ours_unsaved = self.frame_mark() != saved.frame.value;
+        let mut frame_saved = saved.frame.clone();
+        match theirs.frame {
+            Some(frame) => {
+                if ours_unsaved {
+                    report.superseded.push("frame".into());
+                }
+                match frame {
+                    Ok(frame) => next.restore_frame(frame, "the frame another writer stored"),
+                    Err(why) => next.drop_frame("the frame another writer stored", &why),
+                }
+                frame_saved = Part { generation: theirs.meta.frame, value: next.frame_mark() };
+            }
+            None if next.history.rebases() != self.history.rebases() => {
+                if let Some(frame) = self.compactor.frame_state(&self.history) {
+                    // Ids are places: past the saved messages the same ids now name others.
+                    let fits = frame.settled <= saved_count;
+                    if !fits || next.compactor.set_frame_state(frame, &next.history).is_err() {
+                        report.superseded.push("frame".into());
+                        next.drop_frame("this session's frame", "it sent messages that now follow another writer's");
+                    } else if !ours_unsaved {
+                        // The same frame as stored, under the revision its restoring gave it.
+                        frame_saved.value = next.frame_mark();
+                    }
+                }
+            }
+            None => {}
+        }
+
         // Settings, title, calibration: this session's when it changed them, else theirs.
         let our_settings = self.settings();
         let (settings, ours) = match (&theirs.settings, saved.settings.as_ref() == Some(&our_settings)) {
@@ -434,6 +488,7 @@ impl Session {
                 Some(value) => Part { generation: theirs.meta.state, value: value.clone() },
                 None => saved.state,
             },
+            frame: frame_saved,
             meta: Some(theirs.meta),
             meta_version: theirs.meta_version,
         };

@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::{
-    counting_tag, data_key, message_body, meta_key, seal, Chunk, Kind, Meta, Settings, StoredRecord, SummaryBody,
-    TailMark, Turn, CHUNK, RECORD_VERSION, TAIL_LIMIT,
+    counting_tag, data_key, message_body, meta_key, seal, Chunk, FrameBody, Kind, Meta, Settings, StoredRecord,
+    SummaryBody, TailMark, Turn, CHUNK, RECORD_VERSION, TAIL_LIMIT,
 };
 use crate::compact::SummaryState;
 use crate::error::{Error, Result};
@@ -27,6 +27,9 @@ pub struct Persisted {
     pub(super) pending: Option<SavePoint>,
     /// Keys of records nothing names any more (found on load, or superseded by a save).
     pub(super) garbage: Vec<Vec<String>>,
+    /// Why a stored frame was not restored (it did not fit the history), for the next build's
+    /// receipt: that build starts afresh, and the provider's cached prefix is lost.
+    pub(crate) frame_note: Option<String>,
 }
 
 /// A replaceable part as stored: its generation and what that generation holds.
@@ -55,6 +58,8 @@ pub(super) struct SavePoint {
     pub summary: Part<SummaryState>,
     pub calibration: Part<Option<CalibrationState>>,
     pub state: Part<AgentState>,
+    /// The frame's generation, and the revision of the frame it holds (`frame_mark`).
+    pub frame: Part<Option<u64>>,
     /// The sum of the stored messages' token totals, when known (a load that could not reuse the
     /// counts leaves it to the next save, which counts them).
     pub message_tokens: Option<u64>,
@@ -162,6 +167,29 @@ impl Session {
     /// The commit of the last save (or load); 0 before the first.
     pub fn saved_commit(&self) -> u64 {
         self.persist.saved.commit()
+    }
+
+    /// The frame's revision (`Compactor::frame_revision`: unique within this session's compactor),
+    /// `None` before a build made one: a save writes the frame when this changed.
+    pub(crate) fn frame_mark(&self) -> Option<u64> {
+        let (revision, shape) = self.compactor.frame_revision();
+        (!shape.is_empty()).then_some(revision)
+    }
+
+    /// Puts a stored frame in force if it fits this history; one that does not is dropped (the
+    /// next build is then a compaction event), and the next build's receipt says why.
+    pub(crate) fn restore_frame(&mut self, frame: crate::compact::FrameState, whose: &str) {
+        if let Err(error) = self.compactor.set_frame_state(frame, &self.history) {
+            self.drop_frame(whose, &error.message);
+        }
+    }
+
+    /// Notes for the next build's receipt that `whose` frame was not restored, and why.
+    pub(crate) fn drop_frame(&mut self, whose: &str, why: &str) {
+        self.persist.frame_note = Some(format!(
+            "{whose} (the context the last build sent) was not restored: {why}; this build starts afresh, \
+             so the provider's cache of the earlier context is not reused"
+        ));
     }
 
     /// The settings part as stored.
@@ -277,6 +305,22 @@ impl Session {
             next.state = Part { generation, value: self.agent.clone() };
         }
 
+        // The frame: when its revision changed (what it took between revisions is the history's).
+        // A frame gone (a truncated history, before the next build) leaves the stored one, which
+        // still stands for what was last sent.
+        let frame = self.frame_mark();
+        if frame.is_some() && frame != saved.frame.value {
+            if let Some(state) = self.compactor.frame_state(&self.history) {
+                let generation = saved.frame.generation + 1;
+                let body = FrameBody { frame: state, counted: counting_tag(self.history.encoding()) };
+                records.push(seal(data_key(id, Kind::Frame, generation), Kind::Frame, &body)?);
+                if saved.frame.generation > 0 {
+                    remove.push(data_key(id, Kind::Frame, saved.frame.generation));
+                }
+                next.frame = Part { generation, value: frame };
+            }
+        }
+
         let created_at = self.persist.created_at.unwrap_or(now);
         let stored = saved.effective();
         let meta = Meta {
@@ -298,6 +342,7 @@ impl Session {
             turn_start: self.turn_start() as u64,
             artifacts: self.artifacts.len() as u64,
             state: next.state.generation,
+            frame: next.frame.generation,
         };
         // The single records: messages past the last chunk.
         let new_messages = saved.messages().max(chunked)..len;

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::compact::{BuildOptions, SummaryOptions};
 use crate::error::ErrorKind;
-use crate::session::memory::tests::agent_with_two_turns;
+use crate::session::turn_memory::tests::agent_with_two_turns;
 use crate::session::{Session, TurnInput};
 use crate::tokens::Encoding;
 
@@ -415,7 +415,7 @@ fn damaged_missing_and_newer_records_are_reported_with_their_keys() {
         s.0.insert(key.clone(), value);
     });
     assert_eq!(newer.kind, ErrorKind::InvalidArgument);
-    assert!(newer.message.contains("version 5, newer than this library reads (4)"), "{newer}");
+    assert!(newer.message.contains("version 6, newer than this library reads (5)"), "{newer}");
     assert_eq!(newer.path.as_deref(), Some("r/main/m/000000000003"));
     let no_meta = with(&|s| {
         s.0.remove(&meta_key("main"));
@@ -623,7 +623,8 @@ fn a_summary_over_messages_that_moved_gives_way() {
     first.history.append_value(user("meanwhile"), Format::OpenAi).unwrap();
     storage.save(&mut first, 2);
     let report = storage.pull(&mut second).unwrap();
-    assert_eq!(report.superseded, ["summary"]);
+    // (Its frame, which sent the messages that moved, gives way too.)
+    assert_eq!(report.superseded, ["summary", "frame"]);
     assert!(second.compactor.summary_state().current.is_none());
     assert_eq!(second.history.len(), 62);
     // The next build summarises again, over the messages where they now are.
@@ -1069,4 +1070,267 @@ fn pins_are_stored_with_the_settings_and_follow_their_messages_through_a_pull() 
     let settings = changes.records.iter().find(|r| r.key[2] == "settings").unwrap();
     assert!(body_of(settings).get("pinned").is_none(), "{}", settings.value);
     assert!(storage.load("pins").unwrap().history.pinned().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The frame: the context the last build sent, which the next build extends.
+
+/// Builds within a budget the conversations below pass: compaction events (down to half the
+/// budget, so that a tighter budget makes another), then appends.
+fn budgeted() -> BuildOptions {
+    BuildOptions {
+        budget: Some(crate::compact::BudgetOptions {
+            max_tokens: Some(900),
+            low_water_ratio: Some(0.5),
+            ..Default::default()
+        }),
+        ..BuildOptions::default()
+    }
+}
+
+/// A build's request as JSON text, and its outcome without what it says of the prompt cache
+/// (a reopened session has sent nothing before: its first build shares no prefix it knows of).
+fn built(session: &mut Session, options: &BuildOptions) -> (String, crate::compact::BuildOutcome) {
+    let mut outcome = session.build(options).unwrap();
+    let request = session.compactor.request_value(&outcome.context).unwrap();
+    outcome.context.receipt.cache = None;
+    outcome.context.receipt.cost = None;
+    outcome.context.marks = None;
+    (serde_json::to_string(&request).unwrap(), outcome)
+}
+
+fn is_frame(record: &StoredRecord) -> bool {
+    record.key.get(2).is_some_and(|segment| segment == "frame")
+}
+
+/// A session "f" whose builds (`budgeted`) made a compaction event, saved.
+fn framed() -> (Session, Storage) {
+    let mut session = Session::new("f", Encoding::O200kBase, 10).unwrap();
+    ask_about_parts(&mut session, 24, |i| format!("Look at src/part{i}.rs please. {}", "detail ".repeat(30)));
+    let first = session.build(&budgeted()).unwrap();
+    assert!(first.context.receipt.cache.unwrap().event, "the history passes the budget");
+    let mut storage = Storage::default();
+    storage.save(&mut session, 1);
+    (session, storage)
+}
+
+#[test]
+fn the_frame_is_written_when_its_revision_changes_and_a_reopened_session_extends_it() {
+    let (mut session, mut storage) = framed();
+    let frame_key = data_key("f", Kind::Frame, 1);
+    let record = storage.get(&frame_key);
+    assert!(storage.get(&meta_key("f")).value.contains(r#""frame":1"#));
+    let body = body_of(&record);
+    assert_eq!(body["counted"], json!(counting_tag(Encoding::O200kBase)));
+    assert!(body["frame"]["messages"].as_array().is_some_and(|m| !m.is_empty()), "{body}");
+
+    // Appends and the builds between events write the new messages alone (tail saves).
+    for i in 0..3 {
+        session.history.append_value(user(&format!("and part {i}?")), Format::OpenAi).unwrap();
+        let live = session.build(&budgeted()).unwrap();
+        assert!(!live.context.receipt.cache.unwrap().event, "an append");
+        let changes = storage.save(&mut session, 2 + i);
+        assert_eq!(changes.records.len(), 1, "{:?}", changes.records.iter().map(|r| &r.key).collect::<Vec<_>>());
+        assert_eq!(changes.records[0].key[2], "m");
+    }
+    // Reopened, it builds what the live session builds, byte for byte, and then exports the same
+    // (its frame takes the messages the live one took since the revision at that build).
+    let mut reopened = storage.load("f").unwrap();
+    let without_frame = |session: &Session| {
+        let mut export = exported(session);
+        export["history"].as_object_mut().unwrap().remove("frame");
+        export
+    };
+    assert_eq!(without_frame(&reopened), without_frame(&session));
+    session.history.append_value(assistant("It parses all of them."), Format::OpenAi).unwrap();
+    reopened.history.append_value(assistant("It parses all of them."), Format::OpenAi).unwrap();
+    let (request, outcome) = built(&mut session, &budgeted());
+    assert_eq!(built(&mut reopened, &budgeted()), (request.clone(), outcome));
+    assert_eq!(exported(&reopened), exported(&session));
+    // The live one extends the request before: the reopened one too, then.
+    let frame_messages = reopened.compactor.frame_state(&reopened.history).unwrap().messages.len();
+    assert!(frame_messages > 2);
+    assert!(storage.save(&mut reopened, 10).records.iter().all(|r| !is_frame(r)), "nothing new to keep");
+
+    // Another budget's event is a new revision: its frame is written, the old one removed.
+    let tighter = BuildOptions {
+        budget: Some(crate::compact::BudgetOptions {
+            max_tokens: Some(500),
+            low_water_ratio: Some(0.5),
+            ..Default::default()
+        }),
+        ..BuildOptions::default()
+    };
+    let event = reopened.build(&tighter).unwrap();
+    assert!(event.context.receipt.cache.unwrap().event);
+    let changes = storage.save(&mut reopened, 11);
+    assert!(changes.records.iter().any(|r| r.key == data_key("f", Kind::Frame, 2)));
+    assert!(changes.remove.contains(&frame_key));
+    assert!(!storage.0.contains_key(&frame_key));
+    let again = storage.load("f").unwrap();
+    assert_eq!(again.compactor.frame_state(&again.history), reopened.compactor.frame_state(&reopened.history));
+}
+
+#[test]
+fn a_pull_brings_the_frame_another_writer_stored_and_its_next_build_extends_it() {
+    let (mut first, mut storage) = framed();
+    let mut second = storage.load("f").unwrap();
+    // A serves the next turn: an event under a tighter budget; B, meanwhile, built on its own.
+    let tighter = BuildOptions {
+        budget: Some(crate::compact::BudgetOptions {
+            max_tokens: Some(300),
+            low_water_ratio: Some(0.5),
+            ..Default::default()
+        }),
+        ..BuildOptions::default()
+    };
+    first.history.append_value(user("and now?"), Format::OpenAi).unwrap();
+    assert!(first.build(&tighter).unwrap().context.receipt.cache.unwrap().event);
+    second.build(&tighter).unwrap();
+    storage.save(&mut first, 2);
+    let report = storage.pull(&mut second).unwrap();
+    assert_eq!(report.appended, ["m49"]);
+    // (B's own summary, made by its build, gave way to A's as well.)
+    assert!(report.superseded.iter().any(|part| part == "frame"), "B's own frame gave way to A's: {report:?}");
+    assert_eq!(second.compactor.frame_state(&second.history), first.compactor.frame_state(&first.history));
+    // B serves the turn after: it sends what A would have sent.
+    for session in [&mut first, &mut second] {
+        session.history.append_value(assistant("Here it is."), Format::OpenAi).unwrap();
+    }
+    let (request, outcome) = built(&mut first, &tighter);
+    assert_eq!(built(&mut second, &tighter), (request, outcome));
+    assert!(storage.save(&mut second, 3).records.iter().all(|r| !is_frame(r)), "the frame A stored");
+    // A frame of its own that only its unsaved messages moved under: kept, and not written again.
+    let mut third = storage.load("f").unwrap();
+    third.history.append_value(user("from C"), Format::OpenAi).unwrap();
+    first.history.append_value(user("from A"), Format::OpenAi).unwrap();
+    storage.save(&mut first, 4);
+    let before = third.compactor.frame_state(&third.history);
+    let report = storage.pull(&mut third).unwrap();
+    assert!(report.superseded.is_empty(), "{report:?}");
+    assert_eq!(third.compactor.frame_state(&third.history), before);
+    assert!(storage.save(&mut third, 5).records.iter().all(|r| !is_frame(r)));
+}
+
+#[test]
+fn a_frame_that_does_not_fit_opens_the_session_without_it_and_the_next_build_says_so() {
+    let (session, storage) = framed();
+    let key = data_key("f", Kind::Frame, 1);
+    let body = body_of(&storage.get(&key));
+    let with_body = |edit: &dyn Fn(&mut Value)| {
+        let mut body = body.clone();
+        edit(&mut body);
+        let mut copy = storage.clone();
+        copy.0.insert(key.clone(), seal(key.clone(), Kind::Frame, &body).unwrap().value);
+        copy
+    };
+    // What a session of the same history builds without any frame: its first build starts afresh.
+    let mut older = exported(&session);
+    older["history"].as_object_mut().unwrap().remove("frame");
+    let (afresh, _) = built(&mut Session::import(older).unwrap(), &budgeted());
+    let (_, fitting) = built(&mut storage.load("f").unwrap(), &budgeted());
+    assert!(!fitting.context.receipt.notes.iter().any(|n| n.contains("frame")), "a frame that fits: no note");
+    type Edit<'a> = &'a dyn Fn(&mut Value);
+    let cases: [(&str, Edit); 4] = [
+        ("ends at another message", &|b| b["frame"]["settledId"] = json!("m3")),
+        ("which the history does not hold there", &|b| b["frame"]["messages"][1]["id"] = json!("m99")),
+        ("not by this library", &|b| b["counted"] = json!("0.0.1/o200k_base")),
+        ("is not readable", &|b| b["frame"]["messages"] = json!("none")),
+    ];
+    for (why, edit) in cases {
+        let mut damaged = with_body(edit);
+        let mut reopened = damaged.load("f").expect("a frame that does not fit fails no load");
+        assert_eq!(exported(&reopened)["history"]["messages"], exported(&session)["history"]["messages"]);
+        assert!(reopened.compactor.frame_state(&reopened.history).is_none(), "{why}: no frame");
+        let (request, next) = built(&mut reopened, &budgeted());
+        assert_eq!(request, afresh, "{why}: built as without a frame");
+        assert!(reopened.compactor.frame_state(&reopened.history).is_some(), "{why}: a frame of its own now");
+        let note = next.context.receipt.notes.last().cloned().unwrap_or_default();
+        assert!(note.contains("the stored frame") && note.contains(why), "{why}: {note}");
+        // Said once: the build after has no such note.
+        assert!(!reopened.build(&budgeted()).unwrap().context.receipt.notes.iter().any(|n| n.contains("frame")));
+        // Its next save stores its own frame, under the next generation.
+        let changes = damaged.save(&mut reopened, 5);
+        assert!(changes.records.iter().any(|r| r.key == data_key("f", Kind::Frame, 2)), "{why}");
+        assert!(changes.remove.contains(&key));
+        assert_eq!(built(&mut damaged.load("f").unwrap(), &budgeted()), built(&mut reopened, &budgeted()));
+    }
+    // A frame record that fails its checksum, or is missing, is damage, as for every kind.
+    let mut flipped = storage.clone();
+    flipped.0.insert(key.clone(), storage.get(&key).value.replacen("\"tokens\":", "\"tokens\": ", 1));
+    let error = flipped.load("f").unwrap_err();
+    assert_eq!((error.kind, error.path.as_deref()), (ErrorKind::Corrupt, Some("r/f/frame/000000000001")));
+    let mut missing = storage.clone();
+    missing.0.remove(&key);
+    assert_eq!(missing.load("f").unwrap_err().kind, ErrorKind::Corrupt);
+}
+
+/// Records of version 4 (no frame), written by the library before frames were kept: a session
+/// of three messages after one build.
+const VERSION_4_RECORDS: &str = r#"[{"key":["r","v4","m","000000000001"],"value":"{\"v\":4,\"sum\":\"95dd28cf378c595c\",\"body\":{\"message\":{\"role\":\"system\",\"content\":\"You book flights.\"},\"counted\":\"0.1.0/o200k_base\",\"tokens\":[8,4,4,0,0,0,0,0,0]}}"},{"key":["r","v4","m","000000000002"],"value":"{\"v\":4,\"sum\":\"db0ea237c8851e20\",\"body\":{\"message\":{\"role\":\"user\",\"content\":\"Fly me to Lisbon\"},\"counted\":\"0.1.0/o200k_base\",\"tokens\":[8,4,4,0,0,0,0,0,0]}}"},{"key":["r","v4","m","000000000003"],"value":"{\"v\":4,\"sum\":\"f290f0ce9f675386\",\"body\":{\"message\":{\"role\":\"assistant\",\"content\":\"Booked.\"},\"counted\":\"0.1.0/o200k_base\",\"tokens\":[6,4,2,0,0,0,0,0,0]}}"},{"key":["r","v4","settings","000000000001"],"value":"{\"v\":4,\"sum\":\"b02573e55303c7a3\",\"body\":{\"encoding\":\"o200k_base\",\"format\":\"openai\",\"maxLoops\":10,\"maxSnapshotChars\":null,\"metadata\":{}}}"},{"key":["s","v4"],"value":"{\"v\":4,\"sum\":\"c69e67d9e2ad5b29\",\"body\":{\"id\":\"v4\",\"title\":\"Written by version 4\",\"createdAt\":1000,\"updatedAt\":1000,\"messages\":3,\"tokens\":25,\"commit\":1,\"chunked\":0,\"settings\":1,\"summary\":0,\"calibration\":0,\"turns\":0,\"loops\":0,\"subagentsSpawned\":0,\"turnStart\":0}}"}]"#;
+
+#[test]
+fn version_4_records_load_without_a_frame_and_the_next_save_stores_one() {
+    let records: Vec<StoredRecord> = serde_json::from_str(VERSION_4_RECORDS).unwrap();
+    let mut storage = Storage(records.iter().map(|r| (r.key.clone(), r.value.clone())).collect());
+    let mut session = storage.load("v4").unwrap();
+    assert!(session.compactor.frame_state(&session.history).is_none());
+    assert_eq!((session.title(), session.history.len()), (Some("Written by version 4"), 3));
+    let first = session.build(&budgeted()).unwrap();
+    assert!(first.context.receipt.notes.is_empty(), "no frame stored is no frame dropped");
+    session.history.append_value(user("And back?"), Format::OpenAi).unwrap();
+    let changes = storage.save(&mut session, 2000);
+    let keys: Vec<Vec<String>> = changes.records.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(keys, [data_key("v4", Kind::Message, 4), data_key("v4", Kind::Frame, 1), meta_key("v4")]);
+    let prefix = format!(r#"{{"v":{RECORD_VERSION},"sum":""#);
+    assert!(changes.records.iter().all(|r| r.value.starts_with(&prefix)));
+    let mut reopened = storage.load("v4").unwrap();
+    assert_eq!(exported(&reopened), exported(&session));
+    assert_eq!(built(&mut reopened, &budgeted()), built(&mut session, &budgeted()));
+}
+
+#[test]
+fn a_frame_record_is_ids_and_short_forms() {
+    // A long session: 2,000 messages (long tool outputs among them) under a 6,000-token budget,
+    // built after every exchange, so that its frame holds compressed outputs and a summary.
+    let mut session = Session::new("long", Encoding::O200kBase, 10).unwrap();
+    let options = BuildOptions {
+        budget: Some(crate::compact::BudgetOptions { max_tokens: Some(6_000), ..Default::default() }),
+        summary: Some(SummaryOptions::default()),
+        ..BuildOptions::default()
+    };
+    let mut storage = Storage::default();
+    let (mut largest, mut frames, mut events, mut history_bytes) = (0usize, 0usize, 0usize, 0usize);
+    for i in 0..500 {
+        let call = format!("call_{i}");
+        let turn = json!([
+            user(&format!("Step {i}: read src/file{i}.rs and fix what fails.")),
+            {"role": "assistant", "content": null, "tool_calls": [{"id": call, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/file{i}.rs\"}}")}}]},
+            {"role": "tool", "tool_call_id": call, "content": format!("fn f{i}() {{\n{}}}\n", "    let x = compute(alpha, beta, gamma);\n".repeat(60))},
+            assistant(&format!("Fixed src/file{i}.rs: the call to compute had its arguments in the wrong order.")),
+        ]);
+        history_bytes += turn.to_string().len();
+        session.history.append_values(turn, Format::OpenAi).unwrap();
+        let outcome = session.build(&options).unwrap();
+        events += usize::from(outcome.context.receipt.cache.is_some_and(|cache| cache.event));
+        for record in storage.save(&mut session, i as u64).records {
+            if is_frame(&record) {
+                largest = largest.max(record.value.len());
+                frames += 1;
+            }
+        }
+    }
+    let frame = session.compactor.frame_state(&session.history).unwrap();
+    let record = storage.records("long").into_iter().find(is_frame).unwrap();
+    eprintln!(
+        "2,000 messages ({history_bytes} bytes): {frames} frame records written over 500 saves ({events} \
+         compaction events), the largest {largest} bytes; the last {} bytes for {} context messages",
+        record.value.len(),
+        frame.messages.len()
+    );
+    // A few kilobytes: a summary and a handful of reduced outputs, the rest ids.
+    assert!(largest < 40_000, "{largest} bytes");
+    assert!(frames <= events + 1, "written at events, not at every save: {frames} for {events} events");
+    let mut reopened = storage.load("long").unwrap();
+    assert_eq!(built(&mut reopened, &options), built(&mut session, &options));
 }

@@ -245,7 +245,7 @@ impl Session {
 
 /// A value as JSON text, its keys in order (what `JSON.stringify` of the returned object gave).
 fn to_json_text<T: Serialize>(value: &T) -> Result<String> {
-    crate::json_text::to_text(value).map_err(|e| Error::internal(format!("serialising a recall result: {e}")))
+    crate::util::json_text::to_text(value).map_err(|e| Error::internal(format!("serialising a recall result: {e}")))
 }
 
 struct SessionLog<'a> {

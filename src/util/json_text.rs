@@ -11,7 +11,14 @@ use std::alloc::Layout;
 /// much was wanted), not a trap.
 pub fn to_text<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut text = Text(Vec::new());
-    serde_json::to_writer(&mut text, value)?;
+    let written = serde_json::to_writer(&mut text, value);
+    into_string(text, written)
+}
+
+/// `to_text`'s part that does not depend on the type, compiled once.
+#[inline(never)]
+fn into_string(text: Text, written: Result<(), serde_json::Error>) -> Result<String, serde_json::Error> {
+    written?;
     // serde_json writes valid UTF-8.
     String::from_utf8(text.0).map_err(|_| serde::ser::Error::custom("a value serialised to invalid UTF-8"))
 }

@@ -380,7 +380,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Value)| {
             let mut value = exported.clone();
             edit(&mut value);
-            Session::import(value).unwrap_err().message
+            Session::import(value).unwrap_err().into_details().message
         };
         assert!(with(&|v| v["artifacts"][0]["content"] = "x".into()).contains("says 10 lines"));
         assert!(with(&|v| v["artifacts"][1]["id"] = "code_sales_analysis".into()).contains("exists already"));

@@ -47,7 +47,7 @@ pub const NON_FINITE: char = '\u{FDD0}';
 pub fn shown(value: &Value) -> String {
     match value.as_str().and_then(|text| text.strip_prefix(NON_FINITE)) {
         Some(number) => number.to_string(),
-        None => crate::json_text::value_text(value),
+        None => crate::util::json_text::value_text(value),
     }
 }
 
