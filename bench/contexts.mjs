@@ -1,4 +1,4 @@
-// What a built context carries, on real and synthetic agent sessions (issue #11's checks):
+// What a built context carries, on real and synthetic agent sessions:
 // for each session, format, budget and mode, is the task (first user request) and the latest
 // request in the context, is it valid and within budget, how much of the budget is used when the
 // history is larger, and does anything leave the context uncovered while a summary is configured.

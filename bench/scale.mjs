@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Scale (issue #18): long histories in a busy app. The shared tau-bench runs (5,308 messages),
+// Scale: long histories in a busy app. The shared tau-bench runs (5,308 messages),
 // repeated with fresh tool-call ids up to 5k, 100k and 300k messages, appended one message at a
 // time into a ConversationHistory, each size in fresh Node processes:
 //   append       time per message (one `append` call each)
@@ -10,7 +10,7 @@
 //   export       `history.export()`, then `ConversationHistory.import()` of that object
 //   memory       the wasm memory the messages take (after the first build, less what the encoder's
 //                tables took before), per message, against the message's JSON
-// and the issue's targets. Run: npm run build && node bench/scale.mjs [sizes…] (e.g. 5000 100000);
+// and the targets. Run: npm run build && node bench/scale.mjs [sizes…] (e.g. 5000 100000);
 // SCALE_BALLAST_MB=300 sets the live heap of the busy runs; SCALE_BUSY=0 leaves them out;
 // SCALE_TIMES=1 prints every warm build's time (on a shared machine the median hides outliers).
 import { execFileSync } from "node:child_process";
@@ -130,7 +130,7 @@ for (const n of sizes) {
 }
 console.table(rows);
 
-// The issue's targets, measured here; the largest size decides.
+// The targets, measured here; the largest size decides.
 const last = results[results.length - 1];
 const verdict = (ok) => (ok ? "met" : "NOT met");
 const slowdown = last.busy ? last.busy.firstBuild / last.idle.firstBuild : NaN;

@@ -6,7 +6,7 @@
 // for o200k_base and cl100k_base: throughput (MB/s), cost per message (µs), identical totals.
 // Our lite entry (no embedded ranks, built for size; ranks loaded from the package's files) is
 // measured too. Then cold start to the first count (a fresh process each), and the size of the
-// shipped wasm of both builds. Prints numbers, ratios and issue #5's targets; asserts nothing.
+// shipped wasm of both builds. Prints numbers, ratios and the targets; asserts nothing.
 //   BENCH_REPEAT=5   timed repetitions per measurement (the best is kept; default 3)
 //   BENCH_COLD=5     cold-start samples per library (the median is kept; default 5)
 import { readFileSync } from "node:fs";
@@ -184,7 +184,7 @@ console.log(`                     ranks/cl100k_base.cctab             ${MB(liteC
 console.log(`  tiktoken (wasm)    tiktoken_bg.wasm (full build)        ${MB(tkWasm.length)} raw, ${MB(tkGz)} gzipped (all encodings)`);
 console.log(`  ours / tiktoken gzipped: ${fmt(full.wasmGzBytes / tkGz)}\n`);
 
-// --- targets (issue #5) -----------------------------------------------------------------------
+// --- targets ---------------------------------------------------------------------------------
 const mark = (ok) => (ok ? "✓" : "✗");
 console.log(`targets`);
 for (const [encoding, { rows }] of Object.entries(results)) {

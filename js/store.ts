@@ -193,7 +193,7 @@ export class SessionStore {
     }
   }
 
-  /** The stored session `id` (seed 000's thread id), loaded and checked; the same object while it is open. */
+  /** The stored session `id` (the thread id), loaded and checked; the same object while it is open. */
   async open(id: string): Promise<StoredSession> {
     this.#check();
     checkId(id);
@@ -308,7 +308,7 @@ export class SessionStore {
   }
 
   /**
-   * Deletes the sessions not updated for `olderThanMs` (default 7 days, as seed 000 cleans up) and
+   * Deletes the sessions not updated for `olderThanMs` (default 7 days) and
    * not open in this store, with their sub-agents; resolves to the ids deleted.
    */
   async cleanup(options: { olderThanMs?: number; now?: number } = {}): Promise<string[]> {

@@ -16,7 +16,7 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # kept only if it loads.
 # The full build is not post-optimised: -O3 and -Oz shrink its gzipped wasm by about 1% and count
 # no faster than rustc's LTO output.
-# The lite build is what the demo page downloads, gzipped (issue #14: code and o200k_base table
+# The lite build is what the demo page downloads, gzipped (the target: code and o200k_base table
 # <= 1.0 MB), so its passes are the ones that shrink the gzip, measured with zopfli on the lite
 # wasm (420,064 B): --reorder-functions-by-name puts the copies of a generic function (and the
 # functions of a module) side by side, where gzip's 32 KB window finds their common bytes

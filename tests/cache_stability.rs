@@ -4,9 +4,7 @@
 //! happen only when the budget would be passed (or the history forces one: a late tool result,
 //! a summary coming back); every build is valid, within budget, and holds the task.
 
-use context_compactor::compact::{
-    BudgetOptions, BuildOptions, Change, Compactor, EventReason, Summarizer, SummaryOptions,
-};
+use context_compactor::compact::{BudgetOptions, BuildOptions, Change, Compactor, EventReason};
 use context_compactor::history::ConversationHistory;
 use context_compactor::message::{Format, Message, Part, Role};
 use context_compactor::tokens::Encoding;
@@ -15,7 +13,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 mod random_histories;
-use random_histories::{event, history};
+use random_histories::{event, history, replay_options as options};
 
 const ENCODING: Encoding = Encoding::Estimate;
 
@@ -60,28 +58,6 @@ fn cache_units(request: &Value, format: Format) -> (Option<Value>, Vec<Value>) {
 /// Whether `before` is a prefix of `after`, as a cache sees requests.
 fn extends(before: &(Option<Value>, Vec<Value>), after: &(Option<Value>, Vec<Value>)) -> bool {
     before.0 == after.0 && after.1.len() >= before.1.len() && after.1[..before.1.len()] == before.1[..]
-}
-
-fn options(format: Format, budget: u32, low_water: f64, summary: u8, steps: usize) -> BuildOptions {
-    BuildOptions {
-        format,
-        budget: Some(BudgetOptions {
-            max_tokens: Some(budget),
-            low_water_ratio: Some(low_water),
-            ..BudgetOptions::default()
-        }),
-        keep_recent_steps: steps,
-        summary: match summary {
-            0 => None,
-            n => Some(SummaryOptions {
-                summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
-                min_messages: 8,
-                min_new_messages: 4,
-                ..SummaryOptions::default()
-            }),
-        },
-        ..BuildOptions::default()
-    }
 }
 
 /// The first user message with text: the task.

@@ -251,7 +251,7 @@ proptest! {
     }
 }
 
-/// Found by the property above (#15): a step's reasoning left out while its calls, which carry
+/// Found by the property above: a step's reasoning left out while its calls, which carry
 /// their `fc_` ids, were sent.
 #[test]
 fn a_call_with_an_id_goes_out_with_its_reasoning() {
@@ -264,7 +264,7 @@ fn a_call_with_an_id_goes_out_with_its_reasoning() {
     assert!(result.is_ok(), "{result:?}");
 }
 
-/// #15: an AI SDK tool approval response (a tool message with no result of its own) was left
+/// An AI SDK tool approval response (a tool message with no result of its own) was left
 /// out of every build.
 #[test]
 fn an_approval_response_goes_out_with_its_step() {

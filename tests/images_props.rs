@@ -1,4 +1,4 @@
-//! Issue #17, seed 000's images sent once: with `imagesSentOnce`, random histories with images
+//! Images sent once: with `imagesSentOnce`, random histories with images
 //! (readable, unreadable, remote; in user messages and tool results) build contexts that are
 //! valid for the provider, within the budget, counted exactly, and the stored history keeps
 //! every image.

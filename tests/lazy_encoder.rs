@@ -30,7 +30,7 @@ fn a_session_is_made_and_imported_without_decoding_a_table_until_something_is_co
 }
 
 /// A stored session with its summary loads without decoding a table: the chunks keep their
-/// messages' counts and the summary record its summary's (issue #13: the decode was ~15 ms of a
+/// messages' counts and the summary record its summary's (the decode was ~15 ms of a
 /// warm open). The session is made and saved in a child process (this test again, with
 /// `LAZY_STEP=save`), since making it counts, and loaded in another (`LAZY_STEP=load`), which
 /// asserts; this process counts nothing, so the other test here may run beside it.

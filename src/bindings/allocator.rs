@@ -4,7 +4,7 @@
 //! dlmalloc grows the wasm memory by what the allocation at hand needs, in 64 KB pages; the
 //! host pays for every `memory.grow` (V8 runs a full garbage collection of the JS heap), so a
 //! first build in a page or server with a large heap spent most of its time in collections
-//! (issue #18: 24.9 s instead of 2.1 s with 153 MB of live JS objects). When an allocation has
+//! (24.9 s instead of 2.1 s with 153 MB of live JS objects). When an allocation has
 //! made the memory grow, a block of a quarter of the memory is allocated and freed at once:
 //! one grow, and the allocator keeps the block (wasm memory never shrinks) for what comes next,
 //! so the memory grows geometrically, in a few dozen steps up to its 4 GB.

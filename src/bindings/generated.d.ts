@@ -240,15 +240,15 @@ profile?: string | Profile,
  */
 format?: Format, 
 /**
- * Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+ * A count window: the last N messages (10 to 100), tool chains whole.
  */
 maxMessages?: number | null, 
 /**
- * Seed 001's token budget.
+ * The token budget.
  */
 budget?: BudgetOptions | null, 
 /**
- * Seed 004: the last N steps stay whole and are never summarised (default 3).
+ * The last N steps stay whole and are never summarised (default 3).
  */
 keepRecentSteps?: number, 
 /**
@@ -264,7 +264,7 @@ compress?: CompressOptions | null,
  */
 digest?: DigestOptions | null, 
 /**
- * Seed 004's history thinning of older turns (default false; profiles turn it on).
+ * History thinning of older turns (default false; profiles turn it on).
  */
 thin?: boolean, 
 /**
@@ -278,12 +278,12 @@ summary?: SummaryOptions | null,
  */
 memory?: MemoryOptions | null, 
 /**
- * A session's state after the system prompt, in seed 002's order: the active skill, the open
+ * A session's state after the system prompt, in this order: the active skill, the open
  * todos, the available artifacts (with `<code_ref>`), the uploaded files; `null` leaves it out.
  */
 state?: StateOptions | null, 
 /**
- * Seed 000: once an image was sent in an earlier turn, the context shows it as a one-line
+ * Once an image was sent in an earlier turn, the context shows it as a one-line
  * placeholder (`[image: png, 1024×768, sent in turn 3, message m5]`; default false). The
  * stored message keeps the image.
  */
@@ -346,7 +346,7 @@ summarizer?: Summarizer,
 summariser?: Summarizer, 
 /**
  * Compaction is due past this many tokens (default: the budget's `maxTokens`; without a
- * budget, seed 001's 50,000).
+ * budget, 50,000).
  */
 triggerTokens?: number, 
 /**
@@ -371,7 +371,7 @@ newTokenRatio?: number,
  */
 maxTokens?: number, 
 /**
- * The compact instruction; seed 004's by default.
+ * The compact instruction; the built-in one by default.
  */
 prompt?: string, 
 /**
@@ -818,7 +818,7 @@ id?: string,
  */
 maxLoops?: number, 
 /**
- * Switches the memory module on (seed 003: only when configured).
+ * Switches the memory module on (it is off unless configured).
  */
 memory?: MemoryChoice, encoding?: EncodingName, 
 /**
@@ -850,7 +850,7 @@ export type TurnInput = {
  */
 turnNumber?: number, 
 /**
- * The workspace the agent rendered this turn (seed 003's `fullContext`).
+ * The workspace the agent rendered this turn (`fullContext`).
  */
 workspaceContext: string, 
 /**
@@ -899,11 +899,11 @@ createdAt: string, };
 
 export type ArtifactInput = { 
 /**
- * Letters, digits, '_', '-' or '.', at most 128 (seed 002: `code_sales_analysis`).
+ * Letters, digits, '_', '-' or '.', at most 128 (e.g. `code_sales_analysis`).
  */
 id: string, language: string, 
 /**
- * Seed 002: given, or made from the first line of the content.
+ * Given, or made from the first line of the content.
  */
 description?: string, content: string, 
 /**
@@ -947,7 +947,7 @@ persistentTools?: Array<string>, activeSkill?: string,
  */
 mentionedAgents?: Array<string>, 
 /**
- * The model the user prefers (seed 000: vision, code, …).
+ * The model the user prefers (vision, code, …).
  */
 modelPref?: string, workspacePath?: string, userId?: string, uploadedFiles?: Array<UploadedFile>, };
 
@@ -957,7 +957,7 @@ export type AppState = {
  */
 contextId: string, parentContext: string | null, 
 /**
- * The session id that persists it (a sub-agent's is its context id: seed 000's isolation).
+ * The session id that persists it (a sub-agent's is its context id: it is isolated).
  */
 threadId: string, loops: number, maxLoops: number, todos?: Array<Todo>, 
 /**
@@ -973,7 +973,7 @@ persistentTools?: Array<string>, activeSkill?: string,
  */
 mentionedAgents?: Array<string>, 
 /**
- * The model the user prefers (seed 000: vision, code, …).
+ * The model the user prefers (vision, code, …).
  */
 modelPref?: string, workspacePath?: string, userId?: string, uploadedFiles?: Array<UploadedFile>, };
 
@@ -981,11 +981,11 @@ export type MemoryExport = { format: "context-compactor/memory", version: 1, con
 
 export type SessionExport = { format: "context-compactor/session", version: 1, id: string, parentId: string | null, messageFormat: Format, loops: number, maxLoops: number, subagentsSpawned: number, turnStart: number, metadata: Record<string, unknown>, history: HistoryExport, memory: MemoryExport | null, maxSnapshotChars: number | null, 
 /**
- * Seed 002's artifacts, in the order they were saved (absent: none).
+ * The artifacts, in the order they were saved (absent: none).
  */
 artifacts?: Array<Artifact>, 
 /**
- * Seed 000's agent state (absent: the empty state).
+ * The agent state (absent: the empty state).
  */
 state?: AgentState, };
 

@@ -1,4 +1,4 @@
-//! `MemoryModule` (seed 003) for JS, and the `recall_context` tool definition.
+//! `MemoryModule` for JS, and the `recall_context` tool definition.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,7 +40,7 @@ struct AnswerOptions {
     max_tokens: Option<u64>,
 }
 
-/// Seed 003's MemoryModule: per-turn snapshots of the workspace with their summaries, the
+/// The optional memory: per-turn snapshots of the workspace with their summaries, the
 /// cumulative summary for the prompt, keyword search and `recall_context`.
 #[wasm_bindgen]
 pub struct MemoryModule {
@@ -96,7 +96,7 @@ impl MemoryModule {
         Ok(to_js(&session.turn_summary_request(&workspace, format, max_tokens as u32)?)?)
     }
 
-    /// Seed 003's `[Turn 1] …` lines, the newest kept when they do not all fit `maxTokens` (default 2,000).
+    /// The `[Turn 1] …` lines, the newest kept when they do not all fit `maxTokens` (default 2,000).
     #[wasm_bindgen(js_name = cumulativeSummary)]
     pub fn cumulative_summary(
         &self,

@@ -57,7 +57,7 @@ pub fn validate_messages(
     Ok(to_js(&violations)?)
 }
 
-/// The built-in profiles' names (models, and seed 004's `init` and `execute` agents).
+/// The built-in profiles' names (models, and the `init` and `execute` agents).
 #[wasm_bindgen(js_name = profileNames)]
 pub fn profile_names() -> Vec<String> {
     profile::builtin_names().into_iter().map(str::to_string).collect()

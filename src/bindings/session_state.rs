@@ -1,4 +1,4 @@
-//! `Session`'s artifacts (seed 002's CodeStore) and agent state (seed 000's AppState), and the
+//! `Session`'s artifacts and agent state (`AppState`), and the
 //! `file_reader` tool definition.
 
 use serde::Deserialize;
@@ -61,7 +61,7 @@ impl Session {
         Ok(to_js(&single)?)
     }
 
-    /// Seed 000's AppState: the agent state with the context ids and the loop counter.
+    /// The agent state with the context ids and the loop counter.
     #[wasm_bindgen(unchecked_return_type = "AppState")]
     pub fn state(&self) -> JsResult<JsValue> {
         Ok(to_js(&self.shared.get()?.app_state())?)
@@ -82,7 +82,7 @@ pub fn file_reader_tool(#[wasm_bindgen(unchecked_param_type = "Format")] format:
     Ok(to_js(&tool)?)
 }
 
-/// The languages an artifact may have (seed 002's list).
+/// The languages an artifact may have.
 #[wasm_bindgen(js_name = supportedLanguages)]
 pub fn supported_languages() -> Vec<String> {
     artifacts::supported_languages().into_iter().map(String::from).collect()

@@ -310,7 +310,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
             if let Some(list) = section.take() {
                 let ends_with_assistant = list.last().is_some_and(|m| m.role == Role::Assistant);
                 messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
-                // Seed 004's exchange ends with the summary as an assistant message: a recent
+                // The exchange placement ends with the summary as an assistant message: a recent
                 // assistant message must not merge into it.
                 let next_assistant = plan
                     .members
@@ -375,7 +375,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         }
     }
 
-    // The state's sections right after the system prompt (seed 002's order).
+    // The state's sections right after the system prompt, in their fixed order.
     let at = messages.iter().take_while(|m| m.section == Section::System).count();
     let state_messages = std::mem::take(&mut pass.budget.state.messages);
     let state_messages: Vec<ContextMessage> =

@@ -141,27 +141,14 @@ impl Compactor {
         let options = match (&factor, &options.budget) {
             (None, Some(budget)) if rule.is_some() => {
                 let ratio = rule.unwrap_or(1.0);
-                let counted = |billed: u32| ((f64::from(billed) / ratio).floor() as u32).max(1);
-                calibrated = BuildOptions {
-                    budget: Some(super::BudgetOptions {
-                        context_window: counted(budget.context_window),
-                        max_tokens: budget.max_tokens.map(counted),
-                        ..budget.clone()
-                    }),
-                    ..options.clone()
-                };
+                calibrated =
+                    in_counted_tokens(options, budget, |billed| ((f64::from(billed) / ratio).floor() as u32).max(1));
                 &calibrated
             }
             (Some(factor), Some(budget)) => {
-                let counted = |billed: u32| factor.counted_budget(billed as usize).clamp(1, u32::MAX as usize) as u32;
-                calibrated = BuildOptions {
-                    budget: Some(super::BudgetOptions {
-                        context_window: counted(budget.context_window),
-                        max_tokens: budget.max_tokens.map(counted),
-                        ..budget.clone()
-                    }),
-                    ..options.clone()
-                };
+                calibrated = in_counted_tokens(options, budget, |billed| {
+                    factor.counted_budget(billed as usize).clamp(1, u32::MAX as usize) as u32
+                });
                 &calibrated
             }
             _ => options,
@@ -1148,6 +1135,22 @@ impl Compactor {
         };
         context.receipt.cost = Some(super::cost::estimate(&pricing, &sent));
         ends
+    }
+}
+
+/// `options` with the budget's window and maximum (billed tokens) restated as `counted` makes them.
+fn in_counted_tokens(
+    options: &BuildOptions,
+    budget: &super::BudgetOptions,
+    counted: impl Fn(u32) -> u32,
+) -> BuildOptions {
+    BuildOptions {
+        budget: Some(super::BudgetOptions {
+            context_window: counted(budget.context_window),
+            max_tokens: budget.max_tokens.map(&counted),
+            ..budget.clone()
+        }),
+        ..options.clone()
     }
 }
 

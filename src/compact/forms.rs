@@ -20,7 +20,7 @@ use crate::tokens::{self, Encoding};
 /// How a tool result is reduced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reduction {
-    /// A file's contents become their one-line digest (seed 002).
+    /// A file's contents become their one-line digest.
     Digest,
     /// Long output compressed (JSON-aware, or head and tail).
     Compress,

@@ -1,4 +1,4 @@
-//! Images sent once (seed 000: an image sent to the model need not be sent again): with
+//! Images sent once (an image the model has seen need not be paid for again): with
 //! `imagesSentOnce`, an image in a turn before the latest goes into the context as a short line,
 //! `[image: png, 1024×768, sent in turn 3, message m5]`. The stored message keeps the image
 //! (`history.get(id)` or a recall of that turn finds it); the receipt lists what was replaced.

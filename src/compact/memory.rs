@@ -1,4 +1,4 @@
-//! The memory's turn summaries in the context (seed 003): a recorded turn whose messages are not
+//! The memory's turn summaries in the context: a recorded turn whose messages are not
 //! all in the context is represented by its summary line, in the summary section, within what the
 //! summary budget leaves after the compaction summary. Newest turns first when not all fit.
 

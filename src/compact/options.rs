@@ -13,13 +13,14 @@ use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;
 
-/// Seed 001's token budget.
+/// The token budget: the window, the share of it the context may use, and its split between
+/// the summary and the recent messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct BudgetOptions {
     /// The model's context window, in tokens.
     pub context_window: u32,
-    /// Share of the window the context may use (seed 001: 0.6).
+    /// Share of the window the context may use (default 0.6).
     pub target_ratio: f64,
     /// The most tokens the context may have, given directly (instead of the window × the ratio).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,24 +122,24 @@ impl BudgetOptions {
 pub struct BuildOptions {
     /// The format of the context (and of a summary request's messages).
     pub format: Format,
-    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    /// A count window: the last N messages (10 to 100), tool chains whole.
     pub max_messages: Option<usize>,
-    /// Seed 001's token budget.
+    /// The token budget.
     pub budget: Option<BudgetOptions>,
-    /// Seed 004: the last N steps stay whole (no thinning, no digests) and are never summarised.
+    /// The last N steps stay whole (no thinning, no digests) and are never summarised.
     pub keep_recent_steps: usize,
     /// Identical system messages are kept once.
     pub dedupe_system: bool,
     pub compress: Option<CompressOptions>,
     pub digest: Option<DigestOptions>,
-    /// Seed 004's history thinning of older turns.
+    /// History thinning of older turns.
     pub thin: bool,
     pub summary: Option<SummaryOptions>,
     /// A session's memory: summaries of recorded turns not wholly in the context (`None`: left out).
     pub memory: Option<MemoryOptions>,
     /// A session's state (skill, todos, artifacts, uploads) after the system prompt (`None`: left out).
     pub state: Option<StateOptions>,
-    /// Seed 000: images of turns before the latest go in as a one-line placeholder.
+    /// Images of turns before the latest go in as a one-line placeholder.
     pub images_sent_once: bool,
     /// Timestamp recorded on a summary made during this build (the core has no clock).
     pub now: Option<String>,

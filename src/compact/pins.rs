@@ -6,8 +6,8 @@
 //! demonstration pins the real task) is kept too, and then stands for the task: the first user
 //! message is no longer pinned as one. They stay whole when together they take at most half of
 //! what the system prompt leaves of the budget; past that each text is cut to its head and tail
-//! (seed 004's 1000 + 1000 characters, fewer if that is still too much), and a request of more
-//! parts than that leaves room for to its first and last parts.
+//! (1000 + 1000 characters, as tool-output compression keeps, fewer if that is still too much),
+//! and a request of more parts than that leaves room for to its first and last parts.
 
 use super::forms::{base_members, part_indices, Ctx, Forms, MemberPlan, Plan};
 use super::receipt::PinRole;
@@ -25,7 +25,7 @@ pub(crate) struct Pin {
     pub(crate) whole: usize,
 }
 
-/// Characters kept at each end of a pinned request that is cut (seed 004).
+/// Characters kept at each end of a pinned request that is cut.
 pub(crate) const PIN_CHARS: u32 = 1000;
 
 /// The text of a user unit, if it has any that is not whitespace.

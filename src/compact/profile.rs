@@ -1,6 +1,6 @@
-//! Profiles (seed 004): per model, the window, the compaction trigger as a fraction of it, the
-//! target after compaction, the recent steps kept whole, and the encoding. Seed 004's two agents
-//! are two built-ins (`init`, `execute`); users define their own.
+//! Profiles: per model, the window, the compaction trigger as a fraction of it, the
+//! target after compaction, the recent steps kept whole, and the encoding. Two agent profiles
+//! are built in beside the models' (`init`, `execute`); users define their own.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -116,7 +116,7 @@ impl Profile {
 
 /// (name, window, trigger fraction, recent steps, encoding, format)
 const BUILTINS: &[(&str, u32, f64, usize, Encoding, Format)] = &[
-    // Seed 004's two agents.
+    // Two agents: one that explores (a 200k window), one that executes (a 1M window).
     ("init", 200_000, 0.75, 3, Encoding::O200kBase, Format::Anthropic),
     ("execute", 1_000_000, 0.70, 5, Encoding::O200kBase, Format::Anthropic),
     // Anthropic (no public tokenizer: o200k_base is the stand-in).

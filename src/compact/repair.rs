@@ -1,6 +1,6 @@
-//! Repair: the first stage, and structure: which parts of which messages survive (seed 000's
-//! `clean_message_history`, and what it misses), and how the survivors group into the units
-//! the rest of the pipeline keeps or drops whole.
+//! Repair: the first stage, and structure: which parts of which messages survive (unanswered
+//! calls, orphan results, empty messages and what a provider rejects), and how the survivors
+//! group into the units the rest of the pipeline keeps or drops whole.
 //!
 //! * A **step** is a run of consecutive assistant messages (one API response may be logged as
 //!   several, as Claude Code does) together with every tool result that answers one of their

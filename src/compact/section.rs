@@ -7,7 +7,7 @@ use crate::message::{Content, Format, Message, Role};
 
 /// The summary in force as the context carries it: a system message (OpenAI; or wherever
 /// `placement: "system"` asks), a user message (Anthropic: never an assistant message, which the
-/// recent messages could merge into), or with `placement: "exchange"` seed 004's compact prompt
+/// recent messages could merge into), or with `placement: "exchange"` the compact prompt
 /// and the summary as a user/assistant exchange.
 pub(crate) fn summary_messages(options: &BuildOptions, text: &str, until: &str) -> Vec<Message> {
     let placement = options.summary.as_ref().map_or(SummaryPlacement::Auto, |s| s.placement);

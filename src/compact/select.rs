@@ -13,7 +13,7 @@ use super::BuildCache;
 use crate::error::Result;
 use crate::message::{Part, Role};
 
-/// The recent steps kept whole (seed 004), the active messages and their tokens as stored, and
+/// The recent steps kept whole, the active messages and their tokens as stored, and
 /// whether the history as it is would need a placeholder user message first.
 pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     let options = ctx.options;

@@ -145,7 +145,7 @@ pub struct SummaryPatch {
     /// @deprecated Spelled `summarizer` now; still read.
     pub summariser: Option<Summarizer>,
     /// Compaction is due past this many tokens (default: the budget's `maxTokens`; without a
-    /// budget, seed 001's 50,000).
+    /// budget, 50,000).
     pub trigger_tokens: Option<u32>,
     /// After compaction the context aims below this (default: the budget's `maxTokens`, the recent
     /// messages filling what the summary leaves; without a budget, 0.6 × the trigger).
@@ -158,7 +158,7 @@ pub struct SummaryPatch {
     pub new_token_ratio: Option<f64>,
     /// The most tokens a summary may have (4,000).
     pub max_tokens: Option<u32>,
-    /// The compact instruction; seed 004's by default.
+    /// The compact instruction; the built-in one by default.
     pub prompt: Option<String>,
     /// Words a summary must contain (case-insensitive).
     pub required_keys: Option<Vec<String>>,
@@ -219,13 +219,13 @@ pub struct BuildSpec {
     pub profile: Option<ProfileRef>,
     /// The format of the context (default: the history's; with a profile, the profile's).
     pub format: Option<Format>,
-    /// Seed 000's count window: the last N messages (10 to 100), tool chains whole.
+    /// A count window: the last N messages (10 to 100), tool chains whole.
     #[cfg_attr(test, ts(as = "Option<usize>", optional = nullable))]
     pub max_messages: Patch<usize>,
-    /// Seed 001's token budget.
+    /// The token budget.
     #[cfg_attr(test, ts(as = "Option<BudgetPatch>", optional = nullable))]
     pub budget: Patch<BudgetPatch>,
-    /// Seed 004: the last N steps stay whole and are never summarised (default 3).
+    /// The last N steps stay whole and are never summarised (default 3).
     pub keep_recent_steps: Option<usize>,
     /// Identical system messages are kept once (default true).
     pub dedupe_system: Option<bool>,
@@ -235,7 +235,7 @@ pub struct BuildSpec {
     /// File-read digests in later turns (on by default).
     #[cfg_attr(test, ts(as = "Option<DigestPatch>", optional = nullable))]
     pub digest: Patch<DigestPatch>,
-    /// Seed 004's history thinning of older turns (default false; profiles turn it on).
+    /// History thinning of older turns (default false; profiles turn it on).
     pub thin: Option<bool>,
     /// Summary compaction (on by default, with the extractive summariser).
     #[cfg_attr(test, ts(as = "Option<SummaryPatch>", optional = nullable))]
@@ -245,11 +245,11 @@ pub struct BuildSpec {
     /// them out.
     #[cfg_attr(test, ts(as = "Option<MemoryOptions>", optional = nullable))]
     pub memory: Patch<MemoryOptions>,
-    /// A session's state after the system prompt, in seed 002's order: the active skill, the open
+    /// A session's state after the system prompt, in this order: the active skill, the open
     /// todos, the available artifacts (with `<code_ref>`), the uploaded files; `null` leaves it out.
     #[cfg_attr(test, ts(as = "Option<StateOptions>", optional = nullable))]
     pub state: Patch<StateOptions>,
-    /// Seed 000: once an image was sent in an earlier turn, the context shows it as a one-line
+    /// Once an image was sent in an earlier turn, the context shows it as a one-line
     /// placeholder (`[image: png, 1024×768, sent in turn 3, message m5]`; default false). The
     /// stored message keeps the image.
     pub images_sent_once: Option<bool>,
@@ -397,7 +397,7 @@ mod tests {
             (summary.trigger_tokens, summary.min_messages),
             (Some(10_000), SummaryOptions::default().min_messages)
         );
-        // Without a budget, seed 001's 50k/30k; an explicit trigger alone keeps its 0.6.
+        // Without a budget, 50k/30k; an explicit trigger alone keeps its 0.6.
         assert_eq!((SummaryOptions::default().trigger(None), SummaryOptions::default().target(None)), (50_000, 30_000));
         let only_trigger = SummaryOptions { trigger_tokens: Some(10_000), ..SummaryOptions::default() };
         assert_eq!((only_trigger.target(None), only_trigger.target(Some(60_000))), (6_000, 10_000));

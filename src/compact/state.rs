@@ -1,4 +1,4 @@
-//! A session's state in the context (seed 002's build order, seed 000's AppState): after the
+//! A session's state in the context (the agent state and artifacts, in a fixed order): after the
 //! system prompt, one system message per part — the active skill, the open todos, the available
 //! artifacts with how to reference them, the uploaded files — within their own cap and what the
 //! budget leaves after the system prompt. Counted exactly; the receipt says what each part held

@@ -1,5 +1,5 @@
 //! Summarise: the summary section. A summary is due when the context does not fit its budget, or
-//! when it is past an explicit trigger below the budget (then with seed 001's gates: enough
+//! when it is past an explicit trigger below the budget (then with the gates: enough
 //! messages, enough new tokens since the last summary). It covers everything before the recent
 //! messages, which then fill what it leaves. With a summary in force and little new since it, or
 //! while the caller's summariser is at work, an extractive *bridge* covers what lies between the
@@ -111,7 +111,7 @@ pub(crate) fn summarise(
     }
 }
 
-/// Seed 001's gates for a new summary over the first `upto` active units: the first summary needs
+/// The gates for a new summary over the first `upto` active units: the first summary needs
 /// `minMessages` messages; a later one `minNewMessages` new messages with more tokens than
 /// `newTokenRatio` × the summary in force.
 fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Result<bool> {

@@ -1,4 +1,4 @@
-//! Summary compaction (seeds 001 and 004): the state kept beside the history, the request handed
+//! Summary compaction: the state kept beside the history, the request handed
 //! to whatever model the caller plugs in, and the checks a returned summary must pass. The
 //! built-in summariser that needs no model is `crate::extract`.
 
@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::tokens::Encoding;
 
-/// Seed 004's compact instruction, sent as a user message after the messages to summarise.
+/// The built-in compact instruction, sent as a user message after the messages to summarise.
 pub const DEFAULT_COMPACT_PROMPT: &str = "Summarise the work so far, keeping the key information needed to continue:\n\
 - the user's requests and constraints, in order\n\
 - the conclusions reached and the problems identified\n\
@@ -26,8 +26,8 @@ pub const MIN_SUMMARY_TOKENS: u32 = 16;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SummaryPlacement {
-    /// OpenAI: a system message (seed 001); Anthropic: the compact prompt and the summary as a
-    /// user/assistant exchange (seed 004).
+    /// OpenAI Chat: a system message; the other formats: a user message (never an assistant
+    /// message, which a recent assistant message could merge into).
     Auto,
     System,
     Exchange,
@@ -50,22 +50,22 @@ pub struct SummaryOptions {
     #[serde(alias = "summariser")]
     pub summarizer: Summarizer,
     /// Compaction is due past this many tokens. Default: the budget's maximum (a context that
-    /// fits is never compacted); without a budget, seed 001's upper threshold (50k).
+    /// fits is never compacted); without a budget, 50k.
     pub trigger_tokens: Option<u32>,
     /// After compaction the context aims below this. Default: the budget's maximum (the recent
-    /// messages fill what the summary leaves); without a budget, 0.6 × the trigger (seed 001: 30k).
+    /// messages fill what the summary leaves); without a budget, 0.6 × the trigger (30k by default).
     pub target_tokens: Option<u32>,
-    /// The first summary needs at least this many messages (seed 001: 20).
+    /// The first summary needs at least this many messages (default 20).
     pub min_messages: usize,
-    /// A new summary needs at least this many new messages (seed 001: 10)…
+    /// A new summary needs at least this many new messages (default 10)…
     pub min_new_messages: usize,
-    /// …whose tokens exceed this fraction of the current summary's (seed 001: 0.5).
+    /// …whose tokens exceed this fraction of the current summary's (default 0.5).
     pub new_token_ratio: f64,
-    /// The most tokens a summary may have (seed 004 asks the model for 4,000).
+    /// The most tokens a summary may have (default 4,000).
     pub max_tokens: u32,
-    /// The compact instruction; seed 004's by default.
+    /// The compact instruction; the built-in one by default.
     pub prompt: Option<String>,
-    /// Words a summary must contain, as seed 004's validation checks (case-insensitive).
+    /// Words a summary must contain (case-insensitive); a summary without one is refused.
     pub required_keys: Vec<String>,
     pub placement: SummaryPlacement,
 }
@@ -138,7 +138,7 @@ impl SummaryOptions {
     }
 }
 
-/// Seed 001's thresholds, for a build without a budget: compaction past 50k tokens, down to 30k.
+/// The thresholds for a build without a budget: compaction past 50k tokens, down to 30k.
 pub const DEFAULT_TRIGGER_TOKENS: usize = 50_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,7 +149,7 @@ pub enum SummarySource {
     External,
 }
 
-/// A summary in force: seed 001's `summary_metadata`, plus where it came from.
+/// A summary in force: what it covers, its size and compression, and where it came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -249,7 +249,7 @@ pub fn fold_prompt(prompt: &str, previous: Option<&str>) -> String {
     }
 }
 
-/// Seed 004's validation, made strict: not empty, within the token budget, and every required key.
+/// A returned summary's checks: not empty, within the token budget, and every required key.
 /// What it refuses is the summariser's failure (a `Summarizer` error), not the caller's.
 pub fn validate_summary(text: &str, encoding: Encoding, max_tokens: u32, required_keys: &[String]) -> Result<u32> {
     if text.trim().is_empty() {

@@ -454,7 +454,8 @@ fn read_path_of(call_name: &str, input: &Value, tools: &[String]) -> Option<Stri
     push_paths(input, FileOp::Read, &mut paths);
     match paths.into_iter().next() {
         Some((path, _)) => Some(path),
-        // A listed tool without a path argument still reads a file (seed 002's `file_reader`).
+        // A listed tool without a path argument still reads a file (`file_reader` names an
+        // artifact, not a path).
         None if listed => Some(String::new()),
         None => None,
     }

@@ -143,7 +143,7 @@ pub(crate) fn squash(text: &str, max_chars: usize) -> String {
 }
 
 /// `text` if it has at most `max_chars` characters, else its head and tail around a marker saying
-/// how much was left out (seed 004's `[... N chars omitted ...]`).
+/// how much was left out (`[... N chars omitted ...]`).
 pub fn cut_middle(text: &str, max_chars: usize) -> String {
     let total = text.chars().count();
     if total <= max_chars {

@@ -152,7 +152,7 @@ pub struct PinnedTask<'a> {
     pub after: usize,
 }
 
-/// `extractive`, with the agent's open todos (its state, seed 000) as the pending tasks when there
+/// `extractive`, with the agent's open todos (from its state) as the pending tasks when there
 /// are any (the state is newer than any todo list the messages hold), and the request pinned as
 /// the task, if one is, as the primary request.
 pub fn extractive_with_todos<M: std::borrow::Borrow<Message>>(

@@ -1,7 +1,7 @@
 //! The lenient append (`ConversationHistory::append_repaired`): a list the strict append refuses
 //! (a log cut at its head, whose first records answer calls made before the cut; a result given
-//! twice; a call id reused while its call is open) is repaired the way a build repairs a context
-//! (seed 000), and every change is reported. What is valid is kept as it is.
+//! twice; a call id reused while its call is open) is repaired the way a build repairs a context,
+//! and every change is reported. What is valid is kept as it is.
 
 use std::collections::{HashMap, HashSet};
 
@@ -129,8 +129,8 @@ pub(super) fn repair(index: &ToolCallIndex, mut messages: Vec<Message>) -> (Vec<
         }
     }
     // A call still open once the list has gone on to a user or system message is one the agent
-    // never answered (seed 000: left out); one the list ends on, with nothing after it but
-    // assistant messages and results, may be answered by the next append (a log cut mid-step).
+    // never answered (left out, as a build leaves it out); one the list ends on, with nothing after
+    // it but assistant messages and results, may be answered by the next append (a log cut mid-step).
     let moved_on = |from: usize| {
         messages.iter().skip(from + 1).any(|m| match m.role {
             Role::Assistant | Role::Tool => false,

@@ -1,4 +1,4 @@
-//! The optional MemoryModule of seed 003: a store of per-turn snapshots of the workspace the
+//! The optional memory module: a store of per-turn snapshots of the workspace the
 //! agent rendered (`fullContext`) with their summaries and insights, the cumulative summary
 //! (`[Turn 1] …`) for the prompt, keyword search, and `recall_context`.
 
@@ -349,7 +349,7 @@ fn corrupt_memory(error: Error) -> Error {
     Error::invalid_argument(format!("corrupt memory export: {}", error.message))
 }
 
-/// Seed 003's line for a turn in the cumulative summary.
+/// The line for a turn in the cumulative summary (`[Turn N] summary`).
 pub fn turn_line(turn: u32, summary: &str) -> String {
     format!("[Turn {turn}] {summary}")
 }

@@ -1,5 +1,5 @@
-//! A session's artifacts and agent state: saved, read, answered to `file_reader`, and shown as
-//! seed 000's AppState.
+//! A session's artifacts and agent state: saved, read, answered to `file_reader`, and shown
+//! whole with the session's own fields (`AppState`).
 
 use serde_json::Value;
 
@@ -10,7 +10,7 @@ use crate::state::artifacts::{self, Artifact, ArtifactInput, SavedArtifact};
 use crate::state::{AgentState, AppState};
 
 impl Session {
-    /// Saves an artifact (seed 002's CodeStore): checked whole first; on error nothing changes.
+    /// Saves an artifact: checked whole first; on error nothing changes.
     pub fn save_artifact(&mut self, input: ArtifactInput) -> Result<SavedArtifact> {
         let (artifact, fallback) = self.artifacts.prepare(input)?;
         Ok(self.artifacts.commit(artifact, fallback))
@@ -51,7 +51,7 @@ impl Session {
         Ok(())
     }
 
-    /// Seed 000's AppState: the agent state with the session's context ids and loop counter.
+    /// The agent state with the session's context ids and loop counter.
     pub fn app_state(&self) -> AppState {
         AppState {
             state: self.agent.clone(),
@@ -83,7 +83,7 @@ mod tests {
     const SALES: &str = "import pandas as pd\n\ndef load_data(path):\n    return pd.read_csv(path)\n\n\
                          def clean_data(df):\n    return df.dropna()\n\ndef visualize(df):\n    df.plot()\n";
 
-    /// Seed 002's three artifacts in a session with a system prompt and one request.
+    /// Three artifacts (two Python, one HTML) in a session with a system prompt and one request.
     fn seed_002() -> Session {
         let mut session = Session::new("main", Encoding::O200kBase, 10).unwrap();
         session
@@ -257,7 +257,7 @@ mod tests {
         assert_eq!(fresh.state, AgentState::default(), "no todos, tools, skill, mentions or uploads");
         assert!(child.artifacts().is_empty());
         assert_eq!(fresh.context_id, child.id());
-        assert_eq!(fresh.thread_id, fresh.context_id, "its own thread: seed 000's isolation");
+        assert_eq!(fresh.thread_id, fresh.context_id, "its own thread: a sub-agent is isolated");
         assert_eq!((fresh.parent_context.as_deref(), fresh.loops, fresh.max_loops), (Some("main"), 0, 5));
         assert_eq!(main.agent_state(), &full_state(), "the parent's state is untouched");
     }

@@ -38,11 +38,11 @@ pub struct SessionExport {
     pub history: HistoryExport,
     pub memory: Option<MemoryExport>,
     pub max_snapshot_chars: Option<usize>,
-    /// Seed 002's artifacts, in the order they were saved (absent: none).
+    /// The artifacts, in the order they were saved (absent: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(test, ts(as = "Option<Vec<Artifact>>", optional))]
     pub artifacts: Vec<Artifact>,
-    /// Seed 000's agent state (absent: the empty state).
+    /// The agent state (absent: the empty state).
     #[serde(default, skip_serializing_if = "is_empty_state")]
     #[cfg_attr(test, ts(as = "Option<AgentState>", optional))]
     pub state: AgentState,

@@ -1,5 +1,5 @@
-//! A session: an id, the conversation history, the optional memory (seed 003's MemoryModule),
-//! a loop counter, and metadata. A sub-agent (seed 000's call_subagent) is a child session with
+//! A session: an id, the conversation history, the optional memory (per-turn snapshots),
+//! a loop counter, and metadata. A sub-agent (`spawn_subagent`) is a child session with
 //! an isolated history that hands its parent one compact result. A session exports to one
 //! versioned JSON document and imports from it.
 
@@ -46,7 +46,7 @@ pub struct Session {
     /// How many logged messages the memory's search index holds.
     indexed: usize,
     pub metadata: Map<String, Value>,
-    /// Seed 002's artifacts and seed 000's agent state (`state`).
+    /// The artifacts and the agent state (`state`).
     artifacts: crate::state::ArtifactStore,
     agent: crate::state::AgentState,
     /// Title, creation time and what storage holds (`records`).
@@ -63,7 +63,7 @@ pub struct SessionOptions {
     pub id: Option<String>,
     /// Agent loops allowed (default 10).
     pub max_loops: Option<u32>,
-    /// Switches the memory module on (seed 003: only when configured).
+    /// Switches the memory module on (it is off unless configured).
     pub memory: Option<MemoryChoice>,
     #[cfg_attr(test, ts(optional, type = "EncodingName"))]
     pub encoding: Option<Encoding>,
@@ -199,7 +199,7 @@ impl Session {
         Ok(session)
     }
 
-    /// Switches the memory module on (seed 003: only when configured).
+    /// Switches the memory module on (it is off unless configured).
     pub fn enable_memory(&mut self, max_snapshot_chars: usize) -> Result<()> {
         if max_snapshot_chars == 0 {
             return Err(Error::invalid_argument("memory.maxSnapshotChars must be at least 1"));
@@ -256,7 +256,7 @@ impl Session {
     }
 
     /// A child context with a fresh history that starts with `task` as the user's request, and a
-    /// fresh state (seed 000: no todos, tools, skill or mentions; no artifacts; its own thread).
+    /// fresh state (no todos, tools, skill or mentions; no artifacts; its own thread).
     pub fn spawn_subagent(&mut self, task: &str, max_loops: u32) -> Result<Session> {
         if task.trim().is_empty() {
             return Err(Error::invalid_argument("a sub-agent needs a task"));
@@ -298,7 +298,7 @@ impl Session {
     }
 }
 
-/// What a sub-agent hands its parent (seed 000's call_subagent result).
+/// What a sub-agent hands its parent: one compact result, not its history.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SubagentResult {

@@ -20,7 +20,7 @@ use crate::message::{Content, ContentForm, Format, Message, Part, Role};
 pub struct TurnInput {
     /// Defaults to the turn after the last one recorded.
     pub turn_number: Option<u32>,
-    /// The workspace the agent rendered this turn (seed 003's `fullContext`).
+    /// The workspace the agent rendered this turn (`fullContext`).
     pub workspace_context: String,
     /// The turn's summary; the built-in one when absent.
     pub summary: Option<String>,
@@ -155,7 +155,7 @@ impl Session {
         })
     }
 
-    /// Seed 003's `[Turn 1] …` lines for the prompt, within `max_tokens`.
+    /// The `[Turn 1] …` lines for the prompt, within `max_tokens`.
     pub fn memory_summary(&self, max_tokens: usize) -> Result<String> {
         let memory = self.memory.as_ref().ok_or_else(memory_off)?;
         Ok(memory.cumulative_summary(self.history.encoding(), max_tokens))

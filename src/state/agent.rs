@@ -1,4 +1,4 @@
-//! Seed 000's AppState beside the messages: todos, tool permissions, the active skill, mentions,
+//! The agent's state beside the messages: todos, tool permissions, the active skill, mentions,
 //! the model preference, the workspace and the uploaded files. The loop counter and its maximum,
 //! the context id, parent and thread id are the session's own (`Session::app_state`).
 
@@ -21,7 +21,7 @@ pub enum TodoStatus {
     Cancelled,
 }
 
-/// One task of the list (seed 000's `todos`, as TodoWrite keeps it).
+/// One task of the list (`todos`, as TodoWrite keeps it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -46,7 +46,7 @@ impl Todo {
     }
 }
 
-/// A file the user uploaded (seed 000's `uploaded_files`; seed 002's file context).
+/// A file the user uploaded (listed in the context's uploaded-files section).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -79,7 +79,7 @@ pub struct AgentState {
     /// The agents, skills or tools the user @-mentioned.
     #[cfg_attr(test, ts(as = "Option<Vec<String>>", optional))]
     pub mentioned_agents: Vec<String>,
-    /// The model the user prefers (seed 000: vision, code, …).
+    /// The model the user prefers (vision, code, …).
     #[cfg_attr(test, ts(optional))]
     pub model_pref: Option<String>,
     #[cfg_attr(test, ts(optional))]
@@ -158,7 +158,7 @@ impl AgentState {
     }
 }
 
-/// Seed 000's AppState whole: the state above and the session's own fields.
+/// The agent state whole: the state above and the session's own fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -168,7 +168,7 @@ pub struct AppState {
     /// "main", or "subagent-xxxxxxxx".
     pub context_id: String,
     pub parent_context: Option<String>,
-    /// The session id that persists it (a sub-agent's is its context id: seed 000's isolation).
+    /// The session id that persists it (a sub-agent's is its context id: it is isolated).
     pub thread_id: String,
     pub loops: u32,
     pub max_loops: u32,

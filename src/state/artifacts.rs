@@ -1,4 +1,4 @@
-//! Seed 002's CodeStore: the files an agent writes (or a user uploads) kept beside the messages,
+//! The artifact store: the files an agent writes (or a user uploads) kept beside the messages,
 //! each with an id (`code_sales_analysis`), a language checked against the supported list and
 //! mapped to its extension, a description, its line and character counts and its creation time.
 //! The context lists them (`- code_sales_analysis (python) - 销售数据分析`); the model reads one
@@ -13,10 +13,10 @@ use crate::error::{Error, Result};
 pub const MAX_ARTIFACT_CHARS: usize = 1_048_576;
 /// The most artifacts a session holds.
 pub const MAX_ARTIFACTS: usize = 10_000;
-/// Seed 002: an unsupported language falls back to python.
+/// An unsupported language falls back to python (unless `strictLanguage`).
 pub const FALLBACK_LANGUAGE: &str = "python";
 
-/// Seed 002's supported languages: the name stored, the names accepted for it, its extension.
+/// The supported languages: the name stored, the names accepted for it, its extension.
 const LANGUAGES: [(&str, &[&str], &str); 20] = [
     ("python", &["python", "py", "python3"], "py"),
     ("javascript", &["javascript", "js", "node"], "js"),
@@ -68,7 +68,7 @@ pub struct Artifact {
 }
 
 impl Artifact {
-    /// `{id}.{extension}`: the file it is (seed 002's `data/{code_id}.{ext}`).
+    /// `{id}.{extension}`: the file it is (`file_reader` finds an artifact by it too).
     pub fn file_name(&self) -> String {
         let extension = language(&self.language).map_or("txt", |(_, ext)| ext);
         format!("{}.{extension}", self.id)
@@ -81,10 +81,10 @@ impl Artifact {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(test, ts(optional_fields))]
 pub struct ArtifactInput {
-    /// Letters, digits, '_', '-' or '.', at most 128 (seed 002: `code_sales_analysis`).
+    /// Letters, digits, '_', '-' or '.', at most 128 (e.g. `code_sales_analysis`).
     pub id: String,
     pub language: String,
-    /// Seed 002: given, or made from the first line of the content.
+    /// Given, or made from the first line of the content.
     pub description: Option<String>,
     pub content: String,
     /// Default: `seq:N`, N the artifact's number in the session.
@@ -93,7 +93,7 @@ pub struct ArtifactInput {
     pub strict_language: Option<bool>,
 }
 
-/// An unsupported language replaced by seed 002's fallback.
+/// An unsupported language replaced by the fallback (python).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -145,7 +145,7 @@ fn counts(content: &str) -> (u32, u32) {
     (u32::try_from(lines).unwrap_or(u32::MAX), u32::try_from(chars).unwrap_or(u32::MAX))
 }
 
-/// Seed 002's description made when none is given: the content's first non-empty line, short.
+/// The description made when none is given: the content's first non-empty line, short.
 fn default_description(content: &str, language: &str) -> String {
     let first = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let first = first.trim_start_matches(['#', '/', '*', '-', '<', '!', ' ']).trim();

@@ -1,5 +1,5 @@
-//! What a session keeps beside its messages: seed 002's artifacts (CodeStore) and seed 000's
-//! agent state (AppState), and how they appear in the context (`notes`: the sections the builder
+//! What a session keeps beside its messages: its artifacts (`ArtifactStore`) and the agent
+//! state (`AgentState`), and how they appear in the context (`notes`: the sections the builder
 //! puts after the system prompt, `compact::state`).
 
 pub mod agent;
@@ -10,7 +10,7 @@ pub use artifacts::{Artifact, ArtifactInput, ArtifactStore, LanguageFallback, Sa
 
 use crate::compact::{StateNote, StatePart};
 
-/// The state's sections in seed 002's order, after the system prompt: the active skill, the open
+/// The state's sections in a fixed order, after the system prompt: the active skill, the open
 /// todos, the available artifacts with how to read and reference them, the uploaded files.
 pub fn notes(state: &AgentState, artifacts: &ArtifactStore) -> Vec<StateNote> {
     let mut notes = Vec::new();

@@ -1,4 +1,4 @@
-// Sessions, the memory module (seed 003), recall_context, sub-agents (seed 000) and the
+// Sessions, the memory module, recall_context, sub-agents and the
 // session export, through the package as a user imports it.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -38,7 +38,7 @@ function agentWithTurns() {
 
 const state = (session) => JSON.stringify(session.export());
 
-test("the memory keeps seed 003's snapshots, summaries and cumulative summary", () => {
+test("the memory keeps its snapshots, summaries and cumulative summary", () => {
   const session = agentWithTurns();
   const { memory } = session;
   assert.deepEqual(memory.turns, [1, 2]);

@@ -1,5 +1,5 @@
-// Issue #17: seed 002's artifacts (CodeStore, the available-files list, file_reader and its
-// digests) and seed 000's agent state, through the built package as a user imports it.
+// Artifacts (the store, the available-files list, file_reader and its digests) and the
+// agent state, through the built package as a user imports it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {

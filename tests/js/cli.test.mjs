@@ -204,7 +204,7 @@ test("inspect: one line per stored message with what the build does to it", () =
   const json = JSON.parse(cli(["inspect", FILES.heavy, "--budget", "1500", "--json"]).stdout);
   assert.equal(json.length, 23);
   for (const key of ["action", "id", "origin", "preview", "role", "tokensAfter", "tokensBefore"]) assert.ok(key in json[0], key);
-  // With a summary configured nothing leaves the context uncovered (#11): no drops, so no drop reasons.
+  // With a summary configured nothing leaves the context uncovered: no drops, so no drop reasons.
   assert.deepEqual(json.filter((entry) => entry.action === "dropped"), []);
   assert.ok(json.some((entry) => entry.action === "summarised"), "the older messages are summarised");
   assert.deepEqual(json[0].origin, { line: 4 });

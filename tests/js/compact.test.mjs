@@ -108,7 +108,7 @@ test("built messages are frozen and shared between builds: a caller cannot corru
   assert.deepEqual(history.build(options).messages, appended.messages);
 });
 
-test("issue #11: layout[i] describes messages[i]; a bare Anthropic list validates; moved results are reported", () => {
+test("layout[i] describes messages[i]; a bare Anthropic list validates; moved results are reported", () => {
   const history = new ConversationHistory({ format: "anthropic" });
   history.appendMany({ system: "You are Claude Code.", messages: claudeCode("claude-code-tool-heavy.jsonl") });
   for (const max of [60_000, 3_000]) {
@@ -134,7 +134,7 @@ test("issue #11: layout[i] describes messages[i]; a bare Anthropic list validate
   assert.equal(late.layout.length, late.messages.length);
 });
 
-test("issue #11: appendMany(list, { repair: true }) imports a log cut at its head; strict stays the default", () => {
+test("appendMany(list, { repair: true }) imports a log cut at its head; strict stays the default", () => {
   const log = claudeCode("claude-code-tool-heavy.jsonl");
   const cut = log.findIndex((m) => m.role === "user" && Array.isArray(m.content) && m.content.some((b) => b.type === "tool_result"));
   const resumed = log.slice(cut);

@@ -1,4 +1,4 @@
-// Issue #18: surviving the worst. A trap inside the wasm (here a JS stack overflow while a call
+// Surviving the worst. A trap inside the wasm (here a JS stack overflow while a call
 // is in the wasm) never leaves a session unusable; the wasm memory grows in large steps; every
 // error the package throws is a ContextCompactorError; an import checks what the live API checks.
 import { test } from "node:test";

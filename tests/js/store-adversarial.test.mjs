@@ -1,4 +1,4 @@
-// Adversarial checks of the session store (issue #13 review): writes that fail or land on a
+// Adversarial checks of the session store (from its review): writes that fail or land on a
 // schedule, a second tab racing cleanup, hostile import files. Each test names the defect it
 // caught on main (see the review report); they pass once the fixes in js/store.ts and
 // src/session/records/load.rs are in.

@@ -1,4 +1,4 @@
-// Four failure cases of the session store that lost or refused work (issue #13): an import whose
+// Four failure cases of the session store that lost or refused work: an import whose
 // write landed and then threw, sessions in a cycle of parents that cleanup never removed, two
 // storages of one name whose announcements interfered, and a turnStart shown wrapped on wasm32;
 // then what the fixes left: tabs of one storage that scoped their announcements apart.

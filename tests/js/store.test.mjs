@@ -100,7 +100,7 @@ for (const [kind, storage] of Object.entries(storages)) {
     assert.equal(info.tokens, again.history.tokenCount().total);
     assert.equal(info.createdAt, 1_000);
 
-    // Seed 000's cleanup: sessions not updated for 7 days go, with their sub-agents; open ones stay.
+    // Cleanup: sessions not updated for 7 days go, with their sub-agents; open ones stay.
     assert.deepEqual(await reloaded.cleanup(), ["old"]);
     await reloaded.rename(child.id, "Baggage");
     assert.equal((await reloaded.list()).find((s) => s.id === child.id).title, "Baggage");
@@ -357,7 +357,7 @@ for (const [kind, storage] of Object.entries(storages)) {
     const open = storage();
     const store = await SessionStore.open(await open());
     const chat = await store.create({ id: "framed" });
-    chat.history.appendMany(messages.slice(0, 25));
+    chat.history.appendMany(messages.slice(0, 40));
     const options = { format: "anthropic", budget: { maxTokens: 4_000, lowWaterRatio: 0.5 } };
     assert.equal(chat.history.build(options).receipt.cache.event, true, "the history passes the budget");
     await chat.flush();
@@ -365,7 +365,7 @@ for (const [kind, storage] of Object.entries(storages)) {
     // As the stored records, and as the Session.export() document.
     const files = [file, JSON.stringify(chat.session.export())];
     const copies = await Promise.all(files.map(async (text) => (await SessionStore.open(new MemoryStorageAdapter())).importSession(text)));
-    for (const session of [chat, ...copies]) session.history.appendMany(messages.slice(25, 27));
+    for (const session of [chat, ...copies]) session.history.appendMany(messages.slice(40, 42));
     const live = chat.history.build(options);
     for (const [i, copy] of copies.entries()) {
       const built = copy.history.build(options);

@@ -3,6 +3,7 @@
 //! ids, very long outputs and file reads.
 #![allow(dead_code)]
 
+use context_compactor::compact::{BudgetOptions, BuildOptions, Summarizer, SummaryOptions};
 use context_compactor::message::{self, Format, Message};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -151,4 +152,28 @@ pub fn history(events: &[Event], format: Format) -> Vec<Message> {
         }
     }
     message::parse(Value::Array(out), format).expect("generated messages parse")
+}
+
+/// The build options the replay tests draw: a budget, its low-water mark, a summary (none,
+/// extractive or external) and the recent steps kept whole.
+pub fn replay_options(format: Format, budget: u32, low_water: f64, summary: u8, steps: usize) -> BuildOptions {
+    BuildOptions {
+        format,
+        budget: Some(BudgetOptions {
+            max_tokens: Some(budget),
+            low_water_ratio: Some(low_water),
+            ..BudgetOptions::default()
+        }),
+        keep_recent_steps: steps,
+        summary: match summary {
+            0 => None,
+            n => Some(SummaryOptions {
+                summarizer: if n == 1 { Summarizer::Extractive } else { Summarizer::External },
+                min_messages: 8,
+                min_new_messages: 4,
+                ..SummaryOptions::default()
+            }),
+        },
+        ..BuildOptions::default()
+    }
 }

@@ -15,7 +15,7 @@ const chat: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
   tools: [recallContextTool("openai"), fileReaderTool("openai")],
 };
 
-// Issue #17: artifacts and agent state, typed.
+// Artifacts and agent state, typed.
 const analyst = new Session({ id: "analyst" });
 const saved: SavedArtifact = analyst.saveArtifact({ id: "code_sales_analysis", language: "python", content: "x = 1\n" });
 const fileName: string = saved.fileName;
@@ -59,7 +59,7 @@ const anthropicCount: RequestTokenCount = tokenizer.countRequest(request, { form
 void openAICount.toolChoice;
 void anthropicCount.estimates;
 
-// appendMany: the ids, strictly; { ids, repairs } with { repair: true } (issue #11).
+// appendMany: the ids, strictly; { ids, repairs } with { repair: true }.
 const strictIds: string[] = history.appendMany([{ role: "user", content: "hi" }]);
 const withFormat: string[] = history.appendMany([{ role: "user", content: "hi" }], { format: "openai" });
 const lenient = history.appendMany([{ role: "tool", tool_call_id: "cut", content: "x" }], { repair: true });

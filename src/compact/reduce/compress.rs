@@ -1,9 +1,9 @@
-//! Tool-output compression (seed 001 for JSON, seeds 004 and 000 for plain text).
+//! Tool-output compression, of JSON and of plain text.
 //!
 //! JSON keeps every scalar (so `success`, `total`, `count`, `status` survive), cuts long strings,
 //! and keeps the first and last items of long arrays with a marker saying how many were left
 //! out; the items kept from a cut array keep only their identifying fields when they have any.
-//! Plain text keeps its head and tail (seed 004) or is cut (seed 000).
+//! Plain text keeps its head and tail (the default) or is cut.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,18 +14,18 @@ use crate::error::{Error, Result};
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub enum TextMode {
-    /// Seed 004: over `textMaxChars`, keep `textHead` + `textTail` characters and say how many were left out.
+    /// Over `textMaxChars`, keep `textHead` + `textTail` characters and say how many were left out.
     HeadTail,
-    /// Seed 000: over `textMaxChars`, cut there and give the total.
+    /// Over `textMaxChars`, cut there and give the total.
     Truncate,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CompressOptions {
-    /// Only results above this many tokens are compressed (seed 001: 200).
+    /// Only results above this many tokens are compressed (default 200).
     pub max_tokens: u32,
-    /// Items kept at each end of a long array (seed 001: 2).
+    /// Items kept at each end of a long array (default 2).
     pub array_keep: usize,
     /// Strings inside JSON longer than this are cut.
     pub string_max_chars: usize,
@@ -139,7 +139,7 @@ fn compress_value(value: Value, options: &CompressOptions, depth: usize, project
     }
 }
 
-/// Fields that name an item: what seed 001 keeps of each previewed item (`id`, `title`).
+/// Fields that name an item (`id`, `title`): all that is kept of each previewed item.
 fn is_identifying(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
     matches!(lower.as_str(), "id" | "name" | "title" | "key" | "type" | "status" | "date" | "path" | "label")

@@ -1,4 +1,4 @@
-//! File-read digests (seed 002): a file's contents, once read in an older turn, become one line:
+//! File-read digests: a file's contents, once read in an older turn, become one line:
 //! `[file read] sales_analysis.py (python, 150 lines, functions: load_data, clean_data)`.
 
 use serde::{Deserialize, Serialize};
@@ -44,7 +44,7 @@ pub const DEFAULT_FILE_READ_TOOLS: [&str; 10] = [
 ];
 
 /// Is this call a file read? `str_replace_based_edit_tool` and `str_replace_editor` only with
-/// `command: "view"`; seed 002's convention of call ids starting `call_read_file_` too.
+/// `command: "view"`; calls whose ids start `call_read_file_` too (an agent convention).
 pub fn is_file_read(call: &ToolCall, tools: &[String]) -> bool {
     if call.id.starts_with("call_read_file_") {
         return true;

@@ -25,7 +25,7 @@ use crate::error::Result;
 /// The plans of the active units. With a budget or a summary none is made here: the later stages
 /// plan a unit when they reach it (`Pass::plan_at`, `Pass::plan_from`), so a long history's
 /// build plans what its context holds. In `Mode::Unlimited` (no budget, no summary) the context
-/// holds every unit: each is planned, with seed 002's digests of file reads in older turns and
+/// holds every unit: each is planned, with the digests of file reads in older turns and
 /// the compression of long outputs but the newest, as they always were.
 pub(crate) fn plan_active(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Unlimited {

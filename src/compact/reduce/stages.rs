@@ -5,7 +5,7 @@
 //!    become their digest, within a turn too (a coding agent's session is one turn);
 //! 2. the other file reads before the recent steps become their digest;
 //! 3. long outputs before the recent steps are compressed;
-//! 4. without a summary (and with `thin`), complete earlier turns are thinned (seed 004).
+//! 4. without a summary (and with `thin`), complete earlier turns are thinned.
 //!
 //! Oldest first within each; the reduction that makes the context fit is only as deep as needed
 //! (the head and tail that leave it just within the goal), so a history a little over its budget
@@ -189,7 +189,7 @@ pub(crate) fn deepest_cut<T>(most: usize, mut at: impl FnMut(u32) -> Result<Opti
     Ok(best)
 }
 
-/// Seed 004's thinning, turn by turn from the oldest, while the context does not fit.
+/// History thinning, turn by turn from the oldest, while the context does not fit.
 fn thin_until(ctx: &Ctx, pass: &mut Pass, cache: &mut BuildCache, view: &mut usize, goal: usize) -> Result<()> {
     let decisions = thin::decide(ctx, pass)?;
     let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.units.unit(*u).map(|unit| unit.turn)).collect();
@@ -242,8 +242,8 @@ pub(crate) fn fully_reduced(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan
 }
 
 /// After `until_fits`: a digest, a compression or a thinned turn goes whole, so the last ones
-/// made may have saved far more than the goal needed (issue #11: a history larger than its budget
-/// uses at least 90% of it). Until it does, gives back, newest first, what still fits: a thinned
+/// made may have saved far more than the goal needed (a history larger than its budget
+/// must use at least 90% of it). Until it does, gives back, newest first, what still fits: a thinned
 /// unit whole, a reduced result whole, or the one where the room runs out cut to its head and
 /// tail as deep as the goal needs.
 pub(crate) fn give_back(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass, fixed: usize, goal: usize) -> Result<()> {

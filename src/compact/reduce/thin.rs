@@ -1,4 +1,4 @@
-//! History thinning (seed 004): a complete earlier turn (not the current one) before the recent
+//! History thinning: a complete earlier turn (not the current one) before the recent
 //! steps keeps its user request and the assistant's last text; its tool traffic and earlier
 //! replies are left out. Only without a summary, and only while the context does not fit.
 

@@ -47,7 +47,7 @@ fn a_history_that_fits_its_budget_is_never_summarised_whatever_its_size() {
     let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
-    assert!(total > 2_000, "past seed 001's old 50k/30k-like thresholds would not matter: the budget decides");
+    assert!(total > 2_000, "past the no-budget 50k/30k-like thresholds would not matter: the budget decides");
     assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
 }
 

@@ -1,4 +1,4 @@
-//! A session as stored records (issue #13): what changed since the last save comes out as small
+//! A session as stored records: what changed since the last save comes out as small
 //! versioned records, and a session loads back from its records in one call.
 //!
 //! Every record is `{ key: string[], value: string }`, the value a JSON envelope
