@@ -165,7 +165,7 @@ mod tests {
 
     use super::*;
     use crate::compact::forms::Ctx;
-    use crate::compact::plan::Mode;
+    use crate::compact::pass::Mode;
     use crate::compact::summary::SummaryState;
     use crate::compact::testing::{through_reduce, turns, units_of, Log, ENCODING};
     use crate::compact::{BudgetOptions, BuildCache, BuildOptions};

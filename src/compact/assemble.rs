@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::fates;
 use super::forms::{made_up_tokens, Ctx, Plan};
 use super::memory::{self, MemoryUse};
-use super::plan::Pass;
-use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
+use super::pass::Pass;
+use super::receipt::{Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::hints::{self, CacheOptions};
 use super::request::{self, placeholder};
@@ -405,7 +406,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     tokens.total = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING;
 
     let summarised_until = summarised_until(ctx, &pass);
-    let inputs = receipt::FateInputs {
+    let inputs = fates::FateInputs {
         items,
         structure: &pass.units.structure,
         covered: &pass.units.covered,
@@ -416,7 +417,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         turns: ctx.turns,
         memory_turns: memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     };
-    let (fates, runs) = receipt::fates_and_runs(&inputs, &mut cache.fates);
+    let (fates, runs) = fates::fates_and_runs(&inputs, &mut cache.fates);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.budget.max.is_none_or(|max| tokens.total <= max);

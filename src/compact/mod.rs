@@ -21,12 +21,14 @@ pub(crate) mod allot;
 pub mod assemble;
 pub mod compactor;
 pub mod cost;
+pub(crate) mod fates;
 pub(crate) mod forms;
 pub mod frame;
 pub mod images;
 pub(crate) mod lines;
 pub mod memory;
 pub mod options;
+pub(crate) mod pass;
 pub(crate) mod pins;
 pub(crate) mod plan;
 pub mod profile;
@@ -47,7 +49,7 @@ pub(crate) mod testing;
 use crate::error::{Error, Result};
 use crate::tokens::Encoding;
 use forms::{Ctx, Forms, TextCounts};
-use plan::Pass;
+use pass::Pass;
 
 pub use assemble::{BuildOutcome, CacheMarks, CompactedContext, ContextMessage};
 pub use compactor::Compactor;
@@ -90,12 +92,12 @@ pub struct BuildCache {
     /// Running sums of the active units' stored tokens (measure, reduce).
     pub(crate) sums: sums::UnitSums,
     /// The last build's fates and receipt runs (assemble).
-    pub(crate) fates: receipt::FateCache,
+    pub(crate) fates: fates::FateCache,
     /// The bridges made, by what they cover (summarise).
     pub(crate) bridges: summarise::Bridges,
     /// What images sent once made of the messages holding images.
     pub(crate) images: images::ImagesShown,
-    /// How many unit plans builds made (`plan::Plans`): for tests and benchmarks.
+    /// How many unit plans builds made (`pass::Plans`): for tests and benchmarks.
     planned: u64,
 }
 

@@ -5,7 +5,7 @@
 //! may still be taken after one that does not).
 
 use super::forms::{part_indices, Ctx, Plan, Reduction};
-use super::plan::{Mode, Pass};
+use super::pass::{Mode, Pass};
 use super::receipt::DropReason;
 use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
 use super::summarise;

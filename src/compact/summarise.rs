@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::forms::{base_members, made_up_tokens, member_key, Ctx, MemberPlan};
-use super::plan::{Mode, Pass};
+use super::pass::{Mode, Pass};
 use super::receipt::{BridgeUse, PinRole};
 use super::reduce::parts;
 use super::repair::{Unit, UnitKind};

@@ -5,7 +5,7 @@
 //! on): a build adds or takes off the units between, instead of reading every unit.
 
 use super::forms::{Ctx, Forms, MemberPlan};
-use super::plan::Pass;
+use super::pass::Pass;
 use super::repair::{Structure, UnitKind};
 use crate::error::Result;
 use crate::message::Role;

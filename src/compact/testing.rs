@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use crate::compact::allot::allot;
 use crate::compact::forms::Ctx;
-use crate::compact::plan::{split, Pass, Units};
+use crate::compact::pass::Pass;
+use crate::compact::plan::{split, Units};
 use crate::compact::repair::{structure_for, Item};
 use crate::compact::summary::SummaryState;
 use crate::compact::BuildCache;

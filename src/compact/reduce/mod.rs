@@ -16,8 +16,8 @@ pub(crate) mod thin;
 pub use digest::DigestOptions;
 
 use super::forms::{Ctx, Plan};
+use super::pass::{Mode, Pass, Plans};
 use super::pins::Pins;
-use super::plan::{Mode, Pass, Plans};
 use super::repair::UnitKind;
 use super::BuildCache;
 use crate::error::Result;

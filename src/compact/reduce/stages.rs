@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::{parts, thin};
 use crate::compact::forms::{Ctx, MemberPlan, Plan, Reduction};
-use crate::compact::plan::Pass;
+use crate::compact::pass::Pass;
 use crate::compact::receipt::DropReason;
 use crate::compact::repair::UnitKind;
 use crate::compact::sums::{self, End};

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::compact::forms::{base_members, has_text, part_indices, Ctx, MemberPlan};
-use crate::compact::plan::Pass;
+use crate::compact::pass::Pass;
 use crate::compact::repair::UnitKind;
 use crate::error::Result;
 use crate::message::{Part, Role};
