@@ -4,7 +4,8 @@
 //! ```text
 //! repair      drop unanswered calls and orphan results, report moved results; group into units
 //! plan        the summary in force; the pinned requests (`pins`); system, summarised and active units
-//! select      the budget split (`allot`): pins, the summary section's share; the recent steps (`measure`)
+//! allot       the budget split: pins, the summary section's share
+//! measure     the recent steps kept whole; what the active units cost as stored
 //! reduce      fits as it is? verbatim. Else digests, compression (and thinning) while it does not fit
 //! summarise   does not fit (or past an explicit trigger): a summary of what the recent messages
 //!             leave out (extractive: made here, and a second pass; external: a SummaryRequest)
@@ -26,6 +27,7 @@ pub(crate) mod forms;
 pub mod frame;
 pub mod images;
 pub(crate) mod lines;
+pub(crate) mod measure;
 pub mod memory;
 pub mod options;
 pub(crate) mod pass;
@@ -275,8 +277,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
     cache.fates.sync(epoch);
     let units = plan::split(ctx, structure, state, &mut cache.structure, &mut cache.forms)?;
     let budget = allot::allot(ctx, &units, &mut cache.forms, &mut cache.texts)?;
-    let mut pass = Pass::of(units, budget);
-    select::measure(ctx, cache, &mut pass)?;
+    let measured = measure::measure(ctx, &units, &budget, &mut cache.forms, &mut cache.sums)?;
+    let mut pass = Pass::of(units, budget, measured, ctx.options);
     reduce::plan_active(ctx, cache, &mut pass)?;
     reduce::fit(ctx, cache, &mut pass)?;
     if let Some(record) = summarise::summarise(ctx, cache, &mut pass, state, allow_summarise)? {

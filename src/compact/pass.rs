@@ -6,6 +6,8 @@ use std::borrow::Cow;
 
 use super::allot::Allotment;
 use super::forms::Plan;
+use super::measure::Measured;
+use super::options::BuildOptions;
 use super::plan::Units;
 use super::receipt::{BridgeUse, DropReason};
 use super::summary::SummaryRequest;
@@ -32,12 +34,8 @@ pub(crate) struct Pass<'s> {
     pub(crate) units: Units<'s>,
     /// Allot: how the budget is split.
     pub(crate) budget: Allotment,
-    /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
-    /// active units' tokens as stored, and whether the history as it is needs a placeholder user
-    /// message first.
-    pub(crate) tail_start: usize,
-    pub(crate) unreduced: usize,
-    pub(crate) verbatim_placeholder: bool,
+    /// Measure: where the recent steps begin, what the active units cost as stored.
+    pub(crate) measured: Measured,
     /// The plans of the active units, by ordinal, and how they were decided: only those a stage
     /// looked at one by one (`Plans`).
     pub(crate) plans: Plans,
@@ -56,15 +54,18 @@ pub(crate) struct Pass<'s> {
 }
 
 impl<'s> Pass<'s> {
-    pub(crate) fn of(units: Units<'s>, budget: Allotment) -> Pass<'s> {
+    pub(crate) fn of(units: Units<'s>, budget: Allotment, measured: Measured, options: &BuildOptions) -> Pass<'s> {
+        // Neither a budget nor a summary: nothing is ever dropped.
+        let mode = match options.budget.is_none() && options.summary.is_none() {
+            true => Mode::Unlimited,
+            false => Mode::Verbatim,
+        };
         Pass {
             units,
             budget,
-            tail_start: 0,
-            unreduced: 0,
-            verbatim_placeholder: false,
+            measured,
             plans: Plans::default(),
-            mode: Mode::Verbatim,
+            mode,
             lazy: false,
             suffix_start: None,
             bridge: None,

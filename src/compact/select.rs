@@ -1,6 +1,5 @@
-//! Select: what the context has room for, within the split `allot` made. `measure` finds the
-//! recent steps kept whole and what the history costs as it is; `select` takes units newest first
-//! within a room; `fill` makes the recent section when not everything fits: a suffix covered
+//! Select: what the context has room for, within the split `allot` made. `select` takes units
+//! newest first within a room; `fill` makes the recent section when not everything fits: a suffix covered
 //! before it by the summary (and a bridge), or, without a summary, the units that fit (older ones
 //! may still be taken after one that does not).
 
@@ -11,49 +10,7 @@ use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
 use super::summarise;
 use super::BuildCache;
 use crate::error::Result;
-use crate::message::{Part, Role};
-
-/// The recent steps kept whole, the active messages and their tokens as stored, and
-/// whether the history as it is would need a placeholder user message first.
-pub(crate) fn measure(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
-    let options = ctx.options;
-    let keep = options.keep_recent_steps.max(1);
-    let mut tail_start = 0usize;
-    let mut steps_seen = 0usize;
-    for (o, &u) in pass.units.active.iter().enumerate().rev() {
-        if pass.units.unit(u).is_some_and(|unit| unit.is_step_like()) {
-            steps_seen += 1;
-            if steps_seen >= keep {
-                tail_start = o;
-                break;
-            }
-        }
-    }
-    pass.tail_start = if steps_seen < keep { 0 } else { tail_start };
-
-    // The active units as stored: a running sum kept between builds (`sums`).
-    let end = pass.units.structure.units.len();
-    pass.unreduced =
-        super::sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, super::sums::End::History, end)?.all;
-    let first_is_user = pass
-        .budget
-        .pins
-        .list
-        .first()
-        .map(|p| p.plan.unit)
-        .into_iter()
-        .chain(pass.units.active.first().copied())
-        .min()
-        .and_then(|u| pass.units.unit(u))
-        .is_some_and(|unit| unit.kind == super::repair::UnitKind::User);
-    let summary_leads =
-        pass.budget.summary.tokens > 0 && pass.budget.summary.messages.first().is_some_and(|m| m.role == Role::User);
-    pass.verbatim_placeholder = options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
-    if options.budget.is_none() && options.summary.is_none() {
-        pass.mode = Mode::Unlimited;
-    }
-    Ok(())
-}
+use crate::message::Part;
 
 /// What a selection took: the plans it keeps (by ordinal in `active`), where it stopped (a suffix
 /// starts there), what it used, and the units it left out on the way (without a summary).

@@ -47,8 +47,8 @@ pub(crate) fn summarise(
     let due = match pass.mode {
         Mode::Unlimited => false,
         Mode::Verbatim | Mode::Reduced => {
-            let over =
-                pass.view(pass.mode != Mode::Verbatim || pass.verbatim_placeholder) > options.trigger(pass.budget.max);
+            let over = pass.view(pass.mode != Mode::Verbatim || pass.measured.verbatim_placeholder)
+                > options.trigger(pass.budget.max);
             over && gates(ctx, pass, options, pass.plans.len())?
         }
         Mode::Selected => {

@@ -1,11 +1,12 @@
 //! Sums of the units' stored tokens over the active units, kept between builds: what the active
-//! units hold as stored (`select::measure`) and what reductions could save at most
+//! units hold as stored (`measure`) and what reductions could save at most
 //! (`reduce::stages`). Each is a sum from the first active unit to a unit near the end of the
 //! history, which moves by a few units from build to build (an append, the recent steps moving
 //! on): a build adds or takes off the units between, instead of reading every unit.
 
 use super::forms::{Ctx, Forms, MemberPlan};
-use super::pass::Pass;
+use super::pins::Pin;
+use super::plan::Units;
 use super::repair::{Structure, UnitKind};
 use crate::error::Result;
 use crate::message::Role;
@@ -95,12 +96,13 @@ pub(crate) fn active_before(
     ctx: &Ctx,
     forms: &mut Forms,
     sums: &mut UnitSums,
-    pass: &Pass,
+    units: &Units,
+    pins: &[Pin],
     end: End,
     to: usize,
 ) -> Result<Sum> {
-    let structure = &*pass.units.structure;
-    let from = pass.units.active.first().copied().unwrap_or(structure.units.len());
+    let structure = &*units.structure;
+    let from = units.active.first().copied().unwrap_or(structure.units.len());
     let to = to.max(from);
     // Units from the open run of assistant messages on may still change (`repair::extend`):
     // summed afresh each time, never kept.
@@ -123,7 +125,7 @@ pub(crate) fn active_before(
     for u in settled..to {
         sum = sum.add(unit_sum(ctx, forms, structure, u)?);
     }
-    for pin in pass.budget.pins.list.iter().filter(|p| (from..to).contains(&p.plan.unit)) {
+    for pin in pins.iter().filter(|p| (from..to).contains(&p.plan.unit)) {
         sum = sum.sub(unit_sum(ctx, forms, structure, pin.plan.unit)?);
     }
     Ok(sum)

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::compact::allot::allot;
 use crate::compact::forms::Ctx;
+use crate::compact::measure::measure;
 use crate::compact::pass::Pass;
 use crate::compact::plan::{split, Units};
 use crate::compact::repair::{structure_for, Item};
@@ -65,8 +66,8 @@ pub(crate) fn units_of<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s Summary
 pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
     let units = units_of(ctx, cache, state);
     let budget = allot(ctx, &units, &mut cache.forms, &mut cache.texts).expect("allot");
-    let mut pass = Pass::of(units, budget);
-    select::measure(ctx, cache, &mut pass).expect("measure");
+    let measured = measure(ctx, &units, &budget, &mut cache.forms, &mut cache.sums).expect("measure");
+    let mut pass = Pass::of(units, budget, measured, ctx.options);
     reduce::plan_active(ctx, cache, &mut pass).expect("plans");
     reduce::fit(ctx, cache, &mut pass).expect("fit");
     pass

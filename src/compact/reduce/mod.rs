@@ -40,7 +40,7 @@ pub(crate) fn plan_active(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) ->
         let Some(unit) = structure.units.get(u) else { continue };
         let mut plan = Plan::of(u, unit);
         if unit.kind == UnitKind::Step {
-            let older = o < pass.tail_start && unit.turn < structure.last_turn;
+            let older = o < pass.measured.tail_start && unit.turn < structure.last_turn;
             parts::reduce_members(
                 ctx,
                 &mut cache.forms,
@@ -81,8 +81,8 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
         + pins_whole
         + pass.budget.summary.tokens
         + crate::tokens::REPLY_PRIMING;
-    let placeholder = if pass.verbatim_placeholder { pass.budget.placeholder_tokens } else { 0 };
-    if !window && fixed + placeholder + pass.unreduced <= goal {
+    let placeholder = if pass.measured.verbatim_placeholder { pass.budget.placeholder_tokens } else { 0 };
+    if !window && fixed + placeholder + pass.measured.unreduced <= goal {
         // The context holds every unit.
         pass.mode = Mode::Verbatim;
         pass.plans.plan_all(&pass.units);

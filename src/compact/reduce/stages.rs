@@ -49,7 +49,7 @@ pub(crate) fn until_fits(
     fixed: usize,
     goal: usize,
 ) -> Result<bool> {
-    let mut view = fixed + pass.unreduced;
+    let mut view = fixed + pass.measured.unreduced;
     if view <= goal {
         return Ok(true);
     }
@@ -72,7 +72,7 @@ pub(crate) fn until_fits(
         if !wanted {
             continue;
         }
-        for o in 0..pass.tail_start.min(pass.plans.len()) {
+        for o in 0..pass.measured.tail_start.min(pass.plans.len()) {
             let Some(plan) = pass.plans.get_mut(o) else { continue };
             if plan.dropped.is_some() || structure.units.get(plan.unit).is_none_or(|u| u.kind != UnitKind::Step) {
                 continue;
@@ -127,8 +127,16 @@ pub(crate) fn until_fits(
 /// thinning, the older turns' units), an upper bound that needs no reduction computed: from
 /// the units as stored, none planned.
 fn most_saved(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, thinning: bool) -> Result<usize> {
-    let tail = pass.units.active.get(pass.tail_start).copied().unwrap_or(pass.units.structure.units.len());
-    let saved = sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, End::Tail, tail)?;
+    let tail = pass.units.active.get(pass.measured.tail_start).copied().unwrap_or(pass.units.structure.units.len());
+    let saved = sums::active_before(
+        ctx,
+        &mut cache.forms,
+        &mut cache.sums,
+        &pass.units,
+        &pass.budget.pins.list,
+        End::Tail,
+        tail,
+    )?;
     if !thinning {
         return Ok(saved.results);
     }
@@ -136,7 +144,15 @@ fn most_saved(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, thinning: bool) ->
     // Units are in turn order: those of older turns come first.
     let structure = &pass.units.structure;
     let current = structure.units.partition_point(|u| u.turn < structure.last_turn).min(tail);
-    let older = sums::active_before(ctx, &mut cache.forms, &mut cache.sums, pass, End::Turn, current)?;
+    let older = sums::active_before(
+        ctx,
+        &mut cache.forms,
+        &mut cache.sums,
+        &pass.units,
+        &pass.budget.pins.list,
+        End::Turn,
+        current,
+    )?;
     Ok(saved.results + older.all.saturating_sub(older.results))
 }
 

@@ -18,7 +18,7 @@ pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<Mem
     let mut last_user: HashMap<usize, usize> = HashMap::new();
     let mut last_text: HashMap<usize, (usize, MemberPlan)> = HashMap::new();
     let last_turn = pass.units.structure.last_turn;
-    for &u in pass.units.active.iter().take(pass.tail_start) {
+    for &u in pass.units.active.iter().take(pass.measured.tail_start) {
         let Some(unit) = pass.units.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
         match unit.kind {
             UnitKind::User => {
@@ -47,7 +47,7 @@ pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<Mem
             UnitKind::System => {}
         }
     }
-    for &u in pass.units.active.iter().take(pass.tail_start) {
+    for &u in pass.units.active.iter().take(pass.measured.tail_start) {
         let Some(unit) = pass.units.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
         let keep = match unit.kind {
             UnitKind::User => {

@@ -24,7 +24,7 @@ fn measure_finds_the_recent_steps() {
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     let tail: Vec<usize> =
-        pass.units.active[pass.tail_start..].iter().map(|u| pass.units.unit(*u).unwrap().first).collect();
+        pass.units.active[pass.measured.tail_start..].iter().map(|u| pass.units.unit(*u).unwrap().first).collect();
     assert_eq!(tail, [items.len() - 3, items.len() - 1]);
     // The pinned requests (m2 and the last turn's) are not active, nor is the system prompt.
     let pinned: Vec<usize> =
@@ -32,7 +32,7 @@ fn measure_finds_the_recent_steps() {
     assert_eq!(pinned, [1, items.len() - 6]);
     let active: usize =
         items.iter().enumerate().filter(|(i, _)| *i != 0 && !pinned.contains(i)).map(|(_, i)| i.tokens as usize).sum();
-    assert_eq!(pass.unreduced, active);
+    assert_eq!(pass.measured.unreduced, active);
 }
 
 #[test]
