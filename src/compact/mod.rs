@@ -279,8 +279,8 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
     let budget = allot::allot(ctx, &units, &mut cache.forms, &mut cache.texts)?;
     let measured = measure::measure(ctx, &units, &budget, &mut cache.forms, &mut cache.sums)?;
     let mut pass = Pass::of(units, budget, measured, ctx.options);
-    reduce::plan_active(ctx, cache, &mut pass)?;
-    reduce::fit(ctx, cache, &mut pass)?;
+    reduce::plan_active(ctx, &mut cache.forms, &mut cache.files, &mut pass)?;
+    reduce::fit(ctx, &mut cache.forms, &mut cache.files, &mut cache.sums, &mut pass)?;
     if let Some(record) = summarise::summarise(ctx, cache, &mut pass, state, allow_summarise)? {
         cache.planned += pass.plans.planned() as u64;
         return Ok(Step::Summarise { record });

@@ -134,7 +134,7 @@ pub(crate) fn select(
 /// `plan` with every reduction it can have; when that leaves part of `room` unused, its results
 /// cut only as deep as the room needs instead (more of them is kept). May still exceed `room`.
 fn reduced_for(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
-    let form = fully_reduced(ctx, cache, pass, plan)?;
+    let form = fully_reduced(ctx, &mut cache.forms, &mut cache.files, pass, plan)?;
     if form.tokens >= room {
         return Ok(form);
     }
@@ -291,7 +291,7 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
 pub(crate) fn fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Selected {
         // The context holds every unit: each is planned (`reduce::fit`).
-        return count_all(ctx, cache, pass);
+        return count_all(ctx, &mut cache.forms, pass);
     }
     let room = base_room(pass);
     if ctx.options.summary.is_some() {

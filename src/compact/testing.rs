@@ -68,8 +68,8 @@ pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s S
     let budget = allot(ctx, &units, &mut cache.forms, &mut cache.texts).expect("allot");
     let measured = measure(ctx, &units, &budget, &mut cache.forms, &mut cache.sums).expect("measure");
     let mut pass = Pass::of(units, budget, measured, ctx.options);
-    reduce::plan_active(ctx, cache, &mut pass).expect("plans");
-    reduce::fit(ctx, cache, &mut pass).expect("fit");
+    reduce::plan_active(ctx, &mut cache.forms, &mut cache.files, &mut pass).expect("plans");
+    reduce::fit(ctx, &mut cache.forms, &mut cache.files, &mut cache.sums, &mut pass).expect("fit");
     pass
 }
 

@@ -2,7 +2,7 @@
 //! while the context does not fit (`stages`): file reads a later call made stale become digests,
 //! then older file reads, then long outputs are compressed, the last one only as much as needed;
 //! without a summary, complete earlier turns are then thinned (`thin`). The recent steps stay
-//! whole. Each reduction is computed once per message part and kept in the `BuildCache`.
+//! whole. Each reduction is computed once per message part and kept between builds (`Forms`).
 //! Without a budget and without a summary, the older turns' reads and long outputs are reduced
 //! as they always were (`plan_active`).
 
@@ -13,13 +13,15 @@ pub(crate) mod parts;
 pub(crate) mod stages;
 pub(crate) mod thin;
 
+use index::FileIndex;
+
 pub use digest::DigestOptions;
 
-use super::forms::{Ctx, Plan};
+use super::forms::{Ctx, Forms, Plan};
 use super::pass::{Mode, Pass, Plans};
 use super::pins::Pins;
 use super::repair::UnitKind;
-use super::BuildCache;
+use super::sums::UnitSums;
 use crate::error::Result;
 
 /// The plans of the active units. With a budget or a summary none is made here: the later stages
@@ -27,30 +29,22 @@ use crate::error::Result;
 /// build plans what its context holds. In `Mode::Unlimited` (no budget, no summary) the context
 /// holds every unit: each is planned, with the digests of file reads in older turns and
 /// the compression of long outputs but the newest, as they always were.
-pub(crate) fn plan_active(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn plan_active(ctx: &Ctx, forms: &mut Forms, files: &mut FileIndex, pass: &mut Pass) -> Result<()> {
     if pass.mode != Mode::Unlimited {
         pass.plans = Plans::unplanned(pass.units.active.len());
         return Ok(());
     }
     let structure = std::sync::Arc::clone(&pass.units.structure);
     let last_ordinal = pass.units.active.len().saturating_sub(1);
-    parts::index(ctx, &mut cache.files);
+    parts::index(ctx, files);
     let mut plans: Vec<Plan> = Vec::with_capacity(pass.units.active.len());
     for (o, &u) in pass.units.active.iter().enumerate() {
         let Some(unit) = structure.units.get(u) else { continue };
         let mut plan = Plan::of(u, unit);
         if unit.kind == UnitKind::Step {
             let older = o < pass.measured.tail_start && unit.turn < structure.last_turn;
-            parts::reduce_members(
-                ctx,
-                &mut cache.forms,
-                &cache.files,
-                &structure,
-                &mut plan.members,
-                older,
-                o != last_ordinal,
-            )?;
-            ctx.plan_tokens(&mut cache.forms, &mut plan)?;
+            parts::reduce_members(ctx, forms, files, &structure, &mut plan.members, older, o != last_ordinal)?;
+            ctx.plan_tokens(forms, &mut plan)?;
         }
         plans.push(plan);
     }
@@ -62,7 +56,13 @@ pub(crate) fn plan_active(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) ->
 /// reduced until it fits (`Mode::Reduced`, the `stages`), or else a selection (`Mode::Selected`).
 /// The goal is the budget; without one, a summary's trigger (past which, without a budget,
 /// nothing is dropped: the summary stage decides). The count window forces a selection.
-pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn fit(
+    ctx: &Ctx,
+    forms: &mut Forms,
+    files: &mut FileIndex,
+    unit_sums: &mut UnitSums,
+    pass: &mut Pass,
+) -> Result<()> {
     let window = pass.units.window_cutoff(ctx).is_some();
     if pass.mode == Mode::Unlimited {
         if window {
@@ -86,20 +86,20 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
         // The context holds every unit.
         pass.mode = Mode::Verbatim;
         pass.plans.plan_all(&pass.units);
-        stages::count_all(ctx, cache, pass)?;
+        stages::count_all(ctx, forms, pass)?;
         whole_pins(pass);
         return Ok(());
     }
-    let fits = stages::until_fits(ctx, cache, pass, fixed + pass.budget.placeholder_tokens, goal)?;
+    let fits = stages::until_fits(ctx, forms, files, unit_sums, pass, fixed + pass.budget.placeholder_tokens, goal)?;
     let fixed_all = fixed + pass.budget.placeholder_tokens;
     if fits && !window && pass.budget.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
-        stages::give_back(ctx, cache, pass, fixed_all, goal)?;
+        stages::give_back(ctx, forms, pass, fixed_all, goal)?;
     }
     if fits && !window && pass.budget.max.is_some_and(|max| leaves_unused(pass, fixed_all, max)) {
         // Still short (a thinned unit too large to give back whole): the selection (newest
         // units first, the boundary unit cut to fit) uses the budget, so the reductions are
         // undone and left to it.
-        plan_active(ctx, cache, pass)?;
+        plan_active(ctx, forms, files, pass)?;
         pass.lazy = true;
         pass.mode = Mode::Selected;
         return Ok(());
@@ -108,7 +108,7 @@ pub(crate) fn fit(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<
         // Fits reduced, or nothing is dropped without a budget: the context holds every unit.
         pass.mode = Mode::Reduced;
         pass.plans.plan_all(&pass.units);
-        stages::count_all(ctx, cache, pass)?;
+        stages::count_all(ctx, forms, pass)?;
         whole_pins(pass);
         return Ok(());
     }

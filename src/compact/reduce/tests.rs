@@ -5,7 +5,7 @@ use crate::compact::forms::Reduction;
 use crate::compact::receipt::{Action, DropReason};
 use crate::compact::summary::SummaryState;
 use crate::compact::testing::{through_reduce, turns, Log, ENCODING};
-use crate::compact::{BudgetOptions, BuildOptions};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 
 fn budget(max: u32) -> Option<BudgetOptions> {
     Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() })
