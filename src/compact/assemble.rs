@@ -8,14 +8,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::fates;
+use super::fill::{memory_section, present};
 use super::forms::{made_up_tokens, Ctx, Plan};
-use super::memory::{self, MemoryUse};
 use super::pass::Pass;
 use super::receipt::{Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::hints::{self, CacheOptions};
 use super::request::{self, placeholder};
-use super::select::Selection;
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use super::BuildCache;
@@ -150,54 +149,6 @@ pub struct BuildOutcome {
     pub new_summary: Option<SummaryRecord>,
 }
 
-/// Which stored messages a context holds whole enough to count as there (thinned ones do not).
-fn present(len: usize, plans: impl IntoIterator<Item = impl std::borrow::Borrow<Plan>>) -> Vec<bool> {
-    let mut present = vec![false; len];
-    for plan in plans {
-        for member in plan.borrow().members.iter().filter(|m| !m.text_only) {
-            if let Some(slot) = present.get_mut(member.msg) {
-                *slot = true;
-            }
-        }
-    }
-    present
-}
-
-/// The memory's turn summaries for the turns a context does not wholly hold (`present`), within
-/// `room` tokens and the memory's own cap.
-fn memory_section(
-    ctx: &Ctx,
-    cache: &mut BuildCache,
-    present: &[bool],
-    room: usize,
-) -> Option<(Option<Message>, MemoryUse)> {
-    let options = ctx.options.memory.as_ref()?;
-    if ctx.turns.is_empty() {
-        return None;
-    }
-    let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
-    let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.texts.lines)
-}
-
-/// The tokens the memory's turn summaries take beside `selection` (for `select::fill`).
-pub(crate) fn memory_tokens_for(
-    ctx: &Ctx,
-    cache: &mut BuildCache,
-    pass: &Pass,
-    selection: &Selection,
-    room: usize,
-) -> usize {
-    let kept = pass
-        .units
-        .system
-        .iter()
-        .chain(pass.budget.pins.list.iter().map(|p| &p.plan))
-        .chain(selection.taken.iter().map(|(_, p)| p));
-    let present = present(ctx.items.len(), kept);
-    memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
-}
-
 /// A Responses item without the id the model gave it (a message's, or a call's), if it has one.
 fn without_item_id(message: &Message) -> Option<Message> {
     let has_id = message.extra.contains_key("id") || message.tool_calls().any(|call| call.extra.contains_key("id"));
@@ -292,7 +243,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         .budget
         .max
         .map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.budget.share.saturating_sub(tokens.summary)));
-    let memory_use = match memory_section(ctx, cache, &present_now, room) {
+    let memory_use = match memory_section(ctx, &mut cache.texts, &present_now, room) {
         Some((message, used)) => {
             summary_section.extend(message);
             tokens.summary += used.tokens;

@@ -488,7 +488,8 @@ impl Compactor {
             let sent = self.frame.messages.len().min(seen.len());
             let mut shown: Vec<ContextMessage> = seen[..sent].to_vec();
             shown.extend(seen[sent..].iter().take_while(|m| covered(m)).cloned());
-            super::summarise::ride_the_cache(request, &shown, options.format, options.cache.as_ref())?;
+            let seen: Vec<&crate::message::Message> = shown.iter().map(|m| &*m.message).collect();
+            super::summarise::ride_the_cache(request, &seen, options.format, options.cache.as_ref())?;
         }
         self.proposed = outcome.summary_request.clone();
         let receipt = &mut outcome.context.receipt;

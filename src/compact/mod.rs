@@ -23,6 +23,7 @@ pub mod assemble;
 pub mod compactor;
 pub mod cost;
 pub(crate) mod fates;
+pub(crate) mod fill;
 pub(crate) mod forms;
 pub mod frame;
 pub mod images;
@@ -285,7 +286,7 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
         cache.planned += pass.plans.planned() as u64;
         return Ok(Step::Summarise { record });
     }
-    select::fill(ctx, cache, &mut pass)?;
+    fill::fill(ctx, cache, &mut pass)?;
     cache.planned += pass.plans.planned() as u64;
     Ok(Step::Done(Box::new(assemble::assemble(ctx, cache, pass)?)))
 }

@@ -1,13 +1,13 @@
-//! Select: what the context has room for, within the split `allot` made. `select` takes units
-//! newest first within a room; `fill` makes the recent section when not everything fits: a suffix covered
-//! before it by the summary (and a bridge), or, without a summary, the units that fit (older ones
-//! may still be taken after one that does not).
+//! Select: what the context has room for, within the split `allot` made: units newest first
+//! within a room, each reduced or cut as far as it must be to go in (`select`); with a section that
+//! depends on what is selected (the bridge, the memory's turn summaries), a few rounds
+//! (`select_with`); and the plans made what a selection took (`apply`). The summary and fill
+//! stages select with these.
 
 use super::forms::{part_indices, Ctx, Plan, Reduction};
-use super::pass::{Mode, Pass};
+use super::pass::Pass;
 use super::receipt::DropReason;
-use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
-use super::summarise;
+use super::reduce::stages::{deepest_cut, fully_reduced};
 use super::BuildCache;
 use crate::error::Result;
 use crate::message::Part;
@@ -283,48 +283,6 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
     if contiguous {
         pass.suffix_start = Some(stop);
     }
-}
-
-/// The recent section when not everything fits (`Mode::Selected`): with a summary, the suffix
-/// that fits, the bridge covering what lies between the summary in force and it; without one,
-/// the units that fit, within what the memory's turn summaries leave.
-pub(crate) fn fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
-    if pass.mode != Mode::Selected {
-        // The context holds every unit: each is planned (`reduce::fit`).
-        return count_all(ctx, &mut cache.forms, pass);
-    }
-    let room = base_room(pass);
-    if ctx.options.summary.is_some() {
-        let selection = select(ctx, cache, pass, room, true)?;
-        if selection.stop == 0 {
-            apply(pass, selection, true);
-            return Ok(());
-        }
-        let cap = summarise::bridge_cap(ctx, cache, pass);
-        let (selection, bridge) = select_with(ctx, cache, pass, room, cap, true, |ctx, cache, pass, selection| {
-            let bridge = summarise::bridge(ctx, cache, pass, selection.stop, cap)?;
-            let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
-            Ok((bridge, tokens))
-        })?;
-        pass.bridge = bridge;
-        apply(pass, selection, true);
-    } else if ctx.options.memory.is_some() && !ctx.turns.is_empty() {
-        let reserve = ctx
-            .options
-            .memory
-            .as_ref()
-            .and_then(|m| m.max_tokens)
-            .map_or(pass.budget.share, |m| pass.budget.share.min(m as usize));
-        let (selection, _) = select_with(ctx, cache, pass, room, reserve, false, |ctx, cache, pass, selection| {
-            let used = super::assemble::memory_tokens_for(ctx, cache, pass, selection, reserve);
-            Ok(((), used))
-        })?;
-        apply(pass, selection, false);
-    } else {
-        let selection = select(ctx, cache, pass, room, false)?;
-        apply(pass, selection, false);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

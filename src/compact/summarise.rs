@@ -458,13 +458,13 @@ pub(crate) fn request_for(
 /// provider's entry is), the system prompt and the instruction.
 pub(crate) fn ride_the_cache(
     request: &mut SummaryRequest,
-    seen: &[super::ContextMessage],
+    seen: &[&Message],
     format: Format,
     cache: Option<&super::request::hints::CacheOptions>,
 ) -> Result<()> {
     use super::request::hints;
     let prompt = Message::new(Role::User, Content::text(request.prompt.clone()), format);
-    let messages = seen.iter().map(|m| &*m.message).chain(std::iter::once(&prompt));
+    let messages = seen.iter().copied().chain(std::iter::once(&prompt));
     let mut value = emit_request(messages, format)?;
     if let Some(cache) = cache {
         let ttl = cache.ttl.unwrap_or_default();

@@ -12,7 +12,7 @@ use crate::compact::plan::{split, Units};
 use crate::compact::repair::{structure_for, Item};
 use crate::compact::summary::SummaryState;
 use crate::compact::BuildCache;
-use crate::compact::{reduce, select, summarise};
+use crate::compact::{fill, reduce, summarise};
 use crate::message::{parse, Format, Message};
 use crate::tokens::{count_message, Encoding};
 
@@ -77,7 +77,7 @@ pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s S
 pub(crate) fn through_fill<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
     let mut pass = through_reduce(ctx, cache, state);
     assert!(summarise::summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
-    select::fill(ctx, cache, &mut pass).expect("fill");
+    fill::fill(ctx, cache, &mut pass).expect("fill");
     pass
 }
 

@@ -87,7 +87,7 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     assert!(request.max_tokens as usize <= pass.budget.share, "within the summary section's share");
     assert!(request.messages.as_array().unwrap().last().unwrap()["content"].as_str().unwrap().starts_with("Summarise"));
     // Meanwhile: the bridge covers everything before the recent messages.
-    crate::compact::select::fill(&ctx, &mut cache, &mut pass).unwrap();
+    crate::compact::fill::fill(&ctx, &mut cache, &mut pass).unwrap();
     let (message, bridge) = pass.bridge.clone().expect("a bridge");
     assert_eq!(message.role, Role::System);
     assert!(message.content.joined_text().contains("request 1"));
