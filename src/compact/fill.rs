@@ -7,33 +7,40 @@ use super::forms::{Ctx, Plan, TextCounts};
 use super::memory::{self, MemoryUse};
 use super::pass::{Mode, Pass};
 use super::reduce::stages::count_all;
+use super::reduce::Reductions;
 use super::select::{apply, base_room, select, select_with, Selection};
-use super::summarise;
-use super::BuildCache;
+use super::summarise::{self, Bridges};
 use crate::error::Result;
 use crate::message::Message;
 
 /// The recent section when not everything fits (`Mode::Selected`): with a summary, the suffix
 /// that fits, the bridge covering what lies between the summary in force and it; without one,
 /// the units that fit, within what the memory's turn summaries leave.
-pub(crate) fn fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
+pub(crate) fn fill(
+    ctx: &Ctx,
+    reductions: &mut Reductions,
+    texts: &mut TextCounts,
+    bridges: &mut Bridges,
+    pass: &mut Pass,
+) -> Result<()> {
     if pass.mode != Mode::Selected {
         // The context holds every unit: each is planned (`reduce::fit`).
-        return count_all(ctx, &mut cache.forms, pass);
+        return count_all(ctx, reductions.forms, pass);
     }
     let room = base_room(pass);
     if ctx.options.summary.is_some() {
-        let selection = select(ctx, cache, pass, room, true)?;
+        let selection = select(ctx, reductions, pass, room, true)?;
         if selection.stop == 0 {
             apply(pass, selection, true);
             return Ok(());
         }
-        let cap = summarise::bridge_cap(ctx, cache, pass);
-        let (selection, bridge) = select_with(ctx, cache, pass, room, cap, true, |ctx, cache, pass, selection| {
-            let bridge = summarise::bridge(ctx, cache, pass, selection.stop, cap)?;
-            let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
-            Ok((bridge, tokens))
-        })?;
+        let cap = summarise::bridge_cap(ctx, texts, pass);
+        let (selection, bridge) =
+            select_with(ctx, reductions, pass, room, cap, true, |ctx, reductions, pass, selection| {
+                let bridge = summarise::bridge(ctx, reductions, texts, bridges, pass, selection.stop, cap)?;
+                let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
+                Ok((bridge, tokens))
+            })?;
         pass.bridge = bridge;
         apply(pass, selection, true);
     } else if ctx.options.memory.is_some() && !ctx.turns.is_empty() {
@@ -43,13 +50,13 @@ pub(crate) fn fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result
             .as_ref()
             .and_then(|m| m.max_tokens)
             .map_or(pass.budget.share, |m| pass.budget.share.min(m as usize));
-        let (selection, _) = select_with(ctx, cache, pass, room, reserve, false, |ctx, cache, pass, selection| {
-            let used = memory_tokens_for(ctx, &mut cache.texts, pass, selection, reserve);
+        let (selection, _) = select_with(ctx, reductions, pass, room, reserve, false, |ctx, _, pass, selection| {
+            let used = memory_tokens_for(ctx, texts, pass, selection, reserve);
             Ok(((), used))
         })?;
         apply(pass, selection, false);
     } else {
-        let selection = select(ctx, cache, pass, room, false)?;
+        let selection = select(ctx, reductions, pass, room, false)?;
         apply(pass, selection, false);
     }
     Ok(())

@@ -282,11 +282,14 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
     let mut pass = Pass::of(units, budget, measured, ctx.options);
     reduce::plan_active(ctx, &mut cache.forms, &mut cache.files, &mut pass)?;
     reduce::fit(ctx, &mut cache.forms, &mut cache.files, &mut cache.sums, &mut pass)?;
-    if let Some(record) = summarise::summarise(ctx, cache, &mut pass, state, allow_summarise)? {
+    let mut reductions = reduce::Reductions { forms: &mut cache.forms, files: &mut cache.files };
+    let summarised = summarise::summarise(ctx, &mut reductions, &mut cache.texts, &mut pass, state, allow_summarise)?;
+    if let Some(record) = summarised {
         cache.planned += pass.plans.planned() as u64;
         return Ok(Step::Summarise { record });
     }
-    fill::fill(ctx, cache, &mut pass)?;
+    let mut reductions = reduce::Reductions { forms: &mut cache.forms, files: &mut cache.files };
+    fill::fill(ctx, &mut reductions, &mut cache.texts, &mut cache.bridges, &mut pass)?;
     cache.planned += pass.plans.planned() as u64;
     Ok(Step::Done(Box::new(assemble::assemble(ctx, cache, pass)?)))
 }

@@ -8,7 +8,7 @@ use super::forms::{part_indices, Ctx, Plan, Reduction};
 use super::pass::Pass;
 use super::receipt::DropReason;
 use super::reduce::stages::{deepest_cut, fully_reduced};
-use super::BuildCache;
+use super::reduce::Reductions;
 use crate::error::Result;
 use crate::message::Part;
 
@@ -37,7 +37,7 @@ pub(crate) fn base_room(pass: &Pass) -> usize {
 /// and older units may still be taken. The count window ends it too.
 pub(crate) fn select(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     room: usize,
     contiguous: bool,
@@ -73,16 +73,16 @@ pub(crate) fn select(
         }
         let mut form = plan.into_owned();
         if !form.counted {
-            ctx.plan_tokens(&mut cache.forms, &mut form)?;
+            ctx.plan_tokens(reductions.forms, &mut form)?;
         }
         if form.tokens > remaining && o != newest {
-            form = reduced_for(ctx, cache, pass, &form, remaining)?;
+            form = reduced_for(ctx, reductions, pass, &form, remaining)?;
         }
         if form.tokens > remaining {
             // With a summary, the unit where the room runs out is the suffix's boundary: cut to
             // fit, or the end. Without, it is skipped (and cut to fill what is left at the end).
             let cut = match contiguous && remaining > cut_floor {
-                true => cut_to_fit(ctx, cache, &form, remaining, true)?,
+                true => cut_to_fit(ctx, reductions, &form, remaining, true)?,
                 false => None,
             };
             match cut {
@@ -108,9 +108,9 @@ pub(crate) fn select(
         if let Some(at) = newest_skipped {
             let (o, _) = selection.skipped[at];
             if let Some(plan) = pass.plans.plan_at(&pass.units, o) {
-                let mut form = reduced_for(ctx, cache, pass, &plan, remaining)?;
+                let mut form = reduced_for(ctx, reductions, pass, &plan, remaining)?;
                 if form.tokens > remaining {
-                    form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
+                    form = match cut_to_fit(ctx, reductions, &form, remaining, true)? {
                         Some(cut) => cut,
                         None => form,
                     };
@@ -133,12 +133,12 @@ pub(crate) fn select(
 
 /// `plan` with every reduction it can have; when that leaves part of `room` unused, its results
 /// cut only as deep as the room needs instead (more of them is kept). May still exceed `room`.
-fn reduced_for(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
-    let form = fully_reduced(ctx, &mut cache.forms, &mut cache.files, pass, plan)?;
+fn reduced_for(ctx: &Ctx, reductions: &mut Reductions, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
+    let form = fully_reduced(ctx, reductions.forms, reductions.files, pass, plan)?;
     if form.tokens >= room {
         return Ok(form);
     }
-    Ok(match cut_to_fit(ctx, cache, &form, room, false)? {
+    Ok(match cut_to_fit(ctx, reductions, &form, room, false)? {
         Some(cut) if cut.tokens > form.tokens => cut,
         _ => form,
     })
@@ -148,13 +148,13 @@ fn reduced_for(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, plan: &Plan, room
 /// thinking and digests whole) that fits `room`; if that leaves more than 5% of the room (or does
 /// not fit at all), the same with its file reads cut instead of digested, when that uses more of
 /// it (the unit stays whole and valid: only its calls are never cut). `None` if nothing fits.
-fn cut_to_fit(ctx: &Ctx, cache: &mut BuildCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
-    let kept = cut_to_fit_with(ctx, cache, plan, room, texts, false)?;
+fn cut_to_fit(ctx: &Ctx, reductions: &mut Reductions, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
+    let kept = cut_to_fit_with(ctx, reductions, plan, room, texts, false)?;
     // Within 5% of the room already: the digests stay.
     if kept.as_ref().is_some_and(|cut| cut.tokens * 20 >= room * 19) {
         return Ok(kept);
     }
-    let cut = cut_to_fit_with(ctx, cache, plan, room, texts, true)?;
+    let cut = cut_to_fit_with(ctx, reductions, plan, room, texts, true)?;
     Ok(match (kept, cut) {
         (Some(kept), Some(cut)) if cut.tokens <= kept.tokens => Some(kept),
         (kept, None) => kept,
@@ -164,7 +164,7 @@ fn cut_to_fit(ctx: &Ctx, cache: &mut BuildCache, plan: &Plan, room: usize, texts
 
 fn cut_to_fit_with(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     plan: &Plan,
     room: usize,
     texts: bool,
@@ -181,7 +181,7 @@ fn cut_to_fit_with(
             });
         }
     }
-    let at = |chars: u32, cache: &mut BuildCache| -> Result<Plan> {
+    let at = |chars: u32, reductions: &mut Reductions| -> Result<Plan> {
         let mut cut = plan.clone();
         for member in cut.members.iter_mut() {
             let message = ctx.item(member.msg)?.message;
@@ -199,11 +199,11 @@ fn cut_to_fit_with(
                 }
             }
         }
-        ctx.plan_tokens(&mut cache.forms, &mut cut)?;
+        ctx.plan_tokens(reductions.forms, &mut cut)?;
         Ok(cut)
     };
     deepest_cut(longest / 2, |k| {
-        let cut = at(k, cache)?;
+        let cut = at(k, reductions)?;
         Ok((cut.tokens <= room).then_some(cut))
     })
 }
@@ -215,15 +215,15 @@ fn cut_to_fit_with(
 /// that uses the most is kept.
 pub(crate) fn select_with<X>(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     pass: &mut Pass,
     room: usize,
     reserve: usize,
     contiguous: bool,
-    mut section: impl FnMut(&Ctx, &mut BuildCache, &mut Pass, &Selection) -> Result<(X, usize)>,
+    mut section: impl FnMut(&Ctx, &mut Reductions, &mut Pass, &Selection) -> Result<(X, usize)>,
 ) -> Result<(Selection, X)> {
-    let first = select(ctx, cache, pass, room.saturating_sub(reserve), contiguous)?;
-    let (x, used) = section(ctx, cache, pass, &first)?;
+    let first = select(ctx, reductions, pass, room.saturating_sub(reserve), contiguous)?;
+    let (x, used) = section(ctx, reductions, pass, &first)?;
     if used >= reserve || room == usize::MAX {
         return Ok((first, x));
     }
@@ -233,11 +233,11 @@ pub(crate) fn select_with<X>(
     let mut tried = vec![reserve];
     while !tried.contains(&left) && tried.len() < 4 {
         tried.push(left);
-        let next = select(ctx, cache, pass, room.saturating_sub(left), contiguous)?;
+        let next = select(ctx, reductions, pass, room.saturating_sub(left), contiguous)?;
         if next.used <= best.0.used && next.stop >= best.0.stop {
             break;
         }
-        let (y, took) = section(ctx, cache, pass, &next)?;
+        let (y, took) = section(ctx, reductions, pass, &next)?;
         let fits = next.used + took <= room;
         if fits && next.used + took > best_total {
             best_total = next.used + took;

@@ -9,16 +9,16 @@
 
 use std::sync::Arc;
 
-use super::forms::{base_members, made_up_tokens, member_key, Ctx, MemberPlan};
+use super::forms::{base_members, made_up_tokens, member_key, Ctx, Forms, MemberPlan, TextCounts};
 use super::pass::{Mode, Pass};
 use super::receipt::{BridgeUse, PinRole};
 use super::reduce::parts;
+use super::reduce::Reductions;
 use super::repair::{Unit, UnitKind};
 use super::request::{emit_request, placeholder};
 use super::section::{section_message, summary_messages};
 use super::select::{base_room, select, select_with};
 use super::summary::{self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState};
-use super::BuildCache;
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
 use crate::message::{Content, Format, Message, Role};
@@ -37,7 +37,8 @@ const MIN_SUMMARY_TOKENS: usize = 48;
 /// external summariser's request goes to `pass.summary_request`.
 pub(crate) fn summarise(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
+    texts: &mut TextCounts,
     pass: &mut Pass,
     state: &SummaryState,
     allowed: bool,
@@ -52,12 +53,12 @@ pub(crate) fn summarise(
             over && gates(ctx, pass, options, pass.plans.len())?
         }
         Mode::Selected => {
-            let reaches = select(ctx, cache, pass, base_room(pass), true)?;
+            let reaches = select(ctx, reductions, pass, base_room(pass), true)?;
             let gap = reaches.stop;
             gap > 0
                 && (pass.units.summary.is_none()
                     || gates(ctx, pass, options, gap)?
-                    || bridge_cap(ctx, cache, pass) < MIN_SUMMARY_TOKENS)
+                    || bridge_cap(ctx, texts, pass) < MIN_SUMMARY_TOKENS)
         }
     };
     if !due {
@@ -77,7 +78,7 @@ pub(crate) fn summarise(
     let goal = options.target(pass.budget.max);
     let room = goal.saturating_sub(fixed);
     let room = pass.budget.max.map_or(room, |max| room.min(max.saturating_sub(fixed)));
-    let framing = framing_tokens(ctx, cache);
+    let framing = framing_tokens(ctx, texts);
     let share = pass.budget.share;
     let cap = (options.max_tokens as usize).min(share.saturating_sub(framing));
     if cap < 16 {
@@ -89,21 +90,22 @@ pub(crate) fn summarise(
     }
     match options.summarizer {
         Summarizer::External => {
-            let selection = select(ctx, cache, pass, room.saturating_sub(cap + framing), true)?;
+            let selection = select(ctx, reductions, pass, room.saturating_sub(cap + framing), true)?;
             if selection.stop > 0 {
-                pass.summary_request = Some(request_for(ctx, cache, pass, selection.stop, options, state, cap as u32)?);
+                pass.summary_request =
+                    Some(request_for(ctx, reductions, pass, selection.stop, options, state, cap as u32)?);
             }
             Ok(None)
         }
         Summarizer::Extractive => {
             let (_, record) =
-                select_with(ctx, cache, pass, room, cap + framing, true, |ctx, cache, pass, selection| {
+                select_with(ctx, reductions, pass, room, cap + framing, true, |ctx, reductions, pass, selection| {
                     if selection.stop == 0 {
                         return Ok((None, 0));
                     }
-                    let record = extractive_record(ctx, cache, pass, selection.stop, state, cap)?;
+                    let record = extractive_record(ctx, reductions, pass, selection.stop, state, cap)?;
                     let shown = summary_messages(ctx.options, &record.text, &record.summarised_until);
-                    let tokens = shown.iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum();
+                    let tokens = shown.iter().map(|m| made_up_tokens(ctx, texts, m)).sum();
                     Ok((Some(record), tokens))
                 })?;
             Ok(record)
@@ -134,13 +136,13 @@ fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Resul
 
 /// The tokens of the summary section's framing: its message with an empty text, and a little for
 /// the joins.
-fn framing_tokens(ctx: &Ctx, cache: &mut BuildCache) -> usize {
-    summary_messages(ctx.options, "", "m0").iter().map(|m| made_up_tokens(ctx, &mut cache.texts, m)).sum::<usize>() + 4
+fn framing_tokens(ctx: &Ctx, texts: &mut TextCounts) -> usize {
+    summary_messages(ctx.options, "", "m0").iter().map(|m| made_up_tokens(ctx, texts, m)).sum::<usize>() + 4
 }
 
 /// What the bridge may take: what the summary in force leaves of the share, at most `maxTokens`.
-pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass) -> usize {
-    let max = ctx.options.summary.as_ref().map_or(4000, |s| s.max_tokens as usize) + framing_tokens(ctx, cache);
+pub(crate) fn bridge_cap(ctx: &Ctx, texts: &mut TextCounts, pass: &Pass) -> usize {
+    let max = ctx.options.summary.as_ref().map_or(4000, |s| s.max_tokens as usize) + framing_tokens(ctx, texts);
     pass.budget.share.saturating_sub(pass.budget.summary.tokens).min(max)
 }
 
@@ -151,12 +153,12 @@ pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass) -> usiz
 /// the recent turns, and a list of every member would be its largest allocation.
 fn visit_members_before(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     stop: usize,
     (from, until): (usize, usize),
     compress: bool,
-    visit: &mut dyn FnMut(&mut BuildCache, &MemberPlan) -> Result<()>,
+    visit: &mut dyn FnMut(&mut Forms, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
     enum Source<'p> {
         Active(&'p Unit),
@@ -182,8 +184,8 @@ fn visit_members_before(
                 if compress && unit.kind == UnitKind::Step {
                     parts::reduce_members(
                         ctx,
-                        &mut cache.forms,
-                        &cache.files,
+                        reductions.forms,
+                        reductions.files,
                         &pass.units.structure,
                         &mut list,
                         false,
@@ -191,12 +193,12 @@ fn visit_members_before(
                     )?;
                 }
                 for member in &list {
-                    visit(cache, member)?;
+                    visit(reductions.forms, member)?;
                 }
             }
             Source::Pin(members) => {
                 for member in members {
-                    visit(cache, &MemberPlan::of(member.msg, member.parts.clone()))?;
+                    visit(reductions.forms, &MemberPlan::of(member.msg, member.parts.clone()))?;
                 }
             }
         }
@@ -208,15 +210,15 @@ fn visit_members_before(
 /// order.
 fn visit_originals(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     stop: usize,
-    visit: &mut dyn FnMut(&mut BuildCache, &MemberPlan) -> Result<()>,
+    visit: &mut dyn FnMut(&mut Forms, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
     let until =
         pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let from = pass.units.summary.map_or(0, |s| s.until_index + 1);
-    visit_members_before(ctx, cache, pass, stop, (from, until), false, visit)
+    visit_members_before(ctx, reductions, pass, stop, (from, until), false, visit)
 }
 
 /// What a summary is made from: the messages it covers, and the request pinned as the task (if
@@ -233,12 +235,12 @@ impl Originals {
 }
 
 /// The messages of the active units before `stop` (and of the pins among them), whole, in order.
-fn original_messages(ctx: &Ctx, cache: &mut BuildCache, pass: &Pass, stop: usize) -> Result<Originals> {
+fn original_messages(ctx: &Ctx, reductions: &mut Reductions, pass: &Pass, stop: usize) -> Result<Originals> {
     let task = pinned_task(ctx, pass);
     let mut messages = Vec::new();
     let mut after = 0;
-    visit_originals(ctx, cache, pass, stop, &mut |cache, member| {
-        messages.push(ctx.materialize(&mut cache.forms, member)?);
+    visit_originals(ctx, reductions, pass, stop, &mut |forms, member| {
+        messages.push(ctx.materialize(forms, member)?);
         if task.as_ref().is_some_and(|(_, msg)| member.msg <= *msg) {
             after = messages.len();
         }
@@ -265,7 +267,9 @@ fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
 /// (with its framing), not stored.
 pub(crate) fn bridge(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
+    texts: &mut TextCounts,
+    bridges: &mut Bridges,
     pass: &Pass,
     stop: usize,
     cap: usize,
@@ -276,14 +280,14 @@ pub(crate) fn bridge(
     let first = pass.units.active.first().and_then(|u| pass.units.unit(*u)).map(|u| u.first).unwrap_or(0);
     let last = pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let (from, until) = (ctx.item(first)?.id.to_string(), ctx.item(last.saturating_sub(1))?.id.to_string());
-    let budget = cap.saturating_sub(framing_tokens(ctx, cache)) as u32;
+    let budget = cap.saturating_sub(framing_tokens(ctx, texts)) as u32;
     if budget < 8 {
         return Ok(None);
     }
     // The same range can hold other messages as the history grows (a call answered later is no
     // longer dropped by the repair stage): the key says which messages, by id and variant.
     let mut hasher = std::hash::DefaultHasher::new();
-    visit_originals(ctx, cache, pass, stop, &mut |_, member| {
+    visit_originals(ctx, reductions, pass, stop, &mut |_, member| {
         std::hash::Hash::hash(&member_key(ctx.item(member.msg)?.id, member), &mut hasher);
         Ok(())
     })?;
@@ -292,10 +296,10 @@ pub(crate) fn bridge(
     std::hash::Hash::hash(&pinned_task(ctx, pass).map(|(_, msg)| msg), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
     let key = (pass.units.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
-    let text = match cache.bridges.texts.get(&key) {
+    let text = match bridges.texts.get(&key) {
         Some(text) => text.clone(),
         None => {
-            let originals = original_messages(ctx, cache, pass, stop)?;
+            let originals = original_messages(ctx, reductions, pass, stop)?;
             let todos = ctx.open_todos();
             let text = crate::extract::extractive_with_todos(
                 &originals.messages,
@@ -305,10 +309,10 @@ pub(crate) fn bridge(
                 ctx.encoding,
                 budget,
             );
-            if cache.bridges.texts.len() > 32 {
-                cache.bridges.texts.clear();
+            if bridges.texts.len() > 32 {
+                bridges.texts.clear();
             }
-            cache.bridges.texts.insert(key, text.clone());
+            bridges.texts.insert(key, text.clone());
             text
         }
     };
@@ -317,7 +321,7 @@ pub(crate) fn bridge(
         None => format!("Summary of the earlier conversation (messages {from} to {until}):\n"),
     };
     let message = section_message(ctx.options, format!("{header}{text}"));
-    let tokens = made_up_tokens(ctx, &mut cache.texts, &message);
+    let tokens = made_up_tokens(ctx, texts, &message);
     let messages = (first..last).count();
     Ok(Some((message, BridgeUse { from, until, messages, tokens })))
 }
@@ -325,14 +329,14 @@ pub(crate) fn bridge(
 /// The extractive summary of the active units before `stop`, folded onto the summary in force.
 fn extractive_record(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     stop: usize,
     state: &SummaryState,
     cap: usize,
 ) -> Result<SummaryRecord> {
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
-    let originals = original_messages(ctx, cache, pass, stop)?;
+    let originals = original_messages(ctx, reductions, pass, stop)?;
     let previous = pass.units.summary.map(|s| s.text.as_str());
     let text = crate::extract::extractive_with_todos(
         &originals.messages,
@@ -395,7 +399,7 @@ fn request_meta(
 /// summary must satisfy.
 pub(crate) fn request_for(
     ctx: &Ctx,
-    cache: &mut BuildCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     cut: usize,
     options: &SummaryOptions,
@@ -409,13 +413,13 @@ pub(crate) fn request_for(
     let mut messages: Vec<Arc<Message>> = Vec::new();
     for plan in &pass.units.system {
         for member in &plan.members {
-            messages.push(ctx.materialize(&mut cache.forms, member)?);
+            messages.push(ctx.materialize(reductions.forms, member)?);
         }
     }
     let mut ids: Vec<usize> = Vec::new();
-    visit_members_before(ctx, cache, pass, cut, (from, meta.until_index + 1), true, &mut |cache, member| {
+    visit_members_before(ctx, reductions, pass, cut, (from, meta.until_index + 1), true, &mut |forms, member| {
         ids.push(member.msg);
-        messages.push(ctx.materialize(&mut cache.forms, member)?);
+        messages.push(ctx.materialize(forms, member)?);
         Ok(())
     })?;
     crate::sort::sort(&mut ids);

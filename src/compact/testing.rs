@@ -9,10 +9,12 @@ use crate::compact::forms::Ctx;
 use crate::compact::measure::measure;
 use crate::compact::pass::Pass;
 use crate::compact::plan::{split, Units};
+use crate::compact::reduce::Reductions;
 use crate::compact::repair::{structure_for, Item};
-use crate::compact::summary::SummaryState;
+use crate::compact::summary::{SummaryRecord, SummaryState};
 use crate::compact::BuildCache;
 use crate::compact::{fill, reduce, summarise};
+use crate::error::Result;
 use crate::message::{parse, Format, Message};
 use crate::tokens::{count_message, Encoding};
 
@@ -76,9 +78,27 @@ pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s S
 /// Every stage but assemble, the summary stage not allowed to summarise.
 pub(crate) fn through_fill<'s>(ctx: &Ctx, cache: &mut BuildCache, state: &'s SummaryState) -> Pass<'s> {
     let mut pass = through_reduce(ctx, cache, state);
-    assert!(summarise::summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
-    fill::fill(ctx, cache, &mut pass).expect("fill");
+    assert!(run_summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
+    run_fill(ctx, cache, &mut pass).expect("fill");
     pass
+}
+
+/// The summary stage with the caches of `cache` it uses.
+pub(crate) fn run_summarise(
+    ctx: &Ctx,
+    cache: &mut BuildCache,
+    pass: &mut Pass,
+    state: &SummaryState,
+    allowed: bool,
+) -> Result<Option<SummaryRecord>> {
+    let mut reductions = Reductions { forms: &mut cache.forms, files: &mut cache.files };
+    summarise::summarise(ctx, &mut reductions, &mut cache.texts, pass, state, allowed)
+}
+
+/// The fill stage with the caches of `cache` it uses.
+pub(crate) fn run_fill(ctx: &Ctx, cache: &mut BuildCache, pass: &mut Pass) -> Result<()> {
+    let mut reductions = Reductions { forms: &mut cache.forms, files: &mut cache.files };
+    fill::fill(ctx, &mut reductions, &mut cache.texts, &mut cache.bridges, pass)
 }
 
 /// A user request, then `steps` tool steps (a call, its result of `result_words` words) and

@@ -24,6 +24,14 @@ use super::repair::UnitKind;
 use super::sums::UnitSums;
 use crate::error::Result;
 
+/// What reducing a plan reads and keeps between builds: the forms and their counts by record id,
+/// and which results are file contents (a digest needs the index). The selection and the summary
+/// stage reduce with these too.
+pub(crate) struct Reductions<'c> {
+    pub(crate) forms: &'c mut Forms,
+    pub(crate) files: &'c mut FileIndex,
+}
+
 /// The plans of the active units. With a budget or a summary none is made here: the later stages
 /// plan a unit when they reach it (`Pass::plan_at`, `Pass::plan_from`), so a long history's
 /// build plans what its context holds. In `Mode::Unlimited` (no budget, no summary) the context

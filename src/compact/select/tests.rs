@@ -4,7 +4,7 @@ use super::*;
 use crate::compact::receipt::Action;
 use crate::compact::summary::SummaryState;
 use crate::compact::testing::{through_fill, through_reduce, turns, Log, ENCODING};
-use crate::compact::{BudgetOptions, BuildOptions};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 
 fn options(budget: Option<BudgetOptions>) -> BuildOptions {
     BuildOptions { budget, summary: None, compress: None, digest: None, ..BuildOptions::default() }

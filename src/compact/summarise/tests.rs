@@ -3,8 +3,8 @@ use serde_json::{json, Value};
 use super::*;
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::PendingSummary;
-use crate::compact::testing::{through_fill, through_reduce, turns, Log, ENCODING};
-use crate::compact::{BudgetOptions, BuildOptions};
+use crate::compact::testing::{run_fill, run_summarise, through_fill, through_reduce, turns, Log, ENCODING};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 
 fn options(summarizer: Summarizer, max: Option<u32>) -> BuildOptions {
     let summary = SummaryOptions { summarizer, ..SummaryOptions::default() };
@@ -48,7 +48,7 @@ fn a_history_that_fits_its_budget_is_never_summarised_whatever_its_size() {
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     assert!(total > 2_000, "past the no-budget 50k/30k-like thresholds would not matter: the budget decides");
-    assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
+    assert_eq!(run_summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn over_the_budget_a_summary_is_forced_whatever_the_gates() {
     let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
-    let record = summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap().expect("forced");
+    let record = run_summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap().expect("forced");
     assert_eq!(record.source, SummarySource::Extractive);
     let value: Value = serde_json::from_str(&record.text).unwrap();
     assert!(value["primaryRequest"].as_str().unwrap().starts_with("request 1"), "{value}");
@@ -81,13 +81,13 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
-    assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
+    assert_eq!(run_summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
     let request = pass.summary_request.clone().expect("compaction is due");
     assert_eq!((request.id.as_str(), request.from.as_str()), ("s1", "m2"));
     assert!(request.max_tokens as usize <= pass.budget.share, "within the summary section's share");
     assert!(request.messages.as_array().unwrap().last().unwrap()["content"].as_str().unwrap().starts_with("Summarise"));
     // Meanwhile: the bridge covers everything before the recent messages.
-    crate::compact::fill::fill(&ctx, &mut cache, &mut pass).unwrap();
+    run_fill(&ctx, &mut cache, &mut pass).unwrap();
     let (message, bridge) = pass.bridge.clone().expect("a bridge");
     assert_eq!(message.role, Role::System);
     assert!(message.content.joined_text().contains("request 1"));
@@ -99,7 +99,7 @@ fn an_external_summariser_gets_a_request_and_a_bridge_covers_meanwhile() {
     // Not allowed (the second pass), or a compaction already under way: nothing asked.
     let busy = SummaryState { in_progress: Some(request.pending()), ..Default::default() };
     let mut busy_pass = through_reduce(&ctx, &mut cache, &busy);
-    assert_eq!(summarise(&ctx, &mut cache, &mut busy_pass, &busy, true).unwrap(), None);
+    assert_eq!(run_summarise(&ctx, &mut cache, &mut busy_pass, &busy, true).unwrap(), None);
     assert!(busy_pass.summary_request.is_none());
     assert!(busy_pass.notes.iter().any(|n| n.contains("in progress")));
 }
@@ -119,12 +119,16 @@ fn with_a_summary_in_force_little_new_is_bridged_and_much_new_summarised() {
         ..Default::default()
     };
     let mut pass = through_reduce(&ctx, &mut cache, &state);
-    assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None, "few new messages: no new summary");
+    assert_eq!(
+        run_summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(),
+        None,
+        "few new messages: no new summary"
+    );
     // A summary that covers nothing of it: much is new, a new one is made.
     let old =
         SummaryState { current: Some(record("{\"primaryRequest\":\"request 1\"}", "m3", 2)), ..Default::default() };
     let mut pass = through_reduce(&ctx, &mut cache, &old);
-    let made = summarise(&ctx, &mut cache, &mut pass, &old, true).unwrap().expect("much is new");
+    let made = run_summarise(&ctx, &mut cache, &mut pass, &old, true).unwrap().expect("much is new");
     assert!(made.until_index > 2 && made.message_count > 2);
 }
 
@@ -158,7 +162,7 @@ fn without_a_budget_the_trigger_and_the_gates_decide() {
     let state = SummaryState::default();
     let mut pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Verbatim);
-    assert_eq!(summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
+    assert_eq!(run_summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap(), None);
     let log = turns(12, 1, 40);
     let items = log.items();
     let mut options = options.clone();
@@ -167,6 +171,6 @@ fn without_a_budget_the_trigger_and_the_gates_decide() {
     }
     let ctx = Ctx { items: &items, options: &options, ..ctx };
     let mut pass = through_reduce(&ctx, &mut cache, &state);
-    let made = summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap().expect("past the trigger");
+    let made = run_summarise(&ctx, &mut cache, &mut pass, &state, true).unwrap().expect("past the trigger");
     assert!(made.until_index > 10);
 }
