@@ -1,8 +1,7 @@
-//! The compaction pipeline's modules form no new cycle: each stage of `src/compact/` is to depend
+//! The compaction pipeline's modules form no cycle: each stage of `src/compact/` is to depend
 //! on the stages before it and on shared modules, never on a later stage, and no two modules are to
 //! reach each other. A module that imports from a later one makes the stages a bag again (every
 //! stage reading and writing what any other set), so this reads the sources and checks the graph.
-//! The circles not yet undone are listed (`CYCLES_LEFT`); the list may only shrink.
 //!
 //! An edge is any path into another module of `src/compact/`: `use` trees and paths in code
 //! (`super::…`, `self::…`, `crate::compact::…`, a child module's name), a name a parent module
@@ -23,43 +22,26 @@ struct Source {
     code: String,
 }
 
-/// The circles not yet undone, each as the modules in it: a cycle is allowed only within one of
-/// these, and each must still be a cycle (undoing one means taking it off this list, so the list
-/// only shrinks). It holds the stage that still takes the whole `BuildCache` from `compact`
-/// (mod.rs), which calls it.
-const CYCLES_LEFT: &[&[&str]] = &[&["compact", "assemble"]];
-
 #[test]
-fn the_compaction_modules_form_no_new_cycle() {
+fn the_compaction_modules_form_no_cycle() {
     let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/compact"));
     assert!(graph.modules.len() > 20, "the modules of src/compact were not found: {:?}", graph.modules.keys());
     let cycles = graph.cycles();
-    let left: Vec<BTreeSet<String>> = CYCLES_LEFT.iter().map(|c| c.iter().map(|m| m.to_string()).collect()).collect();
-    let new: Vec<_> = cycles.iter().filter(|c| !left.iter().any(|l| c.iter().all(|m| l.contains(&name(m))))).collect();
     assert!(
-        new.is_empty(),
+        cycles.is_empty(),
         "modules of src/compact that depend on each other (each with the references that close the circle):\n{}",
-        new.iter().map(|c| graph.describe(c)).collect::<Vec<_>>().join("\n")
+        cycles.iter().map(|c| graph.describe(c)).collect::<Vec<_>>().join("\n")
     );
-    for l in &left {
-        assert!(
-            cycles.iter().any(|c| c.len() == l.len() && c.iter().all(|m| l.contains(&name(m)))),
-            "{l:?} is no longer one circle: take it off CYCLES_LEFT (or narrow it to what is left)"
-        );
-    }
 }
 
 #[test]
-fn no_stage_depends_on_a_later_one_outside_the_circles_left() {
+fn no_stage_depends_on_a_later_one() {
     let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/compact"));
-    let in_a_circle_left = |a: &Module, b: &Module| {
-        CYCLES_LEFT.iter().any(|l| l.contains(&name(a).as_str()) && l.contains(&name(b).as_str()))
-    };
     let mut backwards = Vec::new();
     for (from, edges) in &graph.edges {
         for (to, line) in edges {
             if let (Some(a), Some(b)) = (stage_of(from), stage_of(to)) {
-                if b > a && !in_a_circle_left(from, to) {
+                if b > a {
                     backwards.push(format!("{} (a stage before) depends on {}: {line}", name(from), name(to)));
                 }
             }

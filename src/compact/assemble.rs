@@ -7,17 +7,17 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::fates;
+use super::fates::{self, FateCache};
 use super::fill::{memory_section, present};
-use super::forms::{made_up_tokens, Ctx, Plan};
+use super::forms::{made_up_tokens, Ctx, Forms, Plan, TextCounts};
 use super::pass::Pass;
 use super::receipt::{Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
+use super::repair::StructureCache;
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::hints::{self, CacheOptions};
 use super::request::{self, placeholder};
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
-use super::BuildCache;
 use crate::error::{Error, Result};
 use crate::message::{self, Format, Message, Part, Role};
 use crate::tokens::REPLY_PRIMING;
@@ -196,8 +196,8 @@ fn is_reasoning(message: &Message) -> bool {
 }
 
 /// A message the build made up (summary, state, placeholder), counted once by its text.
-fn context_message(ctx: &Ctx, cache: &mut BuildCache, message: Message, section: Section) -> ContextMessage {
-    let tokens = u32::try_from(made_up_tokens(ctx, &mut cache.texts, &message)).unwrap_or(u32::MAX);
+fn context_message(ctx: &Ctx, texts: &mut TextCounts, message: Message, section: Section) -> ContextMessage {
+    let tokens = u32::try_from(made_up_tokens(ctx, texts, &message)).unwrap_or(u32::MAX);
     ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept, tokens }
 }
 
@@ -205,7 +205,14 @@ fn context_message(ctx: &Ctx, cache: &mut BuildCache, message: Message, section:
 /// and pinned requests where they were, then the summary section (the summary in force, the
 /// bridge, the memory's turn summaries), then the recent messages; a pinned request among the
 /// recent messages stays in its place.
-pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Result<BuildOutcome> {
+pub(crate) fn assemble(
+    ctx: &Ctx,
+    forms: &mut Forms,
+    texts: &mut TextCounts,
+    fate_cache: &mut FateCache,
+    structures: &mut StructureCache,
+    mut pass: Pass,
+) -> Result<BuildOutcome> {
     let items = ctx.items;
     let format = ctx.options.format;
     let pins: Vec<Plan> = pass.budget.pins.list.iter().map(|p| p.plan.clone()).collect();
@@ -243,7 +250,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         .budget
         .max
         .map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.budget.share.saturating_sub(tokens.summary)));
-    let memory_use = match memory_section(ctx, &mut cache.texts, &present_now, room) {
+    let memory_use = match memory_section(ctx, texts, &present_now, room) {
         Some((message, used)) => {
             summary_section.extend(message);
             tokens.summary += used.tokens;
@@ -261,7 +268,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         if *kind == Section::Recent {
             if let Some(list) = section.take() {
                 let ends_with_assistant = list.last().is_some_and(|m| m.role == Role::Assistant);
-                messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
+                messages.extend(list.into_iter().map(|m| context_message(ctx, texts, m, Section::Summary)));
                 // The exchange placement ends with the summary as an assistant message: a recent
                 // assistant message must not merge into it.
                 let next_assistant = plan
@@ -270,14 +277,14 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
                     .and_then(|m| items.get(m.msg))
                     .is_some_and(|i| i.message.role == Role::Assistant);
                 if exchange && ends_with_assistant && next_assistant {
-                    messages.push(context_message(ctx, cache, placeholder(format), Section::Recent));
+                    messages.push(context_message(ctx, texts, placeholder(format), Section::Recent));
                     tokens.recent += pass.budget.placeholder_tokens;
                     placeholder_used = true;
                 }
             }
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
-            let mut message = ctx.materialize(&mut cache.forms, member)?;
+            let mut message = ctx.materialize(forms, member)?;
             let id = ctx.item(member.msg)?.id.to_string();
             // A Responses item the model produced after reasoning names itself by its id
             // (`msg_…`, `fc_…`); sent without that reasoning right before it, the API refuses
@@ -304,7 +311,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         }
     }
     if let Some(list) = section.take() {
-        messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
+        messages.extend(list.into_iter().map(|m| context_message(ctx, texts, m, Section::Summary)));
     }
 
     // A reasoning item goes out only before the item it was produced with: one whose call was
@@ -331,7 +338,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
     let at = messages.iter().take_while(|m| m.section == Section::System).count();
     let state_messages = std::mem::take(&mut pass.budget.state.messages);
     let state_messages: Vec<ContextMessage> =
-        state_messages.into_iter().map(|m| context_message(ctx, cache, m, Section::State)).collect();
+        state_messages.into_iter().map(|m| context_message(ctx, texts, m, Section::State)).collect();
     messages.splice(at..at, state_messages);
 
     // Anthropic: the first message must come from the user (an assistant message, thinking
@@ -348,7 +355,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         if needs {
             let at = first.unwrap_or(messages.len());
             tokens.recent += pass.budget.placeholder_tokens;
-            let message = context_message(ctx, cache, placeholder(format), Section::Recent);
+            let message = context_message(ctx, texts, placeholder(format), Section::Recent);
             messages.insert(at, message);
             placeholder_used = true;
             pass.notes.push("a placeholder user message was put first: the provider needs one".to_string());
@@ -368,7 +375,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         turns: ctx.turns,
         memory_turns: memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     };
-    let (fates, runs) = fates::fates_and_runs(&inputs, &mut cache.fates);
+    let (fates, runs) = fates::fates_and_runs(&inputs, fate_cache);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
     let within_budget = pass.budget.max.is_none_or(|max| tokens.total <= max);
@@ -406,7 +413,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut BuildCache, mut pass: Pass) -> Res
         within_budget,
         runs,
         fates,
-        repairs: super::repair::reported(&pass.units.structure, &mut cache.structure),
+        repairs: super::repair::reported(&pass.units.structure, structures),
         pinned,
         summary: pass.units.summary.filter(|_| !pass.budget.summary.truncated || tokens.summary > 0).map(|s| {
             SummaryUse {

@@ -291,5 +291,7 @@ fn build_once(ctx: &Ctx, state: &SummaryState, cache: &mut BuildCache, allow_sum
     let mut reductions = reduce::Reductions { forms: &mut cache.forms, files: &mut cache.files };
     fill::fill(ctx, &mut reductions, &mut cache.texts, &mut cache.bridges, &mut pass)?;
     cache.planned += pass.plans.planned() as u64;
-    Ok(Step::Done(Box::new(assemble::assemble(ctx, cache, pass)?)))
+    let outcome =
+        assemble::assemble(ctx, &mut cache.forms, &mut cache.texts, &mut cache.fates, &mut cache.structure, pass)?;
+    Ok(Step::Done(Box::new(outcome)))
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::compact::allot::allot;
+use crate::compact::assemble::{assemble, BuildOutcome};
 use crate::compact::forms::Ctx;
 use crate::compact::measure::measure;
 use crate::compact::pass::Pass;
@@ -93,6 +94,11 @@ pub(crate) fn run_summarise(
 ) -> Result<Option<SummaryRecord>> {
     let mut reductions = Reductions { forms: &mut cache.forms, files: &mut cache.files };
     summarise::summarise(ctx, &mut reductions, &mut cache.texts, pass, state, allowed)
+}
+
+/// The assemble stage with the caches of `cache` it uses.
+pub(crate) fn run_assemble(ctx: &Ctx, cache: &mut BuildCache, pass: Pass) -> Result<BuildOutcome> {
+    assemble(ctx, &mut cache.forms, &mut cache.texts, &mut cache.fates, &mut cache.structure, pass)
 }
 
 /// The fill stage with the caches of `cache` it uses.

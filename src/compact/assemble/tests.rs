@@ -3,8 +3,8 @@ use serde_json::json;
 use super::*;
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::{SummaryOptions, SummaryState};
-use crate::compact::testing::{through_fill, turns, Log, ENCODING};
-use crate::compact::{BudgetOptions, BuildOptions, PinRole, PLACEHOLDER_TEXT};
+use crate::compact::testing::{run_assemble, through_fill, turns, Log, ENCODING};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions, PinRole, PLACEHOLDER_TEXT};
 
 fn budget(max: u32) -> Option<BudgetOptions> {
     Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() })
@@ -20,7 +20,7 @@ fn system_then_pins_then_recent_with_a_receipt_for_every_message() {
     let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let outcome = assemble(&ctx, &mut cache, pass).unwrap();
+    let outcome = run_assemble(&ctx, &mut cache, pass).unwrap();
     let context = &outcome.context;
     let sections: Vec<Section> = context.messages.iter().map(|m| m.section).collect();
     assert_eq!(sections[..2], [Section::System, Section::Pinned]);
@@ -63,7 +63,7 @@ fn anthropic_the_summary_is_a_user_message_after_the_task_and_thinking_is_untouc
     let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let context = assemble(&ctx, &mut cache, pass).unwrap().context;
+    let context = run_assemble(&ctx, &mut cache, pass).unwrap().context;
     let roles: Vec<(Role, Section)> = context.messages.iter().map(|m| (m.message.role, m.section)).collect();
     assert_eq!(
         roles[..3],
@@ -92,7 +92,7 @@ fn anthropic_gets_a_placeholder_when_no_user_message_leads() {
     let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let context = assemble(&ctx, &mut cache, pass).unwrap().context;
+    let context = run_assemble(&ctx, &mut cache, pass).unwrap().context;
     let roles: Vec<Role> = context.messages().map(|m| m.role).collect();
     assert_eq!(roles, [Role::System, Role::User, Role::Assistant]);
     assert_eq!(context.messages().nth(1).unwrap().content.joined_text(), PLACEHOLDER_TEXT);
