@@ -222,7 +222,7 @@ pub(crate) fn assemble(
         return Err(Error::internal("the context's units were not all planned"));
     }
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
-    crate::sort::sort_by_key(&mut kept, |(p, _)| pass.units.unit(p.unit).map_or(usize::MAX, |u| u.first));
+    crate::util::sort::sort_by_key(&mut kept, |(p, _)| pass.units.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
     let mut tokens = TokensByPart::default();
     let mut summary_section: Vec<Message> = std::mem::take(&mut pass.budget.summary.messages);

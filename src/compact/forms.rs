@@ -13,9 +13,9 @@ use super::receipt::{Action, DropReason};
 use super::repair::{Item, Unit};
 use super::state::{StateNote, StatePart};
 use crate::error::{Error, Result};
-use crate::fasthash::FastMap;
 use crate::message::{Content, ContentForm, Format, Message, Part, Role, ToolResult};
 use crate::tokens::{self, Encoding};
+use crate::util::fasthash::FastMap;
 
 /// How a tool result is reduced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

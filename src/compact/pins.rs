@@ -100,7 +100,7 @@ pub(crate) fn find(ctx: &Ctx, structure: &Structure, from: usize) -> Vec<(usize,
             }
         }
     }
-    crate::sort::sort_by_key(&mut pins, |(u, _)| *u);
+    crate::util::sort::sort_by_key(&mut pins, |(u, _)| *u);
     pins
 }
 

@@ -42,7 +42,7 @@ impl Units<'_> {
         let units = self.active.iter().copied().chain(self.pins.iter().map(|p| p.plan.unit));
         let mut msgs: Vec<usize> =
             units.filter_map(|u| self.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
-        crate::sort::sort(&mut msgs);
+        crate::util::sort::sort(&mut msgs);
         msgs.dedup();
         (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
     }

@@ -362,7 +362,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 }
                 let whole = by_unit.len() == 1 && (rest.is_empty() || tool_rest) && !had_drops;
                 for (u, mut list) in by_unit {
-                    crate::sort::sort(&mut list);
+                    crate::util::sort::sort(&mut list);
                     if let Some(unit) = units.get_mut(u) {
                         unit.push(Member { msg: i, parts: if whole { None } else { Some(list) } });
                     }

@@ -20,8 +20,8 @@ use super::section::{section_message, summary_messages};
 use super::select::{base_room, select, select_with};
 use super::summary::{self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState};
 use crate::error::{Error, Result};
-use crate::fasthash::FastMap;
 use crate::message::{Content, Format, Message, Role};
+use crate::util::fasthash::FastMap;
 
 /// The bridges made, kept between builds by what they cover: the previous summary's request
 /// id, which messages (by id and form), and the budget.
@@ -176,7 +176,7 @@ fn visit_members_before(
         Some((unit.first, Source::Pin(&pin.plan.members)))
     });
     let mut order: Vec<(usize, Source)> = active.chain(pinned).collect();
-    crate::sort::sort_by_key(&mut order, |(first, _)| *first);
+    crate::util::sort::sort_by_key(&mut order, |(first, _)| *first);
     for (_, source) in order {
         match source {
             Source::Active(unit) => {
@@ -376,7 +376,7 @@ fn request_meta(
         .flat_map(|unit| unit.members.iter().map(|m| m.msg))
         .filter(|&msg| (after..=until_index).contains(&msg))
         .collect();
-    crate::sort::sort(&mut covered);
+    crate::util::sort::sort(&mut covered);
     covered.dedup();
     let mut original = 0u64;
     for &msg in &covered {
@@ -422,7 +422,7 @@ pub(crate) fn request_for(
         messages.push(ctx.materialize(forms, member)?);
         Ok(())
     })?;
-    crate::sort::sort(&mut ids);
+    crate::util::sort::sort(&mut ids);
     ids.dedup();
     let message_ids: Vec<String> =
         ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();

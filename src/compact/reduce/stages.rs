@@ -195,7 +195,7 @@ pub(crate) fn deepest_cut<T>(most: usize, mut at: impl FnMut(u32) -> Result<Opti
 fn thin_until(ctx: &Ctx, pass: &mut Pass, forms: &mut Forms, view: &mut usize, goal: usize) -> Result<()> {
     let decisions = thin::decide(ctx, pass)?;
     let mut turns: Vec<usize> = decisions.keys().filter_map(|u| pass.units.unit(*u).map(|unit| unit.turn)).collect();
-    crate::sort::sort(&mut turns);
+    crate::util::sort::sort(&mut turns);
     turns.dedup();
     for turn in turns {
         for plan in pass.plans.iter_mut() {

@@ -293,7 +293,7 @@ fn sanitize_anthropic(value: Value) -> Value {
     let messages: Vec<Value> = merged
         .into_iter()
         .map(|(role, mut blocks)| {
-            crate::sort::sort_by_key(&mut blocks, |b| rank(b, &role));
+            crate::util::sort::sort_by_key(&mut blocks, |b| rank(b, &role));
             let content = match blocks.as_slice() {
                 [only]
                     if only.get("type").and_then(Value::as_str) == Some("text")
