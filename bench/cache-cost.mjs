@@ -28,13 +28,16 @@
 //
 // Run: npm run bench:cache [-- --trace SESSION --budget N [--strategy NAME]] [--budgets 30000,6000]
 //      [--sessions NAME,…] [--strategies NAME,…] [--no-write]
-// Writes its tables to docs/benchmarks.md (between the cache-cost markers) on a full run.
+// Writes its tables to docs/benchmarks.md (between the cache-cost markers) on a full run with the
+// shared fixtures (bench/fixtures.mjs); without them the sessions are fewer, so the published
+// tables are left as they are.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { ConversationHistory, Tokenizer, compact, convertMessages, loadConversation, resolveProfile, validateMessages } from "../dist/node.js";
 import { trimMessages, SystemMessage, HumanMessage, AIMessage, ToolMessage } from "@langchain/core/messages";
 import { pruneMessages } from "ai";
 import { generateSession, sessionTokens } from "../tests/fixtures/generate.mjs";
+import { SHARED, readFixture, sharedPresent } from "./fixtures.mjs";
 
 const argv = process.argv.slice(2);
 const arg = (name) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : undefined; };
@@ -46,7 +49,6 @@ const PROFILES = { anthropic: "claude-sonnet-4", openai: "gpt-4o" };
 const TAU_TOKENS = 100_000;
 const SUMMARY_TOKENS = 300;
 const TAIL_MESSAGES = 4;
-const SHARED = fileURLToPath(new URL("../../shared/fixtures/", import.meta.url));
 const DOCS = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
 
 const PRICING = {
@@ -396,7 +398,7 @@ async function tauSession() {
 // A Claude Code log as a request: the records' API messages (split responses merged by the
 // loader), request fields only, same-role neighbours merged into one message.
 function claudeCodeSession(file) {
-  const loaded = loadConversation(readFileSync(SHARED + "anthropic/" + file, "utf8"));
+  const loaded = loadConversation(readFixture(file.replace(".jsonl", "")));
   const messages = [];
   for (const { role, content } of loaded.messages.messages) {
     const blocks = (typeof content === "string" ? [{ type: "text", text: content }] : content)
@@ -416,7 +418,7 @@ const BLOCK_FIELDS = { text: ["type", "text"], thinking: ["type", "thinking", "s
 const requestBlock = (b) => (BLOCK_FIELDS[b.type] ? Object.fromEntries(BLOCK_FIELDS[b.type].filter((k) => k in b).map((k) => [k, b[k]])) : b);
 
 function sweAgentSession() {
-  const traj = JSON.parse(readFileSync(SHARED + "openai/swe-agent-marshmallow-1867.traj", "utf8"));
+  const traj = JSON.parse(readFixture("swe-agent"));
   const messages = traj.history.map(({ tool_call_ids, ...m }) => openaiRequestMessage(tool_call_ids ? { ...m, tool_call_id: tool_call_ids[0] } : m));
   return { name: "swe-agent-marshmallow", group: "shared", format: "openai", messages };
 }
@@ -433,7 +435,7 @@ function openaiRequestMessage({ role, content, tool_calls, tool_call_id }) {
 }
 
 function longestTauRun() {
-  const runs = JSON.parse(readFileSync(SHARED + "openai/tau-bench-gpt-4o-airline.json", "utf8"));
+  const runs = JSON.parse(readFixture("tau-bench"));
   const run = runs.reduce((a, b) => (JSON.stringify(b.traj).length > JSON.stringify(a.traj).length ? b : a));
   return { name: `tau-bench-run-${run.task_id}`, group: "shared", format: "openai", messages: run.traj.map(openaiRequestMessage) };
 }
@@ -582,7 +584,6 @@ function aggregate(results, strategies) {
 // ---------------------------------------------------------------------------------------------
 async function main() {
   const started = performance.now();
-  const sharedPresent = existsSync(SHARED);
   const sessions = generatedSessions();
   if (sharedPresent) {
     sessions.push(await tauSession());
@@ -600,7 +601,7 @@ async function main() {
     `${PRICING.anthropic.name} (Anthropic-format sessions); ${PRICING.openai.name} (OpenAI-format sessions). Costs in uncached-input-token units; outputs not priced. Tokens: the package's count (o200k_base).`);
   header.push(`Sessions: 5 generated coding sessions (tests/fixtures/generate.mjs, Anthropic format)${sharedPresent ? ", the chained tau-bench conversation cut at ~100k tokens (OpenAI format), and the shared fixtures at the budgets they pass" : ""}. ` +
     "Means are over the sessions longer than the budget: totals of the counts, mean of the per-session cost ratios.");
-  if (!sharedPresent) header.push(`../shared/fixtures is absent (looked for ${SHARED}): the tau-bench conversation and the shared fixtures are left out.`);
+  if (!sharedPresent) header.push(`The shared fixtures are absent (looked for ${fileURLToPath(SHARED)}): the tau-bench conversation and the shared fixtures are left out.`);
   header.push(`ours: build(${JSON.stringify(oursOptions("B", "<session format>"))}); ours-external: compact() with the same options and a simulated ~${SUMMARY_TOKENS}-token extractive summariser.`);
 
   if (TRACE) {
@@ -684,7 +685,8 @@ async function main() {
   console.error(`cache-cost: ${seconds} s`);
 
   const full = !only && !list("--strategies") && !list("--budgets") && !argv.includes("--no-write");
-  if (full) {
+  if (full && !sharedPresent) console.error(`cache-cost: tables not written to docs/benchmarks.md: the published ones include the shared fixtures, absent here`);
+  if (full && sharedPresent) {
     const command = process.env.OURS || argv.length
       ? `${process.env.OURS ? `OURS='${process.env.OURS}' ` : ""}npm run bench:cache -- ${argv.join(" ")}`.trim()
       : "npm run bench:cache";

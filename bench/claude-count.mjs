@@ -27,6 +27,9 @@ import AiTokenizer, { models } from "ai-tokenizer";
 import * as claudeEncoding from "ai-tokenizer/encoding/claude";
 import { count as sdkCount } from "ai-tokenizer/sdk";
 import { steps, isFitStep, quantiles } from "./claude-logs.mjs";
+import { requireShared } from "./fixtures.mjs";
+
+requireShared("claude-count: counts are compared with the usage the API billed, which only the shared Claude Code logs hold");
 
 const COMMAND = "node bench/claude-count.mjs";
 const DOC = new URL("../docs/benchmarks.md", import.meta.url);

@@ -12,6 +12,7 @@
 // of one conversation (the fit set) and tested on the others.
 import { Tokenizer } from "context-compactor";
 import { steps, isFitStep, quantiles, FIT_CONVERSATION } from "./claude-logs.mjs";
+import { requireShared } from "./fixtures.mjs";
 
 export const FIXED = { perMessage: 3, perToolResult: 30, perThinking: 0 };
 
@@ -67,6 +68,7 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
 const signed = (x) => `${x >= 0 ? "+" : "−"}${pct(Math.abs(x))}`;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  requireShared("claude-fit: the rule is fitted on the usage the API billed, which only the shared Claude Code logs hold");
   const all = steps();
   const usable = all.filter((s) => !s.excluded);
   const fitSet = usable.filter(isFitStep);

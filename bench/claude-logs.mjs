@@ -15,9 +15,13 @@
 //     than Claude Code's own `callback`): what they print joins the prompt, not the log;
 //   - a local command ran between the calls (`/mcp` reconnects servers and sends their tool
 //     definitions again, `/model` may switch models): the request around the messages changed.
+//
+// Only the shared logs hold usage the API billed (the project's own logs carry generated usage):
+// the scripts that read these steps call `requireShared` first.
 import { readFileSync } from "node:fs";
+import { SHARED } from "./fixtures.mjs";
 
-export const FIXTURES = new URL(process.env.CC_SHARED ? `file://${process.env.CC_SHARED.replace(/\/?$/, "/")}` : "../../shared/fixtures/", import.meta.url);
+export const FIXTURES = SHARED;
 export const LOGS = ["claude-code-subagent.jsonl", "claude-code-tool-heavy.jsonl", "claude-code-short.jsonl"];
 const FILE_EDITS = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
 

@@ -3,14 +3,13 @@
 // request in the context, is it valid and within budget, how much of the budget is used when the
 // history is larger, and does anything leave the context uncovered while a summary is configured.
 // Run: npm run build && node bench/contexts.mjs [--json]
-import { readFileSync } from "node:fs";
+// The Claude Code logs and the SWE-agent trajectory are the shared ones, or the project's own
+// without them (bench/fixtures.mjs).
 import { ConversationHistory, validateMessages } from "../dist/node.js";
-
-const FIXTURES = new URL("../../shared/fixtures/", import.meta.url);
-const read = (path) => readFileSync(new URL(path, FIXTURES), "utf8");
+import { readFixture, sharedPresent } from "./fixtures.mjs";
 
 function claudeCode(name) {
-  return read(`anthropic/${name}`)
+  return readFixture(name)
     .split("\n")
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line))
@@ -19,7 +18,7 @@ function claudeCode(name) {
 }
 
 function sweAgent() {
-  const traj = JSON.parse(read("openai/swe-agent-marshmallow-1867.traj"));
+  const traj = JSON.parse(readFixture("swe-agent"));
   return traj.history.map(({ tool_call_ids, ...rest }) => (Array.isArray(tool_call_ids) ? { ...rest, tool_call_id: tool_call_ids[0] } : rest));
 }
 
@@ -81,9 +80,9 @@ export function syntheticCodingSession({ seed = 7, steps = 80, format = "anthrop
 }
 
 const SESSIONS = [
-  { name: "claude-code-tool-heavy", format: "anthropic", messages: () => claudeCode("claude-code-tool-heavy.jsonl") },
-  { name: "claude-code-short", format: "anthropic", messages: () => claudeCode("claude-code-short.jsonl") },
-  { name: "swe-agent-marshmallow", format: "openai", messages: sweAgent },
+  { name: "claude-code-tool-heavy", format: "anthropic", messages: () => claudeCode("claude-code-tool-heavy") },
+  { name: "claude-code-short", format: "anthropic", messages: () => claudeCode("claude-code-short") },
+  { name: sharedPresent ? "swe-agent-marshmallow" : "swe-agent-trajectory", format: "openai", messages: sweAgent },
   { name: "synthetic-coding-100k", format: "anthropic", messages: () => syntheticCodingSession() },
 ];
 const BUDGETS = [60_000, 30_000, 6_000, 3_000, 2_000];

@@ -12,10 +12,14 @@ import { join, resolve } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { serve, launch } from "../tests/browser/harness.mjs";
+import { fixturePath } from "./fixtures.mjs";
 
 const HERE = fileURLToPath(new URL("../", import.meta.url));
 const TREES = { base: resolve(process.argv[2] ?? HERE), new: resolve(process.argv[3] ?? HERE) };
-const FIXTURES = fileURLToPath(new URL("../../shared/fixtures/", import.meta.url));
+// The runs the pages append, served at RUNS: the shared tau-bench runs, or without them the
+// project's airline runs (bench/fixtures.mjs).
+const RUNS = "/bench-runs.json";
+const RUNS_FILE = fixturePath("tau-bench");
 const KIND = process.env.KINDS ?? "indexeddb";
 const N = Number(process.env.N ?? 8);
 const CACHE = process.env.CACHE === "1";
@@ -23,7 +27,7 @@ const MESSAGES = Number(process.env.MESSAGES ?? 5000);
 
 const servers = {};
 for (const [tree, root] of Object.entries(TREES)) {
-  servers[tree] = await serve({ "/": root, "/fixtures/": FIXTURES }, { cacheable: (path) => CACHE && path.endsWith(".wasm") });
+  servers[tree] = await serve({ "/": root, [RUNS]: RUNS_FILE }, { cacheable: (path) => CACHE && path.endsWith(".wasm") });
 }
 const profile = mkdtempSync(join(tmpdir(), "cc-persist-ab-"));
 
@@ -32,17 +36,19 @@ async function phase(page, tree, name) {
   await page.goto(`${servers[tree].url}/tests/browser/storage.html`);
   await page.waitForFunction(() => window.ready === true, null, { timeout: 60_000 });
   return page.evaluate(
-    async ([kind, name, count]) => {
+    async ([kind, name, count, runs]) => {
       const run = await import("/bench/persist-run.mjs");
       const { LocalStorageAdapter } = await import("context-compactor");
       const { IndexedDBAdapter } = await import("context-compactor/storage/indexeddb");
       const openAdapter = kind === "indexeddb" ? () => IndexedDBAdapter.open({ database: "cc-bench" }) : async () => new LocalStorageAdapter({ prefix: "cc-bench" });
       if (name === "cold") return run.coldPhase({ openAdapter });
-      const messages = (await (await fetch("/fixtures/openai/tau-bench-gpt-4o-airline.json")).json()).flatMap((r) => r.traj).slice(0, count);
+      const response = await fetch(runs);
+      if (!response.ok) throw new Error(`${runs}: HTTP ${response.status}`);
+      const messages = (await response.json()).flatMap((r) => r.traj).slice(0, count);
       await run.appendPhase({ openAdapter, messages });
       return null;
     },
-    [KIND, name, MESSAGES],
+    [KIND, name, MESSAGES, RUNS],
   );
 }
 

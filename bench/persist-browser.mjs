@@ -23,6 +23,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writ
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { serve, launch } from "../tests/browser/harness.mjs";
+import { fixturePath } from "./fixtures.mjs";
 import { describe, phases } from "./persist-run.mjs";
 
 const COUNT = Number(process.env.MESSAGES ?? 5000);
@@ -31,7 +32,10 @@ const RESTARTS = Number(process.env.RESTARTS ?? 3);
 const LITE = process.env.ENTRY === "lite";
 const PAGE = LITE ? "bench/persist-lite.html" : "tests/browser/storage.html";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
-const FIXTURES = fileURLToPath(new URL("../../shared/fixtures/", import.meta.url));
+// The runs the pages append, served at RUNS: the shared tau-bench runs, or without them the
+// project's airline runs (bench/fixtures.mjs).
+const RUNS = "/bench-runs.json";
+const RUNS_FILE = fixturePath("tau-bench");
 
 // CACHE=1: the wasm served cacheable (as a site serves its hashed assets), so that Chromium may
 // keep its compiled code for the next visit.
@@ -45,7 +49,7 @@ function wasmCodeCache(profile) {
   return readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isFile() ? statSync(join(dir, e.name)).size : 0), 0);
 }
 
-const server = await serve({ "/": ROOT, "/fixtures/": FIXTURES }, { cacheable: (path) => CACHE && path.endsWith(".wasm") });
+const server = await serve({ "/": ROOT, [RUNS]: RUNS_FILE }, { cacheable: (path) => CACHE && path.endsWith(".wasm") });
 try {
   for (const kind of KINDS) {
     const profile = mkdtempSync(join(tmpdir(), "cc-chromium-"));
@@ -71,11 +75,15 @@ try {
           await cdp.send("Profiler.start");
         }
         const outcome = await page.evaluate(
-          async ([kind, count, name]) => {
+          async ([kind, count, name, runs]) => {
             const run = await import("/bench/persist-run.mjs");
             const { LocalStorageAdapter } = await import("context-compactor");
             const { IndexedDBAdapter } = await import("context-compactor/storage/indexeddb");
-            const messages = async () => (await (await fetch("/fixtures/openai/tau-bench-gpt-4o-airline.json")).json()).flatMap((r) => r.traj).slice(0, count);
+            const messages = async () => {
+              const response = await fetch(runs);
+              if (!response.ok) throw new Error(`${runs}: HTTP ${response.status}`);
+              return (await response.json()).flatMap((r) => r.traj).slice(0, count);
+            };
             const openAdapter = kind === "indexeddb" ? () => IndexedDBAdapter.open({ database: "cc-bench" }) : async () => new LocalStorageAdapter({ prefix: "cc-bench" });
             try {
               if (name === "append") return { result: await run.appendPhase({ openAdapter, messages: await messages() }) };
@@ -86,7 +94,7 @@ try {
               return { error: `${error.name}${error.reason ? ` (${error.reason})` : ""}: ${error.message}` };
             }
           },
-          [kind, COUNT, name],
+          [kind, COUNT, name, RUNS],
         );
         if (cdp) writeFileSync(profileTo, JSON.stringify((await cdp.send("Profiler.stop")).profile));
         if (outcome.error) throw new Error(`${kind} ${name}: ${outcome.error}\n${log.join("\n")}`);

@@ -5,19 +5,20 @@
 // (median, p99), the bytes written per append divided by the message's own JSON size (and that
 // ratio by fifths of the history: flat means O(message)), the bytes on disk, and cold open +
 // first build. Run: npm run bench:persist
-// (MESSAGES=n for fewer; SYNC=0 to skip fsync and see the library's own cost.)
-import { readFileSync, readdirSync, statSync, mkdtempSync, rmSync } from "node:fs";
+// (MESSAGES=n for fewer; SYNC=0 to skip fsync and see the library's own cost.) Without the shared
+// fixtures, the project's airline runs (1,780 messages) stand in (bench/fixtures.mjs).
+import { readdirSync, statSync, mkdtempSync, rmSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { FileSystemAdapter } from "context-compactor/storage/fs";
 import { appendPhase, coldPhase, readPhase, memoryPhase, describe } from "./persist-run.mjs";
+import { runList } from "./fixtures.mjs";
 
 const COUNT = Number(process.env.MESSAGES ?? 5000);
 const SYNC = process.env.SYNC !== "0";
-const fixture = new URL("../../shared/fixtures/openai/tau-bench-gpt-4o-airline.json", import.meta.url);
-const loadMessages = () => JSON.parse(readFileSync(fixture, "utf8")).flatMap((run) => run.traj).slice(0, COUNT);
+const loadMessages = () => runList().flatMap((run) => run.traj).slice(0, COUNT);
 const adapterAt = (root) => () => FileSystemAdapter.open({ root, sync: SYNC });
 
 // A cold phase, in a process of its own: `node bench/persist.mjs --phase <name> <root>` prints its JSON.
@@ -41,7 +42,7 @@ if (process.argv[2] === "--phase") {
     for (const line of describe(`Node file system (${SYNC ? "fsync on each save" : "no fsync"})`, result)) console.log(line);
     const disk = diskBytes(root);
     console.log(`  on disk after the run: ${disk.toLocaleString()} B, ${(disk / result.messageBytes).toFixed(2)} x the messages' JSON`);
-    if (result.cold.loaded !== COUNT) throw new Error(`the cold open found ${result.cold.loaded} messages, not ${COUNT}`);
+    if (result.cold.loaded !== result.messages) throw new Error(`the cold open found ${result.cold.loaded} messages, not ${result.messages}`);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

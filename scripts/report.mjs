@@ -5,15 +5,16 @@
 //   node scripts/report.mjs 17           tau-bench run 17
 //   node scripts/report.mjs --anthropic  the Claude Code tool-heavy log (Anthropic format)
 //   --encoding cl100k_base               another encoding (default o200k_base)
-import { readFileSync } from "node:fs";
+// The fixtures are the shared ones, or without them the project's own (bench/fixtures.mjs): its
+// airline runs, its Claude Code tool-heavy log.
 import { performance } from "node:perf_hooks";
+import { readFixture, runList, sharedPresent } from "../bench/fixtures.mjs";
 
 const args = process.argv.slice(2);
 const anthropic = args.includes("--anthropic");
 const encodingAt = args.indexOf("--encoding");
 const encoding = encodingAt >= 0 ? args[encodingAt + 1] : "o200k_base";
 const runArg = args.find((a, i) => /^\d+$/.test(a) && args[i - 1] !== "--encoding");
-const FIXTURES = new URL("../../shared/fixtures/", import.meta.url);
 
 const t0 = performance.now();
 const { ConversationHistory, Tokenizer } = await import("context-compactor");
@@ -21,17 +22,18 @@ const tImport = performance.now() - t0;
 
 let title, messages;
 if (anthropic) {
-  const file = "anthropic/claude-code-tool-heavy.jsonl";
-  messages = readFileSync(new URL(file, FIXTURES), "utf8").split("\n").filter((l) => l.trim())
+  const file = `${sharedPresent ? "" : "tests/fixtures/"}anthropic/claude-code-tool-heavy.jsonl`;
+  messages = readFixture("claude-code-tool-heavy").split("\n").filter((l) => l.trim())
     .map((l) => JSON.parse(l)).filter((r) => r.type === "user" || r.type === "assistant").map((r) => r.message);
   title = `Claude Code session log ${file} (Anthropic Messages)`;
 } else {
-  const runs = JSON.parse(readFileSync(new URL("openai/tau-bench-gpt-4o-airline.json", FIXTURES), "utf8"));
+  const runs = runList();
+  const corpus = sharedPresent ? "tau-bench airline" : "airline (tests/fixtures)";
   let index = runArg === undefined ? -1 : Number(runArg);
   if (index < 0) index = runs.reduce((best, r, i) => (r.traj.length > runs[best].traj.length ? i : best), 0);
-  if (!runs[index]) throw new Error(`no tau-bench run ${index} (there are ${runs.length})`);
+  if (!runs[index]) throw new Error(`no ${corpus} run ${index} (there are ${runs.length})`);
   messages = runs[index].traj;
-  title = `tau-bench airline run ${index} (task ${runs[index].task_id}, OpenAI Chat Completions)`;
+  title = `${corpus} run ${index} (task ${runs[index].task_id}, OpenAI Chat Completions)`;
 }
 
 const t1 = performance.now();

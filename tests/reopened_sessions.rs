@@ -9,10 +9,9 @@
 //! across a system message), the live session, which took them before, makes a compaction event
 //! (`repair`); the reopened one, which takes them now, appends. Its request is then valid and
 //! within budget, and the replay goes on from the live session's records.
-//!
-//! A second one, a known gap: the summary request a compaction event proposes stands in the
-//! live compactor until the summary comes, but is not stored; a session reopened in between
-//! appends where the live one, given the summary, makes a `summary` event.
+//! When the live session's repair event proposes a summary, the summary event that follows is
+//! part of the same exception. A summary request that stands (proposed, its summary not yet
+//! come) is stored with the frame: the reopened session asks for it as the live one does.
 
 use std::collections::BTreeMap;
 
@@ -51,18 +50,24 @@ impl Storage {
 }
 
 /// The build before a model call, its external summary made at once (as `compact()` has it): the
-/// request as JSON text (without cache hints), and the outcome.
-fn call(session: &mut Session, options: &BuildOptions) -> Result<(String, BuildOutcome), String> {
+/// request as JSON text (without cache hints), the outcome, and whether either build was a
+/// `repair` event (the summary event after one is then part of the exception above).
+fn call(session: &mut Session, options: &BuildOptions) -> Result<(String, BuildOutcome, bool), String> {
+    let repair = |outcome: &BuildOutcome| {
+        outcome.context.receipt.cache.as_ref().and_then(|cache| cache.reason) == Some(EventReason::Repair)
+    };
     let mut outcome = session.build(options).map_err(|e| format!("{:?}", e.kind))?;
+    let mut repaired = repair(&outcome);
     if let Some(request) = outcome.summary_request.clone() {
         session.compactor.begin_summary(&request.id).map_err(|e| e.to_string())?;
         session.complete_summary(&request.id, "{\"done\": [\"earlier work\"]}", None).map_err(|e| e.to_string())?;
         outcome = session.build(options).map_err(|e| e.to_string())?;
+        repaired |= repair(&outcome);
     }
     // The cache hints follow what the build knows was sent before: left out, as its receipt's cache.
     outcome.context.marks = None;
     let request = session.compactor.request_value(&outcome.context).map_err(|e| format!("invalid: {e}"))?;
-    Ok((serde_json::to_string(&request).map_err(|e| e.to_string())?, outcome))
+    Ok((serde_json::to_string(&request).map_err(|e| e.to_string())?, outcome, repaired))
 }
 
 /// What a replay saw: calls, compaction events of the live session, and calls where the reopened
@@ -95,13 +100,12 @@ fn replay(messages: &[Message], options: &BuildOptions, reopen: &[bool]) -> Resu
             let a = call(&mut live, options);
             let b = call(&mut reopened, options);
             match (a, b) {
-                (Ok((request, mut outcome)), Ok((other_request, mut other))) => {
+                (Ok((request, mut outcome, repaired)), Ok((other_request, mut other, _))) => {
                     let cache = outcome.context.receipt.cache.take().expect("every build reports the cache");
                     seen.events += usize::from(cache.event);
                     other.context.receipt.cache = None;
                     (outcome.context.receipt.cost, other.context.receipt.cost) = (None, None);
-                    let excepted = matches!(cache.reason, Some(EventReason::Repair | EventReason::Summary));
-                    if (request != other_request || outcome != other) && excepted {
+                    if (request != other_request || outcome != other) && repaired {
                         // The exception above: valid and within budget, then on from the live records.
                         prop_assert!(other.context.tokens.total <= max, "call {}: over budget", calls);
                         live_storage.save(&mut live, now)?;
@@ -174,8 +178,19 @@ proptest! {
 /// the live one builds at every call, with no exception.
 #[test]
 fn a_plain_agent_session_reopened_at_every_call_builds_what_the_live_one_builds() {
+    let messages = agent_turns(40);
+    for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
+        for summary in 0..3 {
+            let seen = replay(&messages, &options(format, 3_000, 0.5, summary, 2), &[true]).unwrap();
+            assert!(seen.events >= 3 && seen.repairs == 0, "{format:?}: {seen:?}");
+        }
+    }
+}
+
+/// `n` agent turns: a task, a file read, its result, a short answer.
+fn agent_turns(n: usize) -> Vec<Message> {
     let mut messages = Vec::new();
-    for i in 0..40 {
+    for i in 0..n {
         let call = format!("call_{i}");
         let turn = serde_json::json!([
             {"role": "user", "content": format!("Step {i}: read src/file{i}.rs and fix it. {}", "Please. ".repeat(i % 7))},
@@ -187,10 +202,40 @@ fn a_plain_agent_session_reopened_at_every_call_builds_what_the_live_one_builds(
             messages.push(context_compactor::message::parse_one(value.clone(), Format::OpenAi, 0).unwrap());
         }
     }
-    for format in [Format::OpenAi, Format::Anthropic, Format::Responses, Format::AiSdk] {
-        for summary in 0..3 {
-            let seen = replay(&messages, &options(format, 3_000, 0.5, summary, 2), &[true]).unwrap();
-            assert!(seen.events >= 3 && seen.repairs == 0, "{format:?}: {seen:?}");
+    messages
+}
+
+/// A summary request the live session proposed and has not had answered yet: the reopened session
+/// gets it from its first build, the same request, and given the same summary goes on alike.
+#[test]
+fn a_standing_summary_request_survives_a_reopen() {
+    let options = options(Format::Anthropic, 2_000, 0.5, 2, 2);
+    let mut live = Session::new("live", Encoding::Estimate, 1000).unwrap();
+    let mut storage = Storage::default();
+    let mut proposed = None;
+    for (k, message) in agent_turns(40).into_iter().enumerate() {
+        live.history.append_all(vec![message]).unwrap();
+        if k % 4 == 2 {
+            let outcome = live.build(&options).unwrap();
+            if outcome.summary_request.is_some() {
+                proposed = outcome.summary_request;
+                break;
+            }
         }
     }
+    let proposed = proposed.expect("a 2,000-token budget over 40 turns asks for a summary");
+    storage.save(&mut live, 1).unwrap();
+    let mut reopened = storage.load().unwrap();
+    let (again, there) = (live.build(&options).unwrap(), reopened.build(&options).unwrap());
+    assert_eq!(again.summary_request.as_ref(), Some(&proposed), "the live session asks again");
+    assert_eq!(there.summary_request.as_ref(), Some(&proposed), "the reopened session asks the same");
+    for session in [&mut live, &mut reopened] {
+        session.compactor.begin_summary(&proposed.id).unwrap();
+        session.complete_summary(&proposed.id, "{\"done\": [\"earlier work\"]}", None).unwrap();
+    }
+    let (a, b) = (call(&mut live, &options).unwrap(), call(&mut reopened, &options).unwrap());
+    assert_eq!(a.0, b.0, "the requests after the summary");
+    // Once answered, a reopen does not ask again.
+    storage.save(&mut live, 2).unwrap();
+    assert_eq!(storage.load().unwrap().build(&options).unwrap().summary_request, None);
 }

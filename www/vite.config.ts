@@ -8,14 +8,17 @@
 // which keeps the lite wasm plus the o200k_base table under 1.0 MB.
 import { defineConfig, type Plugin, type Connect } from "vite";
 import { copyFileSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join, normalize, relative, sep } from "node:path";
+import { join, normalize, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipAsync } from "@gfx/zopfli";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const repo = normalize(join(here, ".."));
-/** The shared fixtures beside the repository (CC_FIXTURES elsewhere); absent in a plain clone. */
-const fixtures = normalize(process.env.CC_FIXTURES ?? join(repo, "..", "shared", "fixtures"));
+/**
+ * The shared fixtures beside the repository (CC_FIXTURES elsewhere); absent in a plain clone.
+ * `resolve` drops a trailing slash, which would fail the inside-the-folder check below.
+ */
+const fixtures = resolve(process.env.CC_FIXTURES ?? join(repo, "..", "shared", "fixtures"));
 /** Conversation files the page offers (the token vectors in fixtures/tokens are not conversations). */
 const CONVERSATION = /\.(json|jsonl|traj)$/;
 

@@ -1017,7 +1017,12 @@ settled: number, settledId?: string, messages: Array<FrozenMessage>, fates: Arra
 /**
  * The session's state as the context last showed it, section by section.
  */
-stateShown?: Array<string>, };
+stateShown?: Array<string>, 
+/**
+ * The summary request the frame's event proposed, while it waits for its summary: a
+ * reopened session asks for it again, as the live one does, rather than appending.
+ */
+summaryRequest?: SummaryRequest, };
 
 export type FrozenMessage = { 
 /**

@@ -628,18 +628,32 @@ impl Compactor {
             return None;
         }
         let items = items_of(history);
-        self.frame.state(&items)
+        let mut state = self.frame.state(&items)?;
+        // Only while the summary it asks for is still to come (`complete_summary` leaves the
+        // frame's revision as it was).
+        state.summary_request =
+            self.proposed.clone().filter(|_| self.summary.generation == self.frame.summary_generation);
+        Some(state)
     }
 
     /// Restores a stored frame, checked against `history` (refused if it names messages the
     /// history lacks there); on error nothing changes.
-    pub fn set_frame_state(&mut self, state: FrameState, history: &ConversationHistory) -> Result<()> {
+    pub fn set_frame_state(&mut self, mut state: FrameState, history: &ConversationHistory) -> Result<()> {
         let items = items_of(history);
+        let request = state.summary_request.take();
         let frame = Frame::restore(state, &items)?;
         if history.rebases() != self.rebases {
             self.reduce = BuildCache::default();
             self.rebases = history.rebases();
         }
+        // The frame's request stands if no summary came since and the history still holds what
+        // it covers; otherwise the next build proposes afresh.
+        let standing =
+            request.filter(|_| frame.summary_generation == self.summary.generation).and_then(|mut request| {
+                request.until_index = items.iter().position(|item| item.id == request.until)?;
+                Some(request)
+            });
+        drop(std::mem::replace(&mut self.proposed, standing));
         drop(std::mem::replace(&mut self.frame, frame));
         self.revise_frame();
         Ok(())

@@ -662,6 +662,20 @@ pub struct FrameState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub state_shown: Option<Vec<String>>,
+    /// The summary request the frame's event proposed, while it waits for its summary: a
+    /// reopened session asks for it again, as the live one does, rather than appending.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "stored_request")]
+    #[cfg_attr(test, ts(optional))]
+    pub summary_request: Option<super::SummaryRequest>,
+}
+
+/// A stored summary request, or `None` when it does not read as one (the frame is kept; the next
+/// event proposes afresh).
+fn stored_request<'de, D: serde::Deserializer<'de>>(
+    reader: D,
+) -> std::result::Result<Option<super::SummaryRequest>, D::Error> {
+    let stored = <Option<serde_json::Value> as serde::Deserialize>::deserialize(reader)?;
+    Ok(stored.as_ref().and_then(super::SummaryRequest::from_stored))
 }
 
 impl Frame {
@@ -721,6 +735,7 @@ impl Frame {
             fates,
             receipt: receipt.unwrap_or_default(),
             state_shown: self.state_shown.clone(),
+            summary_request: None,
         })
     }
 

@@ -226,6 +226,35 @@ pub struct SummaryRequest {
 }
 
 impl SummaryRequest {
+    /// A request as its `Serialize` wrote it (in a stored frame), `None` if it is not one; its
+    /// `until_index` is left for the reader to find. Read by hand: a derived reader, used only
+    /// here, made the lite wasm 0.5 KB (gzipped) larger.
+    pub(crate) fn from_stored(value: &Value) -> Option<SummaryRequest> {
+        let text = |key: &str| value.get(key)?.as_str().map(str::to_string);
+        let number = |key: &str| value.get(key)?.as_u64();
+        let texts = |key: &str| {
+            value.get(key)?.as_array()?.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<Vec<_>>>()
+        };
+        let previous_summary = match value.get("previousSummary") {
+            None | Some(Value::Null) => None,
+            Some(text) => Some(text.as_str()?.to_string()),
+        };
+        Some(SummaryRequest {
+            id: text("id")?,
+            from: text("from")?,
+            until: text("until")?,
+            message_ids: texts("messageIds")?,
+            messages: value.get("messages")?.clone(),
+            prompt: text("prompt")?,
+            previous_summary,
+            max_tokens: u32::try_from(number("maxTokens")?).ok()?,
+            required_keys: texts("requiredKeys")?,
+            original_tokens: number("originalTokens")?,
+            message_count: usize::try_from(number("messageCount")?).ok()?,
+            until_index: 0,
+        })
+    }
+
     pub fn pending(&self) -> PendingSummary {
         PendingSummary {
             request_id: self.id.clone(),
@@ -445,6 +474,32 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_request_reads_back_as_it_was_written() {
+        let mut request = SummaryRequest {
+            id: "s2".into(),
+            from: "m4".into(),
+            until: "m9".into(),
+            message_ids: vec!["m4".into(), "m9".into()],
+            messages: serde_json::json!([{"role": "user", "content": "Summarise."}]),
+            prompt: "Summarise.".into(),
+            previous_summary: Some("{\"done\": []}".into()),
+            max_tokens: 500,
+            required_keys: vec!["done".into()],
+            original_tokens: 1_234,
+            message_count: 6,
+            until_index: 0,
+        };
+        for _ in 0..2 {
+            let stored = serde_json::to_value(&request).unwrap();
+            assert_eq!(SummaryRequest::from_stored(&stored).as_ref(), Some(&request));
+            request.previous_summary = None;
+        }
+        let mut damaged = serde_json::to_value(&request).unwrap();
+        damaged["maxTokens"] = serde_json::json!("many");
+        assert_eq!(SummaryRequest::from_stored(&damaged), None);
+    }
 
     #[test]
     fn validation_refuses_empty_oversized_and_incomplete_summaries() {

@@ -54,6 +54,7 @@
 //! message, the summary), not the messages. A frame record that does not fit the history it is
 //! read with (a rebase, another library version, a damaged body) is dropped, and the next build
 //! says so in its receipt's notes: the session opens as before, its next build a compaction event.
+//! The summary request the frame's event proposed travels with it until its summary comes.
 //!
 //! Sub-agents are sessions of their own, with their parent's id in their meta record.
 
