@@ -261,7 +261,12 @@ fn openai_output_tokens_do_not_stand_for_the_response() {
     // Reasoning models bill reasoning as output, and the next prompt does not hold it.
     let mut session = Session::with_encoding(Encoding::O200kBase);
     session.history.append_value(json!({"role": "user", "content": "hi"}), Format::OpenAi).unwrap();
-    let usage = json!({"model": "o3", "usage": {"prompt_tokens": 900, "completion_tokens": 4000, "prompt_tokens_details": {"cached_tokens": 512}}});
+    let plain = json!({"model": "gpt-4o", "usage": {"prompt_tokens": 900, "completion_tokens": 40,
+        "completion_tokens_details": {"reasoning_tokens": 0}}});
+    let report = session.record_usage(&plain, None, None).unwrap();
+    assert!(!report.notes.iter().any(|n| n.contains("reasoning")), "no reasoning, no note: {:?}", report.notes);
+    let usage = json!({"model": "o3", "usage": {"prompt_tokens": 900, "completion_tokens": 4000, "prompt_tokens_details": {"cached_tokens": 512},
+        "completion_tokens_details": {"reasoning_tokens": 3900}}});
     let report = session.record_usage(&usage, None, None).unwrap();
     assert_eq!((report.billed_input, report.cache_read, report.output), (388, 512, Some(4000)));
     assert!(report.notes.iter().any(|n| n.contains("reasoning")), "{:?}", report.notes);
@@ -293,4 +298,55 @@ fn a_compacted_context_anchors_the_context_not_the_history() {
     session.history.append_value(json!({"role": "user", "content": "next"}), Format::Anthropic).unwrap();
     let next = session.compactor.anchored_total(&session.history, None, None).unwrap();
     assert_eq!((next.prompt, next.appended_messages), (25010, 1));
+}
+
+/// A bill far above a whole request's count holds parts the count never saw (a response_format
+/// schema): an amount, not a scale. It is reported, not learnt: the next budget stays the user's.
+#[test]
+fn a_bill_far_above_the_count_is_not_learnt_as_a_factor() {
+    use context_compactor::compact::options::RequestParts;
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    session.history.append_value(json!({"role": "user", "content": "Weather in Paris?"}), Format::OpenAi).unwrap();
+    let tools =
+        vec![json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})];
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { max_tokens: Some(8_000), ..BudgetOptions::default() }),
+        request: Some(RequestParts { tools: Some(tools), ..RequestParts::default() }),
+        summary: None,
+        ..BuildOptions::default()
+    };
+    let counted = session.build(&options).unwrap().context.tokens.total;
+    let unseen = 2_500;
+    let usage = json!({"model": "gpt-4o", "usage": {"prompt_tokens": counted + unseen, "completion_tokens": 9}});
+    let report = session.record_usage(&usage, None, None).unwrap();
+    assert!(!report.calibrated && report.counted_whole_request, "{report:?}");
+    assert!(
+        report.notes.iter().any(|n| n.contains("not calibrated") && n.contains("2500 tokens")),
+        "{:?}",
+        report.notes
+    );
+    assert!(session.compactor.calibration().is_none());
+    let budget = session.build(&options).unwrap().context.receipt.budget.unwrap();
+    assert_eq!(budget.max_tokens, 8_000);
+    // Within twice the count, the ratio is learnt as before.
+    let usage = json!({"model": "gpt-4o", "usage": {"prompt_tokens": counted + counted / 4, "completion_tokens": 9}});
+    assert!(session.record_usage(&usage, None, None).unwrap().calibrated);
+}
+
+/// A Claude budget is in billed tokens; a build refused for it names the budget as given beside
+/// what the conversion made of it, not a number the caller never wrote.
+#[test]
+fn a_budget_too_small_names_the_budget_as_given() {
+    let mut session = Session::with_encoding(Encoding::O200kBase);
+    let system = "Answer in French, in full sentences, citing the sources you used. ".repeat(40);
+    session.history.append_value(json!({"role": "system", "content": system}), Format::Anthropic).unwrap();
+    session.history.append_value(json!({"role": "user", "content": "Bonjour ?"}), Format::Anthropic).unwrap();
+    let options = BuildOptions {
+        format: Format::Anthropic,
+        budget: Some(BudgetOptions { max_tokens: Some(300), ..BudgetOptions::default() }),
+        summary: None,
+        ..BuildOptions::default()
+    };
+    let error = session.build(&options).unwrap_err();
+    assert!(error.message.contains("the budget given, 300 billed tokens, is "), "{}", error.message);
 }

@@ -751,3 +751,75 @@ fn a_pin_between_builds_builds_as_from_scratch() {
         );
     }
 }
+
+/// A build's count of a request with tool definitions is the one `countRequest` gives for what it
+/// sends: tools joined to the history's system message cost less than the one they would make.
+#[test]
+fn a_build_counts_its_tools_as_count_request_counts_the_request() {
+    use context_compactor::compact::options::RequestParts;
+    use context_compactor::tokens::{count_request, RequestOptions};
+    let tools =
+        vec![json!({"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})];
+    for system in [true, false] {
+        for format in [Format::OpenAi, Format::Responses, Format::AiSdk] {
+            let mut messages = vec![json!({"role": "user", "content": "Weather in Paris?"})];
+            if system {
+                messages.insert(0, json!({"role": "system", "content": "You are helpful."}));
+            }
+            let mut h = history(Value::Array(messages));
+            let request = RequestParts { tools: Some(tools.clone()), ..RequestParts::default() };
+            let options = BuildOptions {
+                format,
+                budget: Some(BudgetOptions { max_tokens: Some(8_000), ..BudgetOptions::default() }),
+                request: Some(request),
+                ..no_summary()
+            };
+            let context = h.build(&options).unwrap().context;
+            let sent = h.compactor.request_value(&context).unwrap();
+            let (body, counted_as) = match format {
+                Format::Responses => (
+                    json!({"input": sent, "tools": [{"type": "function", "name": "get_weather",
+                    "description": "Weather for a city", "parameters": tools[0]["function"]["parameters"]}]}),
+                    Format::Responses,
+                ),
+                Format::AiSdk => {
+                    let chat = h
+                        .history
+                        .records()
+                        .iter()
+                        .map(|r| context_compactor::message::emit_one(&r.message, Format::OpenAi).unwrap())
+                        .collect::<Vec<_>>();
+                    (json!({"messages": chat, "tools": tools}), Format::OpenAi)
+                }
+                _ => (json!({"messages": sent, "tools": tools}), Format::OpenAi),
+            };
+            let options = RequestOptions { format: counted_as, ..RequestOptions::default() };
+            let count = count_request(Encoding::O200kBase, body, &options).unwrap();
+            assert_eq!(context.tokens.total, count.total, "{format:?}, system message: {system}");
+        }
+    }
+}
+
+/// A context compacted under a small budget is made again when the budget grows by half or more:
+/// what it cut may fit now. A budget that moves a little keeps the context (and its cache).
+#[test]
+fn a_grown_budget_makes_the_cut_context_again() {
+    use context_compactor::compact::EventReason;
+    let request = format!("Plan a trip to Rome. {}", "Include museums, food and transport. ".repeat(100));
+    let mut h = history(json!([{"role": "user", "content": request}, {"role": "assistant", "content": "Sure."}]));
+    let at = |max: u32| BuildOptions {
+        budget: Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() }),
+        ..no_summary()
+    };
+    let small = h.build(&at(100)).unwrap().context;
+    assert!(small.tokens.total <= 100);
+    let slightly = h.build(&at(140)).unwrap().context;
+    assert_eq!(slightly.receipt.cache.as_ref().map(|c| c.event), Some(false), "a budget 40% larger keeps the context");
+    let large = h.build(&at(100_000)).unwrap().context;
+    let cache = large.receipt.cache.as_ref().unwrap();
+    assert_eq!((cache.event, cache.reason), (true, Some(EventReason::Grown)));
+    assert_eq!(large.messages[0].message.content.joined_text(), request, "the request whole again");
+    let unbounded = h.build(&at(1_000_000)).unwrap().context;
+    assert_eq!(unbounded.receipt.cache.as_ref().map(|c| c.event), Some(false), "nothing was cut: nothing to remake");
+}

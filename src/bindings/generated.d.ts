@@ -675,7 +675,7 @@ minTokens?: number,
  */
 inputPrice?: number, };
 
-export type EventReason = "first" | "budget" | "window" | "options" | "summary" | "history" | "repair" | "requested" | "system";
+export type EventReason = "first" | "budget" | "window" | "options" | "summary" | "history" | "repair" | "requested" | "system" | "grown";
 
 export type Change = "appended" | "unchanged" | "event" | "new";
 
@@ -1022,7 +1022,11 @@ stateShown?: Array<string>,
  * The summary request the frame's event proposed, while it waits for its summary: a
  * reopened session asks for it again, as the live one does, rather than appending.
  */
-summaryRequest?: SummaryRequest, };
+summaryRequest?: SummaryRequest, 
+/**
+ * The budget's maximum as given to the event that made the frame.
+ */
+givenMax?: number, };
 
 export type FrozenMessage = { 
 /**

@@ -153,10 +153,33 @@ impl Compactor {
             }
             _ => options,
         };
+        // A budget too small for what must be sent says which budget: the one given, and what
+        // the conversion made of it.
+        let converted = match (options.budget.as_ref().map(super::BudgetOptions::max_tokens), asked.max) {
+            (Some(counted), Some(given)) if counted != given => Some(match &factor {
+                Some(factor) => format!(
+                    "the budget given, {given} billed tokens, is {counted} counted tokens by the calibration \
+                     recorded for {} (bills up to ×{:.2} the count)",
+                    factor.model, factor.high
+                ),
+                None => format!(
+                    "the budget given, {given} billed tokens, is {counted} counted tokens by Claude's rule for \
+                     this history (×{:.2})",
+                    rule.unwrap_or(1.0)
+                ),
+            }),
+            _ => None,
+        };
+        let explain = |mut error: Error| {
+            if let (Some(how), ErrorKind::InvalidArgument) = (&converted, error.kind) {
+                error.message = format!("{}; {how}", error.message);
+            }
+            error
+        };
         let encoding = history.encoding();
         // The request's other parts take their share of the budget first.
         let request_tokens = match &options.request {
-            Some(parts) => request_tokens(encoding, parts, options.format)?,
+            Some(parts) => request_tokens(encoding, parts, options.format, first_system(history).as_deref())?,
             None => 0,
         };
         let beside;
@@ -164,10 +187,10 @@ impl Compactor {
             (Some(budget), n) if n > 0 => {
                 let max = budget.max_tokens();
                 if n >= max {
-                    return Err(Error::invalid_argument(format!(
+                    return Err(explain(Error::invalid_argument(format!(
                         "the budget of {max} tokens ({}) is too small for the request's system prompt and tools alone ({n} tokens)",
                         budget.describe()
-                    )));
+                    ))));
                 }
                 let less = |tokens: usize| u32::try_from(tokens.saturating_sub(n)).unwrap_or(u32::MAX).max(1);
                 beside = BuildOptions {
@@ -197,23 +220,32 @@ impl Compactor {
             (None, None) => Measure::Counted,
         };
         let shape = frame::shape(options, encoding, history.pinned_positions());
-        let limits = Limits::of(options);
+        let mut limits = Limits::of(options);
+        limits.given_max = asked.max;
         // The reductions' cache is for one set of reducer options (the pipeline would empty it
         // under a structure this build already holds).
         self.reduce.prepare(options.fingerprint(encoding));
         self.switch_frame(&shape);
         let check = match options.compact_now {
             true => Err(EventReason::Requested),
-            false => self.frame.check(&items, &shape, self.summary.generation),
+            false => self.frame.check(&items, &shape, self.summary.generation).and_then(|()| {
+                if self.frame.outgrown(limits.given_max) {
+                    Err(EventReason::Grown)
+                } else {
+                    Ok(())
+                }
+            }),
         };
         let mut outcome = match check {
-            Ok(()) => match self.append(&items, encoding, options, &limits, &measure, turns, state)? {
+            Ok(()) => match self.append(&items, encoding, options, &limits, &measure, turns, state).map_err(explain)? {
                 Ok(outcome) => outcome,
-                Err((reason, seen)) => {
-                    self.event(&items, encoding, options, &limits, turns, state, reason, seen, shape.clone())?
-                }
+                Err((reason, seen)) => self
+                    .event(&items, encoding, options, &limits, turns, state, reason, seen, shape.clone())
+                    .map_err(explain)?,
             },
-            Err(reason) => self.event(&items, encoding, options, &limits, turns, state, reason, None, shape.clone())?,
+            Err(reason) => self
+                .event(&items, encoding, options, &limits, turns, state, reason, None, shape.clone())
+                .map_err(explain)?,
         };
         if request_tokens > 0 {
             let context = &mut outcome.context;
@@ -513,7 +545,10 @@ impl Compactor {
         // An empty history's context is a placeholder alone: nothing a later build may extend.
         self.frame = match items.is_empty() {
             true => Frame::default(),
-            false => Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events),
+            false => Frame {
+                given_max: limits.given_max,
+                ..Frame::freeze(&outcome.context, items, &structure, shape, self.summary.generation, events)
+            },
         };
         self.revise_frame();
         if event {
@@ -775,7 +810,17 @@ impl Compactor {
             (None, None) => (history.token_count().total, false),
         };
         let mut report = UsageReport::new(&reported, model, counted, whole_request);
-        if whole_request {
+        let ratio = reported.prompt as f64 / counted.max(1) as f64;
+        if whole_request && counted > 0 && ratio > crate::tokens::calibration::HIGHEST_PLAUSIBLE_RATIO {
+            report.notes.push(format!(
+                "not calibrated: the bill ({} tokens) is {ratio:.1}× this request's count ({counted}), more than \
+                 any counting error: {} tokens were sent that the count did not see (a response_format schema, \
+                 tools or a system prompt not given to build's `request`); budgets do not leave room for them",
+                reported.prompt,
+                reported.prompt.saturating_sub(counted as u64)
+            ));
+            report.calibration = self.calibration.factor(model);
+        } else if whole_request {
             // Recorded into a copy put in place whole (a few numbers per model): a wasm trap
             // leaves the calibration as it was or as it is now.
             let mut calibration = self.calibration.clone();
@@ -802,7 +847,7 @@ impl Compactor {
             }
         };
         let output = anchoring_output(&reported);
-        if reported.output.is_some() && output.is_none() {
+        if reported.reasoning > 0 && output.is_none() {
             report.notes.push(
                 "the response's output tokens include reasoning the next prompt does not hold: \
                  anchored counts estimate the response instead"
@@ -995,26 +1040,40 @@ impl Compactor {
     }
 }
 
+/// The text of the history's first system message: OpenAI renders tool definitions into it,
+/// which costs fewer tokens than the system message they make when there is none.
+fn first_system(history: &ConversationHistory) -> Option<String> {
+    history.records().iter().find(|r| r.message.role == Role::System).map(|r| r.message.content.joined_text())
+}
+
 /// The tokens of the request's parts sent beside the messages, by `countRequest`'s rules for
-/// `format` (AI SDK lists as OpenAI Chat).
+/// `format` (AI SDK lists as OpenAI Chat). `first_system` is the context's first system message,
+/// counted with the messages: only what the parts add beside it is theirs.
 fn request_tokens(
     encoding: Encoding,
     parts: &super::options::RequestParts,
     format: crate::message::Format,
+    first_system: Option<&str>,
 ) -> Result<usize> {
     use crate::message::Format;
-    use serde_json::{Map, Value};
+    use serde_json::{json, Map, Value};
     let format = if format == Format::AiSdk { Format::OpenAi } else { format };
     let mut request = Map::new();
+    // Where the parts carry no system prompt, the context's own is what tools join.
+    let system_message = match (format, &parts.system, first_system) {
+        (Format::OpenAi | Format::Responses, None, Some(text)) => vec![json!({"role": "system", "content": text})],
+        _ => Vec::new(),
+    };
+    let beside_the_parts = system_message.len();
     match format {
         Format::Responses => {
-            request.insert("input".into(), Value::Array(Vec::new()));
+            request.insert("input".into(), Value::Array(system_message));
             if let Some(system) = &parts.system {
                 request.insert("instructions".into(), system.clone());
             }
         }
         _ => {
-            request.insert("messages".into(), Value::Array(Vec::new()));
+            request.insert("messages".into(), Value::Array(system_message));
             if let Some(system) = &parts.system {
                 request.insert("system".into(), system.clone());
             }
@@ -1029,7 +1088,8 @@ fn request_tokens(
     let options = crate::tokens::RequestOptions { format, model: parts.model.clone(), ..Default::default() };
     let count = crate::tokens::count_request(encoding, Value::Object(request), &options)
         .map_err(|e| Error::invalid_argument(format!("build option `request`: {}", e.message)))?;
-    Ok(count.total.saturating_sub(count.reply_priming))
+    let context_system: usize = count.per_message.iter().take(beside_the_parts).map(|&n| n as usize).sum();
+    Ok(count.total.saturating_sub(count.reply_priming + context_system))
 }
 
 /// How much more than its count Claude bills this history's messages, by the Claude rule

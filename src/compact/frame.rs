@@ -65,6 +65,9 @@ pub struct Frame {
     pub(crate) pins_taken: Option<Vec<receipt::PinUse>>,
     /// Claude's billed size of the first messages of the frame: (how many, their sum).
     pub(crate) billed: (usize, usize),
+    /// The budget's maximum as the caller gave it to the event that made the frame (`None`: no
+    /// budget, or a frame stored before this was kept).
+    pub(crate) given_max: Option<usize>,
 }
 
 /// Why a build cannot append to the frame.
@@ -237,6 +240,7 @@ impl Frame {
             revision: 0,
             pins_taken: None,
             billed: (0, 0),
+            given_max: None,
         }
     }
 
@@ -333,6 +337,16 @@ impl Frame {
         keep
     }
 
+    /// Whether the budget given now has outgrown the one this frame's event compacted to: by half
+    /// or more (a budget that moves a little keeps the prefix), with something left out or cut.
+    /// Compared as the caller gives it: converted to counted tokens it moves with Claude's rule
+    /// and the calibration.
+    pub(crate) fn outgrown(&self, given_max: Option<usize>) -> bool {
+        let Some(then) = self.given_max else { return false };
+        let grown = given_max.is_none_or(|now| now as f64 >= then as f64 * 1.5);
+        grown && self.fates.iter().any(|fate| fate.action != Action::Kept)
+    }
+
     /// Gives the frame `revision`: what storage keeps of it changed.
     pub(crate) fn revise(&mut self, revision: u64) {
         if let (Some(pins), Some(receipt)) = (self.pins_taken.take(), self.event_receipt.as_mut()) {
@@ -414,6 +428,8 @@ pub(crate) struct Limits {
     /// A low-water mark given in tokens (`summary.targetTokens`; without a budget, the summary's
     /// default target).
     target_tokens: Option<usize>,
+    /// `max` as the caller gave it, before a conversion to counted tokens.
+    pub(crate) given_max: Option<usize>,
 }
 
 impl Limits {
@@ -429,7 +445,7 @@ impl Limits {
             _ => None,
         };
         let low_water_ratio = options.budget.as_ref().and_then(|budget| budget.low_water_ratio);
-        Limits { max, trigger, low_water_ratio, target_tokens }
+        Limits { max, trigger, low_water_ratio, target_tokens, given_max: max }
     }
 
     /// The low-water mark of a history whose system prompt takes `fixed` tokens: the system
@@ -667,6 +683,10 @@ pub struct FrameState {
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "stored_request")]
     #[cfg_attr(test, ts(optional))]
     pub summary_request: Option<super::SummaryRequest>,
+    /// The budget's maximum as given to the event that made the frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub given_max: Option<u64>,
 }
 
 /// A stored summary request, or `None` when it does not read as one (the frame is kept; the next
@@ -736,6 +756,7 @@ impl Frame {
             receipt: receipt.unwrap_or_default(),
             state_shown: self.state_shown.clone(),
             summary_request: None,
+            given_max: self.given_max.map(|max| max as u64),
         })
     }
 
@@ -838,6 +859,7 @@ impl Frame {
             revision: 0,
             pins_taken: None,
             billed: (0, 0),
+            given_max: state.given_max.map(|max| max as usize),
         })
     }
 }

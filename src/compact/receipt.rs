@@ -175,6 +175,9 @@ pub enum EventReason {
     /// A system message was logged since, in a format that sends instructions apart (Anthropic's
     /// `system`): the prefix breaks anyway.
     System,
+    /// The budget grew by half or more (or was lifted) since the event that made the context,
+    /// which left out or cut messages that may fit now.
+    Grown,
 }
 
 /// What became of the previous build's context, for the prompt cache.
