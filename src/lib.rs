@@ -17,7 +17,3 @@ pub mod util;
 
 pub use error::{Error, ErrorKind, Result};
 pub use history::ConversationHistory;
-
-// Function bodies in `src/compact/` still name these four by their paths from before they moved
-// into `util`; the alias keeps those lines as they are while that module is being restructured.
-pub(crate) use util::{fasthash, json_text, lowercase, sort};

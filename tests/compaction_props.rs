@@ -5,7 +5,7 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, Action, BudgetOptions, BuildOptions, Compactor, DropReason, Item, ReduceCache, Summarizer,
+    self, summary, validate, Action, BudgetOptions, BuildCache, BuildOptions, Compactor, DropReason, Item, Summarizer,
     SummaryOptions, SummarySource, SummaryState, TurnNote,
 };
 use context_compactor::history::ConversationHistory;
@@ -143,11 +143,11 @@ fn check(
             keep_last: true,
         },
     ];
-    let build = |items: &[Item], cache: &mut ReduceCache| {
+    let build = |items: &[Item], cache: &mut BuildCache| {
         compact::build_with_notes(items, ENCODING, options, state, cache, &notes, &state_notes)
     };
     let snapshot = messages.to_vec();
-    let mut cache = ReduceCache::new();
+    let mut cache = BuildCache::new();
     let result = build(&items, &mut cache);
     prop_assert_eq!(&snapshot, &messages.to_vec(), "the input is never mutated");
     let outcome = match result {
@@ -292,12 +292,12 @@ fn check(
     // Deterministic, with a warm cache and with a cold one.
     let warm = build(&items, &mut cache).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&warm, &outcome);
-    let cold = build(&items, &mut ReduceCache::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let cold = build(&items, &mut BuildCache::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&cold, &outcome);
     // A cache warmed on a prefix (the history before its last appends) gives the same result:
     // the incremental structure equals a fresh analysis.
     for cut in [items.len().saturating_sub(1), items.len().saturating_sub(3), items.len() / 2] {
-        let mut grown = ReduceCache::new();
+        let mut grown = BuildCache::new();
         let _ = compact::build(&items[..cut], ENCODING, options, state, &mut grown);
         let after = build(&items, &mut grown).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&after, &outcome, "cache warmed on {} of {} messages", cut, items.len());
@@ -386,7 +386,7 @@ fn whole_size(messages: &[Message], format: Format) -> Option<usize> {
     // A budget it fits: sent whole, nothing reduced.
     let roomy = Some(BudgetOptions { max_tokens: Some(1 << 30), ..BudgetOptions::default() });
     let options = BuildOptions { format, summary: None, budget: roomy, ..BuildOptions::default() };
-    let outcome = compact::build(&items, ENCODING, &options, &SummaryState::default(), &mut ReduceCache::new()).ok()?;
+    let outcome = compact::build(&items, ENCODING, &options, &SummaryState::default(), &mut BuildCache::new()).ok()?;
     Some(outcome.context.tokens.total)
 }
 

@@ -7,9 +7,7 @@
 
 use std::sync::Arc;
 
-use context_compactor::compact::{
-    self, validate, Action, BudgetOptions, BuildOptions, Item, ReduceCache, SummaryState,
-};
+use context_compactor::compact::{self, validate, Action, BudgetOptions, BuildCache, BuildOptions, Item, SummaryState};
 use context_compactor::message::{self, Format, Message};
 use context_compactor::tokens::{self, Encoding};
 use proptest::prelude::*;
@@ -149,7 +147,7 @@ fn check(
         thin,
         ..BuildOptions::default()
     };
-    let outcome = match compact::build(&items, ENCODING, &options, &SummaryState::default(), &mut ReduceCache::new()) {
+    let outcome = match compact::build(&items, ENCODING, &options, &SummaryState::default(), &mut BuildCache::new()) {
         Ok(outcome) => outcome,
         Err(error) => {
             prop_assert!(error.message.contains("too small"), "{}", error);

@@ -9,11 +9,12 @@
 use ts_rs::{Config, TS};
 
 use crate::compact::cost::{CostEstimate, PricingOptions};
-use crate::compact::options::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, RequestParts, SummaryPatch};
+use crate::compact::options::RequestParts;
 use crate::compact::profile::Profile;
 use crate::compact::receipt::CacheUse;
 use crate::compact::reduce::compress::TextMode;
 use crate::compact::request::hints::{CacheOptions, CacheTtl};
+use crate::compact::spec::{BudgetPatch, BuildSpec, CompressPatch, DigestPatch, SummaryPatch};
 use crate::compact::{
     Action, BridgeUse, BudgetReport, DropReason, MemoryOptions, MemoryUse, PendingSummary, PinRole, PinUse, Receipt,
     ReceiptEntry, ReceiptRun, Repair, RepairKind, Section, Summarizer, SummaryPlacement, SummaryRecord, SummaryRequest,

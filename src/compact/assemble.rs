@@ -7,18 +7,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::memory::{self, MemoryUse};
-use super::plan::{made_up_tokens, Ctx, Pass, Plan};
-use super::receipt::{self, Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
-use super::reduce::ReduceCache;
+use super::fates::{self, FateCache};
+use super::fill::{memory_section, present};
+use super::forms::{made_up_tokens, Ctx, Forms, Plan, TextCounts};
+use super::pass::Pass;
+use super::receipt::{Action, PinUse, Receipt, Section, SummaryUse, TokensByPart};
+use super::repair::StructureCache;
 use super::request::emitted::{self, Assembled, EmitCache};
 use super::request::hints::{self, CacheOptions};
-use super::request::{self, PLACEHOLDER_TEXT};
-use super::select::Selection;
+use super::request::{self, placeholder};
 use super::summary::SummaryPlacement;
 use super::summary::{SummaryRecord, SummaryRequest};
 use crate::error::{Error, Result};
-use crate::message::{self, Content, Format, Message, Part, Role};
+use crate::message::{self, Format, Message, Part, Role};
 use crate::tokens::REPLY_PRIMING;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -148,55 +149,6 @@ pub struct BuildOutcome {
     pub new_summary: Option<SummaryRecord>,
 }
 
-/// The user message put first when the provider needs one and none is left.
-pub(crate) fn placeholder(format: Format) -> Message {
-    Message::new(Role::User, Content::text(PLACEHOLDER_TEXT), format)
-}
-
-/// Which stored messages a context holds whole enough to count as there (thinned ones do not).
-fn present(len: usize, plans: impl IntoIterator<Item = impl std::borrow::Borrow<Plan>>) -> Vec<bool> {
-    let mut present = vec![false; len];
-    for plan in plans {
-        for member in plan.borrow().members.iter().filter(|m| !m.text_only) {
-            if let Some(slot) = present.get_mut(member.msg) {
-                *slot = true;
-            }
-        }
-    }
-    present
-}
-
-/// The memory's turn summaries for the turns a context does not wholly hold (`present`), within
-/// `room` tokens and the memory's own cap.
-fn memory_section(
-    ctx: &Ctx,
-    cache: &mut ReduceCache,
-    present: &[bool],
-    room: usize,
-) -> Option<(Option<Message>, MemoryUse)> {
-    let options = ctx.options.memory.as_ref()?;
-    if ctx.turns.is_empty() {
-        return None;
-    }
-    let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
-    let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut cache.line_tokens)
-}
-
-/// The tokens the memory's turn summaries take beside `selection` (for `select::fill`).
-pub(crate) fn memory_tokens_for(
-    ctx: &Ctx,
-    cache: &mut ReduceCache,
-    pass: &Pass,
-    selection: &Selection,
-    room: usize,
-) -> usize {
-    let kept =
-        pass.system.iter().chain(pass.pins.iter().map(|p| &p.plan)).chain(selection.taken.iter().map(|(_, p)| p));
-    let present = present(ctx.items.len(), kept);
-    memory_section(ctx, cache, &present, room).map_or(0, |(_, used)| used.tokens)
-}
-
 /// A Responses item without the id the model gave it (a message's, or a call's), if it has one.
 fn without_item_id(message: &Message) -> Option<Message> {
     let has_id = message.extra.contains_key("id") || message.tool_calls().any(|call| call.extra.contains_key("id"));
@@ -244,8 +196,8 @@ fn is_reasoning(message: &Message) -> bool {
 }
 
 /// A message the build made up (summary, state, placeholder), counted once by its text.
-fn context_message(ctx: &Ctx, cache: &mut ReduceCache, message: Message, section: Section) -> ContextMessage {
-    let tokens = u32::try_from(made_up_tokens(ctx, cache, &message)).unwrap_or(u32::MAX);
+fn context_message(ctx: &Ctx, texts: &mut TextCounts, message: Message, section: Section) -> ContextMessage {
+    let tokens = u32::try_from(made_up_tokens(ctx, texts, &message)).unwrap_or(u32::MAX);
     ContextMessage { message: Arc::new(message), sources: Vec::new(), section, action: Action::Kept, tokens }
 }
 
@@ -253,21 +205,28 @@ fn context_message(ctx: &Ctx, cache: &mut ReduceCache, message: Message, section
 /// and pinned requests where they were, then the summary section (the summary in force, the
 /// bridge, the memory's turn summaries), then the recent messages; a pinned request among the
 /// recent messages stays in its place.
-pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Result<BuildOutcome> {
+pub(crate) fn assemble(
+    ctx: &Ctx,
+    forms: &mut Forms,
+    texts: &mut TextCounts,
+    fate_cache: &mut FateCache,
+    structures: &mut StructureCache,
+    mut pass: Pass,
+) -> Result<BuildOutcome> {
     let items = ctx.items;
     let format = ctx.options.format;
-    let pins: Vec<Plan> = pass.pins.iter().map(|p| p.plan.clone()).collect();
-    let mut kept: Vec<(&Plan, Section)> = pass.system.iter().map(|p| (p, Section::System)).collect();
+    let pins: Vec<Plan> = pass.budget.pins.list.iter().map(|p| p.plan.clone()).collect();
+    let mut kept: Vec<(&Plan, Section)> = pass.units.system.iter().map(|p| (p, Section::System)).collect();
     kept.extend(pins.iter().map(|p| (p, Section::Pinned)));
     if !pass.plans.settled() {
         return Err(Error::internal("the context's units were not all planned"));
     }
     kept.extend(pass.plans.iter().filter(|p| p.dropped.is_none()).map(|p| (p, Section::Recent)));
-    crate::sort::sort_by_key(&mut kept, |(p, _)| pass.unit(p.unit).map_or(usize::MAX, |u| u.first));
+    crate::util::sort::sort_by_key(&mut kept, |(p, _)| pass.units.unit(p.unit).map_or(usize::MAX, |u| u.first));
 
     let mut tokens = TokensByPart::default();
-    let mut summary_section: Vec<Message> = std::mem::take(&mut pass.summary_messages);
-    tokens.summary = pass.summary_tokens;
+    let mut summary_section: Vec<Message> = std::mem::take(&mut pass.budget.summary.messages);
+    tokens.summary = pass.budget.summary.tokens;
     if let Some((message, _)) = &pass.bridge {
         summary_section.push(message.clone());
         tokens.summary += pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
@@ -284,11 +243,14 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     }
     // The memory's turn summaries: what the summary section's share leaves, within the budget.
     let present_now = present(items.len(), kept.iter().map(|(p, _)| *p));
-    tokens.state = pass.state_tokens;
-    let used = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING + pass.placeholder_tokens;
-    let room =
-        pass.max.map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.share.saturating_sub(tokens.summary)));
-    let memory_use = match memory_section(ctx, cache, &present_now, room) {
+    tokens.state = pass.budget.state.tokens;
+    let used =
+        tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING + pass.budget.placeholder_tokens;
+    let room = pass
+        .budget
+        .max
+        .map_or(usize::MAX, |max| max.saturating_sub(used).min(pass.budget.share.saturating_sub(tokens.summary)));
+    let memory_use = match memory_section(ctx, texts, &present_now, room) {
         Some((message, used)) => {
             summary_section.extend(message);
             tokens.summary += used.tokens;
@@ -306,7 +268,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         if *kind == Section::Recent {
             if let Some(list) = section.take() {
                 let ends_with_assistant = list.last().is_some_and(|m| m.role == Role::Assistant);
-                messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
+                messages.extend(list.into_iter().map(|m| context_message(ctx, texts, m, Section::Summary)));
                 // The exchange placement ends with the summary as an assistant message: a recent
                 // assistant message must not merge into it.
                 let next_assistant = plan
@@ -315,14 +277,14 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
                     .and_then(|m| items.get(m.msg))
                     .is_some_and(|i| i.message.role == Role::Assistant);
                 if exchange && ends_with_assistant && next_assistant {
-                    messages.push(context_message(ctx, cache, placeholder(format), Section::Recent));
-                    tokens.recent += pass.placeholder_tokens;
+                    messages.push(context_message(ctx, texts, placeholder(format), Section::Recent));
+                    tokens.recent += pass.budget.placeholder_tokens;
                     placeholder_used = true;
                 }
             }
         }
         for (member, n) in plan.members.iter().zip(plan.member_tokens.iter()) {
-            let mut message = ctx.materialize(cache, member)?;
+            let mut message = ctx.materialize(forms, member)?;
             let id = ctx.item(member.msg)?.id.to_string();
             // A Responses item the model produced after reasoning names itself by its id
             // (`msg_…`, `fc_…`); sent without that reasoning right before it, the API refuses
@@ -349,7 +311,7 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         }
     }
     if let Some(list) = section.take() {
-        messages.extend(list.into_iter().map(|m| context_message(ctx, cache, m, Section::Summary)));
+        messages.extend(list.into_iter().map(|m| context_message(ctx, texts, m, Section::Summary)));
     }
 
     // A reasoning item goes out only before the item it was produced with: one whose call was
@@ -374,9 +336,9 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
 
     // The state's sections right after the system prompt, in their fixed order.
     let at = messages.iter().take_while(|m| m.section == Section::System).count();
-    let state_messages = std::mem::take(&mut pass.state_messages);
+    let state_messages = std::mem::take(&mut pass.budget.state.messages);
     let state_messages: Vec<ContextMessage> =
-        state_messages.into_iter().map(|m| context_message(ctx, cache, m, Section::State)).collect();
+        state_messages.into_iter().map(|m| context_message(ctx, texts, m, Section::State)).collect();
     messages.splice(at..at, state_messages);
 
     // Anthropic: the first message must come from the user (an assistant message, thinking
@@ -392,8 +354,8 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         };
         if needs {
             let at = first.unwrap_or(messages.len());
-            tokens.recent += pass.placeholder_tokens;
-            let message = context_message(ctx, cache, placeholder(format), Section::Recent);
+            tokens.recent += pass.budget.placeholder_tokens;
+            let message = context_message(ctx, texts, placeholder(format), Section::Recent);
             messages.insert(at, message);
             placeholder_used = true;
             pass.notes.push("a placeholder user message was put first: the provider needs one".to_string());
@@ -402,29 +364,31 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
     tokens.total = tokens.system + tokens.state + tokens.summary + tokens.recent + REPLY_PRIMING;
 
     let summarised_until = summarised_until(ctx, &pass);
-    let inputs = receipt::FateInputs {
+    let inputs = fates::FateInputs {
         items,
-        structure: &pass.structure,
-        covered: &pass.covered,
-        active: &pass.active,
+        structure: &pass.units.structure,
+        covered: &pass.units.covered,
+        active: &pass.units.active,
         plans: &pass.plans,
         after: &after,
         summarised_until,
         turns: ctx.turns,
         memory_turns: memory_use.as_ref().map_or(&[][..], |m| m.turns.as_slice()),
     };
-    let (fates, runs) = receipt::fates_and_runs(&inputs, cache);
+    let (fates, runs) = fates::fates_and_runs(&inputs, fate_cache);
     // Every stored message is in one run: their tokens are the history's, without another pass.
     let tokens_before = runs.iter().map(|r| r.tokens_before as usize).sum::<usize>() + REPLY_PRIMING;
-    let within_budget = pass.max.is_none_or(|max| tokens.total <= max);
-    if let Some(budget) = pass.budget.as_mut() {
-        budget.pinned_tokens = pass.pins.iter().map(|p| p.plan.tokens).sum();
+    let within_budget = pass.budget.max.is_none_or(|max| tokens.total <= max);
+    if let Some(budget) = pass.budget.report.as_mut() {
+        budget.pinned_tokens = pass.budget.pins.list.iter().map(|p| p.plan.tokens).sum();
         budget.recent_budget = budget
             .max_tokens
             .saturating_sub(tokens.system + tokens.state + tokens.summary + budget.pinned_tokens + REPLY_PRIMING);
     }
     let pinned = pass
+        .budget
         .pins
+        .list
         .iter()
         .flat_map(|pin| {
             let id =
@@ -445,25 +409,31 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
         messages_before: items.len(),
         messages_after: messages.len(),
         by_part: tokens,
-        budget: pass.budget,
+        budget: pass.budget.report,
         within_budget,
         runs,
         fates,
-        repairs: super::repair::reported(&pass.structure, cache),
+        repairs: super::repair::reported(&pass.units.structure, structures),
         pinned,
-        summary: pass.summary.filter(|_| !pass.summary_truncated || tokens.summary > 0).map(|s| SummaryUse {
-            request_id: s.request_id.clone(),
-            summarised_until: s.summarised_until.clone(),
-            tokens: s.tokens,
-            fresh: false,
-            truncated: pass.summary_truncated,
+        summary: pass.units.summary.filter(|_| !pass.budget.summary.truncated || tokens.summary > 0).map(|s| {
+            SummaryUse {
+                request_id: s.request_id.clone(),
+                summarised_until: s.summarised_until.clone(),
+                tokens: s.tokens,
+                fresh: false,
+                truncated: pass.budget.summary.truncated,
+            }
         }),
         bridge: pass.bridge.take().map(|(_, b)| b),
         memory: memory_use,
-        state: pass.state_use.take(),
+        state: pass.budget.state.used.take(),
         images: None,
         placeholder: placeholder_used,
-        notes: std::mem::take(&mut pass.notes),
+        notes: std::mem::take(&mut pass.units.notes)
+            .into_iter()
+            .chain(std::mem::take(&mut pass.budget.notes))
+            .chain(std::mem::take(&mut pass.notes))
+            .collect(),
         calibration: None,
         cache: None,
         cost: None,
@@ -476,11 +446,11 @@ pub(crate) fn assemble(ctx: &Ctx, cache: &mut ReduceCache, mut pass: Pass) -> Re
 /// the recent messages start there, and what repair left out before it was summarised too.
 fn summarised_until(ctx: &Ctx, pass: &Pass) -> Option<usize> {
     ctx.options.summary.as_ref()?;
-    let covered = pass.summary.map(|s| s.until_index + 1);
+    let covered = pass.units.summary.map(|s| s.until_index + 1);
     let suffix = pass
         .suffix_start
         .filter(|s| *s > 0 || pass.bridge.is_some())
-        .map(|o| pass.active.get(o).and_then(|&u| pass.unit(u)).map_or(ctx.items.len(), |u| u.first));
+        .map(|o| pass.units.active.get(o).and_then(|&u| pass.units.unit(u)).map_or(ctx.items.len(), |u| u.first));
     match (covered, suffix) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

@@ -7,12 +7,12 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::frame::{self, Change, EventReason, Frame, FrameState, Limits};
-use super::plan::Ctx;
-use super::receipt::{CacheUse, Fate, Section};
+use super::forms::Ctx;
+use super::frame::{self, Frame, FrameState, Limits};
+use super::receipt::{CacheUse, Change, EventReason, Fate, Section};
 use super::{
-    pipeline, Assembled, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item, ReceiptEntry,
-    ReduceCache, StateNote, SummaryRecord, SummaryRequest, SummarySource, SummaryState, TurnNote,
+    pipeline, Assembled, BuildCache, BuildOptions, BuildOutcome, CompactedContext, ContextMessage, EmitCache, Item,
+    ReceiptEntry, StateNote, SummaryRecord, SummaryRequest, SummarySource, SummaryState, TurnNote,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, TokenReport};
@@ -25,7 +25,7 @@ use crate::tokens::{ChatCount, Encoding};
 #[derive(Clone, Debug, Default)]
 pub struct Compactor {
     summary: SummaryState,
-    reduce: ReduceCache,
+    reduce: BuildCache,
     forms: EmitCache,
     /// The last summary request a compaction event proposed (what `begin_summary` can start):
     /// proposed again by the builds after it until it is completed or another event replaces it,
@@ -109,7 +109,7 @@ impl Compactor {
         options.validate()?;
         history.count_all();
         if history.rebases() != self.rebases {
-            self.reduce = ReduceCache::default();
+            self.reduce = BuildCache::default();
             self.frame = Frame::default();
             self.parked.clear();
             self.rebases = history.rebases();
@@ -333,7 +333,7 @@ impl Compactor {
         state: &[StateNote],
     ) -> Result<std::result::Result<BuildOutcome, (EventReason, Option<Vec<ContextMessage>>)>> {
         let ctx = Ctx { items, encoding, options, turns, state };
-        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce);
+        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce.structure);
         let mut appended = match self.frame.appended(&ctx, &mut self.reduce, &structure) {
             Ok(appended) => appended?,
             Err(reason) => return Ok(Err((reason, None))),
@@ -441,7 +441,7 @@ impl Compactor {
     ) -> Result<BuildOutcome> {
         let previous = std::mem::take(&mut self.frame.last_sent);
         let fresh = matches!(reason, EventReason::First | EventReason::Options | EventReason::History);
-        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce);
+        let structure = super::repair::structure_for(items, options.dedupe_system, &mut self.reduce.structure);
         let fixed = frame::system_tokens(items, &structure);
         // The pipeline fills at least 90% of what it aims at: aimed a little above the low-water
         // mark, an event leaves the context at the mark or above it.
@@ -523,7 +523,8 @@ impl Compactor {
             let sent = self.frame.messages.len().min(seen.len());
             let mut shown: Vec<ContextMessage> = seen[..sent].to_vec();
             shown.extend(seen[sent..].iter().take_while(|m| covered(m)).cloned());
-            super::summarise::ride_the_cache(request, &shown, options.format, options.cache.as_ref())?;
+            let seen: Vec<&crate::message::Message> = shown.iter().map(|m| &*m.message).collect();
+            super::summarise::ride_the_cache(request, &seen, options.format, options.cache.as_ref())?;
         }
         self.proposed = outcome.summary_request.clone();
         let receipt = &mut outcome.context.receipt;
@@ -680,7 +681,7 @@ impl Compactor {
         let request = state.summary_request.take();
         let frame = Frame::restore(state, &items)?;
         if history.rebases() != self.rebases {
-            self.reduce = ReduceCache::default();
+            self.reduce = BuildCache::default();
             self.rebases = history.rebases();
         }
         // The frame's request stands if no summary came since and the history still holds what
@@ -1017,23 +1018,23 @@ impl Compactor {
 
     /// Reductions computed (not served from the cache) so far.
     pub fn reductions_computed(&self) -> u64 {
-        self.reduce.computed
+        self.reduce.reductions_computed()
     }
 
     /// Unit plans made so far: a build plans the units its context may hold, not the history's.
     pub fn units_planned(&self) -> u64 {
-        self.reduce.planned
+        self.reduce.units_planned()
     }
 
     /// Stored messages' fates made (not kept from the build before) so far: a warm build makes
     /// those of the messages near the end, not the history's.
     pub fn fates_made(&self) -> u64 {
-        self.reduce.fates_made
+        self.reduce.fates_made()
     }
 
     /// Receipt runs made (not kept from the build before) so far.
     pub fn runs_made(&self) -> u64 {
-        self.reduce.runs_made
+        self.reduce.runs_made()
     }
 
     /// Request forms emitted (not served from the cache) so far.

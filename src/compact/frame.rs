@@ -12,58 +12,14 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::assemble::ContextMessage;
-use super::plan::{Ctx, MemberPlan};
-use super::receipt::{self, Action, DropReason, Fate, ReceiptRun, Section};
-use super::reduce::ReduceCache;
+use super::forms::{Ctx, MemberPlan};
+use super::receipt::{self, Action, DropReason, EventReason, Fate, ReceiptRun, Section};
 use super::repair::{Item, Structure, UnitKind};
+use super::BuildCache;
 use super::{BuildOptions, CompactedContext};
 use crate::error::Result;
 use crate::message::{Format, Part, Role};
 use crate::tokens::REPLY_PRIMING;
-
-/// Why a build was a compaction event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum EventReason {
-    /// The first build over the budget: nothing was sent before.
-    First,
-    /// The next context would pass the budget (or the trigger).
-    Budget,
-    /// The next context would pass the count window (`maxMessages`).
-    Window,
-    /// Options that shape the messages changed (format, reductions, summary placement, …).
-    Options,
-    /// Another summary came into force (`completeSummary`, a restored state).
-    Summary,
-    /// The history is not the one the frame was made from (truncated, replaced).
-    History,
-    /// A message logged since changes how earlier ones must be sent (a late tool result).
-    Repair,
-    /// The caller asked for one (`compactNow`).
-    Requested,
-    /// A system message was logged since, in a format that sends instructions apart (Anthropic's
-    /// `system`): the prefix breaks anyway.
-    System,
-    /// The budget grew by half or more (or was lifted) since the event that made the context,
-    /// which left out or cut messages that may fit now.
-    Grown,
-}
-
-/// What became of the previous build's context, for the prompt cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum Change {
-    /// The previous context whole, then what was logged since.
-    Appended,
-    /// Nothing new: the same context.
-    Unchanged,
-    /// A compaction event rebuilt it from its first changed message on.
-    Event,
-    /// No previous context.
-    New,
-}
 
 /// The frozen context: what the last build sent, up to the last unit that cannot change any more.
 #[derive(Clone, Debug, Default)]
@@ -162,7 +118,7 @@ impl Frame {
     pub(crate) fn appended(
         &self,
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         structure: &Structure,
     ) -> std::result::Result<Result<Appended>, Refusal> {
         let settled = self.settled;
@@ -194,7 +150,7 @@ impl Frame {
     fn render(
         &self,
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         members: &[(usize, Option<Vec<usize>>, Section)],
         open_from: usize,
     ) -> Result<Appended> {
@@ -205,8 +161,8 @@ impl Frame {
         let mut after: Vec<Option<u32>> = vec![None; items.len().saturating_sub(self.settled)];
         for (msg, parts, section) in members {
             let member = MemberPlan::of(*msg, parts.clone());
-            let message = ctx.materialize(cache, &member)?;
-            let n = ctx.member_tokens(cache, &member)?;
+            let message = ctx.materialize(&mut cache.forms, &member)?;
+            let n = ctx.member_tokens(&mut cache.forms, &member)?;
             let item = ctx.item(*msg)?;
             if *msg < open_from {
                 closed += 1;
@@ -307,14 +263,14 @@ impl Frame {
     pub(crate) fn state_update(
         &self,
         ctx: &Ctx,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         room: usize,
     ) -> Option<(Option<ContextMessage>, Vec<String>, super::StateUse)> {
         let options = ctx.options.state.as_ref()?;
         let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize).min(room);
         let format = ctx.options.format;
         let (messages, used) =
-            super::state::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.line_tokens)?;
+            super::state::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.texts.lines)?;
         let texts: Vec<String> = messages.iter().map(|m| m.content.joined_text()).collect();
         if texts.is_empty() || self.state_shown.as_ref() == Some(&texts) {
             return Some((None, texts, used));
@@ -334,7 +290,7 @@ impl Frame {
                 format,
             ),
         };
-        let tokens = u32::try_from(super::plan::made_up_tokens(ctx, cache, &message)).unwrap_or(u32::MAX);
+        let tokens = u32::try_from(super::forms::made_up_tokens(ctx, &mut cache.texts, &message)).unwrap_or(u32::MAX);
         let update = ContextMessage {
             message: Arc::new(message),
             sources: Vec::new(),
@@ -565,7 +521,7 @@ impl Frame {
         &mut self,
         items: &[Item],
         structure: &Structure,
-        cache: &mut ReduceCache,
+        cache: &mut BuildCache,
         messages: Vec<ContextMessage>,
         appended: &Appended,
         limits: &Limits,
@@ -604,7 +560,7 @@ impl Frame {
             within_budget: limits.max.is_none_or(|max| tokens.total <= max),
             runs,
             fates: Arc::new(fates),
-            repairs: super::repair::reported(structure, cache),
+            repairs: super::repair::reported(structure, &mut cache.structure),
             pinned: latest_pinned(
                 self.pins_taken.clone().or_else(|| base.map(|r| r.pinned.clone())).unwrap_or_default(),
                 &appended.messages,

@@ -11,7 +11,7 @@ use super::repair::Item;
 use crate::message::{Content, ImageSource, Message, Part, Role};
 use crate::tokens::images::base64_image_size;
 use crate::tokens::{self, Encoding};
-use crate::util::fasthash::FastMap;
+use crate::util::fasthash::{FastMap, FastSet};
 
 /// One image the context shows as its placeholder.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,9 +140,29 @@ fn holds_image(parts: &[Part]) -> bool {
 
 /// A stored message of an earlier turn as shown with its placeholders, its count and their lines;
 /// `None` where the placeholders would not make it cheaper. A stored message and its turn never
-/// change, so `ReduceCache::images_shown` keeps this by id: a later build reuses the same `Arc`
-/// (its request form is kept by identity) and counts nothing again.
-pub(crate) type Shown = Option<(Arc<Message>, u32, Vec<String>)>;
+/// change, so `ImagesShown` keeps this by id: a later build reuses the same `Arc` (its request
+/// form is kept by identity) and counts nothing again.
+type Shown = Option<(Arc<Message>, u32, Vec<String>)>;
+
+/// What images sent once made of the stored messages that hold images, kept between builds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ImagesShown {
+    /// What images sent once made of each stored message holding images, by id.
+    shown: FastMap<String, Shown>,
+    /// The stored messages the last build showed with their images replaced.
+    replaced: FastSet<String>,
+}
+
+impl ImagesShown {
+    /// Notes the messages shown with their images replaced now; returns those that were not at
+    /// the last build, or the other way round: their form changed since.
+    pub(crate) fn replaced_now<'a>(&mut self, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let now: FastSet<String> = ids.map(str::to_string).collect();
+        let changed = now.symmetric_difference(&self.replaced).cloned().collect();
+        self.replaced = now;
+        changed
+    }
+}
 
 fn show(item: &Item, turn: u32, encoding: Encoding) -> Shown {
     let mut texts = Vec::new();
@@ -157,12 +177,8 @@ fn show(item: &Item, turn: u32, encoding: Encoding) -> Shown {
 }
 
 /// The messages of turns before the latest that hold images, with placeholders in their place,
-/// where that makes them cheaper; and the receipt's account. `shown` keeps what earlier builds made.
-pub(crate) fn sent_once(
-    items: &[Item],
-    encoding: Encoding,
-    shown: &mut FastMap<String, Shown>,
-) -> (Vec<Substitute>, ImagesUse) {
+/// where that makes them cheaper; and the receipt's account. `cache` keeps what earlier builds made.
+pub(crate) fn sent_once(items: &[Item], encoding: Encoding, cache: &mut ImagesShown) -> (Vec<Substitute>, ImagesUse) {
     let turns = turns(items);
     let last = turns.last().copied().unwrap_or(0);
     let mut substitutes = Vec::new();
@@ -174,7 +190,7 @@ pub(crate) fn sent_once(
         if !holds_image(&item.message.content.parts) {
             continue;
         }
-        let entry = shown.entry(item.id.to_string()).or_insert_with(|| show(item, turn, encoding));
+        let entry = cache.shown.entry(item.id.to_string()).or_insert_with(|| show(item, turn, encoding));
         let Some((message, tokens, texts)) = entry else { continue };
         used.tokens_saved += (item.tokens - *tokens) as usize;
         used.replaced.extend(texts.iter().map(|text| ImagePlaceholder {

@@ -9,14 +9,21 @@
 //! (1000 + 1000 characters, as tool-output compression keeps, fewer if that is still too much),
 //! and a request of more parts than that leaves room for to its first and last parts.
 
-use std::sync::Arc;
-
-use super::plan::{base_members, part_indices, Ctx, MemberPlan, Pass, Pin, PinRole};
-use super::reduce::ReduceCache;
+use super::forms::{base_members, part_indices, Ctx, Forms, MemberPlan, Plan};
+use super::receipt::PinRole;
 use super::repair::{Structure, UnitKind};
 use crate::error::{Error, Result};
 use crate::extract::is_injected;
 use crate::message::Part;
+
+/// A pinned user request: always in the context, whole or cut to its head and tail.
+#[derive(Clone, Debug)]
+pub(crate) struct Pin {
+    pub(crate) roles: Vec<PinRole>,
+    pub(crate) plan: Plan,
+    /// Tokens whole, as stored.
+    pub(crate) whole: usize,
+}
 
 /// Characters kept at each end of a pinned request that is cut.
 pub(crate) const PIN_CHARS: u32 = 1000;
@@ -93,7 +100,7 @@ pub(crate) fn find(ctx: &Ctx, structure: &Structure, from: usize) -> Vec<(usize,
             }
         }
     }
-    crate::sort::sort_by_key(&mut pins, |(u, _)| *u);
+    crate::util::sort::sort_by_key(&mut pins, |(u, _)| *u);
     pins
 }
 
@@ -105,56 +112,75 @@ struct Cut {
     parts: Option<usize>,
 }
 
-/// Sizes the pins for a budget whose pins may take `room` tokens: whole if they fit together,
-/// else cut to the longest head and tail (at most `PIN_CHARS` each) with which they fit, and
-/// when even the shortest is too long (a request of thousands of parts), to as many first and
-/// last parts as fit. A budget too small for even one part at each end is an error that says the
-/// numbers.
-pub(crate) fn size(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: usize) -> Result<()> {
-    let whole: usize = pass.pins.iter().map(|p| p.whole).sum();
-    if whole <= room {
-        pass.pins_tokens = whole;
-        return Ok(());
+/// The pinned requests as they go into the context, and their tokens.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pins {
+    pub(crate) list: Vec<Pin>,
+    pub(crate) tokens: usize,
+}
+
+impl Pins {
+    /// The pins `found`, whole, as stored.
+    pub(crate) fn whole(found: &[Pin]) -> Pins {
+        Pins { list: found.to_vec(), tokens: found.iter().map(|p| p.whole).sum() }
     }
-    let structure = Arc::clone(&pass.structure);
-    let mut total_at = |cut: Cut, pass: &mut Pass| -> Result<usize> {
+}
+
+/// Sizes the pins `found` for a budget of `max` tokens whose pins may take `room`: whole if they
+/// fit together, else cut to the longest head and tail (at most `PIN_CHARS` each) with which they
+/// fit, and when even the shortest is too long (a request of thousands of parts), to as many first
+/// and last parts as fit. A budget too small for even one part at each end is an error that says
+/// the numbers (with the system prompt's `system_tokens`).
+pub(crate) fn size(
+    ctx: &Ctx,
+    forms: &mut Forms,
+    structure: &Structure,
+    found: &[Pin],
+    room: usize,
+    max: usize,
+    system_tokens: usize,
+) -> Result<Pins> {
+    let mut pins = Pins::whole(found);
+    if pins.tokens <= room {
+        return Ok(pins);
+    }
+    let mut total_at = |cut: Cut, pins: &mut Vec<Pin>| -> Result<usize> {
         let mut total = 0;
-        for pin in pass.pins.iter_mut() {
-            cut_pin(ctx, cache, &structure, pin, cut)?;
+        for pin in pins.iter_mut() {
+            cut_pin(ctx, forms, structure, pin, cut)?;
             total += pin.plan.tokens;
         }
         Ok(total)
     };
+    let list = &mut pins.list;
     let texts = |parts: Option<usize>| Cut { chars: 0, parts };
-    let cut = if total_at(texts(None), pass)? <= room {
+    let cut = if total_at(texts(None), list)? <= room {
         let chars = longest(0, PIN_CHARS as usize, |chars| {
-            Ok(total_at(Cut { chars: chars as u32, parts: None }, pass)? <= room)
+            Ok(total_at(Cut { chars: chars as u32, parts: None }, list)? <= room)
         })?;
         Cut { chars: chars.unwrap_or(0) as u32, parts: None }
     } else {
-        let most = pass
-            .pins
+        let most = list
             .iter()
             .flat_map(|pin| pin.plan.members.iter().map(|m| m.msg))
             .filter_map(|msg| ctx.items.get(msg).map(|item| item.message.content.parts.len()))
             .max()
             .unwrap_or(1);
-        let Some(parts) = longest(1, most.div_ceil(2).max(1), |k| Ok(total_at(texts(Some(k)), pass)? <= room))? else {
-            let least = total_at(texts(Some(1)), pass)?;
+        let Some(parts) = longest(1, most.div_ceil(2).max(1), |k| Ok(total_at(texts(Some(k)), list)? <= room))? else {
+            let least = total_at(texts(Some(1)), list)?;
             return Err(Error::invalid_argument(format!(
-                "the budget of {} tokens is too small for the system prompt ({} tokens) and the pinned requests \
-                 ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, {room} tokens",
-                pass.max.unwrap_or(0),
-                pass.system_tokens
+                "the budget of {max} tokens is too small for the system prompt ({system_tokens} tokens) and the pinned \
+                 requests ({least} tokens cut to the shortest): they may take half of what the system prompt leaves, \
+                 {room} tokens"
             )));
         };
         let chars = longest(0, PIN_CHARS as usize, |chars| {
-            Ok(total_at(Cut { chars: chars as u32, parts: Some(parts) }, pass)? <= room)
+            Ok(total_at(Cut { chars: chars as u32, parts: Some(parts) }, list)? <= room)
         })?;
         Cut { chars: chars.unwrap_or(0) as u32, parts: Some(parts) }
     };
-    pass.pins_tokens = total_at(cut, pass)?;
-    Ok(())
+    pins.tokens = total_at(cut, &mut pins.list)?;
+    Ok(pins)
 }
 
 /// The greatest `n` in `low..=high` with `fits(n)`, which holds up to some `n` and not past it.
@@ -176,7 +202,7 @@ fn longest(low: usize, high: usize, mut fits: impl FnMut(usize) -> Result<bool>)
 }
 
 /// Plans `pin` cut by `cut`, or whole if the cut leaves it as it is.
-fn cut_pin(ctx: &Ctx, cache: &mut ReduceCache, structure: &Structure, pin: &mut Pin, cut: Cut) -> Result<()> {
+fn cut_pin(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin, cut: Cut) -> Result<()> {
     let unit = structure.units.get(pin.plan.unit).ok_or_else(|| Error::internal("a pin's unit is missing"))?;
     let mut members = base_members(unit);
     let mut parts_cut = false;
@@ -193,27 +219,27 @@ fn cut_pin(ctx: &Ctx, cache: &mut ReduceCache, structure: &Structure, pin: &mut 
         }
     }
     pin.plan.members = members;
-    ctx.plan_tokens(cache, &mut pin.plan)?;
+    ctx.plan_tokens(forms, &mut pin.plan)?;
     // Short enough already: whole (the same message as stored).
     if !parts_cut && (pin.plan.tokens >= pin.whole || fits_whole(ctx, &pin.plan, cut.chars)) {
-        uncut(ctx, cache, structure, pin)?;
+        uncut(ctx, forms, structure, pin)?;
     }
     Ok(())
 }
 
 /// Plans `pin` whole, as stored.
-pub(crate) fn uncut(ctx: &Ctx, cache: &mut ReduceCache, structure: &Structure, pin: &mut Pin) -> Result<()> {
+fn uncut(ctx: &Ctx, forms: &mut Forms, structure: &Structure, pin: &mut Pin) -> Result<()> {
     let unit = structure.units.get(pin.plan.unit).ok_or_else(|| Error::internal("a pin's unit is missing"))?;
     let members = base_members(unit);
     if pin.plan.members != members {
         pin.plan.members = members;
-        ctx.plan_tokens(cache, &mut pin.plan)?;
+        ctx.plan_tokens(forms, &mut pin.plan)?;
     }
     Ok(())
 }
 
 /// Whether cutting to `chars` at each end leaves the unit as it is (only text, and short).
-fn fits_whole(ctx: &Ctx, plan: &super::plan::Plan, chars: u32) -> bool {
+fn fits_whole(ctx: &Ctx, plan: &Plan, chars: u32) -> bool {
     plan.members.iter().all(|member: &MemberPlan| {
         let Some(message) = ctx.items.get(member.msg).map(|i| i.message) else { return false };
         part_indices(message, member).iter().all(|j| match message.content.parts.get(*j) {
@@ -227,17 +253,17 @@ fn fits_whole(ctx: &Ctx, plan: &super::plan::Plan, chars: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::plan::testing::{Log, ENCODING};
     use crate::compact::repair::structure_for;
-    use crate::compact::BuildOptions;
+    use crate::compact::testing::{Log, ENCODING};
+    use crate::compact::{BuildCache, BuildOptions};
     use serde_json::json;
 
     fn pins_of(log: &Log) -> Vec<(usize, Vec<PinRole>)> {
         let items = log.items();
         let options = BuildOptions::default();
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
-        let structure = structure_for(&items, true, &mut cache);
+        let mut cache = BuildCache::default();
+        let structure = structure_for(&items, true, &mut cache.structure);
         find(&ctx, &structure, 0).into_iter().map(|(u, roles)| (structure.units[u].first, roles)).collect()
     }
 
@@ -289,8 +315,8 @@ mod tests {
 
     #[test]
     fn a_pinned_request_of_many_parts_is_cut_to_its_first_and_last_parts() {
-        use crate::compact::plan::testing::through_reduce;
         use crate::compact::summary::SummaryState;
+        use crate::compact::testing::through_reduce;
         use crate::compact::BudgetOptions;
         let parts: Vec<serde_json::Value> =
             (0..5_000).map(|i| json!({"type": "text", "text": format!("part {i} of the task")})).collect();
@@ -307,17 +333,17 @@ mod tests {
             ..BuildOptions::default()
         };
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
+        let mut cache = BuildCache::default();
         let state = SummaryState::default();
         let pass = through_reduce(&ctx, &mut cache, &state);
-        let room = (2_000 - pass.system_tokens - crate::tokens::REPLY_PRIMING) / 2;
-        assert!(pass.pins_tokens <= room, "{} tokens of pins in {room}", pass.pins_tokens);
-        let task = &pass.pins[0];
+        let room = (2_000 - pass.units.system_tokens - crate::tokens::REPLY_PRIMING) / 2;
+        assert!(pass.budget.pins.tokens <= room, "{} tokens of pins in {room}", pass.budget.pins.tokens);
+        let task = &pass.budget.pins.list[0];
         let member = &task.plan.members[0];
         let (kept, left_out) = member.gap.expect("parts left out");
         assert_eq!(member.parts.as_ref().map(Vec::len), Some(2 * kept));
         assert_eq!(left_out, 5_000 - 2 * kept);
-        let text = ctx.materialize(&mut cache, member).unwrap().content.joined_text();
+        let text = ctx.materialize(&mut cache.forms, member).unwrap().content.joined_text();
         assert!(text.starts_with("part 0 of the task"), "{}", &text[..40]);
         assert!(text.ends_with("part 4999 of the task"));
         assert!(text.contains(&format!("[... {left_out} parts omitted ...]")));
@@ -325,6 +351,9 @@ mod tests {
         let roomy = BuildOptions { budget: None, ..options.clone() };
         let ctx = Ctx { options: &roomy, ..ctx };
         let pass = through_reduce(&ctx, &mut cache, &state);
-        assert!(pass.pins[0].plan.members[0].whole() && pass.pins[0].plan.tokens == pass.pins[0].whole);
+        assert!(
+            pass.budget.pins.list[0].plan.members[0].whole()
+                && pass.budget.pins.list[0].plan.tokens == pass.budget.pins.list[0].whole
+        );
     }
 }

@@ -1,749 +1,124 @@
-//! The plan of one build: for each unit the repair stage formed, which of its members go into the
-//! context and in what form (whole, some parts, reduced, text only), and what they cost. `Pass`
-//! carries what one pass of the pipeline knows from stage to stage; `Ctx` what does not change
-//! during a build (the stored messages, the encoding, the options).
+//! Plan: the second stage. The summary in force, the pinned requests, and the units the repair
+//! stage formed split into system, covered and active units (`Units`).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
+use super::forms::{Ctx, Forms, Plan};
+use super::pins::{self, Pin};
+use super::repair::{system_units, Structure, StructureCache, Unit, UnitKind};
+use super::summary::{SummaryRecord, SummaryState};
+use crate::error::Result;
 
-use super::receipt::{Action, BridgeUse, BudgetReport, DropReason};
-use super::reduce::ReduceCache;
-use super::repair::{Item, Structure, Unit, UnitKind};
-use super::summary::{SummaryRecord, SummaryRequest, SummaryState};
-use super::{BuildOptions, StateNote, StateUse, TurnNote};
-use crate::error::{Error, Result};
-use crate::message::{Content, ContentForm, Format, Message, Part};
-use crate::tokens::{self, Encoding};
-
-// ---------------------------------------------------------------------------------------------
-
-/// How a tool result is reduced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reduction {
-    /// A file's contents become their one-line digest.
-    Digest,
-    /// Long output compressed (JSON-aware, or head and tail).
-    Compress,
-    /// Head and tail of this many characters each: the reduction sized to what the budget needs.
-    Cut(u32),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct MemberPlan {
-    pub(crate) msg: usize,
-    pub(crate) parts: Option<Vec<usize>>,
-    /// Result parts replaced by their reduced form.
-    pub(crate) replace: Vec<(usize, Reduction)>,
-    /// Only the text parts (history thinning).
-    pub(crate) text_only: bool,
-    /// Text parts cut to their head and tail of this many characters each, images and documents
-    /// left out, tool calls and thinking whole (a pinned request or the oldest recent unit that
-    /// does not fit whole).
-    pub(crate) cut_text: Option<u32>,
-    /// Parts left out of the middle (a pinned request of thousands of parts, cut to its first and
-    /// last): after this many of `parts`, this many, said by a text part in their place.
-    pub(crate) gap: Option<(usize, usize)>,
-}
-
-impl MemberPlan {
-    pub(crate) fn of(msg: usize, parts: Option<Vec<usize>>) -> MemberPlan {
-        MemberPlan { msg, parts, replace: Vec::new(), text_only: false, cut_text: None, gap: None }
-    }
-
-    pub(crate) fn whole(&self) -> bool {
-        self.parts.is_none() && self.replace.is_empty() && !self.text_only && self.cut_text.is_none()
-    }
-
-    pub(crate) fn action(&self) -> Action {
-        if self.text_only {
-            Action::Thinned
-        } else if self.cut_text.is_some() || self.replace.iter().any(|(_, r)| *r != Reduction::Digest) {
-            Action::Compressed
-        } else if !self.replace.is_empty() {
-            Action::Digested
-        } else {
-            Action::Kept
-        }
-    }
-}
-
-/// A plan's members, inline up to two (a step's call and its result).
-pub(crate) type Members = SmallVec<[MemberPlan; 2]>;
-
-#[derive(Clone, Debug)]
-pub(crate) struct Plan {
-    pub(crate) unit: usize,
-    pub(crate) members: Members,
-    pub(crate) member_tokens: SmallVec<[u32; 4]>,
-    pub(crate) tokens: usize,
-    pub(crate) dropped: Option<DropReason>,
-    /// Counted in its current form (`member_tokens` and `tokens` are up to date).
-    pub(crate) counted: bool,
-}
-
-/// Why a request is pinned (a unit can be both).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum PinRole {
-    /// The first user message with text (and the first that is not harness text, if later),
-    /// when no message is pinned explicitly.
-    Task,
-    /// The last user message with text (and the last that is not harness text, if earlier).
-    Latest,
-    /// Pinned explicitly (`ConversationHistory::pin`); then the task is not pinned besides.
-    Pinned,
-}
-
-/// A pinned user request: always in the context, whole or cut to its head and tail.
-#[derive(Clone, Debug)]
-pub(crate) struct Pin {
-    pub(crate) roles: Vec<PinRole>,
-    pub(crate) plan: Plan,
-    /// Tokens whole, as stored.
-    pub(crate) whole: usize,
-}
-
-/// What stays the same during a build.
-pub(crate) struct Ctx<'a, 'b> {
-    pub(crate) items: &'a [Item<'b>],
-    pub(crate) encoding: Encoding,
-    pub(crate) options: &'a BuildOptions,
-    /// A session's recorded turns (`memory`), whose summaries stand in for turns not held whole.
-    pub(crate) turns: &'a [TurnNote<'b>],
-    /// A session's state (`state`): the sections after the system prompt.
-    pub(crate) state: &'a [StateNote],
-}
-
-pub(crate) fn part_indices(message: &Message, member: &MemberPlan) -> Vec<usize> {
-    match &member.parts {
-        Some(list) => list.clone(),
-        None => (0..message.content.parts.len()).collect(),
-    }
-}
-
-impl Ctx<'_, '_> {
-    /// The agent's open todos, from the state's todo section (`- ` list lines).
-    pub(crate) fn open_todos(&self) -> Vec<String> {
-        self.state
-            .iter()
-            .filter(|n| n.part == super::StatePart::Todos)
-            .flat_map(|n| n.lines.iter().map(|l| l.strip_prefix("- ").unwrap_or(l).to_string()))
-            .collect()
-    }
-
-    pub(crate) fn item(&self, msg: usize) -> Result<&Item<'_>> {
-        self.items.get(msg).ok_or_else(|| Error::internal(format!("message index {msg} out of range")))
-    }
-
-    pub(crate) fn overhead(&self, cache: &mut ReduceCache, msg: usize) -> Result<u32> {
-        let item = self.item(msg)?;
-        if let Some(n) = cache.overheads.get(item.id) {
-            return Ok(*n);
-        }
-        let n = u32::try_from(tokens::message_overhead(self.encoding, item.message)).unwrap_or(u32::MAX);
-        cache.overheads.insert(item.id.to_string(), n);
-        Ok(n)
-    }
-
-    pub(crate) fn part_tokens(&self, cache: &mut ReduceCache, msg: usize, j: usize) -> Result<u32> {
-        let item = *self.item(msg)?;
-        let len = item.message.content.parts.len();
-        if let Some(n) = cache.part(item.id, j, len).tokens {
-            return Ok(n);
-        }
-        let n = if len == 1 {
-            item.tokens.saturating_sub(self.overhead(cache, msg)?)
-        } else {
-            let part = item.message.content.parts.get(j).ok_or_else(|| Error::internal("part index out of range"))?;
-            u32::try_from(tokens::count_part(self.encoding, part, item.message.source)).unwrap_or(u32::MAX)
-        };
-        cache.part(item.id, j, len).tokens = Some(n);
-        Ok(n)
-    }
-
-    pub(crate) fn materialize(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<Arc<Message>> {
-        let item = *self.item(member.msg)?;
-        if member.whole() {
-            return Ok(Arc::clone(item.message));
-        }
-        // The same variant is the same `Arc` build after build: its request form is kept by
-        // identity (`EmitCache`).
-        let key = member_key(item.id, member);
-        let builds = cache.builds;
-        if let Some((used, message)) = cache.materialized.get_mut(&key) {
-            *used = builds;
-            return Ok(Arc::clone(message));
-        }
-        let source = item.message;
-        let mut parts = Vec::new();
-        for (k, j) in part_indices(source, member).into_iter().enumerate() {
-            if let Some((_, left_out)) = member.gap.filter(|(at, _)| *at == k) {
-                parts.push(Part::text(format!("[... {left_out} parts omitted ...]")));
-            }
-            let Some(original) = source.content.parts.get(j) else { continue };
-            if member.text_only && !matches!(original, Part::Text { .. }) {
-                continue;
-            }
-            let replaced = match member.replace.iter().find(|(k, _)| *k == j) {
-                Some((_, reduction)) => self.reduced(cache, member.msg, j, *reduction)?,
-                None => None,
-            };
-            let part = match (replaced, member.cut_text, original) {
-                (Some(part), _, _) => part,
-                (None, Some(chars), Part::Text { text, extra }) => Part::Text {
-                    text: crate::extract::head_tail(text, chars as usize, chars as usize),
-                    extra: extra.clone(),
-                },
-                // Cut short, a message keeps its calls, results and thinking, not its images;
-                // its opaque parts (AI SDK approvals…) stay, but a Responses item that is
-                // opaque whole (reasoning) goes: it must precede its item unchanged.
-                (None, Some(_), Part::Image { .. }) => continue,
-                (None, Some(_), Part::Other(_))
-                    if !original.is_opaque() || (source.source == Format::Responses && source.is_opaque()) =>
-                {
-                    continue
-                }
-                (None, _, original) => original.clone(),
-            };
-            parts.push(part);
-        }
-        let form = if member.parts.is_none() && !member.text_only && member.cut_text.is_none() {
-            source.content.form
-        } else if source.content.form == ContentForm::Text && parts.iter().all(|p| matches!(p, Part::Text { .. })) {
-            ContentForm::Text
-        } else if parts.is_empty() && matches!(source.content.form, ContentForm::Null | ContentForm::Absent) {
-            source.content.form
-        } else {
-            ContentForm::Parts
-        };
-        let message = Arc::new(Message {
-            role: source.role,
-            content: Content { form, parts },
-            name: source.name.clone(),
-            extra: source.extra.clone(),
-            source: source.source,
-        });
-        cache.materialized.insert(key, (builds, Arc::clone(&message)));
-        Ok(message)
-    }
-
-    pub(crate) fn member_tokens(&self, cache: &mut ReduceCache, member: &MemberPlan) -> Result<u32> {
-        let item = *self.item(member.msg)?;
-        if member.whole() {
-            return Ok(item.tokens);
-        }
-        let key = member_key(item.id, member);
-        if let Some(n) = cache.members.get(&key) {
-            return Ok(*n);
-        }
-        let message = self.materialize(cache, member)?;
-        let n = tokens::count_message(self.encoding, &message).total;
-        cache.members.insert(key, n);
-        Ok(n)
-    }
-
-    pub(crate) fn plan_tokens(&self, cache: &mut ReduceCache, plan: &mut Plan) -> Result<()> {
-        plan.member_tokens.clear();
-        let mut total = 0usize;
-        for member in &plan.members {
-            let n = self.member_tokens(cache, member)?;
-            plan.member_tokens.push(n);
-            total += n as usize;
-        }
-        plan.tokens = total;
-        plan.counted = true;
-        Ok(())
-    }
-}
-
-/// A cache key for a member's variant: the id, the parts, the reductions, text-only or cut.
-pub(crate) fn member_key(id: &str, member: &MemberPlan) -> String {
-    use std::fmt::Write;
-    let mut key = String::with_capacity(id.len() + 16);
-    key.push_str(id);
-    key.push('|');
-    if let Some(parts) = &member.parts {
-        for j in parts {
-            let _ = write!(key, "{j},");
-        }
-    } else {
-        key.push('*');
-    }
-    key.push('|');
-    for (j, reduction) in &member.replace {
-        let _ = match reduction {
-            Reduction::Digest => write!(key, "{j}d"),
-            Reduction::Compress => write!(key, "{j}c"),
-            Reduction::Cut(n) => write!(key, "{j}x{n}"),
-        };
-    }
-    if member.text_only {
-        key.push_str("|t");
-    }
-    if let Some(n) = member.cut_text {
-        let _ = write!(key, "|k{n}");
-    }
-    if let Some((at, left_out)) = member.gap {
-        let _ = write!(key, "|g{at},{left_out}");
-    }
-    key
-}
-
-pub(crate) fn base_members(unit: &Unit) -> Members {
-    unit.members.iter().map(|m| MemberPlan::of(m.msg, m.parts.clone())).collect()
-}
-
-pub(crate) fn has_text(message: &Message, member: &MemberPlan) -> bool {
-    part_indices(message, member)
-        .iter()
-        .any(|j| matches!(message.content.parts.get(*j), Some(Part::Text { text, .. }) if !text.trim().is_empty()))
-}
-
-/// The tokens of a message the build makes up (summary, placeholder, prompt), counted once.
-pub(crate) fn made_up_tokens(ctx: &Ctx, cache: &mut ReduceCache, message: &Message) -> usize {
-    let text = message.content.joined_text();
-    let key = (message.role, message.source, text);
-    if let Some(n) = cache.made_up.get(&key) {
-        return *n as usize;
-    }
-    let n = tokens::count_message(ctx.encoding, message).total;
-    // Summaries come and go; a few dozen texts is all a history ever needs at once.
-    if cache.made_up.len() >= 64 {
-        cache.made_up.clear();
-    }
-    cache.made_up.insert(key, n);
-    n as usize
-}
-
-/// How the recent messages were chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// Everything fits: the history as it is (only repairs).
-    Verbatim,
-    /// Neither a budget nor a summary: the reductions of older turns, nothing dropped.
-    Unlimited,
-    /// Reductions (and, without a summary, thinning) made the history fit.
-    Reduced,
-    /// Units had to leave: the recent section is a selection (a suffix when a summary covers the rest).
-    Selected,
-}
-
-/// What one pass of the pipeline over the history knows, stage by stage: each stage reads what
-/// the stages before it set and adds its own (see `super::build_once` for the order).
-pub(crate) struct Pass<'s> {
-    /// Repair: the units and what was left out.
+/// The plan stage's output: the summary in force, the pinned requests, and the units the
+/// repair stage formed, split into system units (planned whole and counted: they are always
+/// kept), the units the summary in force covers, and the active ones the later stages decide on.
+pub(crate) struct Units<'s> {
+    /// The units and what repair left out.
     pub(crate) structure: Arc<Structure>,
     /// The summary in force, if it still matches the history.
     pub(crate) summary: Option<&'s SummaryRecord>,
-    /// The system units, whole, in history order.
+    /// The system units, whole, in history order, and their tokens.
     pub(crate) system: Vec<Plan>,
     pub(crate) system_tokens: usize,
     /// Units the summary in force stands for (pinned units aside).
     pub(crate) covered: Vec<usize>,
-    /// The other units (not system, not covered, not pinned), in order: what the later stages decide on.
+    /// The other units (not system, not covered, not pinned), in order: what the later stages
+    /// decide on.
     pub(crate) active: Vec<usize>,
-    /// The pinned requests (`pins`), in history order.
+    /// The pinned requests (`pins`), in history order, whole.
     pub(crate) pins: Vec<Pin>,
-    /// Select (`allot`): the most tokens the context may have (with a budget), the budget's
-    /// report, the reserve for a placeholder user message, the pins' tokens as they go in, the
-    /// summary section's share, and the summary in force as the context shows it.
-    pub(crate) max: Option<usize>,
-    pub(crate) budget: Option<BudgetReport>,
-    pub(crate) placeholder_tokens: usize,
-    pub(crate) pins_tokens: usize,
-    pub(crate) share: usize,
-    pub(crate) summary_messages: Vec<Message>,
-    pub(crate) summary_tokens: usize,
-    pub(crate) summary_truncated: bool,
-    /// Select (`allot`): the state's sections as they go in after the system prompt.
-    pub(crate) state_messages: Vec<Message>,
-    pub(crate) state_tokens: usize,
-    pub(crate) state_use: Option<StateUse>,
-    /// Select (`measure`): the ordinal in `active` where the recent steps kept whole begin, the
-    /// active units' tokens as stored, and whether the history as it is needs a placeholder user
-    /// message first.
-    pub(crate) tail_start: usize,
-    pub(crate) unreduced: usize,
-    pub(crate) verbatim_placeholder: bool,
-    /// The plans of the active units, by ordinal, and how they were decided: only those a stage
-    /// looked at one by one (`Plans`).
-    pub(crate) plans: Plans,
-    pub(crate) mode: Mode,
-    /// Reductions wait for the selection: none can make the history fit.
-    pub(crate) lazy: bool,
-    /// With a summary: the ordinal in `active` where the recent messages begin; the active units
-    /// before it are covered by the summary or the bridge.
-    pub(crate) suffix_start: Option<usize>,
-    /// The bridge: an extractive summary of the active units before the recent messages, while
-    /// the summary in force does not reach them.
-    pub(crate) bridge: Option<(Message, BridgeUse)>,
-    /// Summarise: the request for the caller's summariser, when compaction is due.
-    pub(crate) summary_request: Option<SummaryRequest>,
     pub(crate) notes: Vec<String>,
 }
 
-impl<'s> Pass<'s> {
-    /// The first stage after repair: the summary in force, the pinned requests, and the other
-    /// units split into system (counted now: they are always kept), covered by that summary, and
-    /// active.
-    pub(crate) fn new(
-        ctx: &Ctx,
-        cache: &mut ReduceCache,
-        structure: Arc<Structure>,
-        state: &'s SummaryState,
-    ) -> Result<Pass<'s>> {
-        let items = ctx.items;
-        let mut notes = Vec::new();
-        // With the summary section off (`summary: null`), a summary stored earlier is left out too.
-        let stored = state.current.as_ref().filter(|_| ctx.options.summary.is_some());
-        let summary = stored.filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
-        if stored.is_some() && summary.is_none() {
-            notes.push("the stored summary does not match this history and was ignored".to_string());
-        }
-        // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
-        // summary does; it stays, and so do the instructions, wherever they are.
-        let is_compaction = |unit: &Unit| {
-            unit.kind == UnitKind::System
-                && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
-        };
-        let systems = super::repair::system_units(&structure, cache).to_vec();
-        let unit_at = |u: usize| structure.units.get(u);
-        let compaction =
-            systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
-        let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
-        // Pins are requests the context still answers: none from before a compaction item.
-        let pinned = super::pins::find(ctx, &structure, compaction);
-
-        // Units are in order of their first message: those before `covered_end` start before the
-        // boundary. A long history's covered units are most of its units, and are not read here.
-        let covered_end = structure.units.partition_point(|unit| unit.first < boundary);
-        let mut system: Vec<Plan> = Vec::new();
-        let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
-        let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
-        let mut pins: Vec<Pin> = Vec::new();
-        // The kept system units and the pinned requests are planned now; the units between them
-        // go in by ranges, covered before `covered_end` and active after (a long history's units
-        // are mostly these, and none is read).
-        let kept_system = |u: usize| unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
-        let mut planned: Vec<usize> =
-            systems.iter().copied().filter(|&u| kept_system(u)).chain(pinned.iter().map(|(p, _)| *p)).collect();
-        planned.sort_unstable();
-        planned.dedup();
-        let mut next = 0usize;
-        for u in planned.into_iter().chain(std::iter::once(structure.units.len())) {
-            covered.extend(next..u.min(covered_end));
-            active.extend(next.max(covered_end)..u);
-            next = u + 1;
-            let Some(unit) = unit_at(u) else { continue };
-            let mut plan = Plan::of(u, unit);
-            ctx.plan_tokens(cache, &mut plan)?;
-            match pinned.iter().find(|(p, _)| *p == u).filter(|_| !systems.contains(&u)) {
-                Some((_, roles)) => pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan }),
-                None => system.push(plan),
-            }
-        }
-        let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
-        let pins_tokens = pins.iter().map(|p| p.whole).sum();
-        Ok(Pass {
-            structure,
-            summary,
-            system,
-            system_tokens,
-            covered,
-            active,
-            pins,
-            max: None,
-            budget: None,
-            placeholder_tokens: 0,
-            pins_tokens,
-            share: usize::MAX,
-            summary_messages: Vec::new(),
-            summary_tokens: 0,
-            summary_truncated: false,
-            state_messages: Vec::new(),
-            state_tokens: 0,
-            state_use: None,
-            tail_start: 0,
-            unreduced: 0,
-            verbatim_placeholder: false,
-            plans: Plans::default(),
-            mode: Mode::Verbatim,
-            lazy: false,
-            suffix_start: None,
-            bridge: None,
-            summary_request: None,
-            notes,
-        })
-    }
-
+impl Units<'_> {
     pub(crate) fn unit(&self, u: usize) -> Option<&Unit> {
         self.structure.units.get(u)
     }
 
-    /// The context's tokens with the active units as planned: system, pins, the summary section
-    /// (the summary in force and the bridge), the kept plans, the reply priming and, when
-    /// `placeholder`, a placeholder user message.
-    /// The active units must all be planned (`Mode::Verbatim`, `Mode::Reduced`), or those not
-    /// planned left out.
-    pub(crate) fn view(&self, placeholder: bool) -> usize {
-        self.fixed_tokens(placeholder) + self.plans.kept_tokens()
-    }
-
-    /// The plan of the unit at ordinal `o` of `active`: as planned, or else the unit whole, not
-    /// yet counted, and left out as the units not planned were (`Plans::before`).
-    pub(crate) fn plan_at(&self, o: usize) -> Option<Cow<'_, Plan>> {
-        match self.plans.get(o) {
-            Some(plan) => Some(Cow::Borrowed(plan)),
-            None => self.unplanned(o).map(Cow::Owned),
-        }
-    }
-
-    /// The unit at ordinal `o` whole, not yet counted, and left out as the units not planned were.
-    fn unplanned(&self, o: usize) -> Option<Plan> {
-        let u = *self.active.get(o)?;
-        let mut plan = Plan::of(u, self.unit(u)?);
-        plan.dropped = self.plans.before;
-        Some(plan)
-    }
-
-    /// Plans the active units from ordinal `o` on (those already planned stay as they are).
-    pub(crate) fn plan_from(&mut self, o: usize) {
-        for at in (o..self.plans.first()).rev() {
-            if let Some(plan) = self.unplanned(at) {
-                self.plans.newest_first.push(plan);
-            }
-        }
-    }
-
-    /// Plans every active unit: a stage that may change any of them (the reductions before the
-    /// selection), or a context that holds them all.
-    pub(crate) fn plan_all(&mut self) {
-        self.plan_from(0);
-    }
-
-    /// Everything but the recent messages: system, pins, summary section, priming, placeholder.
-    pub(crate) fn fixed_tokens(&self, placeholder: bool) -> usize {
-        self.system_tokens
-            + self.state_tokens
-            + self.pins_tokens
-            + self.summary_tokens
-            + self.bridge.as_ref().map_or(0, |(_, b)| b.tokens)
-            + tokens::REPLY_PRIMING
-            + if placeholder { self.placeholder_tokens } else { 0 }
+    /// The count window's first message, when `maxMessages` leaves active messages out.
+    pub(crate) fn window_cutoff(&self, ctx: &Ctx) -> Option<usize> {
+        let n = ctx.options.max_messages?;
+        // The pinned requests count too: they are messages of the history like the others.
+        let units = self.active.iter().copied().chain(self.pins.iter().map(|p| p.plan.unit));
+        let mut msgs: Vec<usize> =
+            units.filter_map(|u| self.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
+        crate::util::sort::sort(&mut msgs);
+        msgs.dedup();
+        (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
     }
 }
 
-/// The plans of the active units, by ordinal in `Pass::active`. Only a suffix is planned: the
-/// selection takes units newest first until the budget is full, so the plans of a long history
-/// are as many as its context holds, not as many as it has units. A unit before that suffix is
-/// whole and not counted, and fared `before`.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Plans {
-    /// The planned suffix, newest first (so that planning older units appends).
-    newest_first: Vec<Plan>,
-    /// How many active units there are.
-    len: usize,
-    /// What became of the units not planned: kept (`None`) until a selection leaves them out.
-    pub(crate) before: Option<DropReason>,
-}
-
-impl Plans {
-    /// `len` active units, none planned.
-    pub(crate) fn unplanned(len: usize) -> Plans {
-        Plans { newest_first: Vec::new(), len, before: None }
+/// The stage: the summary in force (if it still matches the history), the pinned requests, and
+/// the units of `structure` split into system (counted now: they are always kept), covered by
+/// that summary, and active.
+pub(crate) fn split<'s>(
+    ctx: &Ctx,
+    structure: Arc<Structure>,
+    state: &'s SummaryState,
+    structures: &mut StructureCache,
+    forms: &mut Forms,
+) -> Result<Units<'s>> {
+    let items = ctx.items;
+    let mut notes = Vec::new();
+    // With the summary section off (`summary: null`), a summary stored earlier is left out too.
+    let stored = state.current.as_ref().filter(|_| ctx.options.summary.is_some());
+    let summary = stored.filter(|s| items.get(s.until_index).is_some_and(|item| item.id == s.summarised_until));
+    if stored.is_some() && summary.is_none() {
+        notes.push("the stored summary does not match this history and was ignored".to_string());
     }
+    // A provider's compaction item (OpenAI Responses) stands for everything before it, as a
+    // summary does; it stays, and so do the instructions, wherever they are.
+    let is_compaction = |unit: &Unit| {
+        unit.kind == UnitKind::System
+            && unit.members.first().and_then(|m| items.get(m.msg)).is_some_and(|item| item.message.is_compaction())
+    };
+    let systems = system_units(&structure, structures).to_vec();
+    let unit_at = |u: usize| structure.units.get(u);
+    let compaction =
+        systems.iter().rev().filter_map(|&u| unit_at(u)).find(|unit| is_compaction(unit)).map_or(0, |u| u.first);
+    let boundary = summary.map_or(0, |s| s.until_index + 1).max(compaction);
+    // Pins are requests the context still answers: none from before a compaction item.
+    let pinned = pins::find(ctx, &structure, compaction);
 
-    /// `plans`, one per active unit, in order.
-    pub(crate) fn all(mut plans: Vec<Plan>) -> Plans {
-        let len = plans.len();
-        plans.reverse();
-        Plans { newest_first: plans, len, before: None }
-    }
-
-    /// How many active units there are (planned or not).
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// How many units are planned.
-    pub(crate) fn planned(&self) -> usize {
-        self.newest_first.len()
-    }
-
-    /// The ordinal of the oldest planned unit (`len` when none is).
-    pub(crate) fn first(&self) -> usize {
-        self.len - self.newest_first.len()
-    }
-
-    fn slot(&self, o: usize) -> Option<usize> {
-        (o < self.len).then(|| self.len - 1 - o)
-    }
-
-    /// The plan at ordinal `o`, if it is planned.
-    pub(crate) fn get(&self, o: usize) -> Option<&Plan> {
-        self.newest_first.get(self.slot(o)?)
-    }
-
-    pub(crate) fn get_mut(&mut self, o: usize) -> Option<&mut Plan> {
-        let slot = self.slot(o)?;
-        self.newest_first.get_mut(slot)
-    }
-
-    /// The planned units, oldest first.
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &Plan> {
-        self.newest_first.iter().rev()
-    }
-
-    pub(crate) fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Plan> {
-        self.newest_first.iter_mut().rev()
-    }
-
-    /// The planned units with their ordinals, oldest first.
-    pub(crate) fn enumerate_mut(&mut self) -> impl DoubleEndedIterator<Item = (usize, &mut Plan)> {
-        let first = self.first();
-        self.newest_first.iter_mut().rev().enumerate().map(move |(i, plan)| (first + i, plan))
-    }
-
-    /// The tokens of the planned units kept.
-    pub(crate) fn kept_tokens(&self) -> usize {
-        self.iter().filter(|p| p.dropped.is_none()).map(|p| p.tokens).sum()
-    }
-
-    /// Whether every active unit is planned, or those not planned were left out.
-    pub(crate) fn settled(&self) -> bool {
-        self.first() == 0 || self.before.is_some()
-    }
-}
-
-#[cfg(test)]
-impl Pass<'_> {
-    /// Every active unit's plan, in order: as planned, or as `plan_at` makes it.
-    pub(crate) fn every_plan(&self) -> Vec<Plan> {
-        (0..self.plans.len()).filter_map(|o| self.plan_at(o).map(Cow::into_owned)).collect()
-    }
-}
-
-impl Plan {
-    /// The unit whole: every member as the repair stage formed it, not yet counted.
-    pub(crate) fn of(u: usize, unit: &Unit) -> Plan {
-        Plan {
-            unit: u,
-            members: base_members(unit),
-            member_tokens: SmallVec::new(),
-            tokens: 0,
-            dropped: None,
-            counted: false,
+    // Units are in order of their first message: those before `covered_end` start before the
+    // boundary. A long history's covered units are most of its units, and are not read here.
+    let covered_end = structure.units.partition_point(|unit| unit.first < boundary);
+    let mut system: Vec<Plan> = Vec::new();
+    let mut covered: Vec<usize> = Vec::with_capacity(covered_end);
+    let mut active: Vec<usize> = Vec::with_capacity(structure.units.len() - covered_end);
+    let mut pins: Vec<Pin> = Vec::new();
+    // The kept system units and the pinned requests are planned now; the units between them
+    // go in by ranges, covered before `covered_end` and active after (a long history's units
+    // are mostly these, and none is read).
+    let kept_system = |u: usize| unit_at(u).is_some_and(|unit| !(u < covered_end && is_compaction(unit)));
+    let mut planned: Vec<usize> =
+        systems.iter().copied().filter(|&u| kept_system(u)).chain(pinned.iter().map(|(p, _)| *p)).collect();
+    planned.sort_unstable();
+    planned.dedup();
+    let mut next = 0usize;
+    for u in planned.into_iter().chain(std::iter::once(structure.units.len())) {
+        covered.extend(next..u.min(covered_end));
+        active.extend(next.max(covered_end)..u);
+        next = u + 1;
+        let Some(unit) = unit_at(u) else { continue };
+        let mut plan = Plan::of(u, unit);
+        ctx.plan_tokens(forms, &mut plan)?;
+        match pinned.iter().find(|(p, _)| *p == u).filter(|_| !systems.contains(&u)) {
+            Some((_, roles)) => pins.push(Pin { roles: roles.clone(), whole: plan.tokens, plan }),
+            None => system.push(plan),
         }
     }
-}
-
-/// Stored messages and a way to run the stages one by one, for the stages' own tests.
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::sync::Arc;
-
-    use serde_json::Value;
-
-    use super::{Ctx, Pass};
-    use crate::compact::reduce::ReduceCache;
-    use crate::compact::repair::{structure_for, Item};
-    use crate::compact::summary::SummaryState;
-    use crate::compact::{reduce, select, summarise};
-    use crate::message::{parse, Format, Message};
-    use crate::tokens::{count_message, Encoding};
-
-    pub(crate) const ENCODING: Encoding = Encoding::O200kBase;
-
-    /// A stored history: ids `m1`, `m2`, … and each message's tokens.
-    pub(crate) struct Log {
-        ids: Vec<String>,
-        messages: Vec<Arc<Message>>,
-        tokens: Vec<u32>,
-        /// The positions of the messages pinned explicitly.
-        pub(crate) pinned: Vec<usize>,
-    }
-
-    impl Log {
-        pub(crate) fn openai(value: Value) -> Log {
-            Log::parsed(value, Format::OpenAi)
-        }
-
-        pub(crate) fn anthropic(value: Value) -> Log {
-            Log::parsed(value, Format::Anthropic)
-        }
-
-        fn parsed(value: Value, format: Format) -> Log {
-            let messages: Vec<Arc<Message>> =
-                parse(value, format).expect("valid messages").into_iter().map(Arc::new).collect();
-            let tokens = messages.iter().map(|m| count_message(ENCODING, m).total).collect();
-            let ids = (1..=messages.len()).map(|i| format!("m{i}")).collect();
-            Log { ids, messages, tokens, pinned: Vec::new() }
-        }
-
-        pub(crate) fn items(&self) -> Vec<Item<'_>> {
-            (0..self.ids.len())
-                .map(|i| Item {
-                    id: &self.ids[i],
-                    message: &self.messages[i],
-                    tokens: self.tokens[i],
-                    pinned: self.pinned.contains(&i),
-                })
-                .collect()
-        }
-    }
-
-    /// The stages before summarise, as `build_once` runs them.
-    pub(crate) fn through_reduce<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
-        let structure = structure_for(ctx.items, ctx.options.dedupe_system, cache);
-        let mut pass = Pass::new(ctx, cache, structure, state).expect("plan");
-        select::allot(ctx, cache, &mut pass).expect("allot");
-        select::measure(ctx, cache, &mut pass).expect("measure");
-        reduce::plan_active(ctx, cache, &mut pass).expect("plans");
-        reduce::fit(ctx, cache, &mut pass).expect("fit");
-        pass
-    }
-
-    /// Every stage but assemble, the summary stage not allowed to summarise.
-    pub(crate) fn through_fill<'s>(ctx: &Ctx, cache: &mut ReduceCache, state: &'s SummaryState) -> Pass<'s> {
-        let mut pass = through_reduce(ctx, cache, state);
-        assert!(summarise::summarise(ctx, cache, &mut pass, state, false).expect("summarise").is_none());
-        select::fill(ctx, cache, &mut pass).expect("fill");
-        pass
-    }
-
-    /// A user request, then `steps` tool steps (a call, its result of `result_words` words) and
-    /// a closing answer: one turn.
-    pub(crate) fn turn(n: usize, steps: usize, result_words: usize) -> Vec<Value> {
-        let mut out = vec![serde_json::json!({"role": "user", "content": format!("request {n}")})];
-        for s in 0..steps {
-            let id = format!("c{n}_{s}");
-            out.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\": \"/src/f{n}_{s}.rs\"}}")}}]}));
-            out.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": format!("line {n} {s} ").repeat(result_words)}));
-        }
-        out.push(serde_json::json!({"role": "assistant", "content": format!("answer {n}")}));
-        out
-    }
-
-    pub(crate) fn turns(count: usize, steps: usize, result_words: usize) -> Log {
-        let mut all = vec![serde_json::json!({"role": "system", "content": "Be brief."})];
-        for n in 1..=count {
-            all.extend(turn(n, steps, result_words));
-        }
-        Log::openai(Value::Array(all))
-    }
+    let system_tokens: usize = system.iter().map(|p| p.tokens).sum();
+    Ok(Units { structure, summary, system, system_tokens, covered, active, pins, notes })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::testing::{turns, Log, ENCODING};
     use super::*;
     use crate::compact::repair::structure_for;
     use crate::compact::summary::{SummarySource, SummaryState};
-    use serde_json::json;
+    use crate::compact::testing::{turns, ENCODING};
+    use crate::compact::{BuildCache, BuildOptions};
 
     fn record(until: &str, until_index: usize) -> SummaryRecord {
         let pending = crate::compact::summary::PendingSummary {
@@ -759,32 +134,32 @@ mod tests {
     }
 
     #[test]
-    fn a_pass_splits_the_units_into_system_covered_and_active() {
+    fn the_plan_stage_splits_the_units_into_system_covered_and_active() {
         let log = turns(3, 1, 5);
         let items = log.items();
         let options = BuildOptions::default();
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
+        let mut cache = BuildCache::default();
         // The summary covers the first turn (m2..m5).
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
-        let structure = structure_for(&items, true, &mut cache);
-        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
-        assert!(pass.summary.is_some() && pass.notes.is_empty());
-        assert_eq!(pass.system.len(), 1);
-        assert_eq!(pass.system_tokens, items[0].tokens as usize, "system units are counted at once");
-        let first = |units: &[usize]| units.iter().map(|u| pass.unit(*u).unwrap().first).collect::<Vec<_>>();
+        let structure = structure_for(&items, true, &mut cache.structure);
+        let units = split(&ctx, structure, &state, &mut cache.structure, &mut cache.forms).unwrap();
+        assert!(units.summary.is_some() && units.notes.is_empty());
+        assert_eq!(units.system.len(), 1);
+        assert_eq!(units.system_tokens, items[0].tokens as usize, "system units are counted at once");
+        let first = |list: &[usize]| list.iter().map(|u| units.unit(*u).unwrap().first).collect::<Vec<_>>();
         // The task (m2) and the latest request (m10) are pinned: neither covered nor active.
-        assert_eq!(first(&pass.covered), [2, 4]);
-        assert_eq!(first(&pass.active), [5, 6, 8, 10, 12]);
-        let pinned: Vec<usize> = pass.pins.iter().map(|p| pass.unit(p.plan.unit).unwrap().first).collect();
+        assert_eq!(first(&units.covered), [2, 4]);
+        assert_eq!(first(&units.active), [5, 6, 8, 10, 12]);
+        let pinned: Vec<usize> = units.pins.iter().map(|p| units.unit(p.plan.unit).unwrap().first).collect();
         assert_eq!(pinned, [1, 9]);
 
         // A summary of another history is ignored, and said so.
         let stale = SummaryState { current: Some(record("m9", 4)), ..Default::default() };
-        let structure = structure_for(&items, true, &mut cache);
-        let pass = Pass::new(&ctx, &mut cache, structure, &stale).unwrap();
-        assert!(pass.summary.is_none() && pass.covered.is_empty());
-        assert!(pass.notes[0].contains("does not match"));
+        let structure = structure_for(&items, true, &mut cache.structure);
+        let units = split(&ctx, structure, &stale, &mut cache.structure, &mut cache.forms).unwrap();
+        assert!(units.summary.is_none() && units.covered.is_empty());
+        assert!(units.notes[0].contains("does not match"));
     }
 
     #[test]
@@ -793,32 +168,10 @@ mod tests {
         let items = log.items();
         let options = BuildOptions { summary: None, ..BuildOptions::default() };
         let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
+        let mut cache = BuildCache::default();
         let state = SummaryState { current: Some(record("m5", 4)), ..Default::default() };
-        let structure = structure_for(&items, true, &mut cache);
-        let pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
-        assert!(pass.summary.is_none() && pass.covered.is_empty() && pass.notes.is_empty());
-    }
-
-    #[test]
-    fn a_member_materialises_its_parts_and_counts_them_exactly() {
-        let log = Log::openai(json!([
-            {"role": "user", "content": "go"},
-            {"role": "assistant", "content": "reading", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "a", "content": "ok"}
-        ]));
-        let items = log.items();
-        let options = BuildOptions::default();
-        let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-        let mut cache = ReduceCache::default();
-        let text_only = MemberPlan { text_only: true, ..MemberPlan::of(1, None) };
-        let message = ctx.materialize(&mut cache, &text_only).unwrap();
-        assert_eq!(message.content.joined_text(), "reading");
-        assert!(message.tool_calls().next().is_none());
-        assert_eq!(ctx.member_tokens(&mut cache, &text_only).unwrap(), tokens::count_message(ENCODING, &message).total);
-        let again = ctx.materialize(&mut cache, &text_only).unwrap();
-        assert!(Arc::ptr_eq(&message, &again), "the same variant is the same message build after build");
-        let whole = MemberPlan::of(1, None);
-        assert!(Arc::ptr_eq(&ctx.materialize(&mut cache, &whole).unwrap(), items[1].message));
+        let structure = structure_for(&items, true, &mut cache.structure);
+        let units = split(&ctx, structure, &state, &mut cache.structure, &mut cache.forms).unwrap();
+        assert!(units.summary.is_none() && units.covered.is_empty() && units.notes.is_empty());
     }
 }

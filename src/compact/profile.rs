@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{BudgetOptions, BuildOptions, SummaryOptions};
+use super::options::{BudgetOptions, BuildOptions};
+use super::summary::SummaryOptions;
 use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;

@@ -1,16 +1,12 @@
 //! The receipt: what happened to every stored message in a build (kept, reduced, summarised or
 //! dropped, and why), the tokens by part, the budget, the repairs, the summary and the memory.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::memory::MemoryUse;
-use super::plan::Plans;
-use super::reduce::ReduceCache;
-use super::repair::{Item, Repair, Structure, Unit};
-use super::TurnNote;
+use super::repair::{Item, Repair};
 
 /// Which part of the context a message belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
@@ -155,6 +151,50 @@ pub struct BudgetReport {
     pub billed_tokens: Option<usize>,
 }
 
+/// Why a build was a compaction event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum EventReason {
+    /// The first build over the budget: nothing was sent before.
+    First,
+    /// The next context would pass the budget (or the trigger).
+    Budget,
+    /// The next context would pass the count window (`maxMessages`).
+    Window,
+    /// Options that shape the messages changed (format, reductions, summary placement, …).
+    Options,
+    /// Another summary came into force (`completeSummary`, a restored state).
+    Summary,
+    /// The history is not the one the frame was made from (truncated, replaced).
+    History,
+    /// A message logged since changes how earlier ones must be sent (a late tool result).
+    Repair,
+    /// The caller asked for one (`compactNow`).
+    Requested,
+    /// A system message was logged since, in a format that sends instructions apart (Anthropic's
+    /// `system`): the prefix breaks anyway.
+    System,
+    /// The budget grew by half or more (or was lifted) since the event that made the context,
+    /// which left out or cut messages that may fit now.
+    Grown,
+}
+
+/// What became of the previous build's context, for the prompt cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Change {
+    /// The previous context whole, then what was logged since.
+    Appended,
+    /// Nothing new: the same context.
+    Unchanged,
+    /// A compaction event rebuilt it from its first changed message on.
+    Event,
+    /// No previous context.
+    New,
+}
+
 /// The context against the previous build's, for the provider's prompt cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -164,8 +204,8 @@ pub struct CacheUse {
     pub event: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
-    pub reason: Option<super::frame::EventReason>,
-    pub change: super::frame::Change,
+    pub reason: Option<EventReason>,
+    pub change: Change,
     /// The leading messages identical to the previous build's, and their tokens.
     pub prefix_messages: usize,
     pub prefix_tokens: usize,
@@ -177,13 +217,27 @@ pub struct CacheUse {
     pub events: u64,
 }
 
+/// Why a request is pinned (a unit can be both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum PinRole {
+    /// The first user message with text (and the first that is not harness text, if later),
+    /// when no message is pinned explicitly.
+    Task,
+    /// The last user message with text (and the last that is not harness text, if earlier).
+    Latest,
+    /// Pinned explicitly (`ConversationHistory::pin`); then the task is not pinned besides.
+    Pinned,
+}
+
 /// A pinned request in the receipt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PinUse {
     pub id: String,
-    pub role: super::plan::PinRole,
+    pub role: PinRole,
     /// Cut to fit half of what the system prompt leaves: its texts to their head and tail, a
     /// request of many parts to its first and last parts.
     pub truncated: bool,
@@ -306,7 +360,11 @@ pub(crate) fn runs(items: &[Item], fates: &[Fate], last: Option<(usize, &[Receip
 }
 
 /// `runs`, with how many it reused.
-fn runs_reusing(items: &[Item], fates: &[Fate], last: Option<(usize, &[ReceiptRun])>) -> (Vec<ReceiptRun>, usize) {
+pub(crate) fn runs_reusing(
+    items: &[Item],
+    fates: &[Fate],
+    last: Option<(usize, &[ReceiptRun])>,
+) -> (Vec<ReceiptRun>, usize) {
     let mut out = Vec::new();
     let mut start = 0usize;
     if let Some((same, last_runs)) = last {
@@ -344,269 +402,10 @@ fn runs_reusing(items: &[Item], fates: &[Fate], last: Option<(usize, &[ReceiptRu
     (out, reused)
 }
 
-/// What a build's fates were made from besides the stored messages, their structure and the
-/// plans: two builds of one history that agree on `before` and `covered` have the same fates up
-/// to the first planned unit, the first message summarised by one and not the other, and the
-/// first of a turn whose memory summary one has and the other not, but for the messages the
-/// context holds there (`Kept::fixed`).
-#[derive(Clone, Debug, PartialEq)]
-struct Background {
-    summarised_until: Option<usize>,
-    /// The messages of the turns whose memory summaries are in the context.
-    memory: Vec<(usize, usize)>,
-    before: Option<DropReason>,
-    /// How many units the summary in force covers, and the last.
-    covered: (usize, Option<usize>),
-}
-
-impl Background {
-    /// The first message whose fate may differ between this build and `other` on this account.
-    fn differs_from(&self, other: &Background) -> usize {
-        if (self.before, self.covered) != (other.before, other.covered) {
-            return 0;
-        }
-        // Before both ends of the summarised stretch, messages are summarised in both.
-        let until = match (self.summarised_until, other.summarised_until) {
-            (a, b) if a == b => usize::MAX,
-            (a, b) => a.unwrap_or(0).min(b.unwrap_or(0)),
-        };
-        let memory = self
-            .memory
-            .iter()
-            .filter(|r| !other.memory.contains(r))
-            .chain(other.memory.iter().filter(|r| !self.memory.contains(r)))
-            .map(|&(first, _)| first)
-            .min()
-            .unwrap_or(usize::MAX);
-        until.min(memory)
-    }
-}
-
-/// The last build's fates and receipt runs, which the next build starts from: a build after an
-/// append changes the fates of the messages near the end only, and remakes only those (and the
-/// runs from the first that changed).
-#[derive(Clone, Debug)]
-pub(crate) struct Kept {
-    /// Shared with the receipt (and unshared by the time the next build starts: it is then
-    /// changed in place).
-    fates: Arc<Vec<Fate>>,
-    runs: Arc<Vec<ReceiptRun>>,
-    background: Background,
-    /// The first message of the first planned unit (the history's length when none is).
-    planned_from: usize,
-    /// The messages before `planned_from` the context held (system prompts, pinned requests),
-    /// in order, with what became of them.
-    fixed: Vec<(usize, Action, u32)>,
-    /// Made with images replaced (`images_sent_once`): kept for the receipt's entries only.
-    reusable: bool,
-}
-
-impl Kept {
-    /// Fates a build patched after `fates_and_runs` made them: kept for the entries, not reused.
-    pub(crate) fn patched(fates: Arc<Vec<Fate>>) -> Kept {
-        Kept {
-            fates,
-            runs: Arc::default(),
-            background: Background { summarised_until: None, memory: Vec::new(), before: None, covered: (0, None) },
-            planned_from: 0,
-            fixed: Vec::new(),
-            reusable: false,
-        }
-    }
-}
-
-/// Units per block of `Reach`.
-const REACH_BLOCK: usize = 64;
-
-/// The greatest last message of the units up to the end of each block of `REACH_BLOCK` units,
-/// kept with the structure (`ReduceCache::structure`): units are in order of their first message,
-/// and this finds the first that reaches a message, however late its last result came.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Reach {
-    blocks: Vec<usize>,
-}
-
-impl Reach {
-    /// The first unit with a member at `msg` or later (`units.len()` when none has).
-    fn first_reaching(&mut self, structure: &Structure, msg: usize) -> usize {
-        let units = &structure.units;
-        // Blocks from the open run of assistant messages on may still grow (`repair::extend`).
-        let settled = structure.open_step.unwrap_or(units.len()).min(units.len());
-        self.blocks.truncate(settled / REACH_BLOCK);
-        let mut reach = self.blocks.last().copied().unwrap_or(0);
-        for block in units.chunks(REACH_BLOCK).skip(self.blocks.len()) {
-            reach = block.iter().map(Unit::last).fold(reach, usize::max);
-            self.blocks.push(reach);
-        }
-        let block = self.blocks.partition_point(|&reach| reach < msg);
-        let from = block * REACH_BLOCK;
-        units.get(from..).map_or(units.len(), |rest| from + rest.iter().take_while(|u| u.last() < msg).count())
-    }
-}
-
-/// What `fates` reads of a build.
-pub(crate) struct FateInputs<'a, 'b> {
-    pub(crate) items: &'a [Item<'b>],
-    pub(crate) structure: &'a Structure,
-    pub(crate) covered: &'a [usize],
-    pub(crate) active: &'a [usize],
-    pub(crate) plans: &'a Plans,
-    /// The action and the tokens of each message in the context.
-    pub(crate) after: &'a HashMap<usize, (Action, u32)>,
-    pub(crate) summarised_until: Option<usize>,
-    pub(crate) turns: &'a [TurnNote<'a>],
-    pub(crate) memory_turns: &'a [u32],
-}
-
-/// The fates and the runs of a build, those of the last build (`kept`, where these are kept in
-/// turn) reused up to the first message whose fate may differ.
-pub(crate) fn fates_and_runs(inputs: &FateInputs, cache: &mut ReduceCache) -> (Arc<Vec<Fate>>, Arc<Vec<ReceiptRun>>) {
-    let kept = &mut cache.runs;
-    let FateInputs { items, structure, active, plans, after, .. } = *inputs;
-    // The ranges of the turns whose summaries are in the context: a handful, looked up once per
-    // message left out (of a long history, most messages).
-    let memory: Vec<(usize, usize)> =
-        inputs.turns.iter().filter(|t| inputs.memory_turns.contains(&t.turn)).map(|t| (t.first, t.last)).collect();
-    let background = Background {
-        summarised_until: inputs.summarised_until,
-        memory,
-        before: plans.before,
-        covered: (inputs.covered.len(), inputs.covered.last().copied()),
-    };
-    let planned_from = active.get(plans.first()).and_then(|&u| structure.units.get(u)).map_or(items.len(), |u| u.first);
-    let mut fixed: Vec<(usize, Action, u32)> = after
-        .iter()
-        .filter(|(&msg, _)| msg < planned_from)
-        .map(|(&msg, &(action, tokens))| (msg, action, tokens))
-        .collect();
-    fixed.sort_unstable_by_key(|f| f.0);
-    // The first message whose fate may differ from the last build's: past its messages, from
-    // the first planned unit of either build, or from the first held message they disagree on.
-    let last = kept.take().filter(|k| k.reusable && k.fates.len() <= items.len());
-    let from = last.as_ref().map_or(0, |k| {
-        let planned = k.planned_from.min(planned_from);
-        let below = |list: &[(usize, Action, u32)]| list.partition_point(|f| f.0 < planned);
-        let (a, b) = (&k.fixed[..below(&k.fixed)], &fixed[..below(&fixed)]);
-        let differs = a.iter().zip(b).find(|(x, y)| x != y).map(|(x, y)| x.0.min(y.0));
-        let longer = match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Less => b.get(a.len()).map(|f| f.0),
-            std::cmp::Ordering::Greater => a.get(b.len()).map(|f| f.0),
-            std::cmp::Ordering::Equal => None,
-        };
-        [
-            k.fates.len(),
-            planned,
-            differs.unwrap_or(usize::MAX),
-            longer.unwrap_or(usize::MAX),
-            k.background.differs_from(&background),
-        ]
-        .into_iter()
-        .min()
-        .unwrap_or(0)
-    });
-    let (mut shared, last_runs) = match last {
-        Some(k) => (k.fates, Some(k.runs)),
-        None => (Arc::default(), None),
-    };
-    // Unshared by now (the last receipt was dropped), the last fates are changed in place.
-    let fates = Arc::make_mut(&mut shared);
-    fates.truncate(from);
-    fill_fates(inputs, &background, fates, from, cache.reach.first_reaching(structure, from));
-    let (runs, reused) = runs_reusing(items, fates, last_runs.as_deref().map(|r| (from, r.as_slice())));
-    cache.fates_made += (fates.len() - from) as u64;
-    cache.runs_made += (runs.len() - reused) as u64;
-    drop(last_runs);
-    let runs = Arc::new(runs);
-    cache.runs = Some(Kept {
-        fates: Arc::clone(&shared),
-        runs: Arc::clone(&runs),
-        background,
-        planned_from,
-        fixed,
-        reusable: true,
-    });
-    (shared, runs)
-}
-
-/// Each stored message's fate from `from` on (`fates` holds those before): summarised (by the
-/// summary in force, the bridge, or its turn's memory summary), dropped (by repair, thinning,
-/// the window or the budget), or what its members in the context became. With a summary, what
-/// repair left out before `summarised_until` counts as summarised too. `first_unit` is the first
-/// unit with a member at `from` or later.
-fn fill_fates(inputs: &FateInputs, background: &Background, fates: &mut Vec<Fate>, from: usize, first_unit: usize) {
-    let FateInputs { items, structure, covered, active, plans, after, .. } = *inputs;
-    // Every message starts as left out by repair (summarised, before `summarised_until`); what a
-    // later stage decided overwrites that.
-    let until = background.summarised_until.unwrap_or(0);
-    fates.extend(items.iter().enumerate().skip(from).map(|(msg, item)| {
-        let (action, reason) =
-            if msg < until { (Action::Summarised, None) } else { (Action::Dropped, Some(DropReason::Repair)) };
-        Fate { action, reason, tokens_before: item.tokens, tokens_after: 0 }
-    }));
-    let set = |fates: &mut [Fate], msg: usize, action: Action, reason: Option<DropReason>| {
-        if let Some(fate) = fates.get_mut(msg).filter(|_| msg >= from) {
-            fate.action = action;
-            fate.reason = reason;
-        }
-    };
-    let from_unit = |units: &[usize]| units.partition_point(|&u| u < first_unit);
-    for &u in &covered[from_unit(covered)..] {
-        if let Some(unit) = structure.units.get(u) {
-            // A unit that ends before `until` is summarised already (most of a long history's
-            // covered units), without reading its members.
-            if unit.last() < until {
-                continue;
-            }
-            for m in &unit.members {
-                set(fates, m.msg, Action::Summarised, None);
-            }
-        }
-    }
-    let memory = |msg: usize| background.memory.iter().any(|&(first, last)| (first..=last).contains(&msg));
-    let left_out = |fates: &mut [Fate], unit_members: &[crate::compact::repair::Member], reason: DropReason| {
-        for m in unit_members {
-            match reason {
-                DropReason::Bridge => set(fates, m.msg, Action::Summarised, Some(DropReason::Bridge)),
-                _ if memory(m.msg) => set(fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
-                _ => set(fates, m.msg, Action::Dropped, Some(reason)),
-            }
-        }
-    };
-    // The units not planned, all left out alike.
-    if let Some(reason) = plans.before {
-        let not_planned = active.get(..plans.first()).unwrap_or(active);
-        for &u in &not_planned[from_unit(not_planned)..] {
-            left_out(fates, structure.units.get(u).map_or(&[][..], |u| u.members.as_slice()), reason);
-        }
-    }
-    for plan in plans.iter() {
-        let unit_members = structure.units.get(plan.unit).map_or(&[][..], |u| u.members.as_slice());
-        if let Some(reason) = plan.dropped {
-            left_out(fates, unit_members, reason);
-        } else {
-            // Members of a kept unit that thinning left out.
-            for m in unit_members {
-                if !plan.members.iter().any(|p| p.msg == m.msg) {
-                    match memory(m.msg) {
-                        true => set(fates, m.msg, Action::Summarised, Some(DropReason::Memory)),
-                        false => set(fates, m.msg, Action::Dropped, Some(DropReason::Thinning)),
-                    }
-                }
-            }
-        }
-    }
-    // The messages in the context (its size, not the history's).
-    for (&msg, &(action, tokens)) in after {
-        if let Some(fate) = fates.get_mut(msg).filter(|_| msg >= from) {
-            *fate = Fate { action, reason: None, tokens_before: fate.tokens_before, tokens_after: tokens };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::plan::testing::Log;
+    use crate::compact::testing::Log;
     use serde_json::json;
 
     #[test]

@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::reduce::ReduceCache;
 use crate::util::fasthash::{FastMap, FastSet, FxHasher};
 
 use crate::message::{Message, Part, Role};
@@ -363,7 +362,7 @@ pub fn analyze(items: &[Item], dedupe_system: bool) -> Structure {
                 }
                 let whole = by_unit.len() == 1 && (rest.is_empty() || tool_rest) && !had_drops;
                 for (u, mut list) in by_unit {
-                    crate::sort::sort(&mut list);
+                    crate::util::sort::sort(&mut list);
                     if let Some(unit) = units.get_mut(u) {
                         unit.push(Member { msg: i, parts: if whole { None } else { Some(list) } });
                     }
@@ -556,12 +555,38 @@ fn same_instruction(a: &Message, b: &Message) -> bool {
     a.role == b.role && a.name == b.name && a.content.parts == b.content.parts
 }
 
+/// The structure of the last history built and what is derived of it as it grows, kept between
+/// builds: a build after an append extends it instead of analysing the history again.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StructureCache {
+    /// The structure with what identifies its history: its length, first and last ids, and the
+    /// dedupe flag (an append-only history with the same length and ends is the same history).
+    last: Option<(usize, String, String, bool, Arc<Structure>)>,
+    /// How many structures were analysed afresh: what other caches keep of a structure (running
+    /// sums, fates) they keep with this number, and start afresh when it changes.
+    epoch: u64,
+    /// The repairs of the structure as receipts report them, with how many of its `repairs` and
+    /// `moved` they hold (`reported`).
+    reported: Option<(usize, usize, Arc<Vec<Repair>>)>,
+    /// How many of the structure's units were looked at, and which of them are system units
+    /// (`system_units`).
+    systems: (usize, Vec<usize>),
+}
+
+impl StructureCache {
+    /// Which structure the cache holds: it changes when one is analysed afresh (an extended one
+    /// keeps it).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
 /// The structure of `items`, from the cache when it is the history built last time (append-only:
 /// same length and same ends), else analysed afresh.
-pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCache) -> Arc<Structure> {
+pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut StructureCache) -> Arc<Structure> {
     let first = items.first().map_or("", |i| i.id);
     let last = items.last().map_or("", |i| i.id);
-    if let Some((len, cached_first, cached_last, cached_dedupe, structure)) = cache.structure.as_mut() {
+    if let Some((len, cached_first, cached_last, cached_dedupe, structure)) = cache.last.as_mut() {
         if *len == items.len() && cached_first == first && cached_last == last && *cached_dedupe == dedupe {
             return Arc::clone(structure);
         }
@@ -580,18 +605,17 @@ pub(crate) fn structure_for(items: &[Item], dedupe: bool, cache: &mut ReduceCach
         }
     }
     let structure = Arc::new(analyze(items, dedupe));
-    cache.reported = None;
-    cache.systems = Default::default();
-    cache.sums = Default::default();
-    cache.runs = None;
-    cache.reach = Default::default();
-    cache.structure = Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure)));
+    *cache = StructureCache {
+        last: Some((items.len(), first.to_string(), last.to_string(), dedupe, Arc::clone(&structure))),
+        epoch: cache.epoch + 1,
+        ..StructureCache::default()
+    };
     structure
 }
 
 /// The indices of the structure's system units, in order: kept with the structure and brought up
 /// to date with the units appended since (`extend` appends units and changes no unit's kind).
-pub(crate) fn system_units<'c>(structure: &Structure, cache: &'c mut ReduceCache) -> &'c [usize] {
+pub(crate) fn system_units<'c>(structure: &Structure, cache: &'c mut StructureCache) -> &'c [usize] {
     let (seen, systems) = &mut cache.systems;
     if *seen > structure.units.len() {
         (*seen, *systems) = (0, Vec::new());
@@ -605,7 +629,7 @@ pub(crate) fn system_units<'c>(structure: &Structure, cache: &'c mut ReduceCache
 /// The repairs a receipt reports (`repairs`, then `moved`): one list shared by the receipts of
 /// builds on the same structure while it holds as many (`extend` only appends to `repairs`), not
 /// a copy per build of a long history's thousands.
-pub(crate) fn reported(structure: &Structure, cache: &mut ReduceCache) -> Arc<Vec<Repair>> {
+pub(crate) fn reported(structure: &Structure, cache: &mut StructureCache) -> Arc<Vec<Repair>> {
     let counts = (structure.repairs.len(), structure.moved.len());
     if let Some((repairs, moved, list)) = &cache.reported {
         if (*repairs, *moved) == counts {

@@ -1,172 +1,16 @@
-//! Select: what the context has room for. `allot` does the budget arithmetic: the
-//! system prompt, the pinned requests, the summary section's share; `measure` finds the recent
-//! steps kept whole and what the history costs as it is; `select` takes units newest first within
-//! a room; `fill` makes the recent section when not everything fits: a suffix covered before it by
-//! the summary (and a bridge), or, without a summary, the units that fit (older ones may still be
-//! taken after one that does not). Whatever the summary section does not use goes to the recent
-//! messages.
+//! Select: what the context has room for, within the split `allot` made: units newest first
+//! within a room, each reduced or cut as far as it must be to go in (`select`); with a section that
+//! depends on what is selected (the bridge, the memory's turn summaries), a few rounds
+//! (`select_with`); and the plans made what a selection took (`apply`). The summary and fill
+//! stages select with these.
 
-use super::assemble::placeholder;
-use super::plan::{made_up_tokens, Ctx, Mode, Pass, Plan, Reduction};
-use super::receipt::{BudgetReport, DropReason};
-use super::reduce::stages::{count_all, deepest_cut, fully_reduced};
-use super::reduce::ReduceCache;
-use super::summarise::{self, summary_messages};
-use crate::error::{Error, Result};
-use crate::message::{Part, Role};
-use crate::tokens::REPLY_PRIMING;
-
-/// The budget arithmetic: the most tokens (with a budget), the pins sized to at most half of what
-/// the system prompt leaves, the summary section's share of the rest (`budget.summaryRatio`), and
-/// the summary in force as the context shows it (cut to the share if it is longer). A budget too
-/// small for the system prompt is an error.
-pub(crate) fn allot(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
-    let options = ctx.options;
-    pass.placeholder_tokens = made_up_tokens(ctx, cache, &placeholder(options.format));
-    if let Some(summary) = pass.summary {
-        pass.summary_messages = summary_messages(options, &summary.text, &summary.summarised_until);
-        pass.summary_tokens = pass.summary_messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
-    }
-    let Some(budget) = &options.budget else {
-        state_section(ctx, cache, pass, usize::MAX);
-        return Ok(());
-    };
-    let max = budget.max_tokens();
-    pass.max = Some(max);
-    let floor = pass.system_tokens + REPLY_PRIMING + pass.placeholder_tokens;
-    if floor > max {
-        return Err(Error::invalid_argument(format!(
-            "the budget of {max} tokens ({}) is too small for the system prompt alone ({} tokens)",
-            budget.describe(),
-            pass.system_tokens
-        )));
-    }
-    // The state's sections: at most a quarter of what the system prompt leaves.
-    state_section(ctx, cache, pass, (max - floor) / 4);
-    let floor = floor + pass.state_tokens;
-    super::pins::size(ctx, cache, pass, (max - pass.system_tokens - pass.state_tokens - REPLY_PRIMING) / 2)?;
-    let avail = max.saturating_sub(floor + pass.pins_tokens);
-    pass.share = (avail as f64 * budget.summary_ratio).floor() as usize;
-    if let Some(summary) = pass.summary.filter(|_| pass.summary_tokens > pass.share) {
-        cut_summary(ctx, cache, pass, &summary.text, &summary.summarised_until)?;
-    }
-    pass.budget = Some(BudgetReport {
-        max_tokens: max,
-        system_tokens: pass.system_tokens,
-        state_tokens: pass.state_tokens,
-        pinned_tokens: pass.pins_tokens,
-        summary_budget: pass.share,
-        recent_budget: avail.saturating_sub(pass.summary_tokens),
-        trigger_tokens: max,
-        low_water_tokens: max,
-        request_tokens: 0,
-        billed_tokens: None,
-    });
-    Ok(())
-}
-
-/// The state's sections (`compact::state`) within their cap and `room`.
-fn state_section(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, room: usize) {
-    let Some(options) = ctx.options.state.as_ref() else { return };
-    let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize);
-    if let Some((messages, used)) =
-        super::state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut cache.line_tokens)
-    {
-        pass.state_messages = messages;
-        pass.state_tokens = used.tokens;
-        pass.state_use = Some(used);
-    }
-}
-
-/// The summary in force, longer than its share: its head and tail, as long as the share allows.
-fn cut_summary(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass, text: &str, until: &str) -> Result<()> {
-    let tokens_at = |chars: usize, cache: &mut ReduceCache| -> (Vec<crate::message::Message>, usize) {
-        let cut = crate::extract::head_tail(text, chars, chars);
-        let messages = summary_messages(ctx.options, &cut, until);
-        let n = messages.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
-        (messages, n)
-    };
-    let (mut low, mut high) = (0usize, text.chars().count() / 2);
-    let mut best = None;
-    while low <= high {
-        let mid = low + (high - low) / 2;
-        let (messages, n) = tokens_at(mid, cache);
-        if n <= pass.share {
-            best = Some((messages, n));
-            low = mid + 1;
-        } else if mid == 0 {
-            break;
-        } else {
-            high = mid - 1;
-        }
-    }
-    match best {
-        Some((messages, n)) => {
-            pass.summary_messages = messages;
-            pass.summary_tokens = n;
-            pass.summary_truncated = true;
-            pass.notes
-                .push(format!("the summary was cut to its head and tail to fit its share ({} tokens)", pass.share));
-        }
-        None => {
-            pass.summary_messages = Vec::new();
-            pass.summary_tokens = 0;
-            pass.summary_truncated = true;
-            pass.notes.push("the summary does not fit the budget at all and was left out".to_string());
-        }
-    }
-    Ok(())
-}
-
-/// The recent steps kept whole, the active messages and their tokens as stored, and
-/// whether the history as it is would need a placeholder user message first.
-pub(crate) fn measure(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
-    let options = ctx.options;
-    let keep = options.keep_recent_steps.max(1);
-    let mut tail_start = 0usize;
-    let mut steps_seen = 0usize;
-    for (o, &u) in pass.active.iter().enumerate().rev() {
-        if pass.unit(u).is_some_and(|unit| unit.is_step_like()) {
-            steps_seen += 1;
-            if steps_seen >= keep {
-                tail_start = o;
-                break;
-            }
-        }
-    }
-    pass.tail_start = if steps_seen < keep { 0 } else { tail_start };
-
-    // The active units as stored: a running sum kept between builds (`sums`).
-    let end = pass.structure.units.len();
-    pass.unreduced = super::sums::active_before(ctx, cache, pass, super::sums::End::History, end)?.all;
-    let first_is_user = pass
-        .pins
-        .first()
-        .map(|p| p.plan.unit)
-        .into_iter()
-        .chain(pass.active.first().copied())
-        .min()
-        .and_then(|u| pass.unit(u))
-        .is_some_and(|unit| unit.kind == super::repair::UnitKind::User);
-    let summary_leads = pass.summary_tokens > 0 && pass.summary_messages.first().is_some_and(|m| m.role == Role::User);
-    pass.verbatim_placeholder = options.format == crate::message::Format::Anthropic && !first_is_user && !summary_leads;
-    if options.budget.is_none() && options.summary.is_none() {
-        pass.mode = Mode::Unlimited;
-    }
-    Ok(())
-}
-
-/// The count window's first message, when `maxMessages` leaves active messages out.
-pub(crate) fn window_cutoff(ctx: &Ctx, pass: &Pass) -> Option<usize> {
-    let n = ctx.options.max_messages?;
-    // The pinned requests count too: they are messages of the history like the others.
-    let units = pass.active.iter().copied().chain(pass.pins.iter().map(|p| p.plan.unit));
-    let mut msgs: Vec<usize> =
-        units.filter_map(|u| pass.unit(u)).flat_map(|unit| unit.members.iter().map(|m| m.msg)).collect();
-    crate::sort::sort(&mut msgs);
-    msgs.dedup();
-    (msgs.len() > n).then(|| msgs.get(msgs.len() - n).copied().unwrap_or(0))
-}
+use super::forms::{part_indices, Ctx, Plan, Reduction};
+use super::pass::Pass;
+use super::receipt::DropReason;
+use super::reduce::stages::{deepest_cut, fully_reduced};
+use super::reduce::Reductions;
+use crate::error::Result;
+use crate::message::Part;
 
 /// What a selection took: the plans it keeps (by ordinal in `active`), where it stopped (a suffix
 /// starts there), what it used, and the units it left out on the way (without a summary).
@@ -180,7 +24,7 @@ pub(crate) struct Selection {
 /// The tokens left for the recent messages: the budget less everything else (with the reserve for
 /// a placeholder user message); unbounded without a budget.
 pub(crate) fn base_room(pass: &Pass) -> usize {
-    match pass.max {
+    match pass.budget.max {
         Some(max) => max.saturating_sub(pass.fixed_tokens(true)),
         None => usize::MAX,
     }
@@ -193,19 +37,19 @@ pub(crate) fn base_room(pass: &Pass) -> usize {
 /// and older units may still be taken. The count window ends it too.
 pub(crate) fn select(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     room: usize,
     contiguous: bool,
 ) -> Result<Selection> {
-    let cutoff = window_cutoff(ctx, pass);
+    let cutoff = pass.units.window_cutoff(ctx);
     let len = pass.plans.len();
     let newest = len.saturating_sub(1);
-    let cut_floor = pass.max.map_or(usize::MAX, |m| m / 20);
+    let cut_floor = pass.budget.max.map_or(usize::MAX, |m| m / 20);
     let mut remaining = room;
     let mut selection = Selection { taken: Vec::new(), stop: len, used: 0, skipped: Vec::new() };
     for o in (0..len).rev() {
-        let Some(plan) = pass.plan_at(o) else { continue };
+        let Some(plan) = pass.plans.plan_at(&pass.units, o) else { continue };
         if let Some(reason) = plan.dropped {
             selection.skipped.push((o, reason));
             continue;
@@ -229,16 +73,16 @@ pub(crate) fn select(
         }
         let mut form = plan.into_owned();
         if !form.counted {
-            ctx.plan_tokens(cache, &mut form)?;
+            ctx.plan_tokens(reductions.forms, &mut form)?;
         }
         if form.tokens > remaining && o != newest {
-            form = reduced_for(ctx, cache, pass, &form, remaining)?;
+            form = reduced_for(ctx, reductions, pass, &form, remaining)?;
         }
         if form.tokens > remaining {
             // With a summary, the unit where the room runs out is the suffix's boundary: cut to
             // fit, or the end. Without, it is skipped (and cut to fill what is left at the end).
             let cut = match contiguous && remaining > cut_floor {
-                true => cut_to_fit(ctx, cache, &form, remaining, true)?,
+                true => cut_to_fit(ctx, reductions, &form, remaining, true)?,
                 false => None,
             };
             match cut {
@@ -263,10 +107,10 @@ pub(crate) fn select(
         let newest_skipped = selection.skipped.iter().position(|(_, r)| *r == DropReason::Budget);
         if let Some(at) = newest_skipped {
             let (o, _) = selection.skipped[at];
-            if let Some(plan) = pass.plan_at(o) {
-                let mut form = reduced_for(ctx, cache, pass, &plan, remaining)?;
+            if let Some(plan) = pass.plans.plan_at(&pass.units, o) {
+                let mut form = reduced_for(ctx, reductions, pass, &plan, remaining)?;
                 if form.tokens > remaining {
-                    form = match cut_to_fit(ctx, cache, &form, remaining, true)? {
+                    form = match cut_to_fit(ctx, reductions, &form, remaining, true)? {
                         Some(cut) => cut,
                         None => form,
                     };
@@ -289,12 +133,12 @@ pub(crate) fn select(
 
 /// `plan` with every reduction it can have; when that leaves part of `room` unused, its results
 /// cut only as deep as the room needs instead (more of them is kept). May still exceed `room`.
-fn reduced_for(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
-    let form = fully_reduced(ctx, cache, pass, plan)?;
+fn reduced_for(ctx: &Ctx, reductions: &mut Reductions, pass: &Pass, plan: &Plan, room: usize) -> Result<Plan> {
+    let form = fully_reduced(ctx, reductions.forms, reductions.files, pass, plan)?;
     if form.tokens >= room {
         return Ok(form);
     }
-    Ok(match cut_to_fit(ctx, cache, &form, room, false)? {
+    Ok(match cut_to_fit(ctx, reductions, &form, room, false)? {
         Some(cut) if cut.tokens > form.tokens => cut,
         _ => form,
     })
@@ -304,13 +148,13 @@ fn reduced_for(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, plan: &Plan, roo
 /// thinking and digests whole) that fits `room`; if that leaves more than 5% of the room (or does
 /// not fit at all), the same with its file reads cut instead of digested, when that uses more of
 /// it (the unit stays whole and valid: only its calls are never cut). `None` if nothing fits.
-fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
-    let kept = cut_to_fit_with(ctx, cache, plan, room, texts, false)?;
+fn cut_to_fit(ctx: &Ctx, reductions: &mut Reductions, plan: &Plan, room: usize, texts: bool) -> Result<Option<Plan>> {
+    let kept = cut_to_fit_with(ctx, reductions, plan, room, texts, false)?;
     // Within 5% of the room already: the digests stay.
     if kept.as_ref().is_some_and(|cut| cut.tokens * 20 >= room * 19) {
         return Ok(kept);
     }
-    let cut = cut_to_fit_with(ctx, cache, plan, room, texts, true)?;
+    let cut = cut_to_fit_with(ctx, reductions, plan, room, texts, true)?;
     Ok(match (kept, cut) {
         (Some(kept), Some(cut)) if cut.tokens <= kept.tokens => Some(kept),
         (kept, None) => kept,
@@ -320,7 +164,7 @@ fn cut_to_fit(ctx: &Ctx, cache: &mut ReduceCache, plan: &Plan, room: usize, text
 
 fn cut_to_fit_with(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     plan: &Plan,
     room: usize,
     texts: bool,
@@ -329,7 +173,7 @@ fn cut_to_fit_with(
     let mut longest = 0usize;
     for member in &plan.members {
         let message = ctx.item(member.msg)?.message;
-        for j in super::plan::part_indices(message, member) {
+        for j in part_indices(message, member) {
             longest = longest.max(match message.content.parts.get(j) {
                 Some(Part::Text { text, .. }) => text.chars().count(),
                 Some(Part::ToolResult(result)) => result.content.joined_text().chars().count(),
@@ -337,14 +181,14 @@ fn cut_to_fit_with(
             });
         }
     }
-    let at = |chars: u32, cache: &mut ReduceCache| -> Result<Plan> {
+    let at = |chars: u32, reductions: &mut Reductions| -> Result<Plan> {
         let mut cut = plan.clone();
         for member in cut.members.iter_mut() {
             let message = ctx.item(member.msg)?.message;
             if texts {
                 member.cut_text = Some(chars);
             }
-            for j in super::plan::part_indices(message, member) {
+            for j in part_indices(message, member) {
                 if !matches!(message.content.parts.get(j), Some(Part::ToolResult(_))) {
                     continue;
                 }
@@ -355,11 +199,11 @@ fn cut_to_fit_with(
                 }
             }
         }
-        ctx.plan_tokens(cache, &mut cut)?;
+        ctx.plan_tokens(reductions.forms, &mut cut)?;
         Ok(cut)
     };
     deepest_cut(longest / 2, |k| {
-        let cut = at(k, cache)?;
+        let cut = at(k, reductions)?;
         Ok((cut.tokens <= room).then_some(cut))
     })
 }
@@ -371,15 +215,15 @@ fn cut_to_fit_with(
 /// that uses the most is kept.
 pub(crate) fn select_with<X>(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     pass: &mut Pass,
     room: usize,
     reserve: usize,
     contiguous: bool,
-    mut section: impl FnMut(&Ctx, &mut ReduceCache, &mut Pass, &Selection) -> Result<(X, usize)>,
+    mut section: impl FnMut(&Ctx, &mut Reductions, &mut Pass, &Selection) -> Result<(X, usize)>,
 ) -> Result<(Selection, X)> {
-    let first = select(ctx, cache, pass, room.saturating_sub(reserve), contiguous)?;
-    let (x, used) = section(ctx, cache, pass, &first)?;
+    let first = select(ctx, reductions, pass, room.saturating_sub(reserve), contiguous)?;
+    let (x, used) = section(ctx, reductions, pass, &first)?;
     if used >= reserve || room == usize::MAX {
         return Ok((first, x));
     }
@@ -389,11 +233,11 @@ pub(crate) fn select_with<X>(
     let mut tried = vec![reserve];
     while !tried.contains(&left) && tried.len() < 4 {
         tried.push(left);
-        let next = select(ctx, cache, pass, room.saturating_sub(left), contiguous)?;
+        let next = select(ctx, reductions, pass, room.saturating_sub(left), contiguous)?;
         if next.used <= best.0.used && next.stop >= best.0.stop {
             break;
         }
-        let (y, took) = section(ctx, cache, pass, &next)?;
+        let (y, took) = section(ctx, reductions, pass, &next)?;
         let fits = next.used + took <= room;
         if fits && next.used + took > best_total {
             best_total = next.used + took;
@@ -414,7 +258,7 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
     // What the selection looked at one by one is planned; what is before it, all left out, not.
     let oldest = taken.iter().map(|(o, _)| *o).chain(skipped.iter().map(|(o, _)| *o)).min();
     if let Some(oldest) = oldest {
-        pass.plan_from(oldest);
+        pass.plans.plan_from(&pass.units, oldest);
     }
     for (o, reason) in skipped {
         if let Some(plan) = pass.plans.get_mut(o) {
@@ -439,44 +283,6 @@ pub(crate) fn apply(pass: &mut Pass, selection: Selection, contiguous: bool) {
     if contiguous {
         pass.suffix_start = Some(stop);
     }
-}
-
-/// The recent section when not everything fits (`Mode::Selected`): with a summary, the suffix
-/// that fits, the bridge covering what lies between the summary in force and it; without one,
-/// the units that fit, within what the memory's turn summaries leave.
-pub(crate) fn fill(ctx: &Ctx, cache: &mut ReduceCache, pass: &mut Pass) -> Result<()> {
-    if pass.mode != Mode::Selected {
-        // The context holds every unit: each is planned (`reduce::fit`).
-        return count_all(ctx, cache, pass);
-    }
-    let room = base_room(pass);
-    if ctx.options.summary.is_some() {
-        let selection = select(ctx, cache, pass, room, true)?;
-        if selection.stop == 0 {
-            apply(pass, selection, true);
-            return Ok(());
-        }
-        let cap = summarise::bridge_cap(ctx, cache, pass);
-        let (selection, bridge) = select_with(ctx, cache, pass, room, cap, true, |ctx, cache, pass, selection| {
-            let bridge = summarise::bridge(ctx, cache, pass, selection.stop, cap)?;
-            let tokens = bridge.as_ref().map_or(0, |(_, b)| b.tokens);
-            Ok((bridge, tokens))
-        })?;
-        pass.bridge = bridge;
-        apply(pass, selection, true);
-    } else if ctx.options.memory.is_some() && !ctx.turns.is_empty() {
-        let reserve =
-            ctx.options.memory.as_ref().and_then(|m| m.max_tokens).map_or(pass.share, |m| pass.share.min(m as usize));
-        let (selection, _) = select_with(ctx, cache, pass, room, reserve, false, |ctx, cache, pass, selection| {
-            let used = super::assemble::memory_tokens_for(ctx, cache, pass, selection, reserve);
-            Ok(((), used))
-        })?;
-        apply(pass, selection, false);
-    } else {
-        let selection = select(ctx, cache, pass, room, false)?;
-        apply(pass, selection, false);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

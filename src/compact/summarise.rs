@@ -9,19 +9,26 @@
 
 use std::sync::Arc;
 
-use super::assemble::placeholder;
-use super::plan::{base_members, made_up_tokens, Ctx, MemberPlan, Mode, Pass, PinRole};
-use super::receipt::BridgeUse;
-use super::reduce::ReduceCache;
+use super::forms::{base_members, made_up_tokens, member_key, Ctx, Forms, MemberPlan, TextCounts};
+use super::pass::{Mode, Pass};
+use super::receipt::{BridgeUse, PinRole};
+use super::reduce::parts;
+use super::reduce::Reductions;
 use super::repair::{Unit, UnitKind};
-use super::request::emit_request;
+use super::request::{emit_request, placeholder};
+use super::section::{section_message, summary_messages};
 use super::select::{base_room, select, select_with};
-use super::summary::{
-    self, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource, SummaryState,
-};
-use super::BuildOptions;
+use super::summary::{self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState};
 use crate::error::{Error, Result};
 use crate::message::{Content, Format, Message, Role};
+use crate::util::fasthash::FastMap;
+
+/// The bridges made, kept between builds by what they cover: the previous summary's request
+/// id, which messages (by id and form), and the budget.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bridges {
+    pub(crate) texts: FastMap<(String, u64, u32), String>,
+}
 
 /// A bridge or summary shorter than this says too little: a new summary is made instead.
 const MIN_SUMMARY_TOKENS: usize = 48;
@@ -30,7 +37,8 @@ const MIN_SUMMARY_TOKENS: usize = 48;
 /// external summariser's request goes to `pass.summary_request`.
 pub(crate) fn summarise(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
+    texts: &mut TextCounts,
     pass: &mut Pass,
     state: &SummaryState,
     allowed: bool,
@@ -40,16 +48,17 @@ pub(crate) fn summarise(
     let due = match pass.mode {
         Mode::Unlimited => false,
         Mode::Verbatim | Mode::Reduced => {
-            let over = pass.view(pass.mode != Mode::Verbatim || pass.verbatim_placeholder) > options.trigger(pass.max);
+            let over = pass.view(pass.mode != Mode::Verbatim || pass.measured.verbatim_placeholder)
+                > options.trigger(pass.budget.max);
             over && gates(ctx, pass, options, pass.plans.len())?
         }
         Mode::Selected => {
-            let reaches = select(ctx, cache, pass, base_room(pass), true)?;
+            let reaches = select(ctx, reductions, pass, base_room(pass), true)?;
             let gap = reaches.stop;
             gap > 0
-                && (pass.summary.is_none()
+                && (pass.units.summary.is_none()
                     || gates(ctx, pass, options, gap)?
-                    || bridge_cap(ctx, cache, pass) < MIN_SUMMARY_TOKENS)
+                    || bridge_cap(ctx, texts, pass) < MIN_SUMMARY_TOKENS)
         }
     };
     if !due {
@@ -64,12 +73,13 @@ pub(crate) fn summarise(
     }
     // The room the recent messages have beside a new summary (which replaces the one in force),
     // and the summary's own cap: its share of the budget, at most `maxTokens`.
-    let fixed = pass.fixed_tokens(true) - pass.summary_tokens - pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
-    let goal = options.target(pass.max);
+    let fixed =
+        pass.fixed_tokens(true) - pass.budget.summary.tokens - pass.bridge.as_ref().map_or(0, |(_, b)| b.tokens);
+    let goal = options.target(pass.budget.max);
     let room = goal.saturating_sub(fixed);
-    let room = pass.max.map_or(room, |max| room.min(max.saturating_sub(fixed)));
-    let framing = framing_tokens(ctx, cache);
-    let share = pass.share;
+    let room = pass.budget.max.map_or(room, |max| room.min(max.saturating_sub(fixed)));
+    let framing = framing_tokens(ctx, texts);
+    let share = pass.budget.share;
     let cap = (options.max_tokens as usize).min(share.saturating_sub(framing));
     if cap < 16 {
         pass.notes.push(format!("no room for a summary ({share} tokens for the summary section)"));
@@ -80,21 +90,22 @@ pub(crate) fn summarise(
     }
     match options.summarizer {
         Summarizer::External => {
-            let selection = select(ctx, cache, pass, room.saturating_sub(cap + framing), true)?;
+            let selection = select(ctx, reductions, pass, room.saturating_sub(cap + framing), true)?;
             if selection.stop > 0 {
-                pass.summary_request = Some(request_for(ctx, cache, pass, selection.stop, options, state, cap as u32)?);
+                pass.summary_request =
+                    Some(request_for(ctx, reductions, pass, selection.stop, options, state, cap as u32)?);
             }
             Ok(None)
         }
         Summarizer::Extractive => {
             let (_, record) =
-                select_with(ctx, cache, pass, room, cap + framing, true, |ctx, cache, pass, selection| {
+                select_with(ctx, reductions, pass, room, cap + framing, true, |ctx, reductions, pass, selection| {
                     if selection.stop == 0 {
                         return Ok((None, 0));
                     }
-                    let record = extractive_record(ctx, cache, pass, selection.stop, state, cap)?;
+                    let record = extractive_record(ctx, reductions, pass, selection.stop, state, cap)?;
                     let shown = summary_messages(ctx.options, &record.text, &record.summarised_until);
-                    let tokens = shown.iter().map(|m| made_up_tokens(ctx, cache, m)).sum();
+                    let tokens = shown.iter().map(|m| made_up_tokens(ctx, texts, m)).sum();
                     Ok((Some(record), tokens))
                 })?;
             Ok(record)
@@ -108,14 +119,14 @@ pub(crate) fn summarise(
 fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Result<bool> {
     let mut messages = 0usize;
     let mut tokens = 0u64;
-    for &u in pass.active.iter().take(upto) {
-        let Some(unit) = pass.unit(u) else { continue };
+    for &u in pass.units.active.iter().take(upto) {
+        let Some(unit) = pass.units.unit(u) else { continue };
         messages += unit.members.len();
         for member in &unit.members {
             tokens += u64::from(ctx.item(member.msg)?.tokens);
         }
     }
-    Ok(match pass.summary {
+    Ok(match pass.units.summary {
         None => messages >= options.min_messages,
         Some(s) => {
             messages >= options.min_new_messages && tokens as f64 > options.new_token_ratio * f64::from(s.tokens)
@@ -125,14 +136,14 @@ fn gates(ctx: &Ctx, pass: &Pass, options: &SummaryOptions, upto: usize) -> Resul
 
 /// The tokens of the summary section's framing: its message with an empty text, and a little for
 /// the joins.
-fn framing_tokens(ctx: &Ctx, cache: &mut ReduceCache) -> usize {
-    summary_messages(ctx.options, "", "m0").iter().map(|m| made_up_tokens(ctx, cache, m)).sum::<usize>() + 4
+fn framing_tokens(ctx: &Ctx, texts: &mut TextCounts) -> usize {
+    summary_messages(ctx.options, "", "m0").iter().map(|m| made_up_tokens(ctx, texts, m)).sum::<usize>() + 4
 }
 
 /// What the bridge may take: what the summary in force leaves of the share, at most `maxTokens`.
-pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass) -> usize {
-    let max = ctx.options.summary.as_ref().map_or(4000, |s| s.max_tokens as usize) + framing_tokens(ctx, cache);
-    pass.share.saturating_sub(pass.summary_tokens).min(max)
+pub(crate) fn bridge_cap(ctx: &Ctx, texts: &mut TextCounts, pass: &Pass) -> usize {
+    let max = ctx.options.summary.as_ref().map_or(4000, |s| s.max_tokens as usize) + framing_tokens(ctx, texts);
+    pass.budget.share.saturating_sub(pass.budget.summary.tokens).min(max)
 }
 
 /// Visits the members of the active units before `stop` and of the pins from `from` to before
@@ -142,39 +153,52 @@ pub(crate) fn bridge_cap(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass) -> usi
 /// the recent turns, and a list of every member would be its largest allocation.
 fn visit_members_before(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     stop: usize,
     (from, until): (usize, usize),
     compress: bool,
-    visit: &mut dyn FnMut(&mut ReduceCache, &MemberPlan) -> Result<()>,
+    visit: &mut dyn FnMut(&mut Forms, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
     enum Source<'p> {
         Active(&'p Unit),
         Pin(&'p [MemberPlan]),
     }
-    let active =
-        pass.active.iter().take(stop).filter_map(|&u| pass.unit(u)).map(|unit| (unit.first, Source::Active(unit)));
-    let pinned = pass.pins.iter().filter_map(|pin| {
-        let unit = pass.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until)?;
+    let active = pass
+        .units
+        .active
+        .iter()
+        .take(stop)
+        .filter_map(|&u| pass.units.unit(u))
+        .map(|unit| (unit.first, Source::Active(unit)));
+    let pinned = pass.budget.pins.list.iter().filter_map(|pin| {
+        let unit = pass.units.unit(pin.plan.unit).filter(|unit| unit.first >= from && unit.first < until)?;
         Some((unit.first, Source::Pin(&pin.plan.members)))
     });
     let mut order: Vec<(usize, Source)> = active.chain(pinned).collect();
-    crate::sort::sort_by_key(&mut order, |(first, _)| *first);
+    crate::util::sort::sort_by_key(&mut order, |(first, _)| *first);
     for (_, source) in order {
         match source {
             Source::Active(unit) => {
                 let mut list = base_members(unit);
                 if compress && unit.kind == UnitKind::Step {
-                    ctx.reduce_members(cache, &pass.structure, &mut list, false, true)?;
+                    parts::reduce_members(
+                        ctx,
+                        reductions.forms,
+                        reductions.files,
+                        &pass.units.structure,
+                        &mut list,
+                        false,
+                        true,
+                    )?;
                 }
                 for member in &list {
-                    visit(cache, member)?;
+                    visit(reductions.forms, member)?;
                 }
             }
             Source::Pin(members) => {
                 for member in members {
-                    visit(cache, &MemberPlan::of(member.msg, member.parts.clone()))?;
+                    visit(reductions.forms, &MemberPlan::of(member.msg, member.parts.clone()))?;
                 }
             }
         }
@@ -186,14 +210,15 @@ fn visit_members_before(
 /// order.
 fn visit_originals(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     stop: usize,
-    visit: &mut dyn FnMut(&mut ReduceCache, &MemberPlan) -> Result<()>,
+    visit: &mut dyn FnMut(&mut Forms, &MemberPlan) -> Result<()>,
 ) -> Result<()> {
-    let until = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
-    let from = pass.summary.map_or(0, |s| s.until_index + 1);
-    visit_members_before(ctx, cache, pass, stop, (from, until), false, visit)
+    let until =
+        pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
+    let from = pass.units.summary.map_or(0, |s| s.until_index + 1);
+    visit_members_before(ctx, reductions, pass, stop, (from, until), false, visit)
 }
 
 /// What a summary is made from: the messages it covers, and the request pinned as the task (if
@@ -210,12 +235,12 @@ impl Originals {
 }
 
 /// The messages of the active units before `stop` (and of the pins among them), whole, in order.
-fn original_messages(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usize) -> Result<Originals> {
+fn original_messages(ctx: &Ctx, reductions: &mut Reductions, pass: &Pass, stop: usize) -> Result<Originals> {
     let task = pinned_task(ctx, pass);
     let mut messages = Vec::new();
     let mut after = 0;
-    visit_originals(ctx, cache, pass, stop, &mut |cache, member| {
-        messages.push(ctx.materialize(cache, member)?);
+    visit_originals(ctx, reductions, pass, stop, &mut |forms, member| {
+        messages.push(ctx.materialize(forms, member)?);
         if task.as_ref().is_some_and(|(_, msg)| member.msg <= *msg) {
             after = messages.len();
         }
@@ -227,8 +252,8 @@ fn original_messages(ctx: &Ctx, cache: &mut ReduceCache, pass: &Pass, stop: usiz
 /// The first request pinned explicitly, which stands for the task (the summary's primary
 /// request): its text and its message.
 fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
-    let pin = pass.pins.iter().find(|pin| pin.roles.contains(&PinRole::Pinned))?;
-    let unit = pass.unit(pin.plan.unit)?;
+    let pin = pass.budget.pins.list.iter().find(|pin| pin.roles.contains(&PinRole::Pinned))?;
+    let unit = pass.units.unit(pin.plan.unit)?;
     let text: Vec<String> = unit
         .members
         .iter()
@@ -242,7 +267,9 @@ fn pinned_task(ctx: &Ctx, pass: &Pass) -> Option<(String, usize)> {
 /// (with its framing), not stored.
 pub(crate) fn bridge(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
+    texts: &mut TextCounts,
+    bridges: &mut Bridges,
     pass: &Pass,
     stop: usize,
     cap: usize,
@@ -250,29 +277,29 @@ pub(crate) fn bridge(
     if stop == 0 {
         return Ok(None);
     }
-    let first = pass.active.first().and_then(|u| pass.unit(*u)).map(|u| u.first).unwrap_or(0);
-    let last = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
+    let first = pass.units.active.first().and_then(|u| pass.units.unit(*u)).map(|u| u.first).unwrap_or(0);
+    let last = pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let (from, until) = (ctx.item(first)?.id.to_string(), ctx.item(last.saturating_sub(1))?.id.to_string());
-    let budget = cap.saturating_sub(framing_tokens(ctx, cache)) as u32;
+    let budget = cap.saturating_sub(framing_tokens(ctx, texts)) as u32;
     if budget < 8 {
         return Ok(None);
     }
     // The same range can hold other messages as the history grows (a call answered later is no
     // longer dropped by the repair stage): the key says which messages, by id and variant.
     let mut hasher = std::hash::DefaultHasher::new();
-    visit_originals(ctx, cache, pass, stop, &mut |_, member| {
-        std::hash::Hash::hash(&super::plan::member_key(ctx.item(member.msg)?.id, member), &mut hasher);
+    visit_originals(ctx, reductions, pass, stop, &mut |_, member| {
+        std::hash::Hash::hash(&member_key(ctx.item(member.msg)?.id, member), &mut hasher);
         Ok(())
     })?;
     // The open todos stand in the bridge's pending work; the pinned task in its primary request.
     std::hash::Hash::hash(&ctx.open_todos(), &mut hasher);
     std::hash::Hash::hash(&pinned_task(ctx, pass).map(|(_, msg)| msg), &mut hasher);
     let signature = std::hash::Hasher::finish(&hasher);
-    let key = (pass.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
-    let text = match cache.extracts.get(&key) {
+    let key = (pass.units.summary.map_or_else(String::new, |s| s.request_id.clone()), signature, budget);
+    let text = match bridges.texts.get(&key) {
         Some(text) => text.clone(),
         None => {
-            let originals = original_messages(ctx, cache, pass, stop)?;
+            let originals = original_messages(ctx, reductions, pass, stop)?;
             let todos = ctx.open_todos();
             let text = crate::extract::extractive_with_todos(
                 &originals.messages,
@@ -282,19 +309,19 @@ pub(crate) fn bridge(
                 ctx.encoding,
                 budget,
             );
-            if cache.extracts.len() > 32 {
-                cache.extracts.clear();
+            if bridges.texts.len() > 32 {
+                bridges.texts.clear();
             }
-            cache.extracts.insert(key, text.clone());
+            bridges.texts.insert(key, text.clone());
             text
         }
     };
-    let header = match pass.summary {
+    let header = match pass.units.summary {
         Some(_) => format!("Summary of messages {from} to {until}, which the summary above does not cover yet:\n"),
         None => format!("Summary of the earlier conversation (messages {from} to {until}):\n"),
     };
     let message = section_message(ctx.options, format!("{header}{text}"));
-    let tokens = made_up_tokens(ctx, cache, &message);
+    let tokens = made_up_tokens(ctx, texts, &message);
     let messages = (first..last).count();
     Ok(Some((message, BridgeUse { from, until, messages, tokens })))
 }
@@ -302,15 +329,15 @@ pub(crate) fn bridge(
 /// The extractive summary of the active units before `stop`, folded onto the summary in force.
 fn extractive_record(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     stop: usize,
     state: &SummaryState,
     cap: usize,
 ) -> Result<SummaryRecord> {
     let request = request_meta(ctx, pass, stop, state, cap as u32)?;
-    let originals = original_messages(ctx, cache, pass, stop)?;
-    let previous = pass.summary.map(|s| s.text.as_str());
+    let originals = original_messages(ctx, reductions, pass, stop)?;
+    let previous = pass.units.summary.map(|s| s.text.as_str());
     let text = crate::extract::extractive_with_todos(
         &originals.messages,
         previous,
@@ -332,22 +359,24 @@ fn request_meta(
     state: &SummaryState,
     max_tokens: u32,
 ) -> Result<summary::PendingSummary> {
-    let tail_first = pass.active.get(stop).and_then(|u| pass.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
+    let tail_first =
+        pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let until_index =
         tail_first.checked_sub(1).ok_or_else(|| Error::internal("summary cut before the first message"))?;
     // A message whose parts went to several units (parallel results in one message) is one
     // message; one the summary in force already stands for is not counted again, nor one after
     // the cut (a unit's late tool result) that the record's `until` does not reach.
-    let after = pass.summary.map_or(0, |s| s.until_index + 1);
+    let after = pass.units.summary.map_or(0, |s| s.until_index + 1);
     let mut covered: Vec<usize> = pass
+        .units
         .active
         .iter()
         .take(stop)
-        .filter_map(|&u| pass.unit(u))
+        .filter_map(|&u| pass.units.unit(u))
         .flat_map(|unit| unit.members.iter().map(|m| m.msg))
         .filter(|&msg| (after..=until_index).contains(&msg))
         .collect();
-    crate::sort::sort(&mut covered);
+    crate::util::sort::sort(&mut covered);
     covered.dedup();
     let mut original = 0u64;
     for &msg in &covered {
@@ -358,8 +387,8 @@ fn request_meta(
         request_id: format!("s{}", state.generation + 1),
         until: ctx.item(until_index)?.id.to_string(),
         until_index,
-        original_tokens: pass.summary.map_or(0, |s| s.original_tokens) + original,
-        message_count: pass.summary.map_or(0, |s| s.message_count) + count,
+        original_tokens: pass.units.summary.map_or(0, |s| s.original_tokens) + original,
+        message_count: pass.units.summary.map_or(0, |s| s.message_count) + count,
         max_tokens,
         required_keys: Vec::new(),
     })
@@ -370,7 +399,7 @@ fn request_meta(
 /// summary must satisfy.
 pub(crate) fn request_for(
     ctx: &Ctx,
-    cache: &mut ReduceCache,
+    reductions: &mut Reductions,
     pass: &Pass,
     cut: usize,
     options: &SummaryOptions,
@@ -380,24 +409,24 @@ pub(crate) fn request_for(
     let meta = request_meta(ctx, pass, cut, state, max_tokens)?;
     // The messages to summarise: compressed where long, digests not applied (the summariser
     // should see what was read), in history order.
-    let from = pass.summary.map_or(0, |s| s.until_index + 1);
+    let from = pass.units.summary.map_or(0, |s| s.until_index + 1);
     let mut messages: Vec<Arc<Message>> = Vec::new();
-    for plan in &pass.system {
+    for plan in &pass.units.system {
         for member in &plan.members {
-            messages.push(ctx.materialize(cache, member)?);
+            messages.push(ctx.materialize(reductions.forms, member)?);
         }
     }
     let mut ids: Vec<usize> = Vec::new();
-    visit_members_before(ctx, cache, pass, cut, (from, meta.until_index + 1), true, &mut |cache, member| {
+    visit_members_before(ctx, reductions, pass, cut, (from, meta.until_index + 1), true, &mut |forms, member| {
         ids.push(member.msg);
-        messages.push(ctx.materialize(cache, member)?);
+        messages.push(ctx.materialize(forms, member)?);
         Ok(())
     })?;
-    crate::sort::sort(&mut ids);
+    crate::util::sort::sort(&mut ids);
     ids.dedup();
     let message_ids: Vec<String> =
         ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
-    let previous = pass.summary.map(|s| s.text.clone());
+    let previous = pass.units.summary.map(|s| s.text.clone());
     let prompt = summary::fold_prompt(options.prompt(), previous.as_deref());
     // The caller's model sees the messages and then the prompt: a valid list on its own.
     let mut to_send: Vec<Arc<Message>> = messages;
@@ -433,13 +462,13 @@ pub(crate) fn request_for(
 /// provider's entry is), the system prompt and the instruction.
 pub(crate) fn ride_the_cache(
     request: &mut SummaryRequest,
-    seen: &[super::ContextMessage],
+    seen: &[&Message],
     format: Format,
     cache: Option<&super::request::hints::CacheOptions>,
 ) -> Result<()> {
     use super::request::hints;
     let prompt = Message::new(Role::User, Content::text(request.prompt.clone()), format);
-    let messages = seen.iter().map(|m| &*m.message).chain(std::iter::once(&prompt));
+    let messages = seen.iter().copied().chain(std::iter::once(&prompt));
     let mut value = emit_request(messages, format)?;
     if let Some(cache) = cache {
         let ttl = cache.ttl.unwrap_or_default();
@@ -463,33 +492,6 @@ pub(crate) fn ride_the_cache(
     }
     request.messages = value;
     Ok(())
-}
-
-/// The summary in force as the context carries it: a system message (OpenAI; or wherever
-/// `placement: "system"` asks), a user message (Anthropic: never an assistant message, which the
-/// recent messages could merge into), or with `placement: "exchange"` the compact prompt
-/// and the summary as a user/assistant exchange.
-pub(crate) fn summary_messages(options: &BuildOptions, text: &str, until: &str) -> Vec<Message> {
-    let placement = options.summary.as_ref().map_or(SummaryPlacement::Auto, |s| s.placement);
-    if placement == SummaryPlacement::Exchange {
-        let prompt = options.summary.as_ref().map_or(summary::DEFAULT_COMPACT_PROMPT, |s| s.prompt());
-        return vec![
-            Message::new(Role::User, Content::text(prompt), options.format),
-            Message::new(Role::Assistant, Content::text(text.to_string()), options.format),
-        ];
-    }
-    vec![section_message(options, format!("Summary of the earlier conversation (up to message {until}):\n{text}"))]
-}
-
-/// A message of the summary section: a system message, or for Anthropic (unless `placement` is
-/// `system`) a user message.
-fn section_message(options: &BuildOptions, text: String) -> Message {
-    let placement = options.summary.as_ref().map_or(SummaryPlacement::Auto, |s| s.placement);
-    let role = match (placement, options.format) {
-        (SummaryPlacement::System, _) | (_, Format::OpenAi) => Role::System,
-        _ => Role::User,
-    };
-    Message::new(role, Content::text(text), options.format)
 }
 
 #[cfg(test)]

@@ -437,7 +437,7 @@ pub fn check_pending(pending: &PendingSummary) -> Result<()> {
 /// mapping for the summary and its keys, so a key matches wherever `str::to_lowercase` made it
 /// match (whose word-final rule is all it adds, in 4 KB of the lite wasm).
 fn lowercase(text: &str) -> String {
-    text.chars().flat_map(crate::lowercase::of).map(|c| if c == 'ς' { 'σ' } else { c }).collect()
+    text.chars().flat_map(crate::util::lowercase::of).map(|c| if c == 'ς' { 'σ' } else { c }).collect()
 }
 
 fn compression_rate(tokens: u32, original_tokens: u64) -> f64 {

@@ -1,10 +1,10 @@
 use serde_json::json;
 
 use super::*;
-use crate::compact::plan::testing::{through_fill, turns, Log, ENCODING};
 use crate::compact::receipt::DropReason;
 use crate::compact::summary::{SummaryOptions, SummaryState};
-use crate::compact::{BudgetOptions, BuildOptions, PinRole};
+use crate::compact::testing::{run_assemble, through_fill, turns, Log, ENCODING};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions, PinRole, PLACEHOLDER_TEXT};
 
 fn budget(max: u32) -> Option<BudgetOptions> {
     Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() })
@@ -17,10 +17,10 @@ fn system_then_pins_then_recent_with_a_receipt_for_every_message() {
     let options =
         BuildOptions { budget: budget(2_400), summary: None, digest: None, compress: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let outcome = assemble(&ctx, &mut cache, pass).unwrap();
+    let outcome = run_assemble(&ctx, &mut cache, pass).unwrap();
     let context = &outcome.context;
     let sections: Vec<Section> = context.messages.iter().map(|m| m.section).collect();
     assert_eq!(sections[..2], [Section::System, Section::Pinned]);
@@ -60,10 +60,10 @@ fn anthropic_the_summary_is_a_user_message_after_the_task_and_thinking_is_untouc
         ..BuildOptions::default()
     };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let context = assemble(&ctx, &mut cache, pass).unwrap().context;
+    let context = run_assemble(&ctx, &mut cache, pass).unwrap().context;
     let roles: Vec<(Role, Section)> = context.messages.iter().map(|m| (m.message.role, m.section)).collect();
     assert_eq!(
         roles[..3],
@@ -89,10 +89,10 @@ fn anthropic_gets_a_placeholder_when_no_user_message_leads() {
     let items = log.items();
     let options = BuildOptions { format: Format::Anthropic, summary: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let context = assemble(&ctx, &mut cache, pass).unwrap().context;
+    let context = run_assemble(&ctx, &mut cache, pass).unwrap().context;
     let roles: Vec<Role> = context.messages().map(|m| m.role).collect();
     assert_eq!(roles, [Role::System, Role::User, Role::Assistant]);
     assert_eq!(context.messages().nth(1).unwrap().content.joined_text(), PLACEHOLDER_TEXT);

@@ -98,7 +98,7 @@ fn compressed_text(value: Value, options: &CompressOptions) -> String {
             map.insert("compressed".into(), Value::Bool(true));
         }
     }
-    crate::json_text::value_text(&out)
+    crate::util::json_text::value_text(&out)
 }
 
 /// Compresses the parsed output in place: what it keeps is moved, not copied (most of a tool

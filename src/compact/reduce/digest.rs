@@ -1,9 +1,33 @@
 //! File-read digests: a file's contents, once read in an older turn, become one line:
 //! `[file read] sales_analysis.py (python, 150 lines, functions: load_data, clean_data)`.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::message::{ToolCall, ToolInput};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DigestOptions {
+    /// Names of the tools that read files (compared without case).
+    pub tools: Vec<String>,
+}
+
+impl Default for DigestOptions {
+    fn default() -> Self {
+        DigestOptions { tools: DEFAULT_FILE_READ_TOOLS.iter().map(|s| s.to_string()).collect() }
+    }
+}
+
+impl DigestOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.tools.iter().any(|t| t.trim().is_empty()) {
+            return Err(Error::invalid_argument("digest.tools must not contain empty names"));
+        }
+        Ok(())
+    }
+}
 
 /// Tool names that read files, by default (compared without case).
 pub const DEFAULT_FILE_READ_TOOLS: [&str; 10] = [

@@ -1,17 +1,18 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::compact::plan::testing::{through_reduce, turns, Log, ENCODING};
+use crate::compact::forms::Reduction;
 use crate::compact::receipt::{Action, DropReason};
 use crate::compact::summary::SummaryState;
-use crate::compact::{BudgetOptions, BuildOptions};
+use crate::compact::testing::{through_reduce, turns, Log, ENCODING};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 
 fn budget(max: u32) -> Option<BudgetOptions> {
     Some(BudgetOptions { max_tokens: Some(max), ..BudgetOptions::default() })
 }
 
 fn actions(pass: &Pass) -> Vec<Action> {
-    pass.every_plan().iter().flat_map(|p| p.members.iter().map(|m| m.action())).collect()
+    pass.plans.every_plan(&pass.units).iter().flat_map(|p| p.members.iter().map(|m| m.action())).collect()
 }
 
 /// One coding-agent turn: the task, then `reads` reads of `files` files (each re-read or edited
@@ -42,12 +43,12 @@ fn a_history_that_fits_stays_as_it_is() {
     let total: u32 = items.iter().map(|i| i.tokens).sum();
     let options = BuildOptions { budget: budget(total + 500), keep_recent_steps: 1, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Verbatim);
     assert!(actions(&pass).iter().all(|a| *a == Action::Kept), "nothing compressed or digested: it fits");
-    assert_eq!(cache.computed, 0, "not even computed");
+    assert_eq!(cache.reductions_computed(), 0, "not even computed");
 }
 
 #[test]
@@ -60,7 +61,7 @@ fn stale_reads_go_first_within_one_turn_and_only_as_far_as_needed() {
     let options =
         BuildOptions { budget: budget(goal as u32), keep_recent_steps: 2, summary: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Reduced);
@@ -98,11 +99,12 @@ fn a_read_no_later_call_touches_is_digested_only_after_stale_ones() {
         ..BuildOptions::default()
     };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     let touched: Vec<usize> = pass
-        .every_plan()
+        .plans
+        .every_plan(&pass.units)
         .iter()
         .flat_map(|p| p.members.iter())
         .filter(|m| !m.replace.is_empty())
@@ -127,7 +129,7 @@ fn thinning_only_without_a_summary_only_earlier_turns_only_while_needed() {
     };
     let options = thin(None);
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Reduced);
@@ -135,14 +137,14 @@ fn thinning_only_without_a_summary_only_earlier_turns_only_while_needed() {
         .plans
         .iter()
         .filter(|p| p.dropped == Some(DropReason::Thinning))
-        .map(|p| pass.unit(p.unit).unwrap().turn)
+        .map(|p| pass.units.unit(p.unit).unwrap().turn)
         .collect();
     assert!(!thinned.is_empty() && thinned.iter().all(|t| *t == 1), "only the oldest turn: {thinned:?}");
     // With a summary configured, never.
     let options = thin(Some(Default::default()));
     let ctx = Ctx { options: &options, ..ctx };
     let pass = through_reduce(&ctx, &mut cache, &state);
-    assert!(pass.every_plan().iter().all(|p| p.dropped.is_none()));
+    assert!(pass.plans.every_plan(&pass.units).iter().all(|p| p.dropped.is_none()));
 }
 
 #[test]
@@ -151,21 +153,25 @@ fn without_budget_or_summary_older_turns_are_reduced_as_always() {
     let items = log.items();
     let options = BuildOptions { keep_recent_steps: 1, summary: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Unlimited);
-    let steps: Vec<Plan> =
-        pass.every_plan().into_iter().filter(|p| pass.unit(p.unit).unwrap().kind == UnitKind::Step).collect();
+    let steps: Vec<Plan> = pass
+        .plans
+        .every_plan(&pass.units)
+        .into_iter()
+        .filter(|p| pass.units.unit(p.unit).unwrap().kind == UnitKind::Step)
+        .collect();
     let actions: Vec<Action> = steps.iter().map(|p| p.members[1].action()).collect();
     // Turns 1 and 2 read files in an earlier turn: digests; the current turn's read is not
     // digested (it may be compressed: it is not the newest unit).
     assert_eq!(actions[..2], [Action::Digested, Action::Digested]);
     assert_ne!(actions[2], Action::Digested);
     assert!(steps[0].tokens < items[3].tokens as usize, "a digest is cheaper than the read");
-    let computed = cache.computed;
+    let computed = cache.reductions_computed();
     through_reduce(&ctx, &mut cache, &state);
-    assert_eq!(cache.computed, computed, "a second pass reuses the reductions");
+    assert_eq!(cache.reductions_computed(), computed, "a second pass reuses the reductions");
 }
 
 #[test]
@@ -174,9 +180,9 @@ fn hopeless_histories_leave_the_reductions_to_the_selection() {
     let items = log.items();
     let options = BuildOptions { budget: budget(3_000), summary: None, ..BuildOptions::default() };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
     assert_eq!(pass.mode, Mode::Selected);
-    assert!(pass.lazy && cache.computed == 0, "nothing reduced that the selection may never reach");
+    assert!(pass.lazy && cache.reductions_computed() == 0, "nothing reduced that the selection may never reach");
 }

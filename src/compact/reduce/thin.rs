@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::super::plan::{base_members, has_text, part_indices, Ctx, MemberPlan, Pass};
-use super::super::repair::UnitKind;
+use crate::compact::forms::{base_members, has_text, part_indices, Ctx, MemberPlan};
+use crate::compact::pass::Pass;
+use crate::compact::repair::UnitKind;
 use crate::error::Result;
 use crate::message::{Part, Role};
 
@@ -16,9 +17,9 @@ pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<Mem
     let mut thinning: HashMap<usize, Option<MemberPlan>> = HashMap::new();
     let mut last_user: HashMap<usize, usize> = HashMap::new();
     let mut last_text: HashMap<usize, (usize, MemberPlan)> = HashMap::new();
-    let last_turn = pass.structure.last_turn;
-    for &u in pass.active.iter().take(pass.tail_start) {
-        let Some(unit) = pass.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
+    let last_turn = pass.units.structure.last_turn;
+    for &u in pass.units.active.iter().take(pass.measured.tail_start) {
+        let Some(unit) = pass.units.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
         match unit.kind {
             UnitKind::User => {
                 last_user.insert(unit.turn, u);
@@ -46,8 +47,8 @@ pub(crate) fn decide(ctx: &Ctx, pass: &Pass) -> Result<HashMap<usize, Option<Mem
             UnitKind::System => {}
         }
     }
-    for &u in pass.active.iter().take(pass.tail_start) {
-        let Some(unit) = pass.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
+    for &u in pass.units.active.iter().take(pass.measured.tail_start) {
+        let Some(unit) = pass.units.unit(u).filter(|unit| unit.turn < last_turn) else { continue };
         let keep = match unit.kind {
             UnitKind::User => {
                 (last_user.get(&unit.turn) == Some(&u)).then(|| base_members(unit).into_iter().next()).flatten()

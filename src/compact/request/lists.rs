@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::validate::{violation, Violation};
+use super::violation::{violation, Violation};
 use crate::message::Format;
 
 /// Leaves out reasoning items whose output item is not in the request (its call was left

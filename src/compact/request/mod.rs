@@ -13,18 +13,25 @@ pub mod emitted;
 pub mod hints;
 pub(crate) mod lists;
 mod validate;
+mod violation;
 
 use serde_json::{Map, Value};
 
 pub(crate) use lists::is_output;
+pub use validate::validate;
 pub(crate) use validate::validate_parts;
-pub use validate::{validate, Violation};
+pub use violation::Violation;
 
 use crate::error::Result;
 use crate::message::{self, Format, Message};
 
 /// The text of the user message inserted when Anthropic needs one first and none is left.
 pub const PLACEHOLDER_TEXT: &str = "(earlier conversation omitted)";
+
+/// The user message put first when the provider needs one and none is left.
+pub(crate) fn placeholder(format: Format) -> Message {
+    Message::new(message::Role::User, message::Content::text(PLACEHOLDER_TEXT), format)
+}
 
 /// Emits `messages` in `format` as a provider request expects them.
 pub fn emit_request<'a>(messages: impl IntoIterator<Item = &'a Message>, format: Format) -> Result<Value> {
@@ -286,7 +293,7 @@ fn sanitize_anthropic(value: Value) -> Value {
     let messages: Vec<Value> = merged
         .into_iter()
         .map(|(role, mut blocks)| {
-            crate::sort::sort_by_key(&mut blocks, |b| rank(b, &role));
+            crate::util::sort::sort_by_key(&mut blocks, |b| rank(b, &role));
             let content = match blocks.as_slice() {
                 [only]
                     if only.get("type").and_then(Value::as_str) == Some("text")

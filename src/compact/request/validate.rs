@@ -2,25 +2,11 @@
 
 use std::collections::HashSet;
 
-use serde::Serialize;
 use serde_json::Value;
 
+use super::violation::{violation, Violation};
 use super::{block_keys, is_blank_text, lists};
 use crate::message::Format;
-/// One broken rule in a message list.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Violation {
-    /// Index in the message list, when one message is at fault.
-    pub index: Option<usize>,
-    pub rule: &'static str,
-    pub message: String,
-}
-
-pub(super) fn violation(index: Option<usize>, rule: &'static str, message: impl Into<String>) -> Violation {
-    Violation { index, rule, message: message.into() }
-}
 
 /// Checks a request-mode message list against the provider's rules.
 pub fn validate(value: &Value, format: Format) -> std::result::Result<(), Vec<Violation>> {

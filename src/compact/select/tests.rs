@@ -1,10 +1,10 @@
 use serde_json::json;
 
 use super::*;
-use crate::compact::plan::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::receipt::Action;
 use crate::compact::summary::SummaryState;
-use crate::compact::{BudgetOptions, BuildOptions};
+use crate::compact::testing::{through_fill, through_reduce, turns, Log, ENCODING};
+use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 
 fn options(budget: Option<BudgetOptions>) -> BuildOptions {
     BuildOptions { budget, summary: None, compress: None, digest: None, ..BuildOptions::default() }
@@ -15,71 +15,24 @@ fn budget(max: u32) -> Option<BudgetOptions> {
 }
 
 #[test]
-fn allot_pins_then_shares_what_the_system_prompt_leaves() {
-    let log = turns(2, 1, 5);
-    let items = log.items();
-    let options = options(Some(BudgetOptions { context_window: 10_000, ..BudgetOptions::default() }));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
-    let state = SummaryState::default();
-    let pass = through_reduce(&ctx, &mut cache, &state);
-    let budget = pass.budget.unwrap();
-    assert_eq!(budget.max_tokens, 6_000);
-    let placeholder = made_up_tokens(&ctx, &mut cache, &placeholder(options.format));
-    let avail = 6_000 - pass.system_tokens - REPLY_PRIMING - placeholder - pass.pins_tokens;
-    assert_eq!(budget.summary_budget, (avail as f64 * 0.26) as usize);
-    assert_eq!(budget.pinned_tokens, pass.pins_tokens);
-
-    let tiny = self::options(Some(BudgetOptions { context_window: 10, ..BudgetOptions::default() }));
-    let ctx = Ctx { options: &tiny, ..ctx };
-    let structure = crate::compact::repair::structure_for(&items, true, &mut cache);
-    let mut pass = Pass::new(&ctx, &mut cache, structure, &state).unwrap();
-    let error = allot(&ctx, &mut cache, &mut pass).unwrap_err();
-    assert!(error.message.contains("too small for the system prompt alone"), "{error}");
-}
-
-#[test]
-fn pins_over_half_the_room_are_cut_to_head_and_tail() {
-    let task = format!("Fix the bug. {} End of the task.", "Details of the problem. ".repeat(400));
-    let log = Log::openai(json!([
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": task},
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "and hurry"}
-    ]));
-    let items = log.items();
-    let options = options(budget(1_200));
-    let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
-    let state = SummaryState::default();
-    let pass = through_reduce(&ctx, &mut cache, &state);
-    assert_eq!(pass.mode, Mode::Selected);
-    assert_eq!(pass.pins.len(), 2);
-    assert!(pass.pins_tokens <= (1_200 - pass.system_tokens - REPLY_PRIMING) / 2);
-    let task_pin = &pass.pins[0];
-    assert!(task_pin.plan.members[0].cut_text.is_some() && task_pin.plan.tokens < task_pin.whole);
-    let text = ctx.materialize(&mut cache, &task_pin.plan.members[0]).unwrap().content.joined_text();
-    assert!(text.starts_with("Fix the bug.") && text.ends_with("End of the task.") && text.contains("chars omitted"));
-    assert!(pass.pins[1].plan.members[0].cut_text.is_none(), "the short one stays whole");
-}
-
-#[test]
 fn measure_finds_the_recent_steps() {
     let log = turns(3, 2, 5);
     let items = log.items();
     let options = BuildOptions { keep_recent_steps: 2, ..options(None) };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_reduce(&ctx, &mut cache, &state);
-    let tail: Vec<usize> = pass.active[pass.tail_start..].iter().map(|u| pass.unit(*u).unwrap().first).collect();
+    let tail: Vec<usize> =
+        pass.units.active[pass.measured.tail_start..].iter().map(|u| pass.units.unit(*u).unwrap().first).collect();
     assert_eq!(tail, [items.len() - 3, items.len() - 1]);
     // The pinned requests (m2 and the last turn's) are not active, nor is the system prompt.
-    let pinned: Vec<usize> = pass.pins.iter().map(|p| pass.unit(p.plan.unit).unwrap().first).collect();
+    let pinned: Vec<usize> =
+        pass.budget.pins.list.iter().map(|p| pass.units.unit(p.plan.unit).unwrap().first).collect();
     assert_eq!(pinned, [1, items.len() - 6]);
     let active: usize =
         items.iter().enumerate().filter(|(i, _)| *i != 0 && !pinned.contains(i)).map(|(_, i)| i.tokens as usize).sum();
-    assert_eq!(pass.unreduced, active);
+    assert_eq!(pass.measured.unreduced, active);
 }
 
 #[test]
@@ -88,18 +41,24 @@ fn the_window_keeps_units_with_a_message_among_the_last_n() {
     let items = log.items();
     let options = BuildOptions { max_messages: Some(10), ..options(None) };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let kept: Vec<usize> = pass
-        .every_plan()
+        .plans
+        .every_plan(&pass.units)
         .iter()
         .filter(|p| p.dropped.is_none())
         .flat_map(|p| p.members.iter().map(|m| m.msg))
         .collect();
     // The active messages among the last 10 (the pinned request m14 aside), chains whole.
     assert_eq!(kept, [6, 7, 8, 9, 10, 11, 12, 14, 15, 16]);
-    assert!(pass.every_plan().iter().filter(|p| p.dropped.is_some()).all(|p| p.dropped == Some(DropReason::Window)));
+    assert!(pass
+        .plans
+        .every_plan(&pass.units)
+        .iter()
+        .filter(|p| p.dropped.is_some())
+        .all(|p| p.dropped == Some(DropReason::Window)));
 }
 
 #[test]
@@ -108,13 +67,19 @@ fn the_budget_is_filled_newest_first_and_the_boundary_cut_to_fit() {
     let items = log.items();
     let options = options(budget(1_800));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let view = pass.view(true);
     assert!(view <= 1_800 && view * 10 >= 1_800 * 9, "{view} of 1,800");
-    assert!(pass.every_plan().last().is_some_and(|p| p.dropped.is_none()), "the newest unit comes first");
-    assert!(pass.every_plan().first().is_some_and(|p| p.dropped == Some(DropReason::Budget)), "the oldest do not fit");
+    assert!(
+        pass.plans.every_plan(&pass.units).last().is_some_and(|p| p.dropped.is_none()),
+        "the newest unit comes first"
+    );
+    assert!(
+        pass.plans.every_plan(&pass.units).first().is_some_and(|p| p.dropped == Some(DropReason::Budget)),
+        "the oldest do not fit"
+    );
 }
 
 #[test]
@@ -130,14 +95,18 @@ fn without_a_summary_a_unit_too_big_is_skipped_and_older_ones_taken() {
     let items = log.items();
     let options = options(budget(700));
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
-    let fates: Vec<Option<DropReason>> = pass.every_plan().iter().map(|p| p.dropped).collect();
+    let fates: Vec<Option<DropReason>> = pass.plans.every_plan(&pass.units).iter().map(|p| p.dropped).collect();
     assert!(fates.iter().all(Option::is_none), "{fates:?}");
     // The big output (c4) is skipped at first, and c3 and older taken; then it fills what is left, cut.
-    let actions: Vec<Action> =
-        pass.every_plan().iter().map(|p| p.members.iter().map(|m| m.action()).min().unwrap()).collect();
+    let actions: Vec<Action> = pass
+        .plans
+        .every_plan(&pass.units)
+        .iter()
+        .map(|p| p.members.iter().map(|m| m.action()).min().unwrap())
+        .collect();
     assert_eq!(actions[4], Action::Compressed);
     assert!(actions.iter().enumerate().all(|(i, a)| i == 4 || *a == Action::Kept), "{actions:?}");
     let view = pass.view(true);
@@ -157,12 +126,12 @@ fn with_a_summary_the_recent_messages_are_a_suffix() {
     let items = log.items();
     let options = BuildOptions { summary: Some(Default::default()), ..options(budget(900)) };
     let ctx = Ctx { items: &items, encoding: ENCODING, options: &options, turns: &[], state: &[] };
-    let mut cache = ReduceCache::default();
+    let mut cache = BuildCache::default();
     let state = SummaryState::default();
     let pass = through_fill(&ctx, &mut cache, &state);
     let start = pass.suffix_start.expect("a suffix");
-    assert!(pass.every_plan()[..start].iter().all(|p| p.dropped == Some(DropReason::Bridge)));
-    assert!(pass.every_plan()[start..].iter().all(|p| p.dropped.is_none()));
+    assert!(pass.plans.every_plan(&pass.units)[..start].iter().all(|p| p.dropped == Some(DropReason::Bridge)));
+    assert!(pass.plans.every_plan(&pass.units)[start..].iter().all(|p| p.dropped.is_none()));
     assert!(pass.bridge.is_some());
     assert!(pass.view(true) <= 900);
 }
