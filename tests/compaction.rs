@@ -833,7 +833,8 @@ fn foreign_and_unknown_content_parts_are_refused_or_named() {
     let error = h.history.append_value(tool_result, Format::OpenAi).unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidMessage);
     assert!(error.message.contains("\"tool_result\" is an Anthropic content block"), "{}", error.message);
-    let image_url = json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}]});
+    let image_url =
+        json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}]});
     assert!(h.history.append_value(image_url, Format::Anthropic).unwrap_err().message.contains("OpenAI content part"));
     assert_eq!(h.history.len(), 0, "nothing appended");
 
@@ -847,7 +848,11 @@ fn foreign_and_unknown_content_parts_are_refused_or_named() {
     let options = BuildOptions { format: Format::Anthropic, ..no_summary() };
     let foreign = h.build(&options).unwrap().context;
     assert!(
-        foreign.receipt.notes.iter().any(|n| n == "content parts of type foo in m2 have no anthropic form and are not sent"),
+        foreign
+            .receipt
+            .notes
+            .iter()
+            .any(|n| n == "content parts of type foo in m2 have no anthropic form and are not sent"),
         "{:?}",
         foreign.receipt.notes
     );

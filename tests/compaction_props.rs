@@ -5,8 +5,8 @@
 //! exactly, and the input is never mutated.
 
 use context_compactor::compact::{
-    self, summary, validate, Action, BudgetOptions, BuildCache, BuildOptions, Compactor, DropReason, Item, Summarizer,
-    SummaryOptions, SummarySource, SummaryState, TurnNote,
+    self, summary_state, validate, Action, BudgetOptions, BuildCache, BuildOptions, Compactor, DropReason, Item,
+    Summarizer, SummaryOptions, SummarySource, SummaryState, TurnNote,
 };
 use context_compactor::history::ConversationHistory;
 use context_compactor::message::{Format, Message, Part, Role};
@@ -330,8 +330,8 @@ proptest! {
             // An external summary comes back: the next build uses it and stays valid.
             if let Some(request) = outcome.summary_request {
                 let text = "{\"done\": [\"earlier work\"]}";
-                let tokens = summary::validate_summary(text, ENCODING, request.max_tokens, &[]).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                let record = summary::record(&request.pending(), text.to_string(), tokens, "t".into(), SummarySource::External);
+                let tokens = summary_state::validate_summary(text, ENCODING, request.max_tokens, &[]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let record = summary_state::record(&request.pending(), text.to_string(), tokens, "t".into(), SummarySource::External);
                 let state = SummaryState { current: Some(record), in_progress: None, generation: 1 };
                 check(&messages, &options, &state)?;
             }

@@ -10,7 +10,7 @@ use super::plan::Units;
 use super::receipt::BudgetReport;
 use super::request::placeholder;
 use super::section::summary_messages;
-use super::state::{self, StateUse};
+use super::state_sections::{self, StateUse};
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::tokens::REPLY_PRIMING;
@@ -107,11 +107,11 @@ pub(crate) fn allot(ctx: &Ctx, units: &Units, forms: &mut Forms, texts: &mut Tex
     Ok(Allotment { max: Some(max), report: Some(report), placeholder_tokens, pins, share, summary, state, notes })
 }
 
-/// The state's sections (`compact::state`) within their cap and `room`.
+/// The state's sections (`compact::state_sections`) within their cap and `room`.
 fn state_section(ctx: &Ctx, texts: &mut TextCounts, room: usize) -> StateSection {
     let Some(options) = ctx.options.state.as_ref() else { return StateSection::default() };
-    let cap = options.max_tokens.map_or(state::STATE_MAX_TOKENS, |m| m as usize);
-    match state::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut texts.lines) {
+    let cap = options.max_tokens.map_or(state_sections::STATE_MAX_TOKENS, |m| m as usize);
+    match state_sections::state_sections(ctx.state, cap.min(room), ctx.encoding, ctx.options.format, &mut texts.lines) {
         Some((messages, used)) => StateSection { messages, tokens: used.tokens, used: Some(used) },
         None => StateSection::default(),
     }
@@ -166,7 +166,7 @@ mod tests {
     use super::*;
     use crate::compact::forms::Ctx;
     use crate::compact::pass::Mode;
-    use crate::compact::summary::SummaryState;
+    use crate::compact::summary_state::SummaryState;
     use crate::compact::testing::{through_reduce, turns, units_of, Log, ENCODING};
     use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 

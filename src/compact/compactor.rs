@@ -591,7 +591,7 @@ impl Compactor {
     }
 
     /// Restores a summary state (from storage), checked as the live calls check what they
-    /// store (`summary::check_record`, `check_pending`), and against `history`: refused if it
+    /// store (`summary_state::check_record`, `check_pending`), and against `history`: refused if it
     /// names messages the history lacks. On error nothing changes.
     pub fn set_summary_state(&mut self, state: SummaryState, history: &ConversationHistory) -> Result<()> {
         self.restore_summary_state(state, history, false)
@@ -599,7 +599,7 @@ impl Compactor {
 
     /// `set_summary_state`, for a state whose summary's tokens were counted by this library for
     /// the history's encoding (`counted`: a stored record's counting tag says so): they are not
-    /// counted again (`summary::check_record`).
+    /// counted again (`summary_state::check_record`).
     pub fn restore_summary_state(
         &mut self,
         state: SummaryState,
@@ -607,14 +607,14 @@ impl Compactor {
         counted: bool,
     ) -> Result<()> {
         if let Some(current) = &state.current {
-            super::summary::check_record(current, history.encoding(), counted)
+            super::summary_state::check_record(current, history.encoding(), counted)
                 .map_err(|e| Error::invalid_argument(format!("the summary in force: {}", e.message)))?;
             if state.generation == 0 {
                 return Err(Error::invalid_argument("a summary is in force, but the state says none was ever made"));
             }
         }
         if let Some(pending) = &state.in_progress {
-            super::summary::check_pending(pending)?;
+            super::summary_state::check_pending(pending)?;
         }
         for (what, until, index) in state
             .current
@@ -758,12 +758,14 @@ impl Compactor {
             (None, Some(pending)) if pending.request_id == request_id => pending.clone(),
             _ => return Err(Error::not_found(format!("no summary request {request_id:?}"))),
         };
-        let tokens = super::summary::validate_summary(text, encoding, pending.max_tokens, &pending.required_keys)?;
+        let tokens =
+            super::summary_state::validate_summary(text, encoding, pending.max_tokens, &pending.required_keys)?;
         if let Some(created_at) = &created_at {
-            super::summary::check_created_at(created_at, "createdAt")?;
+            super::summary_state::check_created_at(created_at, "createdAt")?;
         }
         let created_at = created_at.unwrap_or_else(|| format!("seq:{}", self.summary.generation + 1));
-        let record = super::summary::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
+        let record =
+            super::summary_state::record(&pending, text.to_string(), tokens, created_at, SummarySource::External);
         let state =
             SummaryState { current: Some(record.clone()), generation: self.summary.generation + 1, in_progress: None };
         self.replace_summary(state);

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::memory::TurnNote;
 use super::pass::Plans;
 use super::receipt::{runs_reusing, Action, DropReason, Fate, ReceiptRun};
 use super::repair::{Item, Member, Structure, Unit};
+use super::turn_summaries::TurnNote;
 
 /// What a build's fates were made from besides the stored messages, their structure and the
 /// plans: two builds of one history that agree on `before` and `covered` have the same fates up

@@ -4,12 +4,12 @@
 //! summaries (here and in assemble).
 
 use super::forms::{Ctx, Plan, TextCounts};
-use super::memory::{self, MemoryUse};
 use super::pass::{Mode, Pass};
 use super::reduce::stages::count_all;
 use super::reduce::Reductions;
 use super::select::{apply, base_room, select, select_with, Selection};
 use super::summarise::{self, Bridges};
+use super::turn_summaries::{self, MemoryUse};
 use crate::error::Result;
 use crate::message::Message;
 
@@ -89,7 +89,7 @@ pub(crate) fn memory_section(
     }
     let room = options.max_tokens.map_or(room, |m| room.min(m as usize));
     let in_context = |i: usize| present.get(i).copied().unwrap_or(false);
-    memory::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut texts.lines)
+    turn_summaries::turn_summaries(ctx.turns, in_context, room, ctx.encoding, ctx.options.format, &mut texts.lines)
 }
 
 /// The tokens the memory's turn summaries take beside `selection` (for `fill`).

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::memory::TurnNote;
 use super::options::BuildOptions;
 use super::receipt::{Action, DropReason};
 use super::repair::{Item, Unit};
-use super::state::{StateNote, StatePart};
+use super::state_sections::{StateNote, StatePart};
+use super::turn_summaries::TurnNote;
 use crate::error::{Error, Result};
 use crate::message::{Content, ContentForm, Format, Message, Part, Role, ToolResult};
 use crate::tokens::{self, Encoding};

@@ -267,10 +267,10 @@ impl Frame {
         room: usize,
     ) -> Option<(Option<ContextMessage>, Vec<String>, super::StateUse)> {
         let options = ctx.options.state.as_ref()?;
-        let cap = options.max_tokens.map_or(super::state::STATE_MAX_TOKENS, |m| m as usize).min(room);
+        let cap = options.max_tokens.map_or(super::state_sections::STATE_MAX_TOKENS, |m| m as usize).min(room);
         let format = ctx.options.format;
         let (messages, used) =
-            super::state::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.texts.lines)?;
+            super::state_sections::state_sections(ctx.state, cap, ctx.encoding, format, &mut cache.texts.lines)?;
         let texts: Vec<String> = messages.iter().map(|m| m.content.joined_text()).collect();
         if texts.is_empty() || self.state_shown.as_ref() == Some(&texts) {
             return Some((None, texts, used));

@@ -29,7 +29,6 @@ pub mod frame;
 pub mod images;
 pub(crate) mod lines;
 pub(crate) mod measure;
-pub mod memory;
 pub mod options;
 pub(crate) mod pass;
 pub(crate) mod pins;
@@ -42,12 +41,13 @@ pub mod request;
 pub(crate) mod section;
 pub(crate) mod select;
 pub mod spec;
-pub mod state;
+pub mod state_sections;
 pub(crate) mod summarise;
-pub mod summary;
+pub mod summary_state;
 pub(crate) mod sums;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod turn_summaries;
 
 use crate::error::{Error, Result};
 use crate::tokens::Encoding;
@@ -59,7 +59,6 @@ pub use compactor::Compactor;
 pub use cost::{CostEstimate, PricingOptions};
 pub use frame::{FrameState, FrozenFates, FrozenMessage, FrozenReceipt};
 pub use images::{ImagePlaceholder, ImagesUse};
-pub use memory::{MemoryOptions, MemoryUse, TurnNote};
 pub use options::{BudgetOptions, BuildOptions};
 pub use receipt::{
     Action, BridgeUse, BudgetReport, Change, DropReason, EventReason, Fate, PinRole, PinUse, Receipt, ReceiptEntry,
@@ -71,11 +70,12 @@ pub use repair::{Item, Repair, RepairKind, UnitKind};
 pub use request::emitted::{Assembled, EmitCache, Piece};
 pub use request::{emit_request, validate, Violation, PLACEHOLDER_TEXT};
 pub use spec::{BuildSpec, Patch, ProfileRef};
-pub use state::{StateNote, StateOptions, StatePart, StateSectionUse, StateUse};
-pub use summary::{
+pub use state_sections::{StateNote, StateOptions, StatePart, StateSectionUse, StateUse};
+pub use summary_state::{
     PendingSummary, Summarizer, SummaryOptions, SummaryPlacement, SummaryRecord, SummaryRequest, SummarySource,
     SummaryState,
 };
+pub use turn_summaries::{MemoryOptions, MemoryUse, TurnNote};
 
 /// What earlier builds computed, kept so that a warm build computes only what is new: each cache
 /// holds one kind of result and is handed only to the stages that use it. Valid for one set of

@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::memory::MemoryOptions;
 use super::reduce::compress::CompressOptions;
 use super::reduce::digest::DigestOptions;
-use super::state::StateOptions;
-use super::summary::SummaryOptions;
+use super::state_sections::StateOptions;
+use super::summary_state::SummaryOptions;
+use super::turn_summaries::MemoryOptions;
 use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;
@@ -218,7 +218,7 @@ impl BuildOptions {
             summary.validate()?;
         }
         if let Some(now) = &self.now {
-            super::summary::check_created_at(now, "now")?;
+            super::summary_state::check_created_at(now, "now")?;
         }
         self.pricing.validate()?;
         if let Some(cache) = &self.cache {

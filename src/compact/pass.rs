@@ -10,7 +10,7 @@ use super::measure::Measured;
 use super::options::BuildOptions;
 use super::plan::Units;
 use super::receipt::{BridgeUse, DropReason};
-use super::summary::SummaryRequest;
+use super::summary_state::SummaryRequest;
 use crate::message::Message;
 use crate::tokens;
 

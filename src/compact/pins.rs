@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_pinned_request_of_many_parts_is_cut_to_its_first_and_last_parts() {
-        use crate::compact::summary::SummaryState;
+        use crate::compact::summary_state::SummaryState;
         use crate::compact::testing::through_reduce;
         use crate::compact::BudgetOptions;
         let parts: Vec<serde_json::Value> =

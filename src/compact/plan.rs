@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::forms::{Ctx, Forms, Plan};
 use super::pins::{self, Pin};
 use super::repair::{system_units, Structure, StructureCache, Unit, UnitKind};
-use super::summary::{SummaryRecord, SummaryState};
+use super::summary_state::{SummaryRecord, SummaryState};
 use crate::error::Result;
 
 /// The plan stage's output: the summary in force, the pinned requests, and the units the
@@ -116,12 +116,12 @@ pub(crate) fn split<'s>(
 mod tests {
     use super::*;
     use crate::compact::repair::structure_for;
-    use crate::compact::summary::{SummarySource, SummaryState};
+    use crate::compact::summary_state::{SummarySource, SummaryState};
     use crate::compact::testing::{turns, ENCODING};
     use crate::compact::{BuildCache, BuildOptions};
 
     fn record(until: &str, until_index: usize) -> SummaryRecord {
-        let pending = crate::compact::summary::PendingSummary {
+        let pending = crate::compact::summary_state::PendingSummary {
             request_id: "s1".into(),
             until: until.into(),
             until_index,
@@ -130,7 +130,7 @@ mod tests {
             max_tokens: 100,
             required_keys: Vec::new(),
         };
-        crate::compact::summary::record(&pending, "earlier".into(), 1, "t".into(), SummarySource::External)
+        crate::compact::summary_state::record(&pending, "earlier".into(), 1, "t".into(), SummarySource::External)
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::options::{BudgetOptions, BuildOptions};
-use super::summary::SummaryOptions;
+use super::summary_state::SummaryOptions;
 use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;

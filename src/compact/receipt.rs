@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::memory::MemoryUse;
 use super::repair::{Item, Repair};
+use super::turn_summaries::MemoryUse;
 
 /// Which part of the context a message belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
@@ -306,7 +306,7 @@ pub struct Receipt {
     /// The memory's turn summaries the context holds (a session with memory).
     pub memory: Option<MemoryUse>,
     /// The session's state sections the context holds, part by part.
-    pub state: Option<super::state::StateUse>,
+    pub state: Option<super::state_sections::StateUse>,
     /// The images of earlier turns the context shows as placeholders (`imagesSentOnce`).
     pub images: Option<super::images::ImagesUse>,
     /// A placeholder user message was put first (Anthropic needs one and none was left).

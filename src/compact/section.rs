@@ -2,7 +2,7 @@
 //! format and `summary.placement`.
 
 use super::options::BuildOptions;
-use super::summary::{self, SummaryPlacement};
+use super::summary_state::{self, SummaryPlacement};
 use crate::message::{Content, Format, Message, Role};
 
 /// The summary in force as the context carries it: a system message (OpenAI; or wherever
@@ -12,7 +12,7 @@ use crate::message::{Content, Format, Message, Role};
 pub(crate) fn summary_messages(options: &BuildOptions, text: &str, until: &str) -> Vec<Message> {
     let placement = options.summary.as_ref().map_or(SummaryPlacement::Auto, |s| s.placement);
     if placement == SummaryPlacement::Exchange {
-        let prompt = options.summary.as_ref().map_or(summary::DEFAULT_COMPACT_PROMPT, |s| s.prompt());
+        let prompt = options.summary.as_ref().map_or(summary_state::DEFAULT_COMPACT_PROMPT, |s| s.prompt());
         return vec![
             Message::new(Role::User, Content::text(prompt), options.format),
             Message::new(Role::Assistant, Content::text(text.to_string()), options.format),
@@ -35,7 +35,7 @@ pub(crate) fn section_message(options: &BuildOptions, text: String) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::summary::SummaryOptions;
+    use crate::compact::summary_state::SummaryOptions;
 
     #[test]
     fn the_summary_is_a_system_message_a_user_message_or_an_exchange() {

@@ -4,13 +4,13 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::memory::MemoryOptions;
 use super::options::{window_share, BudgetOptions, BuildOptions, RequestParts};
 use super::profile::Profile;
 use super::reduce::compress::CompressOptions;
 use super::reduce::digest::DigestOptions;
-use super::state::StateOptions;
-use super::summary::{Summarizer, SummaryOptions, SummaryPlacement};
+use super::state_sections::StateOptions;
+use super::summary_state::{Summarizer, SummaryOptions, SummaryPlacement};
+use super::turn_summaries::MemoryOptions;
 use crate::error::{Error, Result};
 use crate::message::Format;
 use crate::tokens::Encoding;

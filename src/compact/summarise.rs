@@ -18,7 +18,9 @@ use super::repair::{Unit, UnitKind};
 use super::request::{emit_request, placeholder};
 use super::section::{section_message, summary_messages};
 use super::select::{base_room, select, select_with};
-use super::summary::{self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState};
+use super::summary_state::{
+    self, Summarizer, SummaryOptions, SummaryRecord, SummaryRequest, SummarySource, SummaryState,
+};
 use crate::error::{Error, Result};
 use crate::message::{Content, Format, Message, Role};
 use crate::util::fasthash::FastMap;
@@ -346,9 +348,9 @@ fn extractive_record(
         ctx.encoding,
         cap as u32,
     );
-    let tokens = summary::validate_summary(&text, ctx.encoding, cap as u32, &[])?;
+    let tokens = summary_state::validate_summary(&text, ctx.encoding, cap as u32, &[])?;
     let created_at = ctx.options.now.clone().unwrap_or_else(|| format!("seq:{}", state.generation + 1));
-    Ok(summary::record(&request, text, tokens, created_at, SummarySource::Extractive))
+    Ok(summary_state::record(&request, text, tokens, created_at, SummarySource::Extractive))
 }
 
 /// What a summary of the active units before `stop` stands for.
@@ -358,7 +360,7 @@ fn request_meta(
     stop: usize,
     state: &SummaryState,
     max_tokens: u32,
-) -> Result<summary::PendingSummary> {
+) -> Result<summary_state::PendingSummary> {
     let tail_first =
         pass.units.active.get(stop).and_then(|u| pass.units.unit(*u)).map_or(ctx.items.len(), |unit| unit.first);
     let until_index =
@@ -383,7 +385,7 @@ fn request_meta(
         original += u64::from(ctx.item(msg)?.tokens);
     }
     let count = covered.len();
-    Ok(summary::PendingSummary {
+    Ok(summary_state::PendingSummary {
         request_id: format!("s{}", state.generation + 1),
         until: ctx.item(until_index)?.id.to_string(),
         until_index,
@@ -427,7 +429,7 @@ pub(crate) fn request_for(
     let message_ids: Vec<String> =
         ids.iter().filter_map(|i| ctx.items.get(*i)).map(|item| item.id.to_string()).collect();
     let previous = pass.units.summary.map(|s| s.text.clone());
-    let prompt = summary::fold_prompt(options.prompt(), previous.as_deref());
+    let prompt = summary_state::fold_prompt(options.prompt(), previous.as_deref());
     // The caller's model sees the messages and then the prompt: a valid list on its own.
     let mut to_send: Vec<Arc<Message>> = messages;
     let first_non_system = to_send.iter().position(|m| !m.role.is_instruction());

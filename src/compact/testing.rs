@@ -12,7 +12,7 @@ use crate::compact::pass::Pass;
 use crate::compact::plan::{split, Units};
 use crate::compact::reduce::Reductions;
 use crate::compact::repair::{structure_for, Item};
-use crate::compact::summary::{SummaryRecord, SummaryState};
+use crate::compact::summary_state::{SummaryRecord, SummaryState};
 use crate::compact::BuildCache;
 use crate::compact::{fill, reduce, summarise};
 use crate::error::Result;

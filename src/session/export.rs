@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn timestamps_are_iso_dates_or_sequence_numbers() {
-        use crate::compact::summary::check_created_at;
+        use crate::compact::summary_state::check_created_at;
         for good in [
             "2025-11-23",
             "2025-11-23T17:05:00Z",

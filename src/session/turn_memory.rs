@@ -118,7 +118,7 @@ impl Session {
         let (summary, insights) = match input.summary {
             Some(summary) => {
                 if let Some(max) = input.max_summary_tokens {
-                    crate::compact::summary::validate_summary(&summary, self.history.encoding(), max, &[])?;
+                    crate::compact::summary_state::validate_summary(&summary, self.history.encoding(), max, &[])?;
                 }
                 (summary, input.insights.unwrap_or_default())
             }

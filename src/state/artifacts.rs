@@ -243,7 +243,7 @@ impl ArtifactStore {
         };
         let created_at = match input.created_at {
             Some(at) => {
-                crate::compact::summary::check_created_at(&at, "createdAt")?;
+                crate::compact::summary_state::check_created_at(&at, "createdAt")?;
                 at
             }
             None => format!("seq:{}", self.items.len() + 1),

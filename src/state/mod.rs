@@ -1,6 +1,6 @@
 //! What a session keeps beside its messages: its artifacts (`ArtifactStore`) and the agent
 //! state (`AgentState`), and how they appear in the context (`notes`: the sections the builder
-//! puts after the system prompt, `compact::state`).
+//! puts after the system prompt, `compact::state_sections`).
 
 pub mod agent;
 pub mod artifacts;

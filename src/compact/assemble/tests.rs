@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::compact::receipt::DropReason;
-use crate::compact::summary::{SummaryOptions, SummaryState};
+use crate::compact::summary_state::{SummaryOptions, SummaryState};
 use crate::compact::testing::{run_assemble, through_fill, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildCache, BuildOptions, PinRole, PLACEHOLDER_TEXT};
 

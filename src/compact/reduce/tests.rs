@@ -3,7 +3,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::compact::forms::Reduction;
 use crate::compact::receipt::{Action, DropReason};
-use crate::compact::summary::SummaryState;
+use crate::compact::summary_state::SummaryState;
 use crate::compact::testing::{through_reduce, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::compact::receipt::Action;
-use crate::compact::summary::SummaryState;
+use crate::compact::summary_state::SummaryState;
 use crate::compact::testing::{through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 

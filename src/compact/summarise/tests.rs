@@ -2,7 +2,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::compact::receipt::DropReason;
-use crate::compact::summary::PendingSummary;
+use crate::compact::summary_state::PendingSummary;
 use crate::compact::testing::{run_fill, run_summarise, through_fill, through_reduce, turns, Log, ENCODING};
 use crate::compact::{BudgetOptions, BuildCache, BuildOptions};
 
@@ -20,7 +20,7 @@ fn options(summarizer: Summarizer, max: Option<u32>) -> BuildOptions {
 }
 
 fn record(text: &str, until: &str, until_index: usize) -> SummaryRecord {
-    summary::record(
+    summary_state::record(
         &PendingSummary {
             request_id: "s1".into(),
             until: until.into(),
