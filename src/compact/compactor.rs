@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::history::{ConversationHistory, TokenReport};
 use crate::message::{Format, Role};
 use crate::tokens::anchor::{anchoring_output, Anchor, AnchorEnd, AnchoredCount, CountBasis, UsageReport};
-use crate::tokens::calibration::{Calibration, Factor, ReportedUsage};
+use crate::tokens::calibration::{Calibration, Factor, Observation, ReportedUsage};
 use crate::tokens::claude;
 use crate::tokens::{ChatCount, Encoding};
 
@@ -815,14 +815,14 @@ impl Compactor {
             (None, None) => (history.token_count().total, false),
         };
         let mut report = UsageReport::new(&reported, model, counted, whole_request);
-        let ratio = reported.prompt as f64 / counted.max(1) as f64;
-        if whole_request && counted > 0 && ratio > crate::tokens::calibration::HIGHEST_PLAUSIBLE_RATIO {
+        let observed = Observation { counted: counted as u64, reported: reported.prompt };
+        if let Some(unseen) = observed.unseen_tokens().filter(|_| whole_request) {
             report.notes.push(format!(
-                "not calibrated: the bill ({} tokens) is {ratio:.1}× this request's count ({counted}), more than \
-                 any counting error: {} tokens were sent that the count did not see (a response_format schema, \
-                 tools or a system prompt not given to build's `request`); budgets do not leave room for them",
+                "not calibrated: the bill ({} tokens) is {:.1}× this request's count ({counted}), more than \
+                 any counting error: {unseen} tokens were sent that the count did not see (a response_format \
+                 schema, tools or a system prompt not given to build's `request`); budgets do not leave room for them",
                 reported.prompt,
-                reported.prompt.saturating_sub(counted as u64)
+                observed.ratio()
             ));
             report.calibration = self.calibration.factor(model);
         } else if whole_request {

@@ -147,8 +147,14 @@ pub struct Observation {
 }
 
 impl Observation {
-    fn ratio(self) -> f64 {
+    pub(crate) fn ratio(self) -> f64 {
         self.reported as f64 / self.counted as f64
+    }
+
+    /// The tokens billed beyond the count, when the bill is too far above it to be a counting
+    /// error (`HIGHEST_PLAUSIBLE_RATIO`): such a bill is reported, not learnt.
+    pub fn unseen_tokens(self) -> Option<u64> {
+        (self.counted > 0 && self.ratio() > HIGHEST_PLAUSIBLE_RATIO).then(|| self.reported - self.counted)
     }
 }
 
