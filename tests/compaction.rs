@@ -588,25 +588,12 @@ fn claude_code_file_reads_are_reduced_and_paths_summarised() {
 /// The 40 airline runs as one 1,780-message conversation (~145k tokens), built to 100k tokens.
 #[test]
 fn airline_concatenated_to_a_100k_budget() {
-    let mut h = Session::with_encoding(Encoding::O200kBase);
-    for run in common::airline_runs() {
-        h.history.append_values(run, Format::OpenAi).unwrap();
-    }
-    assert_eq!(h.history.len(), 1780);
-    let options = BuildOptions {
-        budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
-        ..BuildOptions::default()
-    };
-    let outcome = h.build(&options).unwrap();
-    let context = &outcome.context;
-    assert!(context.tokens.total <= 100_000);
-    assert_eq!(context.receipt.fates.len(), 1780);
     // 39 copies of the same system prompt are kept once.
-    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 39);
+    let (mut h, options, outcome) = common::concatenated_to_a_100k_budget(common::airline_runs(), 1780, 39);
+    let context = &outcome.context;
     let summary = outcome.new_summary.as_ref().expect("past 50k: the extractive summary");
     let value: Value = serde_json::from_str(&summary.text).unwrap();
     assert!(value["toolsUsed"]["get_reservation_details"].as_u64().unwrap() > 40);
-    assert!(context.to_request().is_ok());
     // Warm, and after one append: only the new message is counted and no old reduction redone.
     let computed = h.compactor.reductions_computed();
     let counted = h.history.counted_messages();

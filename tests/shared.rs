@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use context_compactor::bpe::BpeEncoding;
-use context_compactor::compact::{validate, BudgetOptions, BuildOptions, RepairKind, SummaryOptions};
+use context_compactor::compact::{validate, BudgetOptions, BuildOptions, SummaryOptions};
 use context_compactor::load::{load, LoadOptions, MarkKind, Source};
 use context_compactor::message::{self, Format};
 use context_compactor::session::Session;
@@ -103,20 +103,7 @@ fn tau_bench_runs_round_trip_load_and_build() {
 #[test]
 #[ignore = "reads the shared fixtures"]
 fn tau_bench_concatenated_to_a_100k_budget() {
-    let mut h = Session::with_encoding(Encoding::O200kBase);
-    for run in tau_bench() {
-        h.history.append_values(run, Format::OpenAi).unwrap();
-    }
-    let options = BuildOptions {
-        budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
-        ..BuildOptions::default()
-    };
-    let outcome = h.build(&options).unwrap();
-    let context = &outcome.context;
-    assert!(context.tokens.total <= 100_000);
-    assert_eq!(context.receipt.fates.len(), 5308);
-    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), 199);
-    assert!(context.to_request().is_ok());
+    common::concatenated_to_a_100k_budget(tau_bench(), 5308, 199);
 }
 
 #[test]

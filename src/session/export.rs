@@ -178,6 +178,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::compact::{BuildOptions, SummaryOptions};
+    use crate::session::records::tests::built;
     use crate::session::turn_memory::tests::agent_with_two_turns;
     use serde_json::json;
 
@@ -370,16 +371,6 @@ mod tests {
         (session, options)
     }
 
-    /// A build's request (JSON text) and its outcome, without what it says of the prompt cache.
-    fn request_of(session: &mut Session, options: &BuildOptions) -> (String, crate::compact::BuildOutcome) {
-        let mut outcome = session.build(options).unwrap();
-        let request = session.compactor.request_value(&outcome.context).unwrap();
-        outcome.context.receipt.cache = None;
-        outcome.context.receipt.cost = None;
-        outcome.context.marks = None;
-        (serde_json::to_string(&request).unwrap(), outcome)
-    }
-
     #[test]
     fn the_frame_travels_with_an_export_and_the_imported_session_extends_it() {
         let (mut session, options) = framed();
@@ -390,8 +381,8 @@ mod tests {
         for s in [&mut session, &mut imported] {
             s.history.append_value(json!({"role": "assistant", "content": "On Friday."}), Format::OpenAi).unwrap();
         }
-        let live = request_of(&mut session, &options);
-        let next = request_of(&mut imported, &options);
+        let live = built(&mut session, &options);
+        let next = built(&mut imported, &options);
         assert_eq!(next, live);
         assert!(
             !next.1.context.receipt.notes.iter().any(|n| n.contains("frame")),

@@ -5,6 +5,10 @@
 #![allow(dead_code)]
 
 use context_compactor::bpe::BpeEncoding;
+use context_compactor::compact::{BudgetOptions, BuildOptions, BuildOutcome, RepairKind};
+use context_compactor::message::Format;
+use context_compactor::session::Session;
+use context_compactor::tokens::Encoding;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -261,4 +265,30 @@ pub fn assert_same(enc: BpeEncoding, text: &str) {
         panic!("{enc:?} differs on {text:?}\n ours {got:?}\n want {want:?}\n our pieces {pieces:?}");
     }
     assert_eq!(ours.count(text), want.len(), "{enc:?} count of {text:?}");
+}
+
+/// Agent runs concatenated into one history and built to a 100k window (a window the whole does
+/// not fit): within it, a fate for each of the `messages`, and the `copies` of the repeated system
+/// prompt kept once. The session, its options and the outcome, for more checks.
+pub fn concatenated_to_a_100k_budget(
+    runs: Vec<Value>,
+    messages: usize,
+    copies: usize,
+) -> (Session, BuildOptions, BuildOutcome) {
+    let mut h = Session::with_encoding(Encoding::O200kBase);
+    for run in runs {
+        h.history.append_values(run, Format::OpenAi).unwrap();
+    }
+    assert_eq!(h.history.len(), messages);
+    let options = BuildOptions {
+        budget: Some(BudgetOptions { context_window: 100_000, target_ratio: 1.0, ..BudgetOptions::default() }),
+        ..BuildOptions::default()
+    };
+    let outcome = h.build(&options).unwrap();
+    let context = &outcome.context;
+    assert!(context.tokens.total <= 100_000);
+    assert_eq!(context.receipt.fates.len(), messages);
+    assert_eq!(context.receipt.repairs.iter().filter(|r| r.kind == RepairKind::DuplicateSystem).count(), copies);
+    assert!(context.to_request().is_ok());
+    (h, options, outcome)
 }

@@ -627,4 +627,4 @@ pub fn counting_tag(encoding: Encoding) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

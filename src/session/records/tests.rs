@@ -1090,7 +1090,7 @@ fn budgeted() -> BuildOptions {
 
 /// A build's request as JSON text, and its outcome without what it says of the prompt cache
 /// (a reopened session has sent nothing before: its first build shares no prefix it knows of).
-fn built(session: &mut Session, options: &BuildOptions) -> (String, crate::compact::BuildOutcome) {
+pub(crate) fn built(session: &mut Session, options: &BuildOptions) -> (String, crate::compact::BuildOutcome) {
     let mut outcome = session.build(options).unwrap();
     let request = session.compactor.request_value(&outcome.context).unwrap();
     outcome.context.receipt.cache = None;
