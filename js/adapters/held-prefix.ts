@@ -96,19 +96,16 @@ export function checkHeldPrefix(history: ConversationHistory, list: readonly unk
   for (let i = 0; i < held; i++) {
     if (i < known.length && sameJson(list[i], known[i])) continue;
     forms ??= inHeldForm(history, list.slice(0, held), format);
-    if (forms.given?.[i] !== forms.held[i]) throw diverged(where, i, held, history);
+    if (forms.given?.[i] !== forms.held[i]) throw diverged(where, i, held);
     known[i] = copy(list[i]); // the same message, as this caller gives it
   }
   return known;
 }
 
-function diverged(where: string, index: number, held: number, history: ConversationHistory): InvalidArgumentError {
-  const has = typeof (history as { truncate?: unknown }).truncate === "function";
+function diverged(where: string, index: number, held: number): InvalidArgumentError {
   return new InvalidArgumentError(
     `${where}: message ${index} of the list differs from the one the history holds there (an edited or regenerated list?); ` +
       `the history holds the list's first ${held} messages and only appends what follows them. ` +
-      (has
-        ? `Truncate the history to its first ${index} messages (history.truncate) to go on from the edit, or start a new ConversationHistory.`
-        : "Start a new ConversationHistory for the edited conversation (the history keeps what it holds: it has no truncate)."),
+      "Start a new ConversationHistory for the edited conversation (the history keeps what it holds: it has no truncate).",
   );
 }
